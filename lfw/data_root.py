@@ -1,0 +1,44 @@
+"""Where the images come from: a real LFW copy (``LFW_ROOT`` or an explicit path) or the synthetic cache."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from lfw.dataset import find_image_root, list_dir
+from lfw.synth import cached_tree
+
+DEFAULT_SYNTHETIC_IMAGES = 2_000
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """The resolved image folder and whether it is real LFW or synthetic."""
+
+    path: Path
+    kind: str  # "real" | "synthetic"
+
+
+def resolve_root(path: str | os.PathLike[str] | None = None,
+                 synthetic_images: int = DEFAULT_SYNTHETIC_IMAGES, seed: int = 0) -> DataSource:
+    """An explicit ``path`` first, then ``$LFW_ROOT``, else a synthetic tree made once in the cache.
+
+    A path the user gave is checked (missing, empty, no JPEGs are one-line errors); the synthetic tree is made
+    with a progress bar on first use and reused afterwards.
+    """
+    given = path or os.environ.get("LFW_ROOT")
+    if given:
+        return DataSource(find_image_root(given), "real")
+    return DataSource(cached_tree(synthetic_images, seed), "synthetic")
+
+
+def tree_stats(root: Path) -> tuple[int, int]:
+    """(number of files, total bytes) under ``root``: what the machine info records about the dataset."""
+    count = size = 0
+    for person in list_dir(root):
+        if person.is_dir():
+            for entry in list_dir(person.path):
+                count += 1
+                size += entry.stat().st_size
+    return count, size

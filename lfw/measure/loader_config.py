@@ -1,0 +1,79 @@
+"""A DataLoader configuration: every knob lfw-bench measures, validated once, built one way."""
+
+from __future__ import annotations
+
+import multiprocessing
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from lfw.dataset import collate_skipping
+from lfw.errors import LFWError
+
+START_METHODS = ("fork", "forkserver", "spawn")
+DEFAULT_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class LoaderConfig:
+    """The knobs of :class:`torch.utils.data.DataLoader` that lfw-bench varies.
+
+    ``timeout_s`` bounds the wait for any one batch when workers are used, so a stuck worker fails with a clear
+    message instead of hanging the run. ``seed`` fixes shuffling and the workers' random augmentation.
+    """
+
+    batch_size: int = 64
+    num_workers: int = 0
+    pin_memory: bool = False
+    persistent_workers: bool = False
+    prefetch_factor: int | None = None
+    start_method: str | None = None
+    shuffle: bool = False
+    drop_last: bool = False
+    seed: int = 0
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        if self.batch_size <= 0:
+            raise LFWError(f"batch size must be a positive integer, got {self.batch_size}")
+        if self.num_workers < 0:
+            raise LFWError(f"num_workers must be 0 (load in the main process) or more, got {self.num_workers}")
+        if self.prefetch_factor is not None and self.prefetch_factor <= 0:
+            raise LFWError(f"prefetch_factor must be a positive integer, got {self.prefetch_factor}")
+        if self.start_method is not None and self.start_method not in START_METHODS:
+            raise LFWError(f"unknown start method {self.start_method!r}; choose one of: {', '.join(START_METHODS)}")
+        if self.start_method and self.start_method not in multiprocessing.get_all_start_methods():
+            raise LFWError(f"start method {self.start_method!r} is not available on this platform")
+
+    def with_(self, **changes: Any) -> LoaderConfig:
+        """A copy with some knobs changed."""
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def build(self, dataset: Dataset, collate_fn: Any = None) -> DataLoader:
+        """The DataLoader for ``dataset``; worker-only options are passed only when there are workers."""
+        uses_workers = self.num_workers > 0
+        kwargs: dict[str, Any] = {}
+        if uses_workers:
+            kwargs["persistent_workers"] = self.persistent_workers
+            kwargs["prefetch_factor"] = self.prefetch_factor or 2
+            kwargs["timeout"] = self.timeout_s
+            if self.start_method:
+                kwargs["multiprocessing_context"] = self.start_method
+        if collate_fn is None and getattr(dataset, "on_error", "raise") == "skip":
+            collate_fn = collate_skipping
+        return DataLoader(
+            dataset,
+            batch_size=self.batch_size,
+            shuffle=self.shuffle,
+            num_workers=self.num_workers,
+            pin_memory=self.pin_memory and torch.cuda.is_available(),
+            drop_last=self.drop_last,
+            collate_fn=collate_fn,
+            generator=torch.Generator().manual_seed(self.seed),
+            **kwargs,
+        )

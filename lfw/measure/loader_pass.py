@@ -1,0 +1,271 @@
+"""The measurement primitive: one pass over K batches from a fresh DataLoader iterator.
+
+Used by the CLI's ``-get_timing``, every benchmark and every tool, so that all of them time the same thing:
+
+- the clock starts before ``iter(loader)``, so time to first batch includes worker start-up (as in the course
+  exercise, and as a training epoch pays it);
+- each batch's wait (the time ``next()`` blocks) is recorded, giving latency percentiles and the steady-state
+  rate after the first batch;
+- with a CUDA device the batch is copied host-to-device (``non_blocking=True``) and the device is synchronized
+  before the clock stops;
+- memory of the whole process tree is sampled in a background thread (see :mod:`lfw.measure.memory`).
+
+Work that is not the pass stays out of the timed region: :meth:`LoaderPass.setup` shuts down the previous
+iterator's workers (or, with persistent workers, finishes its epoch) and :meth:`LoaderPass.run` does only the
+pass. ``benchmark.pedantic(runner.run, setup=runner.setup, ...)`` therefore times exactly one pass per round.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import psutil
+import torch
+from torch.utils.data import DataLoader
+
+from lfw.errors import LFWError
+from lfw.measure.memory import TreeSampler, TreeSnapshot, tree_snapshot
+
+DEFAULT_MEMORY_INTERVAL_S = 0.5
+
+
+@dataclass
+class MemoryStats:
+    """Process-tree memory over one pass (MiB): before ``iter()``, after the first batch, at the end, peak."""
+
+    before: TreeSnapshot
+    start: TreeSnapshot
+    end: TreeSnapshot
+    samples: list[TreeSnapshot]
+    worker_pids: list[int]
+
+    def peak(self, metric: str) -> float:
+        return max(getattr(s, metric) for s in [self.start, self.end, *self.samples])
+
+    def worker_uss(self, snap: TreeSnapshot) -> list[float]:
+        return [snap.child_uss[p] for p in self.worker_pids if p in snap.child_uss]
+
+    def as_extra_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {}
+        for metric in ("rss", "pss", "uss"):
+            start, end = getattr(self.start, metric), getattr(self.end, metric)
+            info[f"{metric}_before_mib"] = round(getattr(self.before, metric), 2)
+            info[f"{metric}_start_mib"] = round(start, 2)
+            info[f"{metric}_end_mib"] = round(end, 2)
+            info[f"{metric}_peak_mib"] = round(self.peak(metric), 2)
+            info[f"{metric}_growth_mib"] = round(end - start, 2)
+        start_w, end_w = self.worker_uss(self.start), self.worker_uss(self.end)
+        if start_w and end_w:
+            growth = [e - s for s, e in zip(start_w, end_w, strict=False)]
+            info["worker_uss_start_mib"] = round(float(np.mean(start_w)), 2)
+            info["worker_uss_end_mib"] = round(float(np.mean(end_w)), 2)
+            info["worker_uss_growth_mib"] = round(float(np.mean(growth)), 2)
+            info["worker_uss_max_growth_mib"] = round(float(np.max(growth)), 2)
+        return info
+
+    def timeline(self) -> dict[str, list[float]]:
+        snaps = sorted([self.before, *self.samples], key=lambda s: s.t)
+        return {k: [round(getattr(s, k), 3) for s in snaps] for k in ("t", "rss", "pss", "uss")}
+
+
+@dataclass
+class PassResult:
+    """What one pass measured. Times in seconds; waits are per batch after the first."""
+
+    images: int
+    batches: int
+    wall_s: float
+    ttfb_s: float
+    waits_s: list[float] = field(default_factory=list)
+    memory: MemoryStats | None = None
+    steps_s: list[float] = field(default_factory=list)  # per-batch time spent in the ``step`` callback
+    events: list[tuple[float, float, float, float]] = field(default_factory=list)  # ask, got, step start, step end
+
+    @property
+    def data_wait_fraction(self) -> float:
+        """Share of the pass spent waiting for data (first batch included): 1 - compute / wall."""
+        return 1.0 - sum(self.steps_s) / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def images_per_s(self) -> float:
+        return self.images / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def steady_images_per_s(self) -> float:
+        """Images per second after the first batch: start-up excluded."""
+        steady_time = self.wall_s - self.ttfb_s
+        first = self.images / self.batches if self.batches else 0
+        return (self.images - first) / steady_time if steady_time > 0 and self.batches > 1 else 0.0
+
+    def wait_percentiles_ms(self) -> dict[str, float]:
+        if not self.waits_s:
+            return {"wait_p50_ms": 0.0, "wait_p95_ms": 0.0, "wait_p99_ms": 0.0}
+        p50, p95, p99 = np.percentile(np.asarray(self.waits_s) * 1e3, [50, 95, 99])
+        return {"wait_p50_ms": round(float(p50), 3), "wait_p95_ms": round(float(p95), 3),
+                "wait_p99_ms": round(float(p99), 3)}
+
+    def as_extra_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "images": self.images,
+            "batches": self.batches,
+            "wall_s": round(self.wall_s, 6),
+            "ttfb_s": round(self.ttfb_s, 6),
+            "images_per_s": round(self.images_per_s, 2),
+            "steady_images_per_s": round(self.steady_images_per_s, 2),
+            **self.wait_percentiles_ms(),
+        }
+        if self.memory is not None:
+            info["workers_seen"] = len(self.memory.worker_pids)
+            info.update(self.memory.as_extra_info())
+        return info
+
+
+def _batch_images(batch: Any) -> int:
+    first = batch[0] if isinstance(batch, list | tuple) else batch
+    return int(first.shape[0]) if hasattr(first, "shape") and first.ndim else 0
+
+
+def _to_device(batch: Any, device: torch.device) -> Any:
+    if isinstance(batch, list | tuple):
+        return [_to_device(b, device) for b in batch]
+    return batch.to(device, non_blocking=True) if isinstance(batch, torch.Tensor) else batch
+
+
+class LoaderPass:
+    """Repeated measured passes over the first ``batches`` batches of ``loader``.
+
+    Args:
+        loader: the DataLoader to measure.
+        batches: batches per pass; capped at the loader's length (a pass never wraps into a second epoch).
+        device: ``"cuda"`` to include the host-to-device copy and synchronize before the clock stops.
+        memory_interval_s: background sampling interval for process-tree memory; ``None`` disables sampling.
+        step: called with each batch inside the timed pass, as a training step would be (``lfw.diagnose``);
+            its durations and the per-batch event times (relative to the pass start) are recorded.
+    """
+
+    def __init__(self, loader: DataLoader, batches: int | None = None, *, device: str | None = None,
+                 memory_interval_s: float | None = DEFAULT_MEMORY_INTERVAL_S,
+                 step: Callable[[Any], None] | None = None) -> None:
+        if batches is not None and batches <= 0:
+            raise LFWError(f"batches to check must be a positive integer, got {batches}")
+        self.loader = loader
+        self.batches = min(batches or len(loader), len(loader))
+        self.device = torch.device(device) if device else None
+        if self.device is not None and self.device.type == "cuda" and not torch.cuda.is_available():
+            raise LFWError("device 'cuda' asked for, but CUDA is not available; leave the device out")
+        self.memory_interval_s = memory_interval_s
+        self.step = step
+        self.results: list[PassResult] = []
+        self._iterator: Iterator[Any] | None = None
+        self._exhausted = True
+        self._sampler: TreeSampler | None = None
+        self._before: TreeSnapshot | None = None
+        self._worker_pids: list[int] = []
+
+    def setup(self) -> None:
+        """Untimed: finish the previous pass's memory record, then end it (stop its workers, or finish its
+        epoch if they persist), then take the "before" memory snapshot of the next pass."""
+        self._finish_memory()
+        if self._iterator is not None:
+            if self.loader.persistent_workers and not self._exhausted:
+                for _ in self._iterator:  # the next iter() starts a new epoch only once this one is drained
+                    pass
+            self._iterator = None  # non-persistent workers shut down here, outside the timed pass
+            self._exhausted = True
+        if self.memory_interval_s and self._before is None:
+            self._before = tree_snapshot(psutil.Process())
+
+    def run(self) -> PassResult:
+        """One timed pass from a fresh iterator; appends the result to :attr:`results` and returns it.
+
+        The memory fields of the result are completed by the next :meth:`setup` or :meth:`close`, so that the
+        final page-table walk happens after the clock (and pytest-benchmark's timer) has stopped.
+        """
+        if self._iterator is not None or self._sampler is not None or (self.memory_interval_s and not self._before):
+            self.setup()
+        sampler = TreeSampler(self.memory_interval_s) if self.memory_interval_s else None
+        waits: list[float] = []
+        steps: list[float] = []
+        events: list[tuple[float, float, float, float]] = []
+        images = batches = 0
+        ttfb = 0.0
+        t0 = time.perf_counter()
+        if sampler:
+            sampler.start(t0)
+        try:
+            iterator = iter(self.loader)
+            self._iterator, self._exhausted = iterator, False
+            while batches < self.batches:
+                t_ask = time.perf_counter()
+                batch = next(iterator)
+                t_got = time.perf_counter()
+                if self.device is not None:
+                    batch = _to_device(batch, self.device)
+                if batches == 0:
+                    ttfb = t_got - t0
+                    if sampler:
+                        sampler.mark()
+                else:
+                    waits.append(t_got - t_ask)
+                images += _batch_images(batch)
+                batches += 1
+                if self.step is not None:
+                    t_step = time.perf_counter()
+                    self.step(batch)
+                    t_done = time.perf_counter()
+                    steps.append(t_done - t_step)
+                    events.append((t_ask - t0, t_got - t0, t_step - t0, t_done - t0))
+            if self.device is not None and self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+            wall = time.perf_counter() - t0
+        except StopIteration:
+            raise LFWError("the loader ran out of batches mid-pass; is the dataset empty?") from None
+        except RuntimeError as exc:
+            if "timed out" in str(exc):
+                raise LFWError(f"a DataLoader worker gave no batch within {self.loader.timeout:g} s "
+                               f"(workers={self.loader.num_workers}); a worker is stuck or far too slow") from None
+            raise
+        finally:
+            if sampler:
+                sampler.request_stop()
+                self._sampler = sampler
+        self._exhausted = batches >= len(self.loader)
+        result = PassResult(images, batches, wall, ttfb, waits, None, steps, events)
+        self._worker_pids = [w.pid for w in getattr(iterator, "_workers", []) if w.pid is not None]
+        self.results.append(result)
+        return result
+
+    def _finish_memory(self) -> None:
+        """Attach the memory record to the last result once its sampler has taken the final snapshot."""
+        sampler, self._sampler = self._sampler, None
+        if sampler is None:
+            return
+        end = sampler.join()
+        before, self._before = self._before, None
+        if before is None or not self.results:
+            return
+        workers = self._worker_pids
+        start = (sampler.marks[0] if sampler.marks else end) if workers else before
+        self.results[-1].memory = MemoryStats(before, start, end, sampler.samples, workers)
+
+    def close(self) -> None:
+        """Complete the last result and stop its workers (persistent ones stay with the loader)."""
+        self._finish_memory()
+        self._iterator = None
+        self._before = None
+
+    def __enter__(self) -> LoaderPass:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def measure_pass(loader: DataLoader, batches: int | None = None, **kwargs: Any) -> PassResult:
+    """One measured pass, set up and torn down: the convenience form of :class:`LoaderPass`."""
+    with LoaderPass(loader, batches, **kwargs) as runner:
+        return runner.run()

@@ -1,0 +1,67 @@
+"""What a measurement depends on, recorded beside every result (pytest-benchmark's ``machine_info``).
+
+Throughput on the same code differs by library build (Pillow with or without libjpeg-turbo), by the cores the
+process may use (affinity, containers), by torch's thread count and by the data. A number without these is
+not comparable with another number, so the gate warns when they differ.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import Any
+
+import numpy as np
+import PIL
+import psutil
+import torch
+import torchvision
+from PIL import features
+
+from lfw.measure.ceiling import usable_cores
+
+
+def jpeg_library() -> str:
+    """``libjpeg-turbo <version>`` or ``libjpeg <version>``: the decoder Pillow was built with."""
+    if features.check_feature("libjpeg_turbo"):
+        return f"libjpeg-turbo {features.version('libjpeg_turbo')}"
+    return f"libjpeg {features.version('jpg') or 'unknown'}"
+
+
+def cuda_info() -> dict[str, Any]:
+    if not torch.cuda.is_available():
+        return {"cuda_available": False}
+    props = torch.cuda.get_device_properties(0)
+    return {
+        "cuda_available": True,
+        "cuda_device": props.name,
+        "cuda_memory_gib": round(props.total_memory / 2**30, 1),
+        "cuda_runtime": torch.version.cuda,
+        "cuda_driver": torch.cuda.driver_version() if hasattr(torch.cuda, "driver_version") else None,
+    }
+
+
+def runner_class() -> str:
+    """A name for the class of machine a baseline belongs to: ``gpu`` or ``cpu-<cores>core``."""
+    override = os.environ.get("LFW_RUNNER")
+    if override:
+        return override
+    return "gpu" if torch.cuda.is_available() else f"cpu-{usable_cores()}core"
+
+
+def machine_info() -> dict[str, Any]:
+    """Library versions, decoder, cores, threads, memory and accelerator of this process's machine."""
+    return {
+        "runner_class": runner_class(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torchvision": torchvision.__version__,
+        "pillow": PIL.__version__,
+        "numpy": np.__version__,
+        "jpeg_library": jpeg_library(),
+        "usable_cores": usable_cores(),
+        "logical_cpus": os.cpu_count(),
+        "torch_num_threads": torch.get_num_threads(),
+        "total_memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        **cuda_info(),
+    }

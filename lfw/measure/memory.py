@@ -1,0 +1,106 @@
+"""Memory of the whole process tree: the main process and every DataLoader worker.
+
+RSS is the wrong number for forked workers: pages shared with the parent count in full in every process, so
+the sum stays flat while copy-on-access turns shared pages into private ones. PSS (each shared page divided
+among its sharers) and USS (pages private to one process) show the real cost, so all three are recorded.
+
+Reading PSS makes the kernel walk every page table of a process (about 10 ms for a process that has imported
+torch, on a 2-core machine), so sampling runs in a background thread at a coarse interval; its cost on
+throughput is measured by ``benchmarks/test_overhead.py``, not assumed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import psutil
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class TreeSnapshot:
+    """Memory of a process tree at one instant, in MiB, plus each child's USS by pid."""
+
+    t: float
+    rss: float
+    pss: float
+    uss: float
+    child_uss: dict[int, float] = field(default_factory=dict)
+
+
+def tree_snapshot(root: psutil.Process, t0: float = 0.0) -> TreeSnapshot:
+    """Sum RSS, PSS and USS over ``root`` and all its descendants (processes that vanish are skipped)."""
+    rss = pss = uss = 0.0
+    child_uss: dict[int, float] = {}
+    try:
+        children = root.children(recursive=True)
+    except psutil.Error:
+        children = []
+    for proc in [root, *children]:
+        try:
+            info = proc.memory_full_info()
+        except psutil.Error:  # a worker exiting between listing and reading
+            continue
+        rss += info.rss / MIB
+        pss += info.pss / MIB
+        uss += info.uss / MIB
+        if proc.pid != root.pid:
+            child_uss[proc.pid] = info.uss / MIB
+    return TreeSnapshot(time.perf_counter() - t0, rss, pss, uss, child_uss)
+
+
+class TreeSampler:
+    """Samples :func:`tree_snapshot` in a background thread every ``interval`` seconds.
+
+    ``mark()`` asks for one extra sample as soon as possible without blocking the caller (used right after the
+    first batch, when the workers exist, so the timed loop never waits on the kernel's page walk).
+    """
+
+    def __init__(self, interval: float = 0.5, pid: int | None = None) -> None:
+        self.interval = interval
+        self.root = psutil.Process(pid)
+        self.samples: list[TreeSnapshot] = []
+        self.marks: list[TreeSnapshot] = []
+        self._t0 = time.perf_counter()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._mark_requested = False
+        self._thread: threading.Thread | None = None
+
+    def start(self, t0: float | None = None) -> None:
+        self._t0 = time.perf_counter() if t0 is None else t0
+        self._thread = threading.Thread(target=self._loop, name="lfw-memory-sampler", daemon=True)
+        self._thread.start()
+
+    def mark(self) -> None:
+        self._mark_requested = True
+        self._wake.set()
+
+    def request_stop(self) -> None:
+        """Ask the thread to take one final snapshot and exit; returns at once (the caller's clock is running)."""
+        self._stop.set()
+        self._wake.set()
+
+    def join(self) -> TreeSnapshot:
+        """Wait for the final snapshot (taken while the workers still exist) and return it."""
+        self.request_stop()
+        if self._thread is not None:
+            self._thread.join()
+        if not self.samples:
+            self.samples.append(tree_snapshot(self.root, self._t0))
+        return self.samples[-1]
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            snap = tree_snapshot(self.root, self._t0)
+            self.samples.append(snap)
+            if self._mark_requested:
+                self._mark_requested = False
+                self.marks.append(snap)
+            if self._stop.is_set():
+                return

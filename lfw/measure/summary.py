@@ -1,0 +1,77 @@
+"""Many passes to one record: the ``extra_info`` every benchmark case saves.
+
+Throughput, time to first batch and memory are summarized over rounds by the median, and every per-round value
+is kept (``*_rounds``) so that the gate can test differences statistically and the report can draw error bars.
+The coefficient of variation (``images_per_s_cv``) says how much to trust a case.
+"""
+
+from __future__ import annotations
+
+from statistics import median
+from typing import Any
+
+import numpy as np
+
+from lfw.measure.loader_pass import PassResult
+
+MEMORY_KEYS = ("rss", "pss", "uss")
+
+
+def coefficient_of_variation(values: list[float]) -> float:
+    """Sample standard deviation over mean (0 for fewer than two values)."""
+    if len(values) < 2 or np.mean(values) == 0:
+        return 0.0
+    return float(np.std(values, ddof=1) / np.mean(values))
+
+
+def summarize(results: list[PassResult], *, per_core_images_per_s: float | None = None,
+              workers: int | None = None, usable_cores: int | None = None) -> dict[str, Any]:
+    """The extra_info record of a case measured as ``results`` (one per round).
+
+    With ``per_core_images_per_s`` (the same session's single-core rate for this transform) it adds
+    ``ceiling_images_per_s = per_core x min(max(workers, 1), usable_cores)`` and ``efficiency``.
+    """
+    if not results:
+        raise ValueError("no passes to summarize")
+    rates = [r.images_per_s for r in results]
+    info: dict[str, Any] = {
+        "rounds": len(results),
+        "images": results[-1].images,
+        "batches": results[-1].batches,
+        "images_per_s": round(median(rates), 2),
+        "images_per_s_rounds": [round(v, 2) for v in rates],
+        "images_per_s_cv": round(coefficient_of_variation(rates), 4),
+        "wall_s_rounds": [round(r.wall_s, 6) for r in results],
+        "ttfb_s": round(median(r.ttfb_s for r in results), 6),
+        "ttfb_s_rounds": [round(r.ttfb_s, 6) for r in results],
+        "steady_images_per_s": round(median(r.steady_images_per_s for r in results), 2),
+        "steady_images_per_s_rounds": [round(r.steady_images_per_s, 2) for r in results],
+    }
+    pooled = PassResult(0, 0, 0.0, 0.0, [w for r in results for w in r.waits_s])
+    info.update(pooled.wait_percentiles_ms())
+    if any(r.steps_s for r in results):
+        info["data_wait_fraction"] = round(median(r.data_wait_fraction for r in results), 4)
+        info["data_wait_fraction_rounds"] = [round(r.data_wait_fraction, 4) for r in results]
+    with_memory = [r for r in results if r.memory is not None]
+    if with_memory:
+        last = with_memory[-1].memory
+        assert last is not None
+        info.update(last.as_extra_info())
+        info["workers_seen"] = len(last.worker_pids)
+        for metric in MEMORY_KEYS:
+            info[f"{metric}_growth_mib_rounds"] = [
+                round(r.memory.as_extra_info()[f"{metric}_growth_mib"], 2) for r in with_memory if r.memory
+            ]
+            info[f"{metric}_peak_mib"] = round(max(r.memory.peak(metric) for r in with_memory if r.memory), 2)
+        info["timeline"] = last.timeline()
+    if workers is not None:
+        info["workers"] = workers
+    if usable_cores is not None:
+        info["usable_cores"] = usable_cores
+    if per_core_images_per_s and workers is not None and usable_cores:
+        ceiling = per_core_images_per_s * min(max(workers, 1), usable_cores)
+        info["per_core_images_per_s"] = round(per_core_images_per_s, 2)
+        info["ceiling_images_per_s"] = round(ceiling, 2)
+        info["efficiency"] = round(info["images_per_s"] / ceiling, 4)
+        info["efficiency_rounds"] = [round(v / ceiling, 4) for v in rates]
+    return info
