@@ -14,9 +14,9 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from benchmarks.profiles import PROFILES  # noqa: E402
 from lfw.measure import machine  # noqa: E402
 from lfw.measure.page_cache import CACHE_MODES  # noqa: E402
+from lfw.profiles import PROFILES  # noqa: E402
 
 torch.set_num_threads(1)
 

@@ -107,7 +107,8 @@ def run_case(benchmark: Any, profile: Profile, cache_mode: str, dataset_factory:
         runner = LoaderPass(loader, batches or profile.batches_for(config.batch_size), device=device,
                             memory_interval_s=memory_interval_s, step=step)
         index_of_files = getattr(ds, "paths", [])
-        paths = [path_at(index_of_files, i) for i in range(min(len(index_of_files), runner.batches * config.batch_size))]
+        touched = min(len(index_of_files), runner.batches * config.batch_size)
+        paths = [path_at(index_of_files, i) for i in range(touched)]
 
         def setup() -> None:
             runner.setup()

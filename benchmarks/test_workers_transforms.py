@@ -16,10 +16,10 @@ pytestmark = pytest.mark.benchmark(group="workers-transform")
 
 
 @pytest.mark.parametrize("transform", TRANSFORMS)
-@pytest.mark.parametrize("workers", WORKER_COUNTS, ids=[f"workers{w}" for w in WORKER_COUNTS])
-def test_workers_transform(run_case, profile, workers: int, transform: str) -> None:
-    skip_above_cap(workers)
-    if not profile.full_matrix and transform not in ("none", "uint8") and workers not in (0, 2):
+@pytest.mark.parametrize("num_workers", WORKER_COUNTS, ids=[f"workers{w}" for w in WORKER_COUNTS])
+def test_workers_transform(run_case, profile, num_workers: int, transform: str) -> None:
+    skip_above_cap(num_workers)
+    if not profile.full_matrix and transform not in ("none", "uint8") and num_workers not in (0, 2):
         pytest.skip(f"{profile.name} profile: {transform} runs at workers0 and workers2 only (full crosses all)")
-    info = run_case(LoaderConfig(batch_size=64, num_workers=workers), transform)
+    info = run_case(LoaderConfig(batch_size=64, num_workers=num_workers), transform)
     assert info["images"] == info["batches"] * 64

@@ -42,6 +42,7 @@ class MemoryStats:
     end: TreeSnapshot
     samples: list[TreeSnapshot]
     worker_pids: list[int]
+    sampler_cpu_s: float = 0.0
 
     def peak(self, metric: str) -> float:
         return max(getattr(s, metric) for s in [self.start, self.end, *self.samples])
@@ -58,6 +59,8 @@ class MemoryStats:
             info[f"{metric}_end_mib"] = round(end, 2)
             info[f"{metric}_peak_mib"] = round(self.peak(metric), 2)
             info[f"{metric}_growth_mib"] = round(end - start, 2)
+        info["memory_samples"] = len(self.samples)
+        info["sampler_cpu_s"] = round(self.sampler_cpu_s, 4)
         start_w, end_w = self.worker_uss(self.start), self.worker_uss(self.end)
         if start_w and end_w:
             growth = [e - s for s, e in zip(start_w, end_w, strict=False)]
@@ -250,7 +253,7 @@ class LoaderPass:
             return
         workers = self._worker_pids
         start = (sampler.marks[0] if sampler.marks else end) if workers else before
-        self.results[-1].memory = MemoryStats(before, start, end, sampler.samples, workers)
+        self.results[-1].memory = MemoryStats(before, start, end, sampler.samples, workers, sampler.cpu_s)
 
     def close(self) -> None:
         """Complete the last result and stop its workers (persistent ones stay with the loader)."""

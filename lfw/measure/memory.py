@@ -63,6 +63,7 @@ class TreeSampler:
         self.interval = interval
         self.root = psutil.Process(pid)
         self.samples: list[TreeSnapshot] = []
+        self.cpu_s = 0.0  # CPU time the sampling thread itself used (user + system): its cost, measured
         self.marks: list[TreeSnapshot] = []
         self._t0 = time.perf_counter()
         self._stop = threading.Event()
@@ -94,6 +95,13 @@ class TreeSampler:
         return self.samples[-1]
 
     def _loop(self) -> None:
+        cpu0 = time.thread_time()
+        try:
+            self._sample_until_stopped()
+        finally:
+            self.cpu_s = time.thread_time() - cpu0
+
+    def _sample_until_stopped(self) -> None:
         while True:
             self._wake.wait(self.interval)
             self._wake.clear()

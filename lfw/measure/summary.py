@@ -64,6 +64,10 @@ def summarize(results: list[PassResult], *, per_core_images_per_s: float | None 
             ]
             info[f"{metric}_peak_mib"] = round(max(r.memory.peak(metric) for r in with_memory if r.memory), 2)
         info["timeline"] = last.timeline()
+        # The sampler's own CPU time over the machine's CPU capacity during the passes: what sampling costs.
+        sampler_cpu = sum(r.memory.sampler_cpu_s for r in with_memory if r.memory)
+        capacity = sum(r.wall_s for r in with_memory) * (usable_cores or 1)
+        info["sampler_cpu_fraction"] = round(sampler_cpu / capacity, 5) if capacity else 0.0
     if workers is not None:
         info["workers"] = workers
     if usable_cores is not None:

@@ -1,0 +1,105 @@
+"""The measurement primitive: what one pass counts, times and samples, and how it fails."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.data import Dataset
+
+from lfw.dataset import LFWDataset
+from lfw.errors import LFWError
+from lfw.measure import LoaderConfig, LoaderPass, measure_pass
+from lfw.measure.summary import coefficient_of_variation, summarize
+
+
+def test_pass_counts_exactly_k_batches(tiny_tree: Path) -> None:
+    loader = LoaderConfig(batch_size=4).build(LFWDataset(tiny_tree))
+    result = measure_pass(loader, 3, memory_interval_s=None)
+    assert (result.batches, result.images) == (3, 12)
+    assert len(result.waits_s) == 2
+    assert 0 < result.ttfb_s <= result.wall_s
+    assert result.images_per_s == pytest.approx(12 / result.wall_s)
+
+
+def test_pass_never_wraps_into_a_second_epoch(tiny_tree: Path) -> None:
+    loader = LoaderConfig(batch_size=16).build(LFWDataset(tiny_tree))
+    result = measure_pass(loader, 100, memory_interval_s=None)
+    assert (result.batches, result.images) == (3, 40)
+
+
+def test_memory_of_the_worker_tree_is_recorded(tiny_tree: Path) -> None:
+    loader = LoaderConfig(batch_size=4, num_workers=2).build(LFWDataset(tiny_tree))
+    with LoaderPass(loader, 4, memory_interval_s=0.05) as runner:
+        runner.setup()
+        runner.run()
+    memory = runner.results[0].memory
+    assert memory is not None and len(memory.worker_pids) == 2
+    info = memory.as_extra_info()
+    assert info["pss_start_mib"] > info["pss_before_mib"]  # the workers joined the tree
+    assert info["rss_end_mib"] >= info["pss_end_mib"] >= info["uss_end_mib"] > 0
+    assert info["worker_uss_end_mib"] > 0
+    assert info["sampler_cpu_s"] >= 0
+
+
+def test_persistent_workers_survive_between_passes(tiny_tree: Path) -> None:
+    loader = LoaderConfig(batch_size=4, num_workers=1, persistent_workers=True).build(LFWDataset(tiny_tree))
+    with LoaderPass(loader, 2, memory_interval_s=0.05) as runner:
+        for _ in range(3):  # each pass stops mid-epoch; setup() finishes the epoch untimed
+            runner.setup()
+            runner.run()
+    pids = [r.memory.worker_pids for r in runner.results if r.memory]
+    assert len(pids) == 3 and pids[0] == pids[1] == pids[2]
+
+
+def test_step_callback_is_timed_and_data_wait_measured(tiny_tree: Path) -> None:
+    loader = LoaderConfig(batch_size=4).build(LFWDataset(tiny_tree))
+    result = measure_pass(loader, 3, memory_interval_s=None, step=lambda batch: time.sleep(0.02))
+    assert len(result.steps_s) == 3 and min(result.steps_s) >= 0.02
+    assert len(result.events) == 3
+    assert 0 < result.data_wait_fraction < 1
+
+
+class _Stuck(Dataset):
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        time.sleep(3)
+        return torch.zeros(1)
+
+
+def test_stuck_worker_fails_with_a_clear_message() -> None:
+    loader = LoaderConfig(batch_size=2, num_workers=1, timeout_s=0.5).build(_Stuck())
+    with pytest.raises(LFWError, match=r"no batch within 0.5 s \(workers=1\)"):
+        measure_pass(loader, 1, memory_interval_s=None)
+
+
+def test_bad_batches_and_config_are_user_errors(tiny_tree: Path) -> None:
+    loader = LoaderConfig(batch_size=4).build(LFWDataset(tiny_tree))
+    with pytest.raises(LFWError, match="positive integer"):
+        LoaderPass(loader, 0)
+    with pytest.raises(LFWError, match="start method"):
+        LoaderConfig(start_method="teleport")
+    with pytest.raises(LFWError, match="prefetch_factor"):
+        LoaderConfig(num_workers=1, prefetch_factor=0)
+
+
+def test_summary_keeps_rounds_and_computes_efficiency(tiny_tree: Path) -> None:
+    loader = LoaderConfig(batch_size=4).build(LFWDataset(tiny_tree))
+    with LoaderPass(loader, 2, memory_interval_s=0.05) as runner:
+        for _ in range(3):
+            runner.setup()
+            runner.run()
+    info = summarize(runner.results, per_core_images_per_s=100.0, workers=0, usable_cores=2)
+    assert len(info["images_per_s_rounds"]) == 3 and info["rounds"] == 3
+    assert info["ceiling_images_per_s"] == 100.0  # workers=0 counts as one core
+    assert info["efficiency"] == pytest.approx(info["images_per_s"] / 100.0, rel=1e-3)
+    assert info["timeline"]["t"] and len(info["pss_growth_mib_rounds"]) == 3
+
+
+def test_coefficient_of_variation() -> None:
+    assert coefficient_of_variation([10.0]) == 0.0
+    assert coefficient_of_variation([9.0, 10.0, 11.0]) == pytest.approx(0.1)
