@@ -19,6 +19,7 @@ from lfw.dataset import LFWDataset
 from lfw.index import path_at
 from lfw.measure import LoaderConfig, LoaderPass
 from lfw.measure.ceiling import per_core_rate, usable_cores
+from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S
 from lfw.measure.page_cache import evict, warm
 from lfw.measure.summary import summarize
 
@@ -99,12 +100,13 @@ def run_case(benchmark: Any, profile: Profile, cache_mode: str, dataset_factory:
 
     def run(config: LoaderConfig, transform: str = "none", index: str = "numpy", *,
             batches: int | None = None, dataset: Any = None, device: str | None = None,
-            step: Callable[[Any], None] | None = None, memory_interval_s: float | None = 0.5,
-            rounds: int | None = None) -> dict[str, Any]:
+            step: Callable[[Any], None] | None = None,
+            memory_interval_s: float | None = DEFAULT_MEMORY_INTERVAL_S,
+            rounds: int | None = None, warmup_rounds: int = 1) -> dict[str, Any]:
         ds = dataset if dataset is not None else dataset_factory(transform, index)
         rate = per_core_rates(transform) if benchmark.enabled else None
         loader = config.build(ds)
-        runner = LoaderPass(loader, batches or profile.batches_for(config.batch_size), device=device,
+        runner = LoaderPass(loader, batches or profile.batches_for(config.batch_size, transform), device=device,
                             memory_interval_s=memory_interval_s, step=step)
         index_of_files = getattr(ds, "paths", [])
         touched = min(len(index_of_files), runner.batches * config.batch_size)
@@ -119,7 +121,7 @@ def run_case(benchmark: Any, profile: Profile, cache_mode: str, dataset_factory:
             warm(paths)
         n_rounds = rounds or profile.rounds
         try:
-            benchmark.pedantic(runner.run, setup=setup, rounds=n_rounds, warmup_rounds=1, iterations=1)
+            benchmark.pedantic(runner.run, setup=setup, rounds=n_rounds, warmup_rounds=warmup_rounds, iterations=1)
         finally:
             runner.close()
         timed = runner.results[-n_rounds:] if benchmark.enabled else runner.results

@@ -21,12 +21,19 @@ class Profile:
     large_index_size: int  # entries of the replicated index in the copy-on-access case
     leak_epochs: int  # epochs of the leak check
 
-    def batches_for(self, batch_size: int) -> int:
-        return max(2, self.images_per_pass // batch_size)
+    def batches_for(self, batch_size: int, transform: str = "none") -> int:
+        """Batches per pass: about ``images_per_pass`` images scaled by the transform's cost, at least two."""
+        images = self.images_per_pass * PASS_SCALE.get(transform, 1.0)
+        return max(2, round(images / batch_size))
+
+
+# Cheap presets get longer passes and costly ones shorter, so every pass lasts roughly as long: long enough
+# that start-up and the memory sampler are a small share, short enough for the time budget.
+PASS_SCALE = {"none": 1.0, "simple": 1.0, "heavy": 0.25, "uint8": 2.0}
 
 
 PROFILES = {
     "smoke": Profile("smoke", 160, 1, 64, 16, False, 20_000, 3),
-    "quick": Profile("quick", 2_000, 3, 512, 96, False, 1_000_000, 5),
+    "quick": Profile("quick", 2_000, 4, 768, 96, False, 1_000_000, 5),
     "full": Profile("full", 13_233, 7, 2_048, 300, True, 2_000_000, 8),
 }

@@ -30,7 +30,7 @@ from torch.utils.data import DataLoader
 from lfw.errors import LFWError
 from lfw.measure.memory import TreeSampler, TreeSnapshot, tree_snapshot
 
-DEFAULT_MEMORY_INTERVAL_S = 0.5
+DEFAULT_MEMORY_INTERVAL_S = 1.0
 
 
 @dataclass

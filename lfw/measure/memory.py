@@ -63,7 +63,9 @@ class TreeSampler:
         self.interval = interval
         self.root = psutil.Process(pid)
         self.samples: list[TreeSnapshot] = []
-        self.cpu_s = 0.0  # CPU time the sampling thread itself used (user + system): its cost, measured
+        # CPU time (user + system) the sampling thread used while the pass ran, i.e. before the final snapshot
+        # that is taken after the clock stops: what sampling costs the measured pass.
+        self.cpu_s = 0.0
         self.marks: list[TreeSnapshot] = []
         self._t0 = time.perf_counter()
         self._stop = threading.Event()
@@ -96,15 +98,11 @@ class TreeSampler:
 
     def _loop(self) -> None:
         cpu0 = time.thread_time()
-        try:
-            self._sample_until_stopped()
-        finally:
-            self.cpu_s = time.thread_time() - cpu0
-
-    def _sample_until_stopped(self) -> None:
         while True:
             self._wake.wait(self.interval)
             self._wake.clear()
+            if self._stop.is_set():
+                self.cpu_s = time.thread_time() - cpu0
             snap = tree_snapshot(self.root, self._t0)
             self.samples.append(snap)
             if self._mark_requested:
