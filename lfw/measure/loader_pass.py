@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -71,8 +71,11 @@ class MemoryStats:
         return info
 
     def timeline(self) -> dict[str, list[float]]:
-        snaps = sorted([self.before, *self.samples], key=lambda s: s.t)
-        return {k: [round(getattr(s, k), 3) for s in snaps] for k in ("t", "rss", "pss", "uss")}
+        """Tree RSS/PSS/USS and mean worker USS over the pass; the "before" snapshot is placed at t = 0."""
+        snaps = [replace(self.before, t=0.0), *sorted(self.samples, key=lambda s: s.t)]
+        series = {k: [round(getattr(s, k), 3) for s in snaps] for k in ("t", "rss", "pss", "uss")}
+        series["worker_uss"] = [round(float(np.mean(w)), 3) if (w := self.worker_uss(s)) else 0.0 for s in snaps]
+        return series
 
 
 @dataclass

@@ -1,0 +1,61 @@
+"""``python -m lfw.report [RUN.json ...] --out reports/``: charts and a summary page from saved runs.
+
+No run named: the newest autosaved run under ``.benchmarks/``. One run: its report. Two runs: the first is
+the baseline, the second the current run, and the report adds the comparison and a verdict per case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from lfw.errors import EXIT_USAGE, LFWError, cli_entry
+from lfw.report.console import console
+from lfw.report.figures import FORMATS
+from lfw.report.load import latest_run, load_run
+from lfw.report.render import build_report
+from lfw.report.summary import write_summary
+from lfw.report.verdict import Judge, default_judge
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line, like every other error of lfw-bench, instead of usage plus message."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def parser() -> OneLineParser:
+    p = OneLineParser(prog="python -m lfw.report",
+                      description="Charts (PNG, SVG) and a one-page summary (README.md) from saved pytest-benchmark "
+                                  "runs; with BASE CURRENT also the comparison and a verdict per case.")
+    p.add_argument("runs", nargs="*", type=Path, metavar="RUN.json",
+                   help="saved pytest-benchmark runs: none (the newest autosaved run), one, or BASE CURRENT")
+    p.add_argument("--out", type=Path, default=Path("reports"), help="output folder, created (default: reports/)")
+    p.add_argument("--storage", type=Path, default=Path(".benchmarks"),
+                   help="where to look for the newest autosaved run when none is named (default: .benchmarks/)")
+    p.add_argument("--format", dest="formats", nargs="+", choices=FORMATS, default=list(FORMATS),
+                   help="image formats to write (default: png svg)")
+    return p
+
+
+@cli_entry
+def main(argv: Sequence[str] | None = None, judge: Judge | None = None) -> int:
+    args = parser().parse_args(argv)
+    if len(args.runs) > 2:
+        raise LFWError(f"give one run, or a baseline and a current run; got {len(args.runs)} files")
+    paths = args.runs or [latest_run(args.storage)]
+    runs = [load_run(p) for p in paths]
+    base, current = (runs[0], runs[1]) if len(runs) == 2 else (None, runs[0])
+    report = build_report(current, args.out, base, judge or default_judge(), tuple(args.formats))
+    write_summary(report)
+    print(console(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,160 @@
+"""Chart 2: one DataLoader knob at a time (batch size, pin_memory, prefetch_factor, start method, ...).
+
+Every knob chart has the same two panels, images/s and time to first batch, because a knob often trades
+one for the other (a bigger batch or prefetch raises throughput and delays the first batch). Numeric knobs
+are lines, on/off and named knobs are grouped bars; a param other than the knob that also varies in the group
+(e.g. num_workers) becomes the legend. Error bars: standard deviation over rounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from lfw.report.figures import ERRORBAR, bar_height, colour_map, dodged_errorbar, new_figure
+from lfw.report.load import Case, Run
+from lfw.report.stats import describe, format_value, mean_sd, sort_key, varying_keys
+
+METRICS = {
+    "images_per_s": ("images/s (higher is better)", 1.0),
+    "ttfb_s": ("time to first batch, ms (lower is better)", 1000.0),
+    "data_wait_fraction": ("share of the pass spent waiting for data, %", 100.0),
+}
+DEFAULT_METRICS = ("images_per_s", "ttfb_s")
+
+
+def split_series(cases: Sequence[Case], key: str) -> dict[str, list[Case]]:
+    """Cases by the values of the params other than ``key`` that vary: one legend entry each."""
+    others = varying_keys(cases, exclude=[key])
+    series: dict[str, list[Case]] = {}
+    for case in cases:
+        series.setdefault(describe(case, others) if others else "all cases", []).append(case)
+    return series
+
+
+def _scaled(case: Case, metric: str) -> tuple[float, float]:
+    mean, sd = mean_sd(case.rounds(metric))
+    return mean * METRICS[metric][1], sd * METRICS[metric][1]
+
+
+def knob_lines(run: Run, group: str, key: str, *, xlabel: str, title: str, log2: bool = False,
+               metrics: Sequence[str] = DEFAULT_METRICS) -> Figure | None:
+    """Metrics against a numeric knob, one line per combination of the other varying params."""
+    cases = [c for c in run.group(group) if isinstance(c.value(key), int | float)
+             and not isinstance(c.value(key), bool)]
+    if not cases:
+        return None
+    fig, axes = new_figure(12.0, 4.8, ncols=len(metrics))
+    series = split_series(cases, key)
+    colours = colour_map(series)
+    xs_all = sorted({c.value(key) for c in cases})
+    for ax in axes:
+        if log2:  # before plotting: the dodged series compute their data limits in the axis' scale
+            ax.set_xscale("log", base=2)
+    for i, (label, members) in enumerate(series.items()):
+        members = sorted(members, key=lambda c: c.value(key))
+        xs = [c.value(key) for c in members]
+        for ax, metric in zip(axes, metrics, strict=True):
+            points = [_scaled(c, metric) for c in members]
+            dodged_errorbar(ax, i, len(series), xs, points, label=label, marker="o", color=colours[label],
+                            **ERRORBAR)
+    for ax, metric in zip(axes, metrics, strict=True):
+        ax.set_xticks(xs_all, [format_value(x) for x in xs_all])
+        ax.minorticks_off()
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(METRICS[metric][0])
+        ax.set_ylim(bottom=0)
+    _finish(fig, axes, series, title, cases)
+    return fig
+
+
+def knob_bars(run: Run, group: str, key: str, *, xlabel: str, title: str,
+              metrics: Sequence[str] = DEFAULT_METRICS) -> Figure | None:
+    """Metrics per value of an on/off or named knob, grouped bars, one colour per other-param combination."""
+    cases = run.group(group)
+    if not cases:
+        return None
+    values = sorted({c.value(key) for c in cases}, key=sort_key)
+    fig, axes = new_figure(12.0, 4.8, ncols=len(metrics))
+    series = split_series(cases, key)
+    colours = colour_map(series)
+    width = 0.8 / len(series)
+    for i, (label, members) in enumerate(series.items()):
+        by_value = {repr(c.value(key)): c for c in members}
+        slots = [(j, by_value[repr(v)]) for j, v in enumerate(values) if repr(v) in by_value]
+        xs = np.array([j for j, _ in slots]) + (i - (len(series) - 1) / 2) * width
+        for ax, metric in zip(axes, metrics, strict=True):
+            points = [_scaled(c, metric) for _, c in slots]
+            bars = ax.bar(xs, [m for m, _ in points], width * 0.92, yerr=[s for _, s in points], capsize=4,
+                          color=colours[label], label=label)
+            ax.bar_label(bars, fmt="{:,.0f}", padding=2, fontsize=8)
+    for ax, metric in zip(axes, metrics, strict=True):
+        ax.set_xticks(range(len(values)), [format_value(v) for v in values])
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(METRICS[metric][0])
+        ax.margins(y=0.15)
+    _finish(fig, axes, series, title, cases)
+    return fig
+
+
+def group_overview(run: Run, group: str | None) -> Figure | None:
+    """Any other group: horizontal bars per case, so a group without its own chart is still drawn.
+
+    Images/s and time to first batch always; the data-wait share too when the cases recorded it.
+    """
+    cases = run.group(group)
+    if not cases:
+        return None
+    metrics = [*DEFAULT_METRICS, *(m for m in METRICS if m not in DEFAULT_METRICS
+                                   and all(c.number(m) is not None for c in cases))]
+    fig, axes = new_figure(6.0 * len(metrics), bar_height(len(cases)), ncols=len(metrics))
+    keys = varying_keys(cases)
+    labels = [describe(c, keys) for c in cases]
+    for ax, metric in zip(axes, metrics, strict=True):
+        points = [_scaled(c, metric) for c in cases]
+        bars = ax.barh(range(len(cases)), [m for m, _ in points], xerr=[s for _, s in points], capsize=3,
+                       color=colour_map(["x"])["x"])
+        ax.bar_label(bars, fmt="{:,.0f}", padding=3, fontsize=8)
+        ax.set_yticks(range(len(cases)), labels if ax is axes[0] else [""] * len(cases))
+        ax.invert_yaxis()
+        ax.set_xlabel(METRICS[metric][0])
+        ax.margins(x=0.15)
+    name = f"Group '{group}'" if group is not None else "Cases without a group"
+    fig.suptitle(f"{name}: each case, mean ± standard deviation over rounds", fontweight="bold")
+    return fig
+
+
+def constants(cases: Sequence[Case], keys: Sequence[str] = ("batch_size", "num_workers", "transform")) -> str:
+    """`` (batch_size=64, num_workers=2)``: the main knobs that are the same in every case, for the title."""
+    fixed = [k for k in keys if len({repr(c.value(k)) for c in cases}) == 1 and cases[0].value(k) is not None]
+    return f" ({describe(cases[0], fixed)})" if fixed else ""
+
+
+def _finish(fig: Figure, axes: Sequence[Axes], series: dict[str, list[Case]], title: str,
+            cases: Sequence[Case]) -> None:
+    if len(series) > 1:
+        axes[0].legend(loc="best", fontsize=9)
+    fig.suptitle(f"{title}{constants(cases)}: mean ± standard deviation over rounds", fontweight="bold")
+
+
+def batch_size_chart(run: Run) -> Figure | None:
+    return knob_lines(run, "batch-size", "batch_size", xlabel="batch size (images, log scale)",
+                      title="Throughput against batch size", log2=True)
+
+
+def pin_memory_chart(run: Run) -> Figure | None:
+    return knob_bars(run, "pin-memory", "pin_memory", xlabel="pin_memory",
+                     title="pin_memory on and off")
+
+
+def prefetch_chart(run: Run) -> Figure | None:
+    return knob_lines(run, "prefetch", "prefetch_factor", xlabel="prefetch_factor (batches per worker)",
+                      title="Throughput against prefetch_factor")
+
+
+def start_method_chart(run: Run) -> Figure | None:
+    return knob_bars(run, "start-method", "start_method", xlabel="worker start method",
+                     title="Time to first batch per start method", metrics=("ttfb_s", "images_per_s"))

@@ -1,0 +1,172 @@
+"""Chart 3: memory of the process tree, over time and as growth per case.
+
+RSS counts every shared page in every process, so with forked workers it stays flat while copy-on-access
+turns shared pages into private ones; PSS and USS show that cost. The timeline draws tree PSS (RSS dotted
+beside it, to show what RSS misses) and worker USS over one pass, one line per index kind; the growth bars
+put RSS, PSS and USS growth of each case side by side.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from lfw.report.figures import bar_height, colour_map, mark_groups, new_figure
+from lfw.report.load import Case, Run
+from lfw.report.stats import describe, mean_sd, varying_keys
+
+TIMELINE_GROUPS = ("memory-index", "index")
+GROWTH_GROUPS = ("memory-index", "index", "leak")
+GROWTH_METRICS = {
+    "rss_growth_mib": ("tree RSS", "#9e9e9e"),
+    "pss_growth_mib": ("tree PSS", "#1f77b4"),
+    "uss_growth_mib": ("tree USS", "#ff7f0e"),
+    "worker_uss_growth_mib": ("USS per worker (mean)", "#d62728"),
+}
+
+
+def timeline(case: Case) -> dict[str, list[float]]:
+    """The sampled timeline of a case, samples stamped outside the pass dropped.
+
+    The "before" snapshot has been seen stamped with the absolute ``perf_counter`` clock (hundreds of
+    seconds) instead of the pass clock; a point more than ten passes away from the pass is such a stamp, and
+    drawing it would squash the real curve into the left edge.
+    """
+    raw = case.extra.get("timeline")
+    if not isinstance(raw, dict) or not isinstance(raw.get("t"), list) or len(raw["t"]) < 2:
+        return {}
+    longest = max(case.seconds, default=0.0)
+    keep = [i for i, t in enumerate(raw["t"]) if isinstance(t, int | float) and -1.0 <= t <= 10 * longest + 10]
+    series = {k: v for k, v in raw.items() if isinstance(v, list) and len(v) == len(raw["t"])}
+    trimmed = {k: [float(v[i]) for i in keep] for k, v in series.items()}
+    order = np.argsort(trimmed["t"])
+    return {k: [v[i] for i in order] for k, v in trimmed.items()} if len(keep) >= 2 else {}
+
+
+def timeline_cases(run: Run) -> list[Case]:
+    """Cases of the first memory group that has sampled timelines (the list-vs-numpy index cases)."""
+    for group in TIMELINE_GROUPS:
+        cases = [c for c in run.group(group) if timeline(c)]
+        if cases:
+            return cases
+    return []
+
+
+def timeline_chart(run: Run) -> Figure | None:
+    """Tree PSS (solid) and RSS (dotted) on the left, worker USS on the right, against time in the pass."""
+    cases = timeline_cases(run)
+    if not cases:
+        return None
+    fig, (ax_pss, ax_uss) = new_figure(12.0, 5.0, ncols=2)
+    keys = varying_keys(cases) or ["index"]
+    colours = colour_map(describe(c, keys) for c in cases)
+    worker_key = next((k for c in cases for k in timeline(c) if "worker" in k), None)
+    uss_key = worker_key or "uss"
+    for case in cases:
+        points, label = timeline(case), describe(case, keys)
+        colour = colours[label]
+        if "pss" in points:
+            ax_pss.plot(points["t"], points["pss"], color=colour, linewidth=2, marker=".", label=f"{label}: PSS")
+        if "rss" in points:
+            ax_pss.plot(points["t"], points["rss"], color=colour, linewidth=1.2, linestyle=":",
+                        label=f"{label}: RSS")
+        if uss_key in points:
+            ax_uss.plot(points["t"], points[uss_key], color=colour, linewidth=2, marker=".", label=label)
+    ax_pss.set_title("Tree PSS (solid) vs RSS (dotted): RSS misses copy-on-access")
+    ax_pss.set_ylabel("memory of main process + workers, MiB")
+    ax_uss.set_title("USS per worker" if worker_key else "Tree USS (no per-worker USS in the timeline)")
+    ax_uss.set_ylabel("private memory (USS), MiB")
+    for ax in (ax_pss, ax_uss):
+        ax.set_xlabel("time since the pass started, s")
+        ax.legend(loc="best", fontsize=9)
+    fig.suptitle(f"Memory over one pass, sampled in the background (group '{cases[0].group}')",
+                 fontweight="bold")
+    return fig
+
+
+def growth_cases(run: Run) -> list[Case]:
+    """Cases of the memory groups when the run has them, else every case with memory sampled.
+
+    The memory groups are where growth is the point; forty near-zero rows from the throughput groups would
+    drown them (the summary still names the largest growth over all cases).
+    """
+    sampled = [c for c in run.cases if c.number("pss_growth_mib") is not None]
+    focused = [c for c in sampled if c.group in GROWTH_GROUPS]
+    return focused or sampled
+
+
+def growth_chart(run: Run) -> Figure | None:
+    """Grouped horizontal bars per case: RSS, PSS, USS growth (and per-worker USS) over one pass."""
+    cases = growth_cases(run)
+    if not cases:
+        return None
+    metrics = [m for m in GROWTH_METRICS if any(c.number(m) is not None for c in cases)]
+    fig, (ax,) = new_figure(11.0, bar_height(len(cases), per_row=0.08 * len(metrics) + 0.15))
+    height = 0.8 / len(metrics)
+    for i, metric in enumerate(metrics):
+        name, colour = GROWTH_METRICS[metric]
+        points = [mean_sd(c.rounds(metric)) if c.number(metric) is not None else (np.nan, 0.0) for c in cases]
+        ys = np.arange(len(cases)) + (i - (len(metrics) - 1) / 2) * height
+        ax.barh(ys, [m for m, _ in points], height * 0.92, xerr=[s for _, s in points], capsize=2,
+                color=colour, label=name)
+    ax.set_yticks(range(len(cases)), [c.label for c in cases])
+    ax.set_ylim(len(cases) - 0.5, -0.5)
+    mark_groups(ax, [c.group for c in cases])
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_xlabel("growth from first batch to end of pass, MiB (mean ± sd over rounds)")
+    ax.legend(loc="best", fontsize=9)
+    fig.suptitle("Memory growth per case: PSS/USS show copy-on-access that RSS hides", fontweight="bold")
+    return fig
+
+
+def epoch_series(case: Case) -> dict[str, list[float]]:
+    """Numeric per-epoch lists in ``extra_info`` (keys naming ``epoch``), as the leak check records them."""
+    return {k: [float(x) for x in v] for k, v in case.extra.items()
+            if "epoch" in k and isinstance(v, list) and len(v) >= 2
+            and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)}
+
+
+def leak_chart(run: Run, group: str = "leak") -> Figure | None:
+    """Every per-epoch memory series of the leak group against the epoch: colour per case, line style per
+    series, the fitted slope the leak check recorded in the legend. Series are drawn as growth since the
+    first epoch, so tree PSS (~900 MiB) and worker USS (~30 MiB) share one readable axis."""
+    cases = [c for c in run.group(group) if epoch_series(c)]
+    if not cases:
+        return None
+    fig, (ax,) = new_figure(11.0, 5.2)
+    keys = varying_keys(cases)
+    colours = colour_map(c.name for c in cases)
+    styles = ["-", "--", ":", "-."]
+    for case in cases:
+        for i, (key, values) in enumerate(epoch_series(case).items()):
+            ax.plot(range(1, len(values) + 1), [v - values[0] for v in values], marker="o", linewidth=1.8,
+                    color=colours[case.name], linestyle=styles[i % len(styles)],
+                    label=f"{describe(case, keys)}: {key}{_slope(case, key)}")
+    ax.set_xlabel("epoch (persistent workers)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    in_mib = all("mib" in k for c in cases for k in epoch_series(c))
+    ax.set_ylabel("growth since the end of epoch 1, MiB" if in_mib else "change since epoch 1 (see legend)")
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.legend(loc="upper left", fontsize=8)
+    fig.suptitle("Memory across epochs: a leak climbs every epoch (slope in MiB/epoch in the legend)",
+                 fontweight="bold")
+    return fig
+
+
+SERIES_WORDS = {"slope", "mib", "per", "epoch", "epochs"}
+
+
+def _stem(key: str) -> str:
+    """What a series or slope measures: ``worker_uss`` for ``worker_uss_mib_epochs`` and for
+    ``slope_worker_uss_mib_per_epoch`` (or the gate's ``worker_uss_slope_mib_per_epoch``)."""
+    return "_".join(w for w in key.split("_") if w not in SERIES_WORDS)
+
+
+def _slope(case: Case, key: str) -> str:
+    """`` (slope +0.40)`` from the recorded slope that measures the same thing as the series ``key``."""
+    for name, value in case.extra.items():
+        if "slope" in name and _stem(name) == _stem(key) and isinstance(value, int | float) \
+                and not isinstance(value, bool):
+            return f" (slope {value:+.2f})"
+    return ""

@@ -1,0 +1,56 @@
+"""The compact table printed to stdout: what ``make bench`` ends with.
+
+One line per case and the headline findings, narrow enough for a CI log; the full story is in the report
+folder, whose path is the last line so it is easy to find and click.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from lfw.report.findings import find
+from lfw.report.render import Report
+from lfw.report.stats import short_name
+from lfw.report.verdict import LABELS
+
+COLUMNS = ("case", "group", "img/s", "CV", "eff", "TTFB ms", "PSS+ MiB")
+
+
+def _cell(value: float | None, spec: str) -> str:
+    return spec.format(value) if value is not None else "-"
+
+
+def console(report: Report) -> str:
+    """The table, the headline lines, the verdicts that are not 'unchanged', and the report path."""
+    rows = []
+    for c in report.run.cases:
+        ttfb = c.number("ttfb_s")
+        rows.append((c.label, str(c.group), _cell(c.number("images_per_s"), "{:,.0f}"),
+                     _cell(c.number("images_per_s_cv"), "{:.1%}"), _cell(c.number("efficiency"), "{:.0%}"),
+                     _cell(ttfb * 1000 if ttfb is not None else None, "{:,.0f}"),
+                     _cell(c.number("pss_growth_mib"), "{:+,.1f}")))
+    widths = [max(len(r[i]) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
+
+    def line(row: tuple[str, ...]) -> str:
+        return "  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
+                         for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
+
+    out = [line(COLUMNS), line(tuple("-" * w for w in widths)), *(line(r) for r in rows), ""]
+    f = find(report.run, report.verdicts)
+    if f.best is not None:
+        out.append(f"best: {f.best.label} ({f.best.group}) {f.best.number('images_per_s') or 0:,.0f} img/s"
+                   + (f", efficiency {f.best.number('efficiency'):.0%}" if f.best.number("efficiency") else ""))
+    if f.knees:
+        out.append("recommended num_workers: " + ", ".join(f"{k.transform} {k.workers}" for k in f.knees))
+    if f.cv is not None:
+        out.append(f"CV of images/s: median {f.cv[0]:.1%}, worst {f.cv[1]:.1%} ({f.cv[2].label})")
+    if report.base is not None:
+        counts = Counter(v.label for v in report.verdicts)
+        tally = ", ".join(f"{counts[label]} {label}" for label in LABELS if counts[label])
+        out.append(f"against {report.base.path.name}: {tally or 'no cases in common'}")
+        out.append(f"  verdict by {report.judged_by}")
+        out += [f"  {v.label}: {short_name(v.case)}: {v.detail}" for v in report.verdicts if v.label != "unchanged"]
+    if report.skipped:
+        out.append("skipped charts (group not in this run): " + ", ".join(s.stem for s in report.skipped))
+    out.append(f"report: {report.readme} ({len(report.charts)} charts)")
+    return "\n".join(out)

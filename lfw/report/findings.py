@@ -1,0 +1,78 @@
+"""The few numbers a reader wants first, computed once for both the summary page and the console.
+
+Kept apart from the formatting so the page and the console can never disagree about the best case, the
+recommended worker count or the largest memory growth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lfw.report.chart_workers import knees
+from lfw.report.load import Case, Run
+from lfw.report.stats import best_case, cv_spread
+from lfw.report.verdict import Verdict
+
+CV_WARN = 0.10  # pyperf warns when the standard deviation exceeds 10% of the mean
+
+
+@dataclass(frozen=True)
+class Knee:
+    transform: str
+    workers: int
+    rate: float
+    best_workers: int
+    best_rate: float
+    efficiency: float | None
+
+
+@dataclass(frozen=True)
+class Growth:
+    metric: str
+    mib: float
+    case: Case
+
+
+@dataclass(frozen=True)
+class Findings:
+    best: Case | None
+    knees: list[Knee]
+    growth: list[Growth]
+    cv: tuple[float, float, Case] | None
+    regressions: list[Verdict] = field(default_factory=list)
+    slopes: list[tuple[Case, str]] = field(default_factory=list)
+
+
+def largest_growth(run: Run) -> list[Growth]:
+    """The largest tree-PSS growth and the largest per-worker USS growth over one pass, with their cases."""
+    found = []
+    for metric in ("pss_growth_mib", "worker_uss_max_growth_mib"):
+        rated = [(c.number(metric), c) for c in run.cases if c.number(metric) is not None]
+        if rated:
+            mib, case = max(rated, key=lambda item: item[0] or 0.0)
+            found.append(Growth(metric, mib or 0.0, case))
+    return found
+
+
+def leak_slopes(run: Run) -> list[tuple[Case, str]]:
+    """Per case that recorded ``*slope*`` numbers (the leak check): one line of its slopes and its verdict."""
+    found = []
+    for case in run.cases:
+        slopes = [f"{k} {v:+.2f}" for k, v in case.extra.items()
+                  if "slope" in k and isinstance(v, int | float) and not isinstance(v, bool)]
+        if slopes:
+            verdict = case.extra.get("leak_verdict")
+            threshold = case.number("leak_threshold_mib_per_epoch")
+            found.append((case, ", ".join(slopes)
+                          + (f" (threshold {threshold:g} MiB/epoch)" if threshold is not None else "")
+                          + (f": **{verdict}**" if verdict is not None else "")))
+    return found
+
+
+def find(run: Run, verdicts: list[Verdict] | None = None) -> Findings:
+    knee_rows = [Knee(t, w, knee_case.number("images_per_s") or 0.0, best.value("num_workers"),
+                      best.number("images_per_s") or 0.0, knee_case.number("efficiency"))
+                 for t, (w, knee_case, best) in knees(run).items()]
+    regressions = [v for v in verdicts or [] if v.label == "regressed"]
+    return Findings(best_case(run.cases), knee_rows, largest_growth(run), cv_spread(run.cases), regressions,
+                    leak_slopes(run))

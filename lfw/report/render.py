@@ -1,0 +1,136 @@
+"""Which charts exist, and drawing them into the output folder.
+
+The list of charts is data (:data:`CHARTS`): each names the group or records it needs, so a run that lacks a
+group gets that chart skipped and named on the summary page rather than an empty or broken image. Groups
+that no dedicated chart covers still get an overview chart, so nothing measured goes undrawn.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lfw.errors import LFWError
+from lfw.report.chart_compare import compare_chart
+from lfw.report.chart_efficiency import efficiency_chart
+from lfw.report.chart_knobs import (
+    batch_size_chart,
+    group_overview,
+    pin_memory_chart,
+    prefetch_chart,
+    start_method_chart,
+)
+from lfw.report.chart_memory import growth_chart, leak_chart, timeline_chart
+from lfw.report.chart_workers import workers_chart
+from lfw.report.figures import FORMATS, ChartSpec, save_figure
+from lfw.report.load import Run
+from lfw.report.verdict import Judge, Verdict, describe_judge, heuristic_judge
+
+README = "README.md"
+MAIN_CHART = "workers"
+CHARTS = (
+    ChartSpec(MAIN_CHART, "Seconds per pass and images/s against num_workers",
+              "the exercise's errorbar chart, one line per transform; the ring marks the recommended workers",
+              "group 'workers-transform'", workers_chart),
+    ChartSpec("batch-size", "Images/s against batch size",
+              "throughput and time to first batch per batch size", "group 'batch-size'", batch_size_chart),
+    ChartSpec("pin-memory", "pin_memory on and off",
+              "throughput and time to first batch with and without pinned memory", "group 'pin-memory'",
+              pin_memory_chart),
+    ChartSpec("prefetch", "Images/s against prefetch_factor",
+              "what deeper prefetching buys in throughput and costs in first-batch time", "group 'prefetch'",
+              prefetch_chart),
+    ChartSpec("start-method", "Time to first batch per start method",
+              "worker start-up cost of fork, forkserver and spawn", "group 'start-method'", start_method_chart),
+    ChartSpec("efficiency", "Efficiency against the ceiling per configuration",
+              "how much of the single-core ceiling times usable cores each configuration reaches",
+              "cases with a measured ceiling (extra_info 'efficiency')", efficiency_chart),
+    ChartSpec("memory-timeline", "Tree PSS and worker USS over time, list vs numpy index",
+              "copy-on-access: memory climbing during a pass with a list index, flat with numpy",
+              "group 'memory-index' (or 'index') with a sampled timeline", timeline_chart),
+    ChartSpec("memory-growth", "Memory growth per case (RSS, PSS, USS)",
+              "growth over one pass per case of the memory groups (all cases if the run has none); "
+              "RSS stays flat where PSS/USS grow",
+              "cases with memory sampled (extra_info 'pss_growth_mib')", growth_chart),
+    ChartSpec("leak", "Memory across epochs",
+              "per-epoch memory of the leak check; a steady climb is a leak",
+              "group 'leak' with per-epoch series in extra_info", leak_chart),
+)
+DRAWN_GROUPS = {"workers-transform", "batch-size", "pin-memory", "prefetch", "start-method", "memory-index",
+                "leak"}
+COMPARE_STEM = "compare"
+
+
+@dataclass
+class Report:
+    """What one report run produced: the charts written, the ones skipped, the verdicts and the page."""
+
+    run: Run
+    out: Path
+    base: Run | None = None
+    charts: list[tuple[ChartSpec, list[Path]]] = field(default_factory=list)
+    skipped: list[ChartSpec] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    judged_by: str = ""
+
+    @property
+    def readme(self) -> Path:
+        return self.out / README
+
+
+def chart_specs(run: Run) -> list[ChartSpec]:
+    """The dedicated charts, then one overview per group that none of them draws."""
+    extra = []
+    for group in run.groups:
+        if group in DRAWN_GROUPS:
+            continue
+        name = f"group '{group}'" if group is not None else "cases without a group"
+        extra.append(ChartSpec(f"group-{re.sub(r'[^A-Za-z0-9_.-]+', '-', group or 'none')}",
+                               f"{name[0].upper()}{name[1:]}: each case",
+                               f"images/s and time to first batch of every case in {name}", name,
+                               functools.partial(group_overview, group=group)))
+    return [*CHARTS, *extra]
+
+
+def check_output(out: Path, inputs: list[Path]) -> None:
+    """Refuse an output folder that is a file, or that would overwrite an input (inputs are never touched)."""
+    if out.exists() and not out.is_dir():
+        raise LFWError(f"--out {out} is a file; give a folder for the report")
+    resolved_out = out.resolve()
+    for path in inputs:
+        if path.resolve().parent == resolved_out and (path.name == README or path.suffix.lstrip(".") in FORMATS):
+            raise LFWError(f"the report would overwrite its input {path}; choose another --out")
+
+
+def build_report(run: Run, out: Path, base: Run | None = None, judge: Judge = heuristic_judge,
+                 formats: tuple[str, ...] = FORMATS) -> Report:
+    """Draw every chart the run supports into ``out`` (created), and the comparison when ``base`` is given."""
+    check_output(out, [run.path, *([base.path] if base else [])])
+    out.mkdir(parents=True, exist_ok=True)
+    report = Report(run, out, base)
+    specs = chart_specs(run)
+    if base is not None:
+        report.verdicts = judge(base, run)
+        report.judged_by = describe_judge(judge)
+        specs.append(ChartSpec(COMPARE_STEM, "Baseline vs current per case, with verdicts",
+                               f"images/s of {base.path.name} and {run.path.name} side by side",
+                               "two runs with cases in common",
+                               lambda r: compare_chart(base, r, report.verdicts, report.judged_by)))
+    for spec in specs:
+        fig = spec.draw(run)
+        if fig is None:
+            report.skipped.append(spec)
+            _remove_stale(out, spec.stem, formats)
+            continue
+        report.charts.append((spec, save_figure(fig, out, spec.stem, formats)))
+    if base is None:
+        _remove_stale(out, COMPARE_STEM, formats)
+    return report
+
+
+def _remove_stale(out: Path, stem: str, formats: tuple[str, ...]) -> None:
+    """Delete a chart a previous report left under one of our own names, so no old chart is mistaken for new."""
+    for fmt in formats:
+        (out / f"{stem}.{fmt}").unlink(missing_ok=True)

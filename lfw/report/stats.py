@@ -1,0 +1,85 @@
+"""Numbers the charts and the summary share: spread over rounds, the scaling knee, the best case.
+
+Error bars are the sample standard deviation over rounds (as the course exercise plots them), computed here
+from the saved per-round values rather than taken from pytest-benchmark's ``stddev``, so that images/s, time
+to first batch and memory all get their bars the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from statistics import mean, median, stdev
+from typing import Any
+
+from lfw.report.load import Case
+
+KNEE_TOLERANCE = 0.05
+
+
+def mean_sd(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for a single round: no spread is known, none is drawn)."""
+    if not values:
+        return float("nan"), 0.0
+    return mean(values), (stdev(values) if len(values) > 1 else 0.0)
+
+
+def recommended_workers(rates: Mapping[int, float], tolerance: float = KNEE_TOLERANCE) -> int | None:
+    """The knee of a measured scaling curve: the fewest workers within ``tolerance`` of the best rate.
+
+    More workers than that buy little throughput and cost memory and start-up time, so the knee, not the
+    maximum, is the recommendation.
+    """
+    if not rates:
+        return None
+    best = max(rates.values())
+    return min(w for w, rate in rates.items() if rate >= (1 - tolerance) * best)
+
+
+def varying_keys(cases: Iterable[Case], exclude: Iterable[str] = ()) -> list[str]:
+    """Param names that take more than one value over ``cases``: what a legend must tell apart."""
+    cases = list(cases)
+    skip = set(exclude)
+    keys = dict.fromkeys(k for c in cases for k in c.params if k not in skip)
+    return [k for k in keys if len({repr(c.params.get(k)) for c in cases}) > 1]
+
+
+def short_name(fullname: str) -> str:
+    """``benchmarks/test_x.py::test_x[p]`` as ``test_x[p]``: the file adds nothing in a table or a log line."""
+    return fullname.rpartition("::")[2] or fullname
+
+
+def describe(case: Case, keys: Iterable[str]) -> str:
+    """``num_workers=2, transform=heavy`` for the given keys (the case label when there are none)."""
+    parts = [f"{k}={format_value(case.value(k))}" for k in keys]
+    return ", ".join(parts) or case.label
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "default" if value is None else str(value)
+
+
+def sort_key(value: Any) -> tuple[int, Any]:
+    """Order knob values numbers first (numerically), then the rest by text; None (the default) first."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, int | float):
+        return (1, value)
+    return (2, str(value))
+
+
+def best_case(cases: Iterable[Case]) -> Case | None:
+    """The case with the highest median images/s."""
+    rated = [c for c in cases if c.number("images_per_s") is not None]
+    return max(rated, key=lambda c: c.number("images_per_s") or 0.0) if rated else None
+
+
+def cv_spread(cases: Iterable[Case]) -> tuple[float, float, Case] | None:
+    """Median and worst coefficient of variation of images/s over cases, and the worst case."""
+    with_cv = [(c.number("images_per_s_cv"), c) for c in cases]
+    with_cv = [(cv, c) for cv, c in with_cv if cv is not None]
+    if not with_cv:
+        return None
+    worst_cv, worst = max(with_cv, key=lambda item: item[0])
+    return median(cv for cv, _ in with_cv), worst_cv, worst

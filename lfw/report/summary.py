@@ -1,0 +1,136 @@
+"""The summary page, ``reports/README.md``: findings first, then every chart, then the details.
+
+A reader opening the folder (or the CI artifact) should learn in ten seconds which configuration to use,
+how many workers, whether memory grows, whether anything regressed and how far to trust the numbers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lfw.report.findings import CV_WARN, Findings, find
+from lfw.report.load import Case, Run
+from lfw.report.render import MAIN_CHART, Report
+from lfw.report.stats import describe, short_name
+
+MACHINE_KEYS = ("runner_class", "cpu", "usable_cores", "logical_cpus", "total_memory_gib", "python", "torch",
+                "torchvision", "pillow", "numpy", "jpeg_library", "torch_num_threads", "cuda_available",
+                "cuda_device", "bench_profile", "cache_mode", "dataset_kind", "dataset_files", "worker_cap")
+CONFIG_KEYS = ("batch_size", "num_workers", "transform", "index")
+OPTIONAL_KEYS = ("pin_memory", "persistent_workers", "prefetch_factor", "start_method")
+
+
+def knobs(case: Case) -> str:
+    """The configuration of a case in words: the main knobs, and the optional ones only when set."""
+    keys = [k for k in CONFIG_KEYS if case.value(k) is not None] + [k for k in OPTIONAL_KEYS if case.value(k)]
+    return describe(case, keys)
+
+
+def _run_line(run: Run) -> str:
+    facts = [run.datetime or "", f"commit {str(run.commit.get('id') or '?')[:10]}",
+             f"profile {run.machine.get('bench_profile', '?')}", f"cache {run.machine.get('cache_mode', '?')}"]
+    return f"`{run.path}` ({', '.join(f for f in facts if f)}; {len(run.cases)} cases)"
+
+
+def _findings(f: Findings, report: Report) -> list[str]:
+    lines = ["## Findings", ""]
+    if f.best is not None:
+        eff = f.best.number("efficiency")
+        eff_text = (f"efficiency {eff:.0%} of its ceiling {f.best.number('ceiling_images_per_s') or 0:,.0f} "
+                    "images/s" if eff is not None else "no ceiling measured")
+        lines.append(f"- **Best configuration:** `{f.best.name}` ({knobs(f.best)}): "
+                     f"**{f.best.number('images_per_s') or 0:,.0f} images/s** (median), {eff_text}.")
+    if f.knees:
+        lines.append("- **Recommended num_workers** (the knee: the fewest workers within 5% of the best):")
+        lines += ["", "  | transform | recommended workers | images/s there | efficiency | fastest workers "
+                  "| images/s |", "  |---|---:|---:|---:|---:|---:|"]
+        for k in f.knees:
+            eff = f"{k.efficiency:.0%}" if k.efficiency is not None else "n/a"
+            lines.append(f"  | {k.transform} | **{k.workers}** | {k.rate:,.0f} | {eff} | {k.best_workers} "
+                         f"| {k.best_rate:,.0f} |")
+        lines.append("")
+    names = {"pss_growth_mib": "tree PSS", "worker_uss_max_growth_mib": "USS of one worker"}
+    for g in f.growth:
+        lines.append(f"- **Largest memory growth, {names[g.metric]}:** {g.mib:+,.1f} MiB over one pass in "
+                     f"`{g.case.name}` ({knobs(g.case)}).")
+    for case, slopes in f.slopes:
+        lines.append(f"- **Leak check** `{case.name}`: {slopes}.")
+    if f.cv is not None:
+        med, worst, case = f.cv
+        warn = f" (above {CV_WARN:.0%}: treat differences smaller than that as noise)" if worst > CV_WARN else ""
+        lines.append(f"- **Noise:** coefficient of variation of images/s over rounds: median {med:.1%}, "
+                     f"worst {worst:.1%} in `{case.name}`{warn}.")
+    if report.base is not None:
+        names_reg = ", ".join(f"`{short_name(v.case)}`" for v in f.regressions) or "none"
+        lines.append(f"- **Regressions against the baseline** `{report.base.path}`: {names_reg} "
+                     "(see [Against the baseline](#against-the-baseline)).")
+    return [*lines, ""]
+
+
+def _charts(report: Report) -> list[str]:
+    lines = ["## Charts", ""]
+    for spec, files in report.charts:
+        links = " · ".join(f"[{p.suffix.lstrip('.').upper()}]({p.name})" for p in files)
+        lines.append(f"- **{spec.title}** ({links}): {spec.shows}.")
+    for spec in report.skipped:
+        lines.append(f"- *{spec.title}*: skipped, this run has no {spec.needs}.")
+    return [*lines, ""]
+
+
+def _verdicts(report: Report) -> list[str]:
+    if report.base is None:
+        return []
+    lines = ["## Against the baseline", "", f"Baseline {_run_line(report.base)}; verdict: {report.judged_by}.",
+             "", "| case | verdict | detail |", "|---|---|---|"]
+    lines += [f"| `{short_name(v.case)}` | {'**regressed**' if v.label == 'regressed' else v.label} | {v.detail} |"
+              for v in report.verdicts]
+    return [*lines, ""]
+
+
+def _cases(run: Run) -> list[str]:
+    lines = ["## All cases", "", "| case | group | images/s | CV | efficiency | first batch, ms | PSS growth, MiB |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for c in run.cases:
+        cells = [_fmt(c.number("images_per_s"), "{:,.0f}"), _fmt(c.number("images_per_s_cv"), "{:.1%}"),
+                 _fmt(c.number("efficiency"), "{:.0%}"), _fmt(_ms(c.number("ttfb_s")), "{:,.0f}"),
+                 _fmt(c.number("pss_growth_mib"), "{:+,.1f}")]
+        lines.append(f"| `{c.label}` | {c.group} | {' | '.join(cells)} |")
+    return [*lines, ""]
+
+
+def _machine(run: Run) -> list[str]:
+    info = dict(run.machine)
+    if isinstance(info.get("cpu"), dict):
+        info["cpu"] = info["cpu"].get("brand_raw", "?")
+    lines = ["## Machine", "", "| | |", "|---|---|"]
+    lines += [f"| {k} | {info[k]} |" for k in MACHINE_KEYS if k in info]
+    ceilings = [f"{k.removeprefix('per_core_images_per_s_')} {v:,.0f}" for k, v in info.items()
+                if k.startswith("per_core_images_per_s_") and isinstance(v, int | float)]
+    if ceilings:
+        lines.append(f"| single-core images/s | {', '.join(ceilings)} |")
+    return [*lines, ""]
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return spec.format(value) if value is not None else "–"
+
+
+def _ms(seconds: float | None) -> float | None:
+    return seconds * 1000 if seconds is not None else None
+
+
+def markdown(report: Report) -> str:
+    """The whole page as markdown."""
+    run = report.run
+    lines = ["# lfw-bench report", "", f"Run {_run_line(run)}.", ""]
+    if any(spec.stem == MAIN_CHART for spec, _ in report.charts):
+        lines += [f"![Seconds per pass and images/s against num_workers]({MAIN_CHART}.png)", ""]
+    lines += _findings(find(run, report.verdicts), report)
+    lines += _charts(report) + _verdicts(report) + _cases(run) + _machine(run)
+    lines.append("Made by `python -m lfw.report`; error bars are the standard deviation over rounds.")
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(report: Report) -> Path:
+    report.readme.write_text(markdown(report), encoding="utf-8")
+    return report.readme
