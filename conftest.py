@@ -14,15 +14,12 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from benchmarks.session_facts import SESSION_FACTS  # noqa: E402
 from lfw.measure import machine  # noqa: E402
 from lfw.measure.page_cache import CACHE_MODES  # noqa: E402
 from lfw.profiles import PROFILES  # noqa: E402
 
 torch.set_num_threads(1)
-
-# What the benchmarks' session fixtures learn about the data (real or synthetic, size, worker cap): they put
-# it here and the machine-info hook, which runs when the JSON is written, copies it into machine_info.
-SESSION_FACTS: pytest.StashKey[dict] = pytest.StashKey()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -213,10 +213,10 @@ def test_a_moved_single_core_ceiling_is_noted(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_memory_slope_keys_are_gated() -> None:
-    base = make_run(make_case(CASE_A, STEADY, uss_slope_mib_per_epoch_rounds=[0.1, -0.2, 0.3]))
-    cur = make_run(make_case(CASE_A, STEADY, uss_slope_mib_per_epoch_rounds=[40.0, 42.0, 39.0]))
+    base = make_run(make_case(CASE_A, STEADY, median_step_uss_mib_rounds=[0.1, -0.2, 0.3]))
+    cur = make_run(make_case(CASE_A, STEADY, median_step_uss_mib_rounds=[40.0, 42.0, 39.0]))
     report = compare_runs(base, cur)
-    assert [c.metric.key for c in report.regressions] == ["uss_slope_mib_per_epoch"]
+    assert [c.metric.key for c in report.regressions] == ["median_step_uss_mib"]
 
 
 def test_real_quick_run_passes_against_itself_and_reports_json(tmp_path: Path) -> None:

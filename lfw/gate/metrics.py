@@ -41,9 +41,10 @@ PSS_GROWTH = Metric("pss_growth_mib", "PSS growth", "higher", "absolute", "memor
 USS_GROWTH = Metric("uss_growth_mib", "USS growth", "higher", "absolute", "memory", " MiB")
 DATA_WAIT = Metric("data_wait_fraction", "data-wait fraction", "higher", "absolute", "wait")
 
-# Leak checks record a per-epoch slope of memory (names like ``uss_slope_mib_per_epoch``); any such key is
-# gated like memory but with its own, smaller floor, because a few MiB per epoch compounds over training.
-SLOPE_KEY = re.compile(r"^(?P<key>[a-z_]*slope_mib[a-z_]*?)(?:_rounds)?$")
+# Leak checks (lfw.measure.leak) record the median epoch-to-epoch step of tree USS and PSS
+# (``median_step_uss_mib``, ``median_step_pss_mib``): the statistic their own verdict uses, since a one-off jump of
+# shared library pages moves a least-squares slope but not the median step. Any such key is gated like memory.
+SLOPE_KEY = re.compile(r"^(?P<key>median_step_[a-z]+_mib)(?:_rounds)?$")
 
 # Same machine class: absolute throughput is comparable and most sensitive. Different machines: only
 # efficiency (throughput over the same session's per-core ceiling) ports, and absolute time to first batch

@@ -258,11 +258,21 @@ class LoaderPass:
         start = (sampler.marks[0] if sampler.marks else end) if workers else before
         self.results[-1].memory = MemoryStats(before, start, end, sampler.samples, workers, sampler.cpu_s)
 
-    def close(self) -> None:
-        """Complete the last result and stop its workers (persistent ones stay with the loader)."""
+    def close(self, stop_workers: bool = False) -> None:
+        """Complete the last result and stop its workers.
+
+        Persistent workers belong to the loader and outlive the pass unless ``stop_workers`` is set; a leak
+        check sets it, since the loader would otherwise keep them (and any leaked memory) until collected.
+        """
         self._finish_memory()
         self._iterator = None
         self._before = None
+        if stop_workers and self.loader.persistent_workers:
+            iterator = getattr(self.loader, "_iterator", None)
+            shutdown = getattr(iterator, "_shutdown_workers", None)  # torch keeps no public way to do this
+            if shutdown is not None:
+                shutdown()
+            self.loader._iterator = None
 
     def __enter__(self) -> LoaderPass:
         return self

@@ -1,0 +1,90 @@
+"""Leak checks across epochs: persistent workers, end-of-epoch memory, a fitted slope and a verdict that fails.
+
+A leak in a dataset lives in the workers and grows every epoch, so each case runs ``profile.leak_epochs``
+epochs with ``persistent_workers=True`` (the same processes throughout), fits tree USS and PSS against the
+epoch and judges the slope with :func:`lfw.measure.leak.leak_verdict` (threshold and its measured noise are
+stated there). A benchmark round is one epoch; the first is the warm-up and is not fitted.
+
+- ``lfw``: the real dataset (decode, ``uint8`` preset) on its first 256 images: must pass.
+- ``control``: :class:`~lfw.memory_datasets.LeakingControlDataset`, which keeps every item it returns
+  (4,096 items x 4 KiB per epoch, ~18 MiB/epoch measured): must be flagged, or the check is broken.
+- ``index`` (full profile): the control's well-behaved twin, the same items without keeping them.
+
+Copy-on-access of a large list index is paid in the first epoch and checked by ``test_memory_index``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from torch.utils.data import Dataset, Subset
+
+from benchmarks.conftest import skip_above_cap
+from benchmarks.profiles import Profile
+from lfw.data_root import DataSource
+from lfw.dataset import LFWDataset, scan_images
+from lfw.index import LabelIndex
+from lfw.measure import LoaderConfig, LoaderPass
+from lfw.measure.ceiling import usable_cores
+from lfw.measure.leak import WARMUP_EPOCHS, leak_check
+from lfw.measure.summary import summarize
+from lfw.memory_datasets import AnyIndex, IndexOnlyDataset, LeakingControlDataset, large_index
+
+pytestmark = pytest.mark.benchmark(group="leak")
+
+LFW_IMAGES = 256  # ~0.2 s per epoch with 2 workers: the check needs epochs, not a big one
+INDEX_ITEMS = 4096
+PAYLOAD_BYTES = 4096  # 4,096 items x 4 KiB kept per epoch by the control: 16 MiB of payload, 4x the threshold
+CASES = ("lfw", "control", "index")
+WORKERS = (1, 2, 4)
+BATCH_SIZE = {"lfw": 32, "control": 256, "index": 256}
+
+
+@pytest.fixture(scope="module")
+def small_index(lfw_source: DataSource) -> tuple[AnyIndex, LabelIndex]:
+    """LFW's paths as a numpy index of exactly ``INDEX_ITEMS`` entries, whatever the profile's tree size."""
+    scan = scan_images(lfw_source.path)
+    return large_index(scan.paths, scan.labels, "numpy", INDEX_ITEMS)
+
+
+def make_dataset(case: str, dataset_factory: Callable[..., LFWDataset],
+                 small_index: tuple[AnyIndex, LabelIndex]) -> Dataset:
+    if case == "lfw":
+        full = dataset_factory("uint8", "numpy")
+        return Subset(full, range(min(LFW_IMAGES, len(full))))
+    if case == "control":
+        return LeakingControlDataset(*small_index, payload_bytes=PAYLOAD_BYTES)
+    return IndexOnlyDataset(*small_index, payload_bytes=PAYLOAD_BYTES)
+
+
+@pytest.mark.parametrize("num_workers", WORKERS, ids=[f"workers{w}" for w in WORKERS])
+@pytest.mark.parametrize("case", CASES)
+def test_leak(benchmark: Any, profile: Profile, dataset_factory: Callable[..., LFWDataset],
+              small_index: tuple[AnyIndex, LabelIndex], case: str, num_workers: int) -> None:
+    skip_above_cap(num_workers)
+    if not profile.full_matrix and (num_workers != 2 or case == "index"):
+        pytest.skip(f"{profile.name} profile: lfw and control at workers2 only (full adds 1 and 4 workers and "
+                    "the index twin)")
+    config = LoaderConfig(batch_size=BATCH_SIZE[case], num_workers=num_workers, persistent_workers=True,
+                          shuffle=True, seed=0)
+    epochs = profile.leak_epochs
+
+    def timed(runner: LoaderPass) -> None:
+        benchmark.pedantic(runner.run, setup=runner.setup, rounds=epochs - WARMUP_EPOCHS,
+                           warmup_rounds=WARMUP_EPOCHS, iterations=1)
+
+    report = leak_check(config.build(make_dataset(case, dataset_factory, small_index)), epochs, timed=timed)
+    info = summarize(report.results[WARMUP_EPOCHS:], workers=num_workers, usable_cores=usable_cores())
+    info.update({"case": case, "transform": "uint8" if case == "lfw" else "index-only", "index": "numpy",
+                 "profile": profile.name, "config": config.as_dict(), "device": "cpu", "epochs": epochs,
+                 **report.as_extra_info()})
+    benchmark.extra_info.update(info)
+    verdict = report.verdict
+    if benchmark.enabled:
+        expected = case == "control"
+        assert verdict.leaking == expected, (
+            f"{case}: tree USS {verdict.slope_uss_mib_per_epoch:+.2f} / PSS {verdict.slope_pss_mib_per_epoch:+.2f} "
+            f"MiB per epoch (median step {verdict.step_uss_mib:+.2f} / {verdict.step_pss_mib:+.2f}), threshold "
+            f"{verdict.threshold_mib_per_epoch:g}: expected {'a leak' if expected else 'no leak'}")

@@ -1,0 +1,104 @@
+"""Copy-on-access: what one shuffled epoch over a large file index costs each forked worker.
+
+Reading a ``str`` from a Python list writes its refcount, so a forked worker copies every page of the list's
+strings it touches, and a shuffled epoch touches them all; a numpy ``S`` array (or one packed byte buffer
+with offsets) is one object, and indexing it only reads the shared pages. The index holds LFW's paths
+replicated to ``profile.large_index_size`` entries and the items touch only path and label (no decode), so
+the epoch measures the index alone, in seconds.
+
+Recorded per case (see ``run_case``): worker USS (mean per worker) and tree PSS/USS/RSS at the first batch,
+the end and their growth, per round, plus the sampled timeline of the last round. RSS is kept on purpose: it
+counts every shared page in every process, so it stays flat while the workers' private memory grows.
+
+The GC is frozen (``gc.freeze()``) before the workers fork, except in the ``gclive`` case: an unfrozen cyclic
+GC in each worker copies the parent's tracked objects (tens of MiB here, whatever the index), which would blur
+the index comparison; ``gclive`` keeps that cost visible on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from benchmarks.conftest import skip_above_cap
+from benchmarks.profiles import Profile
+from lfw.data_root import DataSource
+from lfw.dataset import scan_images
+from lfw.index import LabelIndex
+from lfw.measure import LoaderConfig
+from lfw.measure.leak import first_epoch_verdict
+from lfw.memory_datasets import AnyIndex, IndexOnlyDataset, frozen_gc, index_nbytes, large_index
+
+pytestmark = pytest.mark.benchmark(group="memory-index")
+
+BATCH_SIZE = 4096  # 245 batches per 1,000,000 entries: the epoch is bounded by item access, not batching
+# A 1,000,000-entry epoch took 1.6 s (numpy) to 2.5 s (list) with 2 workers here, 2,000,000 about twice
+# that: 0.2 s gives 8 to 25 points per epoch while keeping the page-walk cost (~10 ms per process) small.
+MEMORY_INTERVAL_S = 0.2
+WORKERS = (2, 4)
+CASES = [("list", True), ("numpy", True), ("packed", True), ("numpy", False)]  # (layout, freeze the GC)
+MIN_LIST_OVER_NUMPY = 5.0  # "many times": measured ~20x at 1,000,000 entries (list ~90, numpy ~4 MiB)
+
+
+@pytest.fixture(scope="module")
+def index_of(lfw_source: DataSource, profile: Profile) -> Callable[[str], tuple[AnyIndex, LabelIndex, float]]:
+    """``get(layout)``: the large index, built outside any timed round and kept only while it is in use.
+
+    Cases run layout by layout, so each is built once; the previous one is dropped first, so the parent (and
+    every worker forked from it) holds one large index at a time.
+    """
+    scan = scan_images(lfw_source.path)
+    built: dict[str, tuple[AnyIndex, LabelIndex, float]] = {}
+
+    def get(layout: str) -> tuple[AnyIndex, LabelIndex, float]:
+        if layout not in built:
+            built.clear()
+            index, labels = large_index(scan.paths, scan.labels, layout, profile.large_index_size)  # type: ignore[arg-type]
+            built[layout] = (index, labels, round(index_nbytes(index) / 2**20, 2))
+        return built[layout]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def worker_growth() -> dict[tuple[str, int], float]:
+    """Worker USS growth of each GC-frozen case measured so far, by (layout, workers): list runs before numpy."""
+    return {}
+
+
+@pytest.mark.parametrize("num_workers", WORKERS, ids=[f"workers{w}" for w in WORKERS])
+@pytest.mark.parametrize(("layout", "freeze"), CASES, ids=[k if f else f"{k}-gclive" for k, f in CASES])
+def test_memory_index(run_case: Callable[..., dict[str, Any]], benchmark: Any, profile: Profile,
+                      index_of: Callable[[str], tuple[AnyIndex, LabelIndex, float]],
+                      worker_growth: dict[tuple[str, int], float], layout: str, freeze: bool,
+                      num_workers: int) -> None:
+    skip_above_cap(num_workers)
+    if num_workers != 2 and not profile.full_matrix:
+        pytest.skip(f"{profile.name} profile: the index comparison runs at workers2 only (full adds workers4)")
+    index, labels, mib = index_of(layout)
+    dataset = IndexOnlyDataset(index, labels)
+    config = LoaderConfig(batch_size=BATCH_SIZE, num_workers=num_workers, shuffle=True, seed=0)
+    with frozen_gc(freeze):
+        info = run_case(config, "none", layout, dataset=dataset, batches=math.ceil(len(dataset) / BATCH_SIZE),
+                        memory_interval_s=MEMORY_INTERVAL_S, rounds=3 if profile.full_matrix else 1,
+                        warmup_rounds=0, ceiling=False)  # fresh workers each round: a warm-up epoch adds nothing
+    verdict = first_epoch_verdict(info)
+    benchmark.extra_info.update({"transform": "index-only", "index_size": len(dataset), "index_mib": mib,
+                                 "gc_frozen": freeze, **verdict.as_extra_info()})
+    assert info["images"] == len(dataset)
+    if not (benchmark.enabled and freeze):
+        return
+    worker_growth[(layout, num_workers)] = verdict.worker_uss_growth_mib
+    assert verdict.flagged == (layout == "list"), (
+        f"{layout}: worker USS grew {verdict.worker_uss_growth_mib:.1f} MiB in one epoch "
+        f"(threshold {verdict.threshold_mib:g} MiB); copy-on-access should flag the list index only")
+    list_growth = worker_growth.get(("list", num_workers))
+    if layout == "numpy" and list_growth is not None:
+        ratio = list_growth / max(verdict.worker_uss_growth_mib, 1.0)  # numpy growth can be ~0 MiB
+        benchmark.extra_info["list_over_numpy_worker_uss_growth"] = round(ratio, 1)
+        assert ratio >= MIN_LIST_OVER_NUMPY, (
+            f"list index grew workers by {list_growth:.1f} MiB, numpy by {verdict.worker_uss_growth_mib:.1f} "
+            f"MiB: only {ratio:.1f}x, expected copy-on-access to make it >= {MIN_LIST_OVER_NUMPY:g}x")
