@@ -90,6 +90,7 @@ class PassResult:
     memory: MemoryStats | None = None
     steps_s: list[float] = field(default_factory=list)  # per-batch time spent in the ``step`` callback
     events: list[tuple[float, float, float, float]] = field(default_factory=list)  # ask, got, step start, step end
+    t0: float = 0.0  # perf_counter() at the pass start: puts worker-side stamps on the events' clock
 
     @property
     def data_wait_fraction(self) -> float:
@@ -240,7 +241,7 @@ class LoaderPass:
                 sampler.request_stop()
                 self._sampler = sampler
         self._exhausted = batches >= len(self.loader)
-        result = PassResult(images, batches, wall, ttfb, waits, None, steps, events)
+        result = PassResult(images, batches, wall, ttfb, waits, None, steps, events, t0)
         self._worker_pids = [w.pid for w in getattr(iterator, "_workers", []) if w.pid is not None]
         self.results.append(result)
         return result

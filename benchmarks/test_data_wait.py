@@ -1,0 +1,38 @@
+"""Overlap of loading and compute: the data-wait fraction of a training loop whose step sleeps 0, 20 or 50 ms.
+
+A sleeping step leaves the cores to the workers, so the fraction measures the pipeline's overlap alone: with a
+free step the loop does nothing but wait (the fraction is near 1), and the longer the step the more of each
+batch's load hides behind it. A change that breaks prefetching or slows the hand-over from the workers raises
+the fraction at every step time; ``data_wait_fraction`` (and its per-round values) is saved in extra_info so
+the gate and the report see it like any other measurement. See ``python -m lfw.diagnose`` for the verdict.
+
+Cost: two workers on the cheap ``uint8`` preset (about 30 ms per batch of 64 per worker here, so the three
+step times span data-bound, matched and compute-bound), at most 8 batches per pass, memory sampling off.
+The first batch counts (as LoaderPass defines the fraction), so worker start-up is part of every number.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lfw.diagnose.training import sleep_step
+from lfw.measure import LoaderConfig
+
+pytestmark = pytest.mark.benchmark(group="data-wait")
+
+STEP_MS = (0, 20, 50)
+MAX_BATCHES = 8  # 8 x 50 ms of sleep per pass already; the profile's uint8 pass (24 batches) would triple it
+
+
+@pytest.mark.parametrize("step_ms", STEP_MS, ids=[f"step{ms}ms" for ms in STEP_MS])
+def test_data_wait(run_case, benchmark, profile, step_ms: int) -> None:
+    batches = min(MAX_BATCHES, profile.batches_for(64, "uint8"))
+    info = run_case(LoaderConfig(batch_size=64, num_workers=2), "uint8", step=sleep_step(step_ms / 1e3),
+                    batches=batches, memory_interval_s=None)
+    benchmark.extra_info["step_ms"] = step_ms
+    assert info["images"] == info["batches"] * 64
+    if benchmark.enabled:
+        fraction = info["data_wait_fraction"]
+        assert 0.0 <= fraction <= 1.0
+        if step_ms == 0:
+            assert fraction > 0.9  # a free step can only wait

@@ -1,0 +1,211 @@
+"""``python -m lfw.diagnose``: is training data-bound? Measure, predict, show.
+
+Measure (default): a training loop over the LFW loader whose step sleeps ``--step-ms`` or trains a small CNN
+(``--model cnn``). Prints the data-wait fraction, accelerator utilization, batches/s, the bottleneck, the
+simulator's prediction next to the measurement, the worker count that ends the stalls and a recommendation,
+and writes the timeline chart (measured and simulated side by side) to ``--out``.
+
+Simulate (``--simulate``): the pipeline model alone, e.g. the seed article's first figure::
+
+    python -m lfw.diagnose --simulate --workers 7 --load-ms 2000 --step-ms 100 --seconds 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import NoReturn
+
+import torch
+
+from lfw.data_root import resolve_root
+from lfw.dataset import LFWDataset
+from lfw.diagnose.predict import Diagnosis, diagnose, workers_text
+from lfw.diagnose.simulator import PipelineModel, simulate, workers_to_end_stalls
+from lfw.diagnose.timeline import Panel, animate_timeline, draw_timeline
+from lfw.diagnose.training import MODELS, Measurement, make_step, measure_training
+from lfw.errors import EXIT_USAGE, LFWError, cli_entry
+from lfw.measure import LoaderConfig
+from lfw.measure.ceiling import usable_cores
+from lfw.transforms import PRESETS
+
+DEFAULT_OUT = Path("reports/diagnose")
+DEFAULT_STEP_MS = 100.0
+DESCRIPTION = "Is training data-bound? Measure the wait for data, predict it with a simulator, draw the timeline."
+EXAMPLES = """examples:
+  python -m lfw.diagnose --workers 2 --step-ms 50          # emulated 50 ms step (a sleep)
+  python -m lfw.diagnose --workers 2 --model cnn --gif     # a real CPU (or CUDA) step, plus an animation
+  python -m lfw.diagnose --simulate --workers 7 --load-ms 2000 --step-ms 100 --seconds 30
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line and exit code 2, like every other error of lfw-bench."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {message} (see --help)", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m lfw.diagnose", description=DESCRIPTION, epilog=EXAMPLES,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--simulate", action="store_true", help="run the simulator only (needs --load-ms)")
+    p.add_argument("--workers", type=int, default=2, help="DataLoader workers / simulated loaders (default 2)")
+    p.add_argument("--step-ms", type=float, default=None,
+                   help=f"step time in ms: a sleep when measuring (default {DEFAULT_STEP_MS:g})")
+    p.add_argument("--model", default=None, help=f"a real training step instead of a sleep: {', '.join(MODELS)}")
+    p.add_argument("--prefetch-factor", type=int, default=2, help="batches per worker in flight (default 2)")
+    m = p.add_argument_group("measuring")
+    m.add_argument("--path", default=None, help="LFW folder (default: $LFW_ROOT, else a cached synthetic tree)")
+    m.add_argument("--batch-size", type=int, default=64, help="images per batch (default 64)")
+    m.add_argument("--transform", default="none", help=f"preset: {', '.join(PRESETS)} (default none)")
+    m.add_argument("--batches", type=int, default=30, help="batches in the measured pass (default 30)")
+    m.add_argument("--threads", type=int, default=1,
+                   help="intra-op threads of a CNN step (default 1: the workers need the other cores)")
+    s = p.add_argument_group("simulating")
+    s.add_argument("--load-ms", type=float, default=None, help="mean batch load time per worker, ms")
+    s.add_argument("--seconds", type=float, default=30.0, help="simulated time (default 30 s)")
+    s.add_argument("--load-cv", type=float, default=0.0, help="coefficient of variation of load times (default 0)")
+    s.add_argument("--desync-ms", type=float, default=0.0, help="stagger of the workers' first start, ms")
+    s.add_argument("--transfer-ms", type=float, default=0.0, help="per-batch host-to-device copy, ms")
+    s.add_argument("--prefetcher", action="store_true", help="overlap the copy of the next batch with the step")
+    s.add_argument("--seed", type=int, default=0, help="seed of the load-time draws (default 0)")
+    o = p.add_argument_group("output")
+    o.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"chart folder (default {DEFAULT_OUT})")
+    o.add_argument("--no-chart", action="store_true", help="write no chart")
+    o.add_argument("--gif", action="store_true", help="also write an animated GIF of the timeline (slower)")
+    o.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Flag values that argparse's types cannot reject, as one-line errors."""
+    if args.workers < 0:
+        raise LFWError(f"--workers must be 0 (load in the main loop) or more, got {args.workers}")
+    if args.step_ms is not None and args.step_ms < 0:
+        raise LFWError(f"--step-ms must be 0 or more, got {args.step_ms:g}")
+    if args.load_ms is not None and not args.load_ms > 0:
+        raise LFWError(f"--load-ms must be positive, got {args.load_ms:g}")
+    if args.model is not None and args.model not in MODELS:
+        raise LFWError(f"unknown model {args.model!r}; choose one of: {', '.join(MODELS)} (or use --step-ms)")
+    if args.model is not None and args.step_ms is not None:
+        raise LFWError("give --step-ms (an emulated step) or --model (a real one), not both")
+    if args.simulate and args.model is not None:
+        raise LFWError("--simulate needs a step time (--step-ms), not a model")
+    if args.simulate and args.load_ms is None:
+        raise LFWError("--simulate needs --load-ms, the mean batch load time per worker")
+    if not args.simulate and args.load_ms is not None:
+        raise LFWError("--load-ms is for --simulate; a measurement takes the load time from the workers")
+    if args.threads < 1:
+        raise LFWError(f"--threads must be 1 or more, got {args.threads}")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.-]+", "", text.replace(" ", "-"))
+
+
+def _charts(args: argparse.Namespace, panels: list[Panel], name: str, title: str) -> list[Path]:
+    if args.no_chart:
+        return []
+    written = [draw_timeline(panels, args.out / f"{name}.png", title)]
+    if args.gif:
+        written.append(animate_timeline(panels, args.out / f"{name}.gif", title, progress=not args.quiet))
+    return written
+
+
+def run_simulation(args: argparse.Namespace) -> int:
+    step_ms = DEFAULT_STEP_MS if args.step_ms is None else args.step_ms
+    model = PipelineModel(args.workers, args.load_ms / 1e3, step_ms / 1e3, args.prefetch_factor,
+                          transfer_s=args.transfer_ms / 1e3, prefetcher=args.prefetcher, load_cv=args.load_cv,
+                          desync_s=args.desync_ms / 1e3, seed=args.seed)
+    result = simulate(model, horizon_s=args.seconds)
+    overlap = " with a prefetcher" if args.prefetcher else ""
+    print(f"simulated {args.seconds:g} s: {workers_text(args.workers)}, load {args.load_ms:g} ms "
+          f"(cv {args.load_cv:g}), step {step_ms:g} ms, transfer {args.transfer_ms:g} ms{overlap}, "
+          f"queue {model.capacity} batches")
+    print(f"batches completed: {result.completed}")
+    print(f"batches/s: {result.batches_per_s:.2f} (steady state {model.steady_batches_per_s():.2f}); "
+          f"data wait {result.data_wait_fraction:.1%}")
+    _print_needed(model)
+    title = f"simulated: {workers_text(args.workers)}, load {args.load_ms:g} ms, step {step_ms:g} ms"
+    panels = [Panel(f"{title}: {result.completed} batches in {args.seconds:g} s", result.records, args.workers,
+                    model.capacity or None)]
+    name = f"simulated-w{args.workers}-load{args.load_ms:g}ms-step{step_ms:g}ms"
+    for path in _charts(args, panels, _slug(name), "Loader pipeline timeline (simulated)"):
+        print(f"chart: {path}")
+    return 0
+
+
+def _print_needed(model: PipelineModel) -> None:
+    if model.step_s + model.transfer_s <= 0:
+        print("workers to end the stalls: none can (the step costs nothing)")
+        return
+    needed = workers_to_end_stalls(model.load_s, model.step_s, model.transfer_s)
+    check = simulate(replace(model, workers=needed, load_cv=0.0), max_batches=max(100, 8 * needed))
+    print(f"workers to end the stalls: {needed} (smallest N with N / load >= 1 / step; simulated steady "
+          f"state {check.steady_batches_per_s:.2f} batches/s, data wait {check.steady_data_wait_fraction:.1%})")
+
+
+def run_measurement(args: argparse.Namespace) -> int:
+    step_ms = DEFAULT_STEP_MS if args.step_ms is None and args.model is None else args.step_ms
+    source = resolve_root(args.path)
+    dataset = LFWDataset(source.path, transform=args.transform)
+    config = LoaderConfig(batch_size=args.batch_size, num_workers=args.workers,
+                          prefetch_factor=args.prefetch_factor if args.workers else None)
+    if args.model is not None:
+        torch.set_num_threads(args.threads)
+    step, label = make_step(args.model, step_ms, len(dataset.classes))
+    measurement = measure_training(dataset, config, args.batches, step, transform=args.transform,
+                                   step_label=label, progress=not args.quiet)
+    result = diagnose(measurement, usable_cores(), emulated_step=args.model is None)
+    _report(measurement, result, source.kind, str(source.path))
+    sim = simulate(result.model, max_batches=measurement.result.batches)
+    panels = [
+        Panel(f"measured: {measurement.result.batches} batches, {measurement.batches_per_s:.2f} batches/s",
+              measurement.records, args.workers, config.num_workers * args.prefetch_factor or None),
+        Panel(f"simulated from the measured times: {result.predicted_batches_per_s:.2f} batches/s",
+              sim.records, args.workers, result.model.capacity or None),
+    ]
+    title = (f"{workers_text(args.workers)}, batch {args.batch_size}, transform {args.transform}, step {label} "
+             f"({source.kind} LFW)")
+    name = f"timeline-w{args.workers}-b{args.batch_size}-{args.transform}-{label}"
+    for path in _charts(args, panels, _slug(name), title):
+        print(f"chart      : {path}")
+    return 0
+
+
+def _report(m: Measurement, d: Diagnosis, kind: str, path: str) -> None:
+    r, model = m.result, d.model
+    print(f"diagnose   : {r.batches} batches of {m.batch_size}, transform {m.transform}, "
+          f"{workers_text(m.config.num_workers)}, step {m.step_label}; {kind} data at {path}")
+    print(f"measured   : {d.measured_batches_per_s:.2f} batches/s, data wait {d.data_wait_fraction:.1%} of the "
+          f"pass, accelerator utilization {d.accelerator_utilization:.1%} (first step excluded), "
+          f"first batch after {r.ttfb_s:.2f} s")
+    print(f"per batch  : load {model.load_s * 1e3:.1f} ms per worker ({d.worker_overhead_s * 1e3:.1f} ms of it "
+          f"between batches; cv {model.load_cv:.2f}), "
+          f"step {model.step_s * 1e3:.1f} ms, hand-over {model.transfer_s * 1e3:.1f} ms, "
+          f"worker start-up {model.startup_s * 1e3:.0f} ms")
+    print(f"bottleneck : {d.bottleneck}")
+    print(f"simulated  : {d.predicted_batches_per_s:.2f} batches/s for the same {r.batches} batches "
+          f"(error {d.error:+.1%} vs measured; steady state {model.steady_batches_per_s():.2f})")
+    if d.workers_needed is None:
+        print("stalls end : never (the step costs nothing)")
+    else:
+        print(f"stalls end : at {workers_text(d.workers_needed)} (simulated steady state {d.predicted_at_needed:.2f} "
+              "batches/s, if each worker keeps its load time)")
+    print(f"recommend  : {d.recommendation}")
+
+
+@cli_entry
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _check(args)
+    return run_simulation(args) if args.simulate else run_measurement(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

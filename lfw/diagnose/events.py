@@ -1,0 +1,138 @@
+"""Per-batch timelines, shared by the measured loop and the simulator so one chart draws both.
+
+A measured batch carries a :class:`LoadStamp` from the worker that loaded it. The stamp is taken inside the
+worker process with :func:`time.perf_counter`, which on Linux reads ``CLOCK_MONOTONIC``: one clock for every
+process on the machine, so worker-side and main-loop times can be put on the same axis.
+
+:class:`TimedDataset` and :func:`timed_collate` are the instrumentation: the dataset's ``__getitems__`` (which
+PyTorch's fetcher calls with a whole batch of indices) notes when loading starts, the collate function notes
+when the batch is complete and appends the stamp as the *last* element of the batch. ``batch[0]`` stays the
+image tensor, so :class:`~lfw.measure.LoaderPass` counts the same images as without instrumentation.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from torch.utils.data import Dataset, default_collate, get_worker_info
+
+MAIN_PROCESS = -1  # worker id of batches loaded in the main process (num_workers=0)
+
+
+@dataclass(frozen=True)
+class LoadStamp:
+    """Who loaded a batch and when (absolute ``perf_counter`` seconds, comparable across processes)."""
+
+    worker: int
+    pid: int
+    start: float
+    end: float
+
+
+@dataclass
+class BatchRecord:
+    """One batch's life, in seconds since the pass (or simulation) started; NaN where it did not happen.
+
+    ``load_start``/``load_end``: in the worker; ``ask``: the main loop calls ``next()``; ``got``: it has the
+    batch; ``step_start``/``step_end``: the training step (any host-to-device copy lies between got and step).
+    """
+
+    index: int
+    worker: int
+    load_start: float = math.nan
+    load_end: float = math.nan
+    ask: float = math.nan
+    got: float = math.nan
+    step_start: float = math.nan
+    step_end: float = math.nan
+
+    @property
+    def wait(self) -> float:
+        """How long the main loop blocked on this batch."""
+        return self.got - self.ask
+
+    @property
+    def load(self) -> float:
+        return self.load_end - self.load_start
+
+
+class _Started(list):
+    """The samples of one batch plus the moment their loading started (what ``__getitems__`` hands collate)."""
+
+    start: float = math.nan
+
+
+class TimedDataset(Dataset):
+    """Wraps a map-style dataset so that each batch notes when its loading started, in whichever process.
+
+    PyTorch's fetcher calls ``__getitems__`` once per batch when it exists, so the start time covers reading,
+    decoding and transforming every sample of the batch.
+    """
+
+    def __init__(self, dataset: Dataset) -> None:
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)  # type: ignore[arg-type]
+
+    def __getitem__(self, i: int) -> Any:
+        return self.dataset[i]
+
+    def __getitems__(self, indices: Sequence[int]) -> _Started:
+        start = time.perf_counter()
+        samples = _Started(self.dataset[i] for i in indices)
+        samples.start = start
+        return samples
+
+
+def timed_collate(inner: Callable[[list[Any]], Any] = default_collate) -> Callable[[list[Any]], Any]:
+    """A collate function that runs ``inner`` and appends a :class:`LoadStamp` to the collated batch."""
+    return _TimedCollate(inner)
+
+
+class _TimedCollate:
+    """Picklable (a class, not a closure) so that spawn and forkserver workers can receive it."""
+
+    def __init__(self, inner: Callable[[list[Any]], Any]) -> None:
+        self.inner = inner
+
+    def __call__(self, samples: list[Any]) -> list[Any]:
+        start = getattr(samples, "start", time.perf_counter())
+        batch = self.inner(list(samples))
+        info = get_worker_info()
+        stamp = LoadStamp(info.id if info is not None else MAIN_PROCESS, os.getpid(), start, time.perf_counter())
+        parts = list(batch) if isinstance(batch, list | tuple) else [batch]
+        return [*parts, stamp]
+
+
+def split_stamp(batch: Any) -> tuple[Any, LoadStamp | None]:
+    """The batch without its stamp, and the stamp (``None`` for an uninstrumented batch)."""
+    if isinstance(batch, list | tuple) and batch and isinstance(batch[-1], LoadStamp):
+        return list(batch[:-1]), batch[-1]
+    return batch, None
+
+
+def queue_depth(records: Sequence[BatchRecord], times: np.ndarray) -> np.ndarray:
+    """Batches loaded but not yet received by the main loop, at each of ``times``.
+
+    This is the prefetch queue as the consumer sees it: a batch counts from the end of its load to the moment
+    the main loop has it.
+    """
+    ends = np.array([r.load_end for r in records if not math.isnan(r.load_end)])
+    gots = np.array([r.got if not math.isnan(r.got) else math.inf for r in records if not math.isnan(r.load_end)])
+    if ends.size == 0:
+        return np.zeros_like(times, dtype=int)
+    t = times[:, None]
+    return ((ends[None, :] <= t) & (gots[None, :] > t)).sum(axis=1)
+
+
+def stalls(records: Sequence[BatchRecord], min_wait_s: float = 1e-3) -> list[tuple[float, float]]:
+    """(start, duration) of every wait of the main loop longer than ``min_wait_s``: the stalls to look for."""
+    return [(r.ask, r.wait) for r in records
+            if not math.isnan(r.got) and not math.isnan(r.ask) and r.wait > min_wait_s]

@@ -1,0 +1,173 @@
+"""From a measured training pass to a simulator model, a prediction, a verdict and a recommendation.
+
+The per-worker batch load time is taken from the workers themselves: the instrumented collate function stamps
+when each batch's loading started and ended inside its worker, so the mean of those durations is the load
+time that worker count actually achieved, contention for cores included. That is more direct than the other
+two estimates: a ``workers=0`` pass measures one uncontended core (too optimistic once workers outnumber
+cores), and steady-state throughput x workers is only a load time when the loader is the bottleneck (when the
+step is, it measures the step). Each worker's first batch is left out: it pays the worker's warm-up. To the
+mean load the median per-batch worker overhead is added: the idle gap between two batches of one worker when
+the second was already handed to it (sending the result, taking the next task; see :func:`worker_gaps`).
+
+What the simulator does not see directly is measured too: ``transfer_s`` is the median time from "batch
+loaded and asked for" to "main loop has it" (the hand-over from the worker, modelled as a consumer-side
+cost), and ``startup_s`` is when the first worker started loading (process start-up).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from dataclasses import dataclass, replace
+
+from lfw.diagnose.events import MAIN_PROCESS, BatchRecord
+from lfw.diagnose.simulator import PipelineModel, simulate, workers_to_end_stalls
+from lfw.diagnose.training import Measurement
+
+COMPUTE_BOUND_AU = 0.9  # at or above this accelerator utilization the step, not the loader, sets the pace
+SEEDS = 5  # simulations averaged when the measured load times vary
+
+
+def workers_text(n: int) -> str:
+    """``1 worker``, ``2 workers``: counts read as words in reports."""
+    return f"{n} worker{'' if n == 1 else 's'}"
+
+
+def _by_worker(records: list[BatchRecord]) -> list[list[BatchRecord]]:
+    """Each worker's loaded batches in the order it loaded them."""
+    groups: dict[int, list[BatchRecord]] = {}
+    for r in records:
+        if not math.isnan(r.load_start):
+            groups.setdefault(r.worker, []).append(r)
+    return [sorted(g, key=lambda r: r.load_start) for g in groups.values()]
+
+
+def load_times(records: list[BatchRecord]) -> list[float]:
+    """Worker-side load durations, each worker's first batch left out where that worker loaded others."""
+    return [r.load for batches in _by_worker(records) for r in (batches[1:] if len(batches) > 1 else batches)]
+
+
+def worker_gaps(records: list[BatchRecord], capacity: int) -> list[float]:
+    """Idle time of a worker between two of its batches when the second was already handed to it.
+
+    That gap is per-batch worker overhead outside ``__getitems__`` and collate (sending the batch to the main
+    process, taking the next task). Gaps where the task came later are the prefetch limit, which the simulator
+    models itself. Batch ``j`` is handed out when batch ``j - capacity`` is received (in-order delivery).
+    """
+    if capacity <= 0:
+        return []
+    by_index = {r.index: r for r in records}
+    gaps: list[float] = []
+    for batches in _by_worker(records):
+        for prev, nxt in itertools.pairwise(batches):
+            earlier = by_index.get(nxt.index - capacity)
+            handed = earlier.got if earlier is not None else 0.0
+            if prev.worker != MAIN_PROCESS and handed <= prev.load_end:
+                gaps.append(max(0.0, nxt.load_start - prev.load_end))
+    return gaps
+
+
+def worker_overhead(m: Measurement) -> float:
+    """Median per-batch worker overhead outside the load (0 without workers or gaps)."""
+    gaps = worker_gaps(m.records, (m.config.prefetch_factor or 2) * m.config.num_workers)
+    return statistics.median(gaps) if gaps else 0.0
+
+
+def fit_model(m: Measurement) -> PipelineModel:
+    """The simulator's model of the measured pipeline (see the module docstring for each estimate)."""
+    loads = load_times(m.records)
+    if not loads:  # an uninstrumented run: fall back to the waits, which are load times when data-bound
+        loads = [max(r.wait, 1e-6) for r in m.records]
+    prefetch = m.config.prefetch_factor or 2
+    load_s = max(statistics.fmean(loads) + worker_overhead(m), 1e-6)
+    cv = statistics.pstdev(loads) / load_s if len(loads) > 1 else 0.0
+    handover = [max(0.0, r.got - max(r.ask, r.load_end)) for r in m.records
+                if r.worker != MAIN_PROCESS and not math.isnan(r.load_end)]
+    workers = m.config.num_workers
+    starts = [r.load_start for r in m.records if not math.isnan(r.load_start)]
+    return PipelineModel(
+        workers=workers, load_s=load_s, step_s=m.step_s, prefetch_factor=prefetch,
+        transfer_s=statistics.median(handover) if handover else 0.0, load_cv=cv,
+        startup_s=max(0.0, min(starts)) if starts and workers > 0 else 0.0,
+    )
+
+
+def predicted_rate(model: PipelineModel, batches: int) -> float:
+    """Simulated batches/s over the same number of batches; averaged over seeds when load times vary."""
+    seeds = range(SEEDS) if model.load_cv > 0 else range(1)
+    rates = [simulate(replace(model, seed=s), max_batches=batches).batches_per_s for s in seeds]
+    return statistics.fmean(rates)
+
+
+@dataclass
+class Diagnosis:
+    """Measured numbers, the simulator's view of them, and what to do."""
+
+    model: PipelineModel
+    measured_batches_per_s: float
+    predicted_batches_per_s: float
+    data_wait_fraction: float
+    accelerator_utilization: float
+    workers_needed: int | None  # smallest worker count that ends the stalls, None for a free step
+    predicted_at_needed: float | None  # simulated steady-state batches/s with that many workers
+    bottleneck: str  # "data loading" | "the training step"
+    recommendation: str
+    worker_overhead_s: float = 0.0  # part of model.load_s spent between batches (see worker_gaps)
+
+    @property
+    def error(self) -> float:
+        """Relative error of the prediction: (predicted - measured) / measured."""
+        m = self.measured_batches_per_s
+        return (self.predicted_batches_per_s - m) / m if m > 0 else math.nan
+
+
+def diagnose(m: Measurement, usable_cores: int, *, emulated_step: bool) -> Diagnosis:
+    """Fit, predict and advise.
+
+    ``emulated_step``: a sleeping step leaves every core to the workers; a real CPU step takes one itself,
+    which the worker budget accounts for.
+    """
+    model = fit_model(m)
+    batches = m.result.batches
+    predicted = predicted_rate(model, batches)
+    au = m.accelerator_utilization
+    needed = workers_to_end_stalls(model.load_s, model.step_s, model.transfer_s) if model.step_s > 0 else None
+    at_needed = None
+    if needed is not None:  # the steady state: over a long run, start-up left out
+        at_needed = simulate(replace(model, workers=needed, load_cv=0.0),
+                             max_batches=max(200, 8 * needed * model.prefetch_factor)).steady_batches_per_s
+    bottleneck = "the training step" if au >= COMPUTE_BOUND_AU else "data loading"
+    budget = max(1, usable_cores - (0 if emulated_step else 1))
+    advice = _recommend(m, model, au, needed, budget, usable_cores)
+    return Diagnosis(model, m.batches_per_s, predicted, m.result.data_wait_fraction, au, needed, at_needed,
+                     bottleneck, advice, worker_overhead(m))
+
+
+def _recommend(m: Measurement, model: PipelineModel, au: float, needed: int | None, budget: int,
+               cores: int) -> str:
+    """More workers, a cheaper transform, a cheaper hand-over, or nothing to gain, with the deciding numbers."""
+    if au >= COMPUTE_BOUND_AU:
+        return (f"nothing to gain from the loader: the step computes {au:.0%} of the time; "
+                "a faster step (or a larger batch per step) is the lever")
+    if needed is None:
+        return "the step costs nothing, so the loop always waits on data; give it a step (--step-ms or --model)"
+    workers = m.config.num_workers
+    if needed > workers and needed <= budget:
+        return f"more workers: {workers_text(needed)} keep the step fed (this machine has {cores} usable cores)"
+    if needed > workers:
+        target_ms = budget * (model.step_s + model.transfer_s) * 1e3
+        hint = {"heavy": "'simple' or 'uint8'", "simple": "'uint8' (no resize, no float)",
+                "none": "'uint8' (no float conversion)"}.get(m.transform, "pre-decoded or smaller images")
+        more = f"raise workers to {budget}, then " if workers < budget else ""
+        return (f"{more}a cheaper transform: {workers_text(needed)} would be needed but only {budget} can get a "
+                f"core; a batch must load in <= {target_ms:.0f} ms per worker at {workers_text(budget)} "
+                f"(now {model.load_s * 1e3:.0f} ms); try transform {hint}")
+    cycle = model.step_s + model.transfer_s
+    if model.transfer_s / cycle > 1 - COMPUTE_BOUND_AU:
+        smaller = "transform 'uint8' (a quarter of float32's bytes)" if m.transform != "uint8" else "smaller batches"
+        return (f"not more workers ({workers_text(workers)} keep up): the main loop spends "
+                f"{model.transfer_s * 1e3:.0f} ms per batch taking it from the workers, "
+                f"{model.transfer_s / cycle:.0%} of each step; fewer bytes per batch cut it, e.g. {smaller}")
+    return (f"not more workers ({workers_text(workers)} keep up on average): the waits come from uneven load times "
+            f"(cv {model.load_cv:.2f}) and in-order delivery; a larger prefetch_factor buffers them")

@@ -1,0 +1,339 @@
+"""A discrete-event simulator of the DataLoader pipeline: N workers, the prefetch queue, one training loop.
+
+Why simulate: whether training is data-bound follows from two numbers, the per-worker batch load time and the
+step time, but how many batches a run loses to start-up, to variance and to in-order delivery does not have a
+closed form. The simulator answers "what if I had 6 workers?" without buying the cores to try it.
+
+The model follows PyTorch's multiprocessing iterator (``torch/utils/data/dataloader.py``), not a fixed tick:
+
+- each worker loads whole batches, one at a time, from its own task queue, first in first out;
+- at the start ``prefetch_factor x workers`` tasks are handed out round-robin (batch ``j`` to worker
+  ``j mod N``); afterwards one new task is handed out each time the main loop receives a batch, so at most
+  ``prefetch_factor x workers`` batches are outstanding, as ``_try_put_index`` enforces;
+- batches reach the main loop in index order (``in_order=True``, the default) even if a later one is ready
+  first; with ``in_order=False`` the earliest finished batch is delivered and a task goes to a worker with
+  fewer than ``prefetch_factor`` tasks;
+- the main loop receives a batch, spends ``transfer_s`` on it (host-to-device copy, receiving from the
+  worker), then ``step_s`` in the training step, then asks for the next. With ``prefetcher=True`` the copy of
+  batch k+1 overlaps step k (a CUDA-stream data prefetcher): copies run one at a time, one batch ahead;
+- ``workers=0`` loads in the main loop: each batch costs load + transfer + step, one after the other.
+
+Load times are the mean ``load_s`` or, with ``load_cv > 0``, drawn from a lognormal or gamma distribution with
+that coefficient of variation (seeded). ``desync_s`` staggers the workers' first start uniformly in
+``[0, desync_s]``; ``startup_s`` delays all workers (process start-up, as a real pass pays it).
+
+Steady state: ``batches/s = min(workers / load_s, 1 / (transfer_s + step_s))``; the workers that end the
+stalls are the smallest N with ``N / load_s >= 1 / (transfer_s + step_s)`` (see :func:`workers_to_end_stalls`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lfw.diagnose.events import MAIN_PROCESS, BatchRecord
+from lfw.errors import LFWError
+
+DISTRIBUTIONS = ("lognormal", "gamma")
+
+
+@dataclass(frozen=True)
+class PipelineModel:
+    """What the simulator needs to know about a loader and a training loop. Times in seconds."""
+
+    workers: int
+    load_s: float
+    step_s: float
+    prefetch_factor: int = 2
+    transfer_s: float = 0.0
+    prefetcher: bool = False
+    in_order: bool = True
+    load_cv: float = 0.0
+    distribution: str = "lognormal"
+    desync_s: float = 0.0
+    startup_s: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.workers < 0:
+            raise LFWError(f"workers must be 0 (load in the main loop) or more, got {self.workers}")
+        if not self.load_s > 0:
+            raise LFWError(f"load time must be positive, got {self.load_s * 1e3:g} ms")
+        if self.step_s < 0:
+            raise LFWError(f"step time must be 0 or more, got {self.step_s * 1e3:g} ms")
+        if self.prefetch_factor < 1:
+            raise LFWError(f"prefetch_factor must be a positive integer, got {self.prefetch_factor}")
+        if self.transfer_s < 0 or self.load_cv < 0 or self.desync_s < 0 or self.startup_s < 0:
+            raise LFWError("transfer time, load variation, desynchronization and start-up must be 0 or more")
+        if self.distribution not in DISTRIBUTIONS:
+            raise LFWError(f"unknown load-time distribution {self.distribution!r}; "
+                           f"choose one of: {', '.join(DISTRIBUTIONS)}")
+        if self.prefetcher and self.workers == 0:
+            raise LFWError("a prefetcher overlaps the copy with the step while workers load; "
+                           "it needs at least 1 worker")
+
+    @property
+    def capacity(self) -> int:
+        """Most batches outstanding (handed to workers, not yet received by the main loop)."""
+        return self.prefetch_factor * self.workers
+
+    def steady_batches_per_s(self) -> float:
+        """The closed form the simulator converges to once start-up is over (no variance)."""
+        consumer = self.transfer_s + self.step_s
+        if self.workers == 0:
+            return 1.0 / (self.load_s + consumer)
+        if self.prefetcher:
+            consumer = max(self.transfer_s, self.step_s)
+        supply = self.workers / self.load_s
+        return min(supply, 1.0 / consumer) if consumer > 0 else supply
+
+
+@dataclass
+class SimResult:
+    """Outcome of one simulation: completed steps, the rate, per-batch records and the raw event log."""
+
+    model: PipelineModel
+    horizon_s: float  # the time the run covers: the horizon asked for, or when the last batch finished
+    completed: int  # training steps finished by horizon_s
+    records: list[BatchRecord]
+    log: list[tuple[float, str, int, int]] = field(default_factory=list)  # (time, event, batch, worker)
+
+    @property
+    def batches_per_s(self) -> float:
+        return self.completed / self.horizon_s if self.horizon_s > 0 else 0.0
+
+    @property
+    def steady_batches_per_s(self) -> float:
+        """Rate after the first step: start-up (worker launch, the first loads) left out."""
+        ends = sorted(r.step_end for r in self.records if r.step_end <= self.horizon_s)
+        return (len(ends) - 1) / (ends[-1] - ends[0]) if len(ends) > 1 and ends[-1] > ends[0] else 0.0
+
+    @property
+    def steady_data_wait_fraction(self) -> float:
+        """Share of the time after the first step that the loop spent not computing."""
+        done = sorted((r for r in self.records if r.step_end <= self.horizon_s), key=lambda r: r.step_end)
+        if len(done) < 2 or done[-1].step_end <= done[0].step_end:
+            return 0.0
+        compute = sum(r.step_end - r.step_start for r in done[1:])
+        return 1.0 - compute / (done[-1].step_end - done[0].step_end)
+
+    @property
+    def data_wait_fraction(self) -> float:
+        """Share of the covered time the training loop was not computing (as LoaderPass defines it)."""
+        compute = sum((self.horizon_s if math.isnan(r.step_end) else min(r.step_end, self.horizon_s))
+                      - r.step_start for r in self.records
+                      if not math.isnan(r.step_start) and r.step_start < self.horizon_s)
+        return 1.0 - compute / self.horizon_s if self.horizon_s > 0 else 0.0
+
+
+def workers_to_end_stalls(load_s: float, step_s: float, transfer_s: float = 0.0) -> int:
+    """Smallest N with ``N / load_s >= 1 / (transfer_s + step_s)``: enough workers to keep the step fed.
+
+    With neither a step nor a copy there is no pace to keep up with; the answer is then 1 and callers say so.
+    """
+    consumer = step_s + transfer_s
+    if consumer <= 0:
+        return 1
+    return max(1, math.ceil(load_s / consumer - 1e-9))
+
+
+class _Simulation:
+    """The event loop. Kept private: :func:`simulate` is the interface."""
+
+    def __init__(self, model: PipelineModel, max_batches: int | None) -> None:
+        self.m = model
+        self.max_batches = max_batches
+        self.rng = np.random.default_rng(model.seed)
+        self.heap: list[tuple[float, int, str, int, int]] = []
+        self.seq = 0
+        self.log: list[tuple[float, str, int, int]] = []
+        self.records: dict[int, BatchRecord] = {}
+        n = max(model.workers, 1)
+        self.tasks: list[deque[int]] = [deque() for _ in range(n)]
+        self.worker_busy = [True] * n  # busy until their start-up event
+        self.worker_tasks_out = [0] * n  # outstanding tasks per worker (for in_order=False)
+        self.rr = 0  # round-robin cursor
+        self.sent = 0  # batches handed to workers
+        self.ready: dict[int, float] = {}  # loaded, not yet received: batch -> load end
+        self.next_batch = 0  # the batch the main loop will receive next (in-order)
+        self.received = 0
+        self.waiting_since: float | None = None  # the main loop is blocked in next() since then
+        self.completed = 0
+        self.copy_busy = False  # prefetcher: the copy engine
+        self.copied: deque[int] = deque()  # prefetcher: batches on the device, not yet stepped
+        self.stepping = False
+
+    # -- bookkeeping ------------------------------------------------------------------------------------
+    def push(self, t: float, kind: str, batch: int = -1, worker: int = -1) -> None:
+        heapq.heappush(self.heap, (t, self.seq, kind, batch, worker))
+        self.seq += 1
+
+    def record(self, batch: int, worker: int) -> BatchRecord:
+        if batch not in self.records:
+            self.records[batch] = BatchRecord(batch, worker)
+        return self.records[batch]
+
+    def draw_load(self) -> float:
+        m = self.m
+        if m.load_cv == 0:
+            return m.load_s
+        if m.distribution == "gamma":
+            shape = 1.0 / m.load_cv**2
+            return float(self.rng.gamma(shape, m.load_s / shape))
+        sigma2 = math.log1p(m.load_cv**2)
+        return float(self.rng.lognormal(math.log(m.load_s) - sigma2 / 2, math.sqrt(sigma2)))
+
+    # -- workers ----------------------------------------------------------------------------------------
+    def dispatch(self, t: float) -> None:
+        """Hand out one task, as ``_try_put_index`` does when the main loop receives a batch."""
+        if self.max_batches is not None and self.sent >= self.max_batches:
+            return
+        n = self.m.workers
+        worker = self.rr % n
+        if not self.m.in_order:  # the next worker, in cycle, that holds fewer than prefetch_factor tasks
+            for k in range(n):
+                if self.worker_tasks_out[(self.rr + k) % n] < self.m.prefetch_factor:
+                    worker = (self.rr + k) % n
+                    self.rr += k
+                    break
+        self.rr += 1
+        batch = self.sent
+        self.sent += 1
+        self.worker_tasks_out[worker] += 1
+        self.tasks[worker].append(batch)
+        self.log.append((t, "dispatch", batch, worker))
+        self.record(batch, worker)
+        self.try_start(t, worker)
+
+    def try_start(self, t: float, worker: int) -> None:
+        if self.worker_busy[worker] or not self.tasks[worker]:
+            return
+        batch = self.tasks[worker].popleft()
+        self.worker_busy[worker] = True
+        self.record(batch, worker).load_start = t
+        self.log.append((t, "load_start", batch, worker))
+        self.push(t + self.draw_load(), "load_end", batch, worker)
+
+    # -- main loop --------------------------------------------------------------------------------------
+    def deliverable(self) -> int | None:
+        if self.m.in_order:
+            return self.next_batch if self.next_batch in self.ready else None
+        return min(self.ready, key=lambda b: (self.ready[b], b)) if self.ready else None
+
+    def ask(self, t: float) -> None:
+        """The main loop calls ``next()``; it receives at once if the batch is ready, else it blocks."""
+        if self.max_batches is not None and self.received >= self.max_batches:
+            return
+        if self.m.workers == 0:  # the main loop loads the batch itself
+            batch = self.received
+            rec = self.record(batch, MAIN_PROCESS)
+            rec.ask = rec.load_start = t
+            self.log.append((t, "load_start", batch, MAIN_PROCESS))
+            self.push(t + self.draw_load(), "load_end", batch, MAIN_PROCESS)
+            self.waiting_since = t
+            return
+        self.waiting_since = t
+        self.try_receive(t)
+
+    def try_receive(self, t: float) -> None:
+        if self.waiting_since is None:
+            return
+        batch = self.deliverable()
+        if batch is None:
+            return
+        rec = self.records[batch]
+        rec.ask, rec.got = self.waiting_since, t
+        self.waiting_since = None
+        del self.ready[batch]
+        self.received += 1
+        self.next_batch += 1 if self.m.in_order else 0
+        self.log.append((t, "got", batch, rec.worker))
+        if self.m.workers > 0:
+            self.worker_tasks_out[rec.worker] -= 1
+            self.dispatch(t)
+        if self.m.prefetcher:
+            self.copy_busy = True
+            self.push(t + self.m.transfer_s, "copied", batch)
+        else:
+            self.start_step(t + self.m.transfer_s, batch)
+
+    def start_step(self, t: float, batch: int) -> None:
+        rec = self.records[batch]
+        rec.step_start = t
+        self.stepping = True
+        self.log.append((t, "step_start", batch, rec.worker))
+        self.push(t + self.m.step_s, "step_end", batch)
+
+    def prefetcher_advance(self, t: float) -> None:
+        """Start the next step if its batch is on the device; fetch the next batch if the buffer has room."""
+        if not self.stepping and self.copied:
+            self.start_step(t, self.copied.popleft())
+        if not self.copy_busy and self.waiting_since is None and len(self.copied) == 0:
+            self.ask(t)
+
+    # -- the loop ---------------------------------------------------------------------------------------
+    def run(self, horizon_s: float | None) -> SimResult:
+        m = self.m
+        if m.workers > 0:
+            for w in range(m.workers):
+                offset = float(self.rng.uniform(0, m.desync_s)) if m.desync_s > 0 else 0.0
+                self.push(m.startup_s + offset, "worker_up", -1, w)
+            for _ in range(m.capacity):
+                self.dispatch(0.0)
+        self.push(0.0, "ask")
+        end = 0.0
+        while self.heap:
+            t, _, kind, batch, worker = heapq.heappop(self.heap)
+            if horizon_s is not None and t > horizon_s:
+                break
+            end = t
+            if kind == "worker_up":
+                self.worker_busy[worker] = False
+                self.try_start(t, worker)
+            elif kind == "ask":
+                self.ask(t)
+            elif kind == "load_end":
+                self.records[batch].load_end = t
+                self.log.append((t, "load_end", batch, worker))
+                self.ready[batch] = t
+                if worker != MAIN_PROCESS:
+                    self.worker_busy[worker] = False
+                    self.try_start(t, worker)
+                self.try_receive(t)
+            elif kind == "copied":
+                self.copy_busy = False
+                self.copied.append(batch)
+                self.prefetcher_advance(t)
+            elif kind == "step_end":
+                self.records[batch].step_end = t
+                self.log.append((t, "step_end", batch, self.records[batch].worker))
+                self.stepping = False
+                self.completed += 1
+                if self.max_batches is not None and self.completed >= self.max_batches:
+                    break
+                if m.prefetcher:
+                    self.prefetcher_advance(t)
+                else:
+                    self.ask(t)
+        covered = horizon_s if horizon_s is not None else end
+        records = [self.records[b] for b in sorted(self.records)]
+        return SimResult(m, covered, self.completed, records, self.log)
+
+
+def simulate(model: PipelineModel, horizon_s: float | None = None, max_batches: int | None = None) -> SimResult:
+    """Run the pipeline until ``horizon_s`` seconds have passed or ``max_batches`` steps have finished.
+
+    Returns the steps finished within the horizon (a step that ends after it does not count), the rate over
+    the covered time, a :class:`BatchRecord` per batch and the event log.
+    """
+    if horizon_s is None and max_batches is None:
+        raise LFWError("give a time horizon, a number of batches, or both")
+    if horizon_s is not None and horizon_s <= 0:
+        raise LFWError(f"the simulated time must be positive, got {horizon_s:g} s")
+    if max_batches is not None and max_batches <= 0:
+        raise LFWError(f"batches to simulate must be a positive integer, got {max_batches}")
+    return _Simulation(model, max_batches).run(horizon_s)
