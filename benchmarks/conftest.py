@@ -103,12 +103,13 @@ def run_case(benchmark: Any, profile: Profile, cache_mode: str, dataset_factory:
             batches: int | None = None, dataset: Any = None, device: str | None = None,
             step: Callable[[Any], None] | None = None,
             memory_interval_s: float | None = DEFAULT_MEMORY_INTERVAL_S,
-            rounds: int | None = None, warmup_rounds: int = 1, ceiling: bool = True) -> dict[str, Any]:
+            mark_start: bool = False, rounds: int | None = None, warmup_rounds: int = 1,
+            ceiling: bool = True) -> dict[str, Any]:
         ds = dataset if dataset is not None else dataset_factory(transform, index)
         rate = per_core_rates(transform) if benchmark.enabled and ceiling else None
         loader = config.build(ds)
         runner = LoaderPass(loader, batches or profile.batches_for(config.batch_size, transform), device=device,
-                            memory_interval_s=memory_interval_s, step=step)
+                            memory_interval_s=memory_interval_s, mark_start=mark_start, step=step)
         index_of_files = getattr(ds, "paths", [])
         touched = min(len(index_of_files), runner.batches * config.batch_size)
         paths = [path_at(index_of_files, i) for i in range(touched)]

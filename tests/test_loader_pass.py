@@ -32,7 +32,7 @@ def test_pass_never_wraps_into_a_second_epoch(tiny_tree: Path) -> None:
 
 def test_memory_of_the_worker_tree_is_recorded(tiny_tree: Path) -> None:
     loader = LoaderConfig(batch_size=4, num_workers=2).build(LFWDataset(tiny_tree))
-    with LoaderPass(loader, 4, memory_interval_s=0.05) as runner:
+    with LoaderPass(loader, 4, memory_interval_s=0.05, mark_start=True) as runner:
         runner.setup()
         runner.run()
     memory = runner.results[0].memory
@@ -42,6 +42,18 @@ def test_memory_of_the_worker_tree_is_recorded(tiny_tree: Path) -> None:
     assert info["rss_end_mib"] >= info["pss_end_mib"] >= info["uss_end_mib"] > 0
     assert info["worker_uss_end_mib"] > 0
     assert info["sampler_cpu_s"] >= 0
+
+
+def test_without_a_start_mark_growth_counts_from_before_the_pass(tiny_tree: Path) -> None:
+    loader = LoaderConfig(batch_size=4, num_workers=1).build(LFWDataset(tiny_tree))
+    with LoaderPass(loader, 2, memory_interval_s=60.0) as runner:
+        runner.setup()
+        runner.run()
+    memory = runner.results[0].memory
+    assert memory is not None and memory.start is memory.before and not memory.samples[:-1]
+    info = memory.as_extra_info()
+    assert info["pss_growth_mib"] > 0 and info["worker_uss_end_mib"] > 0  # the worker's own pages
+    assert "worker_uss_growth_mib" not in info  # no worker existed before the pass
 
 
 def test_persistent_workers_survive_between_passes(tiny_tree: Path) -> None:

@@ -63,9 +63,9 @@ def summarize(results: list[PassResult], *, per_core_images_per_s: float | None 
                 round(r.memory.as_extra_info()[f"{metric}_growth_mib"], 2) for r in with_memory if r.memory
             ]
             info[f"{metric}_peak_mib"] = round(max(r.memory.peak(metric) for r in with_memory if r.memory), 2)
-        info["worker_uss_growth_mib_rounds"] = [
-            r.memory.as_extra_info().get("worker_uss_growth_mib", 0.0) for r in with_memory if r.memory
-        ]
+        worker_growth = [r.memory.as_extra_info().get("worker_uss_growth_mib") for r in with_memory if r.memory]
+        if all(g is not None for g in worker_growth):  # only passes with a start mark know it
+            info["worker_uss_growth_mib_rounds"] = worker_growth
         info["timeline"] = last.timeline()
         # The sampler's own CPU time over the machine's CPU capacity during the passes: what sampling costs.
         sampler_cpu = sum(r.memory.sampler_cpu_s for r in with_memory if r.memory)
