@@ -2,7 +2,7 @@
 
 Time to first batch carries the difference: spawned workers import torch and unpickle the dataset before their
 first item, forked ones start at once. Start-up is the quantity measured here, so there is no warm-up round,
-and the quick profile takes two rounds (a spawn round costs seconds on 2 cores). Memory differs too: forked
+and the quick profile takes one round of each (a spawn round costs seconds on 2 cores). Memory differs too: forked
 workers share the parent's pages (low PSS), spawned ones pay for their own interpreter and imports (higher USS).
 """
 
@@ -23,7 +23,7 @@ METHODS = ("fork", "forkserver", "spawn")
 def test_start_method(run_case, profile, start_method: str) -> None:
     if start_method not in multiprocessing.get_all_start_methods():
         pytest.skip(f"start method {start_method} is not available on this platform")
-    rounds = None if profile.full_matrix else min(2, profile.rounds)
+    rounds = None if profile.full_matrix else 1
     info = run_case(LoaderConfig(batch_size=64, num_workers=2, start_method=start_method), "none",
                     rounds=rounds, warmup_rounds=0)
     assert info["workers_seen"] == 2

@@ -34,6 +34,6 @@ PASS_SCALE = {"none": 1.0, "simple": 1.0, "heavy": 0.25, "uint8": 2.0}
 
 PROFILES = {
     "smoke": Profile("smoke", 160, 1, 64, 16, False, 20_000, 3),
-    "quick": Profile("quick", 2_000, 4, 768, 96, False, 1_000_000, 5),
+    "quick": Profile("quick", 2_000, 3, 512, 96, False, 1_000_000, 5),
     "full": Profile("full", 13_233, 7, 2_048, 300, True, 2_000_000, 8),
 }

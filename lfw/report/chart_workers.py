@@ -50,7 +50,9 @@ def workers_chart(run: Run) -> Figure | None:
         seconds = [mean_sd(c.seconds) for c in cases]
         rates = [mean_sd(c.rounds("images_per_s")) for c in cases]
         i = list(series).index(transform)
-        style = {"color": colours[transform], "marker": "o", "label": transform, **ERRORBAR}
+        sizes = {c.number("images") for c in cases} - {None}
+        label = f"{transform} ({int(sizes.pop()):,} img/pass)" if len(sizes) == 1 else transform
+        style = {"color": colours[transform], "marker": "o", "label": label, **ERRORBAR}
         dodged_errorbar(ax_sec, i, len(series), workers, seconds, **style)
         dodged_errorbar(ax_rate, i, len(series), workers, rates, **style)
         if transform in knee_at:

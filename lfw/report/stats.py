@@ -69,15 +69,25 @@ def sort_key(value: Any) -> tuple[int, Any]:
     return (2, str(value))
 
 
+def is_loader_case(case: Case) -> bool:
+    """A case that decodes LFW images (it has a ceiling), not an index-only memory or leak experiment."""
+    return case.number("efficiency") is not None
+
+
 def best_case(cases: Iterable[Case]) -> Case | None:
-    """The case with the highest median images/s."""
-    rated = [c for c in cases if c.number("images_per_s") is not None]
+    """The image-loading case with the highest median images/s (index-only memory cases do not count)."""
+    rated = [c for c in cases if c.number("images_per_s") is not None and is_loader_case(c)]
     return max(rated, key=lambda c: c.number("images_per_s") or 0.0) if rated else None
 
 
 def cv_spread(cases: Iterable[Case]) -> tuple[float, float, Case] | None:
-    """Median and worst coefficient of variation of images/s over cases, and the worst case."""
-    with_cv = [(c.number("images_per_s_cv"), c) for c in cases]
+    """Median and worst coefficient of variation of images/s over image-loading cases of two or more rounds.
+
+    A single round has no spread (its CV of 0 would flatter the median), and the memory experiments' images/s
+    is not what they measure.
+    """
+    with_cv = [(c.number("images_per_s_cv"), c) for c in cases
+               if is_loader_case(c) and (c.number("rounds") or 0) >= 2]
     with_cv = [(cv, c) for cv, c in with_cv if cv is not None]
     if not with_cv:
         return None
