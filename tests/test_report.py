@@ -53,7 +53,8 @@ def errorbar_series(ax: Axes) -> dict[str, tuple[list[float], list[float], list[
         if isinstance(container, ErrorbarContainer):
             data_line, _, bar_collections = container.lines
             halves = [abs(seg[1][1] - seg[0][1]) / 2 for seg in bar_collections[0].get_segments()]
-            series[container.get_label().split(" (")[0]] = (list(data_line.get_xdata()), list(data_line.get_ydata()), halves)
+            transform = container.get_label().split(" (")[0]  # the label may add "(N img/pass)"
+            series[transform] = (list(data_line.get_xdata()), list(data_line.get_ydata()), halves)
     return series
 
 
