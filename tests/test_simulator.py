@@ -141,3 +141,8 @@ def test_bad_model_is_a_user_error(kwargs: dict) -> None:
     base = {"workers": 2, "load_s": 0.1, "step_s": 0.1} | kwargs
     with pytest.raises(LFWError):
         PipelineModel(**base)
+
+
+def test_a_prefetcher_overlaps_the_copy_when_counting_workers() -> None:
+    assert workers_to_end_stalls(0.080, 0.030, 0.015) == 2  # 80 ms / (30 + 15) ms per consumed batch
+    assert workers_to_end_stalls(0.080, 0.030, 0.015, prefetcher=True) == 3  # the step alone paces it

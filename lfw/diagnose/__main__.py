@@ -144,7 +144,7 @@ def _print_needed(model: PipelineModel) -> None:
     if model.step_s + model.transfer_s <= 0:
         print("workers to end the stalls: none can (the step costs nothing)")
         return
-    needed = workers_to_end_stalls(model.load_s, model.step_s, model.transfer_s)
+    needed = workers_to_end_stalls(model.load_s, model.step_s, model.transfer_s, model.prefetcher)
     check = simulate(replace(model, workers=needed, load_cv=0.0), max_batches=max(100, 8 * needed))
     print(f"workers to end the stalls: {needed} (smallest N with N / load >= 1 / step; simulated steady "
           f"state {check.steady_batches_per_s:.2f} batches/s, data wait {check.steady_data_wait_fraction:.1%})")

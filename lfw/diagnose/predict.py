@@ -132,7 +132,9 @@ def diagnose(m: Measurement, usable_cores: int, *, emulated_step: bool) -> Diagn
     batches = m.result.batches
     predicted = predicted_rate(model, batches)
     au = m.accelerator_utilization
-    needed = workers_to_end_stalls(model.load_s, model.step_s, model.transfer_s) if model.step_s > 0 else None
+    needed = None
+    if model.step_s > 0:
+        needed = workers_to_end_stalls(model.load_s, model.step_s, model.transfer_s, model.prefetcher)
     at_needed = None
     if needed is not None:  # the steady state: over a long run, start-up left out
         at_needed = simulate(replace(model, workers=needed, load_cv=0.0),

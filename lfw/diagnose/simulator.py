@@ -130,12 +130,14 @@ class SimResult:
         return 1.0 - compute / self.horizon_s if self.horizon_s > 0 else 0.0
 
 
-def workers_to_end_stalls(load_s: float, step_s: float, transfer_s: float = 0.0) -> int:
-    """Smallest N with ``N / load_s >= 1 / (transfer_s + step_s)``: enough workers to keep the step fed.
+def workers_to_end_stalls(load_s: float, step_s: float, transfer_s: float = 0.0, prefetcher: bool = False) -> int:
+    """Smallest N with ``N / load_s >= 1 / consumer``: enough workers to keep the step fed.
 
-    With neither a step nor a copy there is no pace to keep up with; the answer is then 1 and callers say so.
+    The consumer takes ``transfer_s + step_s`` per batch, or ``max(transfer_s, step_s)`` when a prefetcher
+    overlaps the copy of the next batch with the current step. With neither a step nor a copy there is no pace
+    to keep up with; the answer is then 1 and callers say so.
     """
-    consumer = step_s + transfer_s
+    consumer = max(step_s, transfer_s) if prefetcher else step_s + transfer_s
     if consumer <= 0:
         return 1
     return max(1, math.ceil(load_s / consumer - 1e-9))
