@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from torch.utils.data import Subset
 
 from benchmarks.profiles import PROFILES, Profile
 from benchmarks.session_facts import SESSION_FACTS
@@ -25,6 +26,18 @@ from lfw.measure.summary import summarize
 
 WORKER_COUNTS = (0, 1, 2, 4, 8)
 TRANSFORMS = ("none", "simple", "heavy", "uint8")
+
+
+def dataset_files(dataset: Any) -> list[str]:
+    """Every image file a dataset can read (through a ``Subset`` too): what warm and cold cache modes touch.
+
+    All of them, not the first pass's worth: shuffled cases read files from anywhere in the index.
+    """
+    if isinstance(dataset, Subset):
+        base = dataset_files(dataset.dataset)
+        return [base[i] for i in dataset.indices] if base else []
+    index = getattr(dataset, "paths", None)
+    return [path_at(index, i) for i in range(len(index))] if index is not None else []
 
 
 def worker_cap() -> int:
@@ -110,10 +123,7 @@ def run_case(benchmark: Any, profile: Profile, cache_mode: str, dataset_factory:
         loader = config.build(ds)
         runner = LoaderPass(loader, batches or profile.batches_for(config.batch_size, transform), device=device,
                             memory_interval_s=memory_interval_s, mark_start=mark_start, step=step)
-        index_of_files = getattr(ds, "paths", [])
-        touched = min(len(index_of_files), runner.batches * config.batch_size)
-        paths = [path_at(index_of_files, i) for i in range(touched)]
-
+        paths = dataset_files(ds)
         def setup() -> None:
             runner.setup()
             if cache_mode == "cold":

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import NoReturn
 
-from lfw.errors import EXIT_USAGE
+from lfw.errors import LFWError
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line (what is wrong, where to look) instead of usage + error."""
+    """An ArgumentParser whose errors are one line (what is wrong, where to look) instead of usage + error.
+
+    The error is raised as :class:`LFWError`, so :func:`lfw.errors.cli_entry` prints it and returns exit code 2
+    like every other input error.
+    """
 
     def error(self, message: str) -> NoReturn:
-        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
+        raise LFWError(f"{message} (see {self.prog} --help)")

@@ -55,6 +55,10 @@ def cli_entry(main: F) -> F:
                 raise
             print(f"error: {one_line(exc)}", file=sys.stderr)
             return EXIT_USAGE
+        except OSError as exc:  # an unwritable output, an unreadable folder: the OS says which path and why
+            where = f" ({exc.filename})" if exc.filename else ""
+            print(f"error: {exc.strerror or exc}{where}; check the path and its permissions", file=sys.stderr)
+            return EXIT_USAGE
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             return 130

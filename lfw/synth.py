@@ -14,7 +14,6 @@ by ``(seed, person, image)``, so the order in which worker processes write them 
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
@@ -26,6 +25,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 from tqdm import tqdm
 
+from lfw.cli_args import OneLineParser
 from lfw.errors import LFWError, cli_entry
 
 LFW_IMAGES = 13_233
@@ -155,6 +155,10 @@ def synthesize(out: str | os.PathLike[str], images: int = LFW_IMAGES, seed: int 
                workers: int | None = None, progress: bool = True) -> Path:
     """Write the tree into ``out`` (which must not exist or be empty) and return it."""
     out = Path(out)
+    if workers is not None and workers < 1:
+        raise LFWError(f"--workers must be at least 1, got {workers}")
+    if out.exists() and not out.is_dir():
+        raise LFWError(f"{out} is a file; choose a new folder for the synthetic tree")
     if out.exists() and any(out.iterdir()):
         raise LFWError(f"refusing to write into non-empty folder {out}; choose a new folder or empty it first")
     out.mkdir(parents=True, exist_ok=True)
@@ -199,7 +203,7 @@ def cached_tree(images: int, seed: int = 0, cache_dir: str | os.PathLike[str] | 
 
 @cli_entry
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lfw.synth", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m lfw.synth", description=__doc__.splitlines()[0])
     parser.add_argument("out", help="folder to create (must not exist or be empty)")
     parser.add_argument("--images", type=int, default=LFW_IMAGES, help="number of images (default: LFW's 13,233)")
     parser.add_argument("--seed", type=int, default=0, help="seed; the same seed writes byte-identical files")

@@ -41,7 +41,15 @@ def test_memory_of_the_worker_tree_is_recorded(tiny_tree: Path) -> None:
     assert info["pss_start_mib"] > info["pss_before_mib"]  # the workers joined the tree
     assert info["rss_end_mib"] >= info["pss_end_mib"] >= info["uss_end_mib"] > 0
     assert info["worker_uss_end_mib"] > 0
-    assert info["sampler_cpu_s"] >= 0
+
+
+
+def test_sampler_cpu_is_counted_while_the_pass_runs(tiny_tree: Path) -> None:
+    loader = LoaderConfig(batch_size=4).build(LFWDataset(tiny_tree))
+    result = measure_pass(loader, 4, memory_interval_s=0.02, step=lambda batch: time.sleep(0.05))
+    assert result.memory is not None and len(result.memory.samples) >= 3
+    assert result.memory.sampler_cpu_s > 0
+    assert result.memory.samples[-1].t >= result.wall_s  # the final snapshot is taken after the pass ends
 
 
 def test_without_a_start_mark_growth_counts_from_before_the_pass(tiny_tree: Path) -> None:

@@ -17,17 +17,17 @@ import re
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import NoReturn
 
 import torch
 
+from lfw.cli_args import OneLineParser
 from lfw.data_root import resolve_root
 from lfw.dataset import LFWDataset
 from lfw.diagnose.predict import Diagnosis, diagnose, workers_text
 from lfw.diagnose.simulator import PipelineModel, simulate, workers_to_end_stalls
 from lfw.diagnose.timeline import Panel, animate_timeline, draw_timeline
 from lfw.diagnose.training import MODELS, Measurement, make_step, measure_training
-from lfw.errors import EXIT_USAGE, LFWError, cli_entry
+from lfw.errors import LFWError, cli_entry
 from lfw.measure import LoaderConfig
 from lfw.measure.ceiling import usable_cores
 from lfw.transforms import PRESETS
@@ -42,16 +42,8 @@ EXAMPLES = """examples:
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line and exit code 2, like every other error of lfw-bench."""
-
-    def error(self, message: str) -> NoReturn:
-        print(f"error: {message} (see --help)", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m lfw.diagnose", description=DESCRIPTION, epilog=EXAMPLES,
+    p = OneLineParser(prog="python -m lfw.diagnose", description=DESCRIPTION, epilog=EXAMPLES,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--simulate", action="store_true", help="run the simulator only (needs --load-ms)")
     p.add_argument("--workers", type=int, default=2, help="DataLoader workers / simulated loaders (default 2)")

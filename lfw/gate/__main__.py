@@ -9,8 +9,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import NoReturn
 
+from lfw.cli_args import OneLineParser
 from lfw.errors import LFWError, cli_entry
 from lfw.gate.ab import ABPlan, run_ab
 from lfw.gate.compare import GateReport, compare_runs
@@ -39,13 +39,6 @@ alternately in this job (ABBA order, --repeats pairs), pools each side's rounds 
 examples:
   python -m lfw.gate benchmarks/baselines/cpu-2core.json .benchmarks/Linux-*/0003_*.json
   python -m lfw.gate --ab origin/main -k "workers0-none or workers2-none" --repeats 3"""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one ``error:`` line and exit 2, like every other input error."""
-
-    def error(self, message: str) -> NoReturn:
-        raise LFWError(f"{message} (see python -m lfw.gate --help)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -68,12 +68,13 @@ class MemoryStats:
             info[f"{metric}_growth_mib"] = round(end - start, 2)
         info["memory_samples"] = len(self.samples)
         info["sampler_cpu_s"] = round(self.sampler_cpu_s, 4)
-        start_w, end_w = self.worker_uss(self.start), self.worker_uss(self.end)
+        end_w = self.worker_uss(self.end)
         if end_w:
             info["worker_uss_end_mib"] = round(float(np.mean(end_w)), 2)
-        if start_w and end_w:
-            growth = [e - s for s, e in zip(start_w, end_w, strict=False)]
-            info["worker_uss_start_mib"] = round(float(np.mean(start_w)), 2)
+        both = [p for p in self.worker_pids if p in self.start.child_uss and p in self.end.child_uss]
+        if both:  # workers seen at the start mark and at the end, paired by pid
+            growth = [self.end.child_uss[p] - self.start.child_uss[p] for p in both]
+            info["worker_uss_start_mib"] = round(float(np.mean([self.start.child_uss[p] for p in both])), 2)
             info["worker_uss_growth_mib"] = round(float(np.mean(growth)), 2)
             info["worker_uss_max_growth_mib"] = round(float(np.max(growth)), 2)
         return info

@@ -101,12 +101,15 @@ class TreeSampler:
         while True:
             self._wake.wait(self.interval)
             self._wake.clear()
-            if self._stop.is_set():
+            # Read both requests before the snapshot: one that arrives during it is served by the next one, so a
+            # mark or the final snapshot is never a reading that started before it was asked for.
+            stopping = self._stop.is_set()
+            marking, self._mark_requested = self._mark_requested, False
+            if stopping:
                 self.cpu_s = time.thread_time() - cpu0
             snap = tree_snapshot(self.root, self._t0)
             self.samples.append(snap)
-            if self._mark_requested:
-                self._mark_requested = False
+            if marking:
                 self.marks.append(snap)
-            if self._stop.is_set():
+            if stopping:
                 return

@@ -1,7 +1,8 @@
 """Many passes to one record: the ``extra_info`` every benchmark case saves.
 
-Throughput, time to first batch and memory are summarized over rounds by the median, and every per-round value
-is kept (``*_rounds``) so that the gate can test differences statistically and the report can draw error bars.
+Throughput, time to first batch and memory are summarized over rounds by the median (memory peaks by the
+maximum), and every per-round value is kept (``*_rounds``) so that the gate can test differences statistically
+and the report can draw error bars.
 The coefficient of variation (``images_per_s_cv``) says how much to trust a case.
 """
 
@@ -13,8 +14,6 @@ from typing import Any
 import numpy as np
 
 from lfw.measure.loader_pass import PassResult
-
-MEMORY_KEYS = ("rss", "pss", "uss")
 
 
 def coefficient_of_variation(values: list[float]) -> float:
@@ -52,24 +51,20 @@ def summarize(results: list[PassResult], *, per_core_images_per_s: float | None 
     if any(r.steps_s for r in results):
         info["data_wait_fraction"] = round(median(r.data_wait_fraction for r in results), 4)
         info["data_wait_fraction_rounds"] = [round(r.data_wait_fraction, 4) for r in results]
-    with_memory = [r for r in results if r.memory is not None]
+    with_memory = [r.memory for r in results if r.memory is not None]
     if with_memory:
-        last = with_memory[-1].memory
-        assert last is not None
-        info.update(last.as_extra_info())
-        info["workers_seen"] = len(last.worker_pids)
-        for metric in MEMORY_KEYS:
-            info[f"{metric}_growth_mib_rounds"] = [
-                round(r.memory.as_extra_info()[f"{metric}_growth_mib"], 2) for r in with_memory if r.memory
-            ]
-            info[f"{metric}_peak_mib"] = round(max(r.memory.peak(metric) for r in with_memory if r.memory), 2)
-        worker_growth = [r.memory.as_extra_info().get("worker_uss_growth_mib") for r in with_memory if r.memory]
-        if all(g is not None for g in worker_growth):  # only passes with a start mark know it
-            info["worker_uss_growth_mib_rounds"] = worker_growth
-        info["timeline"] = last.timeline()
+        per_round = [m.as_extra_info() for m in with_memory]
+        for key in sorted(set().union(*per_round)):
+            values = [d[key] for d in per_round if key in d]
+            info[key] = round(max(values) if key.endswith("_peak_mib") else median(values), 4)
+        for key in [k for k in info if k.endswith("_growth_mib")]:
+            if all(key in d for d in per_round):
+                info[f"{key}_rounds"] = [d[key] for d in per_round]
+        info["workers_seen"] = len(with_memory[-1].worker_pids)
+        info["timeline"] = with_memory[-1].timeline()  # one pass drawn: the last
         # The sampler's own CPU time over the machine's CPU capacity during the passes: what sampling costs.
-        sampler_cpu = sum(r.memory.sampler_cpu_s for r in with_memory if r.memory)
-        capacity = sum(r.wall_s for r in with_memory) * (usable_cores or 1)
+        capacity = sum(r.wall_s for r in results if r.memory is not None) * (usable_cores or 1)
+        sampler_cpu = sum(m.sampler_cpu_s for m in with_memory)
         info["sampler_cpu_fraction"] = round(sampler_cpu / capacity, 5) if capacity else 0.0
     if workers is not None:
         info["workers"] = workers

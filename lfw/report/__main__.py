@@ -6,27 +6,17 @@ the baseline, the second the current run, and the report adds the comparison and
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
-from lfw.errors import EXIT_USAGE, LFWError, cli_entry
+from lfw.cli_args import OneLineParser
+from lfw.errors import LFWError, cli_entry
 from lfw.report.console import console
 from lfw.report.figures import FORMATS
 from lfw.report.load import latest_run, load_run
 from lfw.report.render import build_report
 from lfw.report.summary import write_summary
 from lfw.report.verdict import Judge, default_judge
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one line, like every other error of lfw-bench, instead of usage plus message."""
-
-    def error(self, message: str) -> NoReturn:
-        print(f"error: {message} (see --help)", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
 
 
 def parser() -> OneLineParser:
