@@ -42,7 +42,7 @@ LEAK_THRESHOLD_MIB_PER_EPOCH = 4.0
 # 6x below the list.
 FIRST_EPOCH_THRESHOLD_MIB = 16.0
 WARMUP_EPOCHS = 1
-# Only end-of-epoch snapshots are needed (plus the first-batch one LoaderPass always takes); an interval longer
+# Only end-of-epoch snapshots are needed (LoaderPass takes one after each pass, off the clock); an interval longer
 # than the small epochs used here (0.1..0.3 s) keeps the page walks (~10 ms per process) out of the epochs.
 LEAK_MEMORY_INTERVAL_S = 1.0
 

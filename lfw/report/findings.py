@@ -55,11 +55,13 @@ def largest_growth(run: Run) -> list[Growth]:
 
 
 def leak_slopes(run: Run) -> list[tuple[Case, str]]:
-    """Per case that recorded ``*slope*`` numbers (the leak check): one line of its slopes and its verdict."""
+    """Per leak-check case: its median epoch-to-epoch steps (what the verdict judges), then its slopes."""
     found = []
     for case in run.cases:
-        slopes = [f"{k} {v:+.2f}" for k, v in case.extra.items()
-                  if "slope" in k and isinstance(v, int | float) and not isinstance(v, bool)]
+        numbers = [(k, v) for k, v in case.extra.items() if isinstance(v, int | float) and not isinstance(v, bool)]
+        steps = [f"{k} {v:+.2f}" for k, v in numbers if k.startswith("median_step_")]
+        slopes = [f"{k} {v:+.2f}" for k, v in numbers if "slope" in k]
+        slopes = steps + (["least-squares " + ", ".join(slopes)] if steps and slopes else slopes)
         if slopes:
             verdict = case.extra.get("leak_verdict")
             threshold = case.number("leak_threshold_mib_per_epoch")
