@@ -3,7 +3,8 @@
 A leak in a dataset lives in the workers and grows every epoch, so each case runs ``profile.leak_epochs``
 epochs with ``persistent_workers=True`` (the same processes throughout), records tree USS and PSS at the end
 of each epoch with their least-squares slope, and judges the median epoch-to-epoch step with
-:func:`lfw.measure.leak.leak_verdict` (threshold and its measured noise are stated there). A benchmark round is one epoch; the first is the warm-up and is not fitted.
+:func:`lfw.measure.leak.leak_verdict` (threshold and its measured noise are stated there). A benchmark round
+is one epoch; the first is the warm-up and is not fitted.
 
 - ``lfw``: the real dataset (decode, ``uint8`` preset) on its first 256 images: must pass.
 - ``control``: :class:`~lfw.memory_datasets.LeakingControlDataset`, which keeps every item it returns
