@@ -100,6 +100,7 @@ class PassResult:
     steps_s: list[float] = field(default_factory=list)  # per-batch time spent in the ``step`` callback
     events: list[tuple[float, float, float, float]] = field(default_factory=list)  # ask, got, step start, step end
     t0: float = 0.0  # perf_counter() at the pass start: puts worker-side stamps on the events' clock
+    first_batch_images: int = 0
 
     @property
     def data_wait_fraction(self) -> float:
@@ -114,8 +115,8 @@ class PassResult:
     def steady_images_per_s(self) -> float:
         """Images per second after the first batch: start-up excluded."""
         steady_time = self.wall_s - self.ttfb_s
-        first = self.images / self.batches if self.batches else 0
-        return (self.images - first) / steady_time if steady_time > 0 and self.batches > 1 else 0.0
+        steady_images = self.images - self.first_batch_images
+        return steady_images / steady_time if steady_time > 0 and self.batches > 1 else 0.0
 
     def wait_percentiles_ms(self) -> dict[str, float]:
         if not self.waits_s:
@@ -211,7 +212,7 @@ class LoaderPass:
         waits: list[float] = []
         steps: list[float] = []
         events: list[tuple[float, float, float, float]] = []
-        images = batches = 0
+        images = batches = first_images = 0
         ttfb = 0.0
         t0 = time.perf_counter()
         if sampler:
@@ -232,6 +233,8 @@ class LoaderPass:
                 else:
                     waits.append(t_got - t_ask)
                 images += _batch_images(batch)
+                if batches == 0:
+                    first_images = images
                 batches += 1
                 if self.step is not None:
                     t_step = time.perf_counter()
@@ -254,7 +257,7 @@ class LoaderPass:
                 sampler.request_stop()
                 self._sampler = sampler
         self._exhausted = batches >= len(self.loader)
-        result = PassResult(images, batches, wall, ttfb, waits, None, steps, events, t0)
+        result = PassResult(images, batches, wall, ttfb, waits, None, steps, events, t0, first_images)
         self._worker_pids = [w.pid for w in getattr(iterator, "_workers", []) if w.pid is not None]
         self.results.append(result)
         return result
