@@ -97,7 +97,7 @@ def choose_metrics(diffs: dict[str, tuple[Any, Any]], mode: Mode) -> tuple[bool,
     portable = mode == "portable" or (mode == "auto" and bool(crossed))
     if not portable:
         why = "forced by --mode absolute" if crossed else "same runner class and usable cores"
-        return False, SAME_MACHINE, f"compared absolute images/s and efficiency ({why})"
+        return False, SAME_MACHINE, f"compared absolute images/s ({why})"
     why = f"{', '.join(crossed)} differ" if crossed and mode == "auto" else "forced by --mode portable"
     return True, PORTABLE, (f"compared efficiency instead of absolute images/s, and skipped time to first "
                             f"batch ({why}: absolute speed does not port across machines)")
