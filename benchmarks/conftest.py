@@ -141,6 +141,8 @@ def run_case(benchmark: Any, profile: Profile, cache_mode: str, dataset_factory:
                          usable_cores=usable_cores())
         info.update({"transform": transform, "index": index, "cache_mode": cache_mode,
                      "profile": profile.name, "config": config.as_dict(), "device": device or "cpu"})
+        if runner.shutdown_errors:  # workers that died on their way out, after their passes completed
+            info["worker_shutdown_errors"] = runner.shutdown_errors
         for key, value in info.items():
             benchmark.extra_info[key] = value
         return info

@@ -27,7 +27,7 @@ import psutil
 import torch
 from torch.utils.data import DataLoader
 
-from lfw.errors import LFWError
+from lfw.errors import LFWError, one_line
 from lfw.measure.memory import TreeSampler, TreeSnapshot, tree_snapshot
 
 # Reading PSS costs ~10 ms of CPU per torch process. At 2 s, a pass shorter than that takes no sample while the
@@ -181,6 +181,7 @@ class LoaderPass:
         self.mark_start = mark_start
         self.step = step
         self.results: list[PassResult] = []
+        self.shutdown_errors: list[str] = []
         self._iterator: Iterator[Any] | None = None
         self._exhausted = True
         self._sampler: TreeSampler | None = None
@@ -195,7 +196,7 @@ class LoaderPass:
             if self.loader.persistent_workers and not self._exhausted:
                 for _ in self._iterator:  # the next iter() starts a new epoch only once this one is drained
                     pass
-            self._iterator = None  # non-persistent workers shut down here, outside the timed pass
+            self._drop_iterator()  # non-persistent workers shut down here, outside the timed pass
             self._exhausted = True
         if self.memory_interval_s and self._before is None:
             self._before = tree_snapshot(psutil.Process())
@@ -262,6 +263,21 @@ class LoaderPass:
         self.results.append(result)
         return result
 
+    def _drop_iterator(self) -> None:
+        """Release the iterator; stop its workers now, so an error on their way out is caught here.
+
+        Left to the iterator's ``__del__``, a worker that dies while exiting (seen with spawned workers on this
+        machine: SIGABRT after the pass had completed) surfaces as an unraisable exception; here it is recorded
+        in :attr:`shutdown_errors` and the pass's measurements stand.
+        """
+        iterator, self._iterator = self._iterator, None
+        shutdown = getattr(iterator, "_shutdown_workers", None)
+        if shutdown is not None and not self.loader.persistent_workers:
+            try:
+                shutdown()
+            except RuntimeError as exc:
+                self.shutdown_errors.append(one_line(exc))
+
     def _finish_memory(self) -> None:
         """Attach the memory record to the last result once its sampler has taken the final snapshot."""
         sampler, self._sampler = self._sampler, None
@@ -282,7 +298,7 @@ class LoaderPass:
         check sets it, since the loader would otherwise keep them (and any leaked memory) until collected.
         """
         self._finish_memory()
-        self._iterator = None
+        self._drop_iterator()
         self._before = None
         if stop_workers and self.loader.persistent_workers:
             iterator = getattr(self.loader, "_iterator", None)
