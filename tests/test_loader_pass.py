@@ -12,7 +12,8 @@ from torch.utils.data import Dataset
 from lfw.dataset import LFWDataset
 from lfw.errors import LFWError
 from lfw.measure import LoaderConfig, LoaderPass, measure_pass
-from lfw.measure.summary import coefficient_of_variation, summarize
+from lfw.measure.summary import summarize
+from lfw.spread import coefficient_of_variation
 
 
 def test_pass_counts_exactly_k_batches(tiny_tree: Path) -> None:

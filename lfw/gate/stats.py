@@ -22,10 +22,10 @@ import warnings
 from dataclasses import dataclass
 from statistics import median
 
-import numpy as np
 from scipy.stats import mannwhitneyu
 
 from lfw.gate.metrics import Metric
+from lfw.spread import coefficient_of_variation
 
 RULE_TEXT = """\
 decision rule, per case and metric (medians of the per-round values):
@@ -111,8 +111,7 @@ def spread(metric: Metric, values: list[float]) -> float:
         return 0.0
     if metric.kind == "absolute":
         return float(max(values) - min(values))
-    mean = float(np.mean(values))
-    return float(np.std(values, ddof=1) / abs(mean)) if mean else 0.0
+    return coefficient_of_variation(values)
 
 
 def is_large(metric: Metric, base: float, cur: float, change: float, th: Thresholds) -> bool:

@@ -11,16 +11,8 @@ from __future__ import annotations
 from statistics import median
 from typing import Any
 
-import numpy as np
-
 from lfw.measure.loader_pass import PassResult
-
-
-def coefficient_of_variation(values: list[float]) -> float:
-    """Sample standard deviation over mean (0 for fewer than two values)."""
-    if len(values) < 2 or np.mean(values) == 0:
-        return 0.0
-    return float(np.std(values, ddof=1) / np.mean(values))
+from lfw.spread import coefficient_of_variation
 
 
 def summarize(results: list[PassResult], *, per_core_images_per_s: float | None = None,

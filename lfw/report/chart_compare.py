@@ -15,8 +15,8 @@ from matplotlib.lines import Line2D
 
 from lfw.report.figures import ERRORBAR, bar_height, mark_groups, new_figure
 from lfw.report.load import Run
-from lfw.report.stats import mean_sd
 from lfw.report.verdict import Verdict, pair_cases
+from lfw.spread import mean_sd
 
 VERDICT_COLOURS = {"regressed": "#d62728", "improved": "#2ca02c", "unchanged": "#1f77b4"}
 BASE_COLOUR = "#8c8c8c"

@@ -13,7 +13,7 @@ from matplotlib.ticker import FuncFormatter
 
 from lfw.report.figures import bar_height, colour_map, mark_groups, new_figure
 from lfw.report.load import Run
-from lfw.report.stats import mean_sd
+from lfw.spread import mean_sd
 
 
 def efficiency_chart(run: Run) -> Figure | None:

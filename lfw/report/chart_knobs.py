@@ -16,7 +16,8 @@ from matplotlib.figure import Figure
 
 from lfw.report.figures import ERRORBAR, bar_height, colour_map, dodged_errorbar, new_figure
 from lfw.report.load import Case, Run
-from lfw.report.stats import describe, format_value, mean_sd, sort_key, varying_keys
+from lfw.report.stats import describe, format_value, sort_key, varying_keys
+from lfw.spread import mean_sd
 
 METRICS = {
     "images_per_s": ("images/s (higher is better)", 1.0),

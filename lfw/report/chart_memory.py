@@ -14,7 +14,8 @@ from matplotlib.ticker import MaxNLocator
 
 from lfw.report.figures import bar_height, colour_map, mark_groups, new_figure
 from lfw.report.load import Case, Run
-from lfw.report.stats import describe, mean_sd, varying_keys
+from lfw.report.stats import describe, varying_keys
+from lfw.spread import mean_sd
 
 TIMELINE_GROUPS = ("memory-index", "index")
 GROWTH_GROUPS = ("memory-index", "index", "leak")

@@ -11,7 +11,8 @@ from matplotlib.figure import Figure
 
 from lfw.report.figures import ERRORBAR, colour_map, dodge, dodged_errorbar, new_figure
 from lfw.report.load import Case, Run
-from lfw.report.stats import mean_sd, recommended_workers, sort_key
+from lfw.report.stats import recommended_workers, sort_key
+from lfw.spread import mean_sd
 
 GROUP = "workers-transform"
 

@@ -8,19 +8,12 @@ to first batch and memory all get their bars the same way.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from statistics import mean, median, stdev
+from statistics import median
 from typing import Any
 
 from lfw.report.load import Case
 
 KNEE_TOLERANCE = 0.05
-
-
-def mean_sd(values: list[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (0 for a single round: no spread is known, none is drawn)."""
-    if not values:
-        return float("nan"), 0.0
-    return mean(values), (stdev(values) if len(values) > 1 else 0.0)
 
 
 def recommended_workers(rates: Mapping[int, float], tolerance: float = KNEE_TOLERANCE) -> int | None:

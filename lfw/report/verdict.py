@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lfw.report.load import Case, Run
-from lfw.report.stats import mean_sd
+from lfw.spread import coefficient_of_variation
 
 MIN_EFFECT = 0.10
 NOISE_FACTOR = 2.0
@@ -137,8 +137,7 @@ def _cv(case: Case) -> float:
     saved = case.number("images_per_s_cv")
     if saved is not None:
         return saved
-    mean, sd = mean_sd(case.rounds("images_per_s"))
-    return sd / mean if mean else 0.0
+    return coefficient_of_variation(case.rounds("images_per_s"))
 
 
 def describe_judge(judge: Judge) -> str:
