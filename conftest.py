@@ -28,6 +28,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="how much data and how many rounds: smoke, quick (default), full")
     group.addoption("--bench-cache-mode", choices=CACHE_MODES, default="warm",
                     help="warm page cache (default) or evict the dataset's files before each round")
+    group.addoption("--bench-cost", action="store_true",
+                    help="add the cost layer (instructions per image under valgrind, ~80 s) to the quick profile; "
+                         "the smoke and full profiles always run it")
 
 
 def pytest_configure(config: pytest.Config) -> None:

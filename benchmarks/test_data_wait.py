@@ -15,22 +15,16 @@ from __future__ import annotations
 
 import pytest
 
-from lfw.diagnose.training import sleep_step
-from lfw.measure import LoaderConfig
+from lfw.matrix import GROUPS
 
-pytestmark = pytest.mark.benchmark(group="data-wait")
-
-STEP_MS = (0, 20, 50)
-MAX_BATCHES = 8  # 8 x 50 ms of sleep per pass already; the profile's uint8 pass (24 batches) would triple it
+GROUP = GROUPS["data-wait"]
+pytestmark = pytest.mark.benchmark(group=GROUP.name)
 
 
-@pytest.mark.parametrize("step_ms", STEP_MS, ids=[f"step{ms}ms" for ms in STEP_MS])
-def test_data_wait(run_case, benchmark, profile, step_ms: int) -> None:
-    batches = min(MAX_BATCHES, profile.batches_for(64, "uint8"))
-    info = run_case(LoaderConfig(batch_size=64, num_workers=2), "uint8", step=sleep_step(step_ms / 1e3),
-                    batches=batches, memory_interval_s=None)
-    benchmark.extra_info["step_ms"] = step_ms
-    assert info["images"] == info["batches"] * 64
+@pytest.mark.parametrize(GROUP.argnames, GROUP.argvalues, ids=GROUP.ids)
+def test_data_wait(rotated_case, benchmark, step_ms: int) -> None:
+    info = rotated_case()
+    assert info["images"] == info["batches"] * 64 and info["step_ms"] == step_ms
     if benchmark.enabled:
         fraction = info["data_wait_fraction"]
         assert 0.0 <= fraction <= 1.0

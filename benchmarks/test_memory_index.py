@@ -84,7 +84,7 @@ def test_memory_index(run_case: Callable[..., dict[str, Any]], benchmark: Any, p
     with frozen_gc(freeze):
         info = run_case(config, "none", layout, dataset=dataset, batches=math.ceil(len(dataset) / BATCH_SIZE),
                         memory_interval_s=MEMORY_INTERVAL_S, mark_start=True, rounds=3 if profile.full_matrix else 1,
-                        warmup_rounds=0, ceiling=False)  # fresh workers each round: a warm-up epoch adds nothing
+                        warmup_rounds=0)  # fresh workers each round: a warm-up epoch adds nothing
     verdict = first_epoch_verdict(info)
     benchmark.extra_info.update({"transform": "index-only", "index_size": len(dataset), "index_mib": mib,
                                  "gc_frozen": freeze, **verdict.as_extra_info()})

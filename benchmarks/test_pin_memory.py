@@ -2,26 +2,21 @@
 
 With CUDA the timed pass includes ``batch.to("cuda", non_blocking=True)`` and synchronizes the device before
 the clock stops (an unsynchronized clock would stop before the asynchronous copy ends). Both cases then copy
-to the device, so the comparison isolates pinning.
+to the device, so the comparison isolates pinning. Rounds are interleaved (``rotated_case``).
 """
 
 from __future__ import annotations
 
 import pytest
-import torch
 
-from lfw.measure import LoaderConfig
+from lfw.matrix import GROUPS
 
-pytestmark = pytest.mark.benchmark(group="pin-memory")
-
-HAS_CUDA = torch.cuda.is_available()
+GROUP = GROUPS["pin-memory"]
+pytestmark = pytest.mark.benchmark(group=GROUP.name)
 
 
-@pytest.mark.parametrize("pin_memory", [False, True], ids=["nopin", "pin"])
-def test_pin_memory(run_case, pin_memory: bool) -> None:
-    if pin_memory and not HAS_CUDA:
-        pytest.skip("pin_memory=True needs a CUDA device to copy to; this machine has none "
-                    "(torch.cuda.is_available() is False)")
-    device = "cuda" if HAS_CUDA else None
-    info = run_case(LoaderConfig(batch_size=64, num_workers=2, pin_memory=pin_memory), "none", device=device)
+@pytest.mark.parametrize(GROUP.argnames, GROUP.argvalues, ids=GROUP.ids)
+def test_pin_memory(rotated_case, pin_memory: bool) -> None:
+    info = rotated_case()
     assert info["images"] == info["batches"] * 64 and info["workers_seen"] == 2
+    assert info["config"]["pin_memory"] is pin_memory

@@ -1,17 +1,19 @@
-"""prefetch_factor: batches each worker keeps in flight. More hides jitter but costs memory (held batches)."""
+"""prefetch_factor: batches each worker keeps in flight. More hides jitter but costs memory (held batches).
+
+Rounds are interleaved (``rotated_case``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from lfw.measure import LoaderConfig
+from lfw.matrix import GROUPS
 
-pytestmark = pytest.mark.benchmark(group="prefetch")
+GROUP = GROUPS["prefetch"]
+pytestmark = pytest.mark.benchmark(group=GROUP.name)
 
-PREFETCH = (2, 4, 8)
 
-
-@pytest.mark.parametrize("prefetch_factor", PREFETCH, ids=[f"prefetch{p}" for p in PREFETCH])
-def test_prefetch(run_case, prefetch_factor: int) -> None:
-    info = run_case(LoaderConfig(batch_size=64, num_workers=2, prefetch_factor=prefetch_factor), "none")
+@pytest.mark.parametrize(GROUP.argnames, GROUP.argvalues, ids=GROUP.ids)
+def test_prefetch(rotated_case, prefetch_factor: int) -> None:
+    info = rotated_case()
     assert info["workers_seen"] == 2 and info["images"] == info["batches"] * 64
+    assert info["config"]["prefetch_factor"] == prefetch_factor

@@ -12,18 +12,15 @@ import multiprocessing
 
 import pytest
 
-from lfw.measure import LoaderConfig
+from lfw.matrix import GROUPS
 
-pytestmark = pytest.mark.benchmark(group="start-method")
+GROUP = GROUPS["start-method"]
+pytestmark = pytest.mark.benchmark(group=GROUP.name)
 
-METHODS = ("fork", "forkserver", "spawn")
 
-
-@pytest.mark.parametrize("start_method", METHODS)
-def test_start_method(run_case, profile, start_method: str) -> None:
+@pytest.mark.parametrize(GROUP.argnames, GROUP.argvalues, ids=GROUP.ids)
+def test_start_method(rotated_case, start_method: str) -> None:
     if start_method not in multiprocessing.get_all_start_methods():
         pytest.skip(f"start method {start_method} is not available on this platform")
-    rounds = None if profile.full_matrix else 1
-    info = run_case(LoaderConfig(batch_size=64, num_workers=2, start_method=start_method), "none",
-                    rounds=rounds, warmup_rounds=0)
-    assert info["workers_seen"] == 2
+    info = rotated_case()
+    assert info["workers_seen"] == 2 and info["config"]["start_method"] == start_method

@@ -1,25 +1,24 @@
 """The course exercise's experiment: throughput against num_workers, for every transform preset.
 
 A pass is a fixed number of images from a fresh iterator, worker start-up included (as the exercise times it).
-The quick profile crosses every worker count with the cheap ``none`` preset and every preset with 0 and 2
-workers; the full profile crosses them all. Counts above twice the usable cores are skipped with the cap named.
+The quick profile crosses every worker count with the cheap ``none`` and ``uint8`` presets and every preset with
+0 and 2 workers; the full profile crosses them all. Counts above twice the usable cores are skipped with the cap
+named. The group's cases run interleaved round by round with the ceiling of each preset (``rotated_case``), so
+the recommended worker count compares configurations measured at the same moments.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks.conftest import TRANSFORMS, WORKER_COUNTS, skip_above_cap
-from lfw.measure import LoaderConfig
+from lfw.matrix import GROUPS
 
-pytestmark = pytest.mark.benchmark(group="workers-transform")
+GROUP = GROUPS["workers-transform"]
+pytestmark = pytest.mark.benchmark(group=GROUP.name)
 
 
-@pytest.mark.parametrize("transform", TRANSFORMS)
-@pytest.mark.parametrize("num_workers", WORKER_COUNTS, ids=[f"workers{w}" for w in WORKER_COUNTS])
-def test_workers_transform(run_case, profile, num_workers: int, transform: str) -> None:
-    skip_above_cap(num_workers)
-    if not profile.full_matrix and transform not in ("none", "uint8") and num_workers not in (0, 2):
-        pytest.skip(f"{profile.name} profile: {transform} runs at workers0 and workers2 only (full crosses all)")
-    info = run_case(LoaderConfig(batch_size=64, num_workers=num_workers), transform)
-    assert info["images"] == info["batches"] * 64
+@pytest.mark.parametrize(GROUP.argnames, GROUP.argvalues, ids=GROUP.ids)
+def test_workers_transform(rotated_case, num_workers: int, transform: str) -> None:
+    info = rotated_case()
+    assert info["images"] == info["batches"] * 64 and info["workers"] == num_workers
+    assert len(info["efficiency_rounds"]) == info["rounds"] and info["efficiency"] > 0

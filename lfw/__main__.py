@@ -67,8 +67,8 @@ def report_timing(runner: LoaderPass, repetitions: int) -> None:
           f"time to first batch {statistics.median(r.ttfb_s for r in results):.3f} s")
     memory = results[-1].memory
     if memory is not None:
-        print(f"Process tree memory: PSS peak {memory.peak('pss'):.0f} MiB, USS peak {memory.peak('uss'):.0f} MiB, "
-              f"RSS peak {memory.peak('rss'):.0f} MiB ({len(memory.worker_pids)} workers)")
+        print(f"Process tree memory at the end of the last pass: PSS {memory.end.pss:.0f} MiB, USS "
+              f"{memory.end.uss:.0f} MiB, RSS {memory.end.rss:.0f} MiB ({len(memory.worker_pids)} workers)")
 
 
 @cli_entry

@@ -14,12 +14,23 @@ from collections.abc import Callable
 from typing import TypeVar
 
 EXIT_USAGE = 2
+EXIT_MEASUREMENT = 4
 
 F = TypeVar("F", bound=Callable[..., int | None])
 
 
 class LFWError(Exception):
     """A problem the user can fix: bad folder, bad flag, unreadable image, bad baseline file."""
+
+
+class MeasurementError(LFWError):
+    """The machine, not the input, failed: a measuring process crashed, timed out or wrote nothing.
+
+    Reported in one line like every LFWError, with its own exit code (:data:`EXIT_MEASUREMENT`), so CI can tell
+    "your input is wrong" (2) from "this runner could not measure" (4).
+    """
+
+    exit_code = 4
 
 
 class CorruptImageError(LFWError):
@@ -49,7 +60,7 @@ def cli_entry(main: F) -> F:
             return int(main(*args, **kwargs) or 0)
         except LFWError as exc:
             print(f"error: {one_line(exc)}", file=sys.stderr)
-            return EXIT_USAGE
+            return getattr(exc, "exit_code", EXIT_USAGE)
         except RuntimeError as exc:  # a worker's LFWError arrives re-wrapped as its own class or RuntimeError
             if "DataLoader" not in str(exc):
                 raise

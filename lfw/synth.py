@@ -176,15 +176,19 @@ def synthesize(out: str | os.PathLike[str], images: int = LFW_IMAGES, seed: int 
     return out
 
 
-def cached_tree(images: int, seed: int = 0, cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """A synthetic tree of ``images`` images in the cache folder, made once and reused afterwards.
-
-    The cache is ``$LFW_CACHE`` (else ``$XDG_CACHE_HOME/lfw-bench``, else ``~/.cache/lfw-bench``). A tree is
-    written to a temporary folder and renamed into place when complete, so an interrupted run never leaves a
-    half-written tree that a later run would trust.
-    """
-    base = Path(cache_dir or os.environ.get("LFW_CACHE") or
+def cache_root() -> Path:
+    """lfw-bench's cache folder: ``$LFW_CACHE``, else ``$XDG_CACHE_HOME/lfw-bench``, else ``~/.cache/lfw-bench``."""
+    return Path(os.environ.get("LFW_CACHE") or
                 Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lfw-bench")
+
+
+def cached_tree(images: int, seed: int = 0, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """A synthetic tree of ``images`` images in the cache folder (:func:`cache_root`), made once and reused.
+
+    A tree is written to a temporary folder and renamed into place when complete, so an interrupted run never
+    leaves a half-written tree that a later run would trust.
+    """
+    base = Path(cache_dir) if cache_dir else cache_root()
     final = base / f"synthetic-lfw-{images}-seed{seed}" / "lfw"
     if final.is_dir():
         return final

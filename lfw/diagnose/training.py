@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +30,7 @@ from lfw.dataset import collate_skipping
 from lfw.diagnose.events import BatchRecord, LoadStamp, TimedDataset, split_stamp, timed_collate
 from lfw.errors import LFWError
 from lfw.measure import LoaderConfig, LoaderPass, PassResult
+from lfw.measure.loader_pass import sleep_step
 
 MODELS = ("cnn",)
 
@@ -54,14 +54,6 @@ class SmallCNN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.features(x))
-
-
-def sleep_step(step_s: float) -> Callable[[Any], None]:
-    """Emulated compute: hold the main loop for ``step_s`` seconds without using a core."""
-    def step(_batch: Any) -> None:
-        if step_s > 0:
-            time.sleep(step_s)
-    return step
 
 
 def cnn_step(classes: int, device: torch.device) -> Callable[[Any], None]:

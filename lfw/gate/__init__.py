@@ -1,17 +1,18 @@
-"""Regression gate for lfw-bench: what pytest-benchmark's ``--benchmark-compare-fail`` cannot gate.
+"""Regression gate for lfw-bench: the verdicts pytest-benchmark's ``--benchmark-compare-fail`` cannot give.
 
-pytest-benchmark fails a build only on timing statistics, never on ``extra_info``, and skips cases missing
-from the baseline without a word. This package compares throughput, efficiency, time to first batch, memory
-growth and data-wait fraction case by case, decides from the per-round values with a minimum effect size and
-a rank test (see :mod:`lfw.gate.stats`), lists cases present on one side only, and warns when the two runs
-come from different machines (switching to efficiency, which ports across them).
+pytest-benchmark fails a build only on timing statistics, never on ``extra_info``, and skips cases missing from
+the baseline without a word. This package judges a run in layers:
 
-Reuse: ``compare_runs(baseline, current)`` takes two loaded runs (:func:`load_run`) and returns a
-:class:`GateReport`; the CLI is ``python -m lfw.gate``.
+- two files (:func:`compare_runs`): instruction counts per image (deterministic), memory, data wait, and
+  wall-clock figures for gross regressions only, against a committed baseline of the same runner class;
+- A/B (:func:`~lfw.gate.ab.run_ab`): the base revision and the working tree interleaved pass by pass in pairs
+  of fresh processes, decided per pair with a signed-rank test, a minimum effect and Holm's correction
+  (:mod:`lfw.gate.paired_rule`).
+
+The CLI is ``python -m lfw.gate``; its ``--help`` prints the decision rule and the exit codes.
 """
 
-from lfw.gate.compare import GateReport, compare_runs
-from lfw.gate.load import load_run
-from lfw.gate.stats import Comparison, Thresholds
+from lfw.gate.compare import Comparison, GateReport, compare_runs
+from lfw.gate.thresholds import Thresholds
 
-__all__ = ["Comparison", "GateReport", "Thresholds", "compare_runs", "load_run"]
+__all__ = ["Comparison", "GateReport", "Thresholds", "compare_runs"]

@@ -1,99 +1,108 @@
 """Command line of the regression gate: ``python -m lfw.gate BASELINE.json CURRENT.json`` or ``--ab REV``.
 
-Exit codes: 0 no regression, 1 regression (the table names each one), 2 unusable input (one line).
+Exit codes: 0 no regression, 1 regression, 2 unusable input, 3 A/B inconclusive (noisy: rerun),
+4 measurement failed. The decision rule is :data:`lfw.gate.thresholds.RULE_TEXT` (printed by ``--help``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 
 from lfw.cli_args import OneLineParser
 from lfw.errors import LFWError, cli_entry
-from lfw.gate.ab import ABPlan, run_ab
-from lfw.gate.compare import GateReport, compare_runs
-from lfw.gate.load import load_run
-from lfw.gate.stats import AB_THROUGHPUT, RULE_TEXT, Thresholds
-from lfw.gate.table import render
+from lfw.gate.ab import DEFAULT_CASES, ABPlan, parse_cases, run_ab
+from lfw.gate.compare import COST_LAYER, GateReport, compare_runs
+from lfw.gate.table import render, render_paired
+from lfw.gate.thresholds import RULE_TEXT, Thresholds
+from lfw.results import load_run
 
 DESCRIPTION = """\
-Noise-aware regression gate for lfw-bench runs (pytest-benchmark JSON saved with per-round data).
+Regression gate for lfw-bench, in two modes.
 
-Compares case by case, matched on the test's full name: images/s (lower is worse), time to first batch,
-PSS/USS memory growth, memory slope per epoch and data-wait fraction (higher is worse). Cases present on one
-side only are listed. If runner_class or usable_cores differ, efficiency (throughput over the session's own
-single-core ceiling) replaces absolute images/s and time to first batch is skipped; on the same machine
-efficiency is not gated, since its short ceiling sweep adds noise of its own.
+Two files (BASELINE.json CURRENT.json, pytest-benchmark runs saved with per-round data): every case matched on
+its full test name, layer by layer: instruction counts per image (the deterministic cost layer), memory (tree
+PSS growth and peak, worker USS, leak steps), data-wait fraction, and wall-clock figures for gross regressions
+only. Cases on one side only are listed. Across runner classes or core counts only efficiency and memory are
+compared, and the gate says so.
 
-Exit 0: no regression. Exit 1: regression, with a table of case, metric, baseline, current, change and the
-noise it was judged against. Exit 2: missing, corrupt or non-pytest-benchmark file, or no per-round data."""
+A/B (--ab REV): the base revision and the working tree measured in this job, interleaved pass by pass in pairs
+of fresh processes: the verdict for throughput and time to first batch on a runner whose speed drifts."""
 
 EPILOG = f"""{RULE_TEXT}
 
-A/B mode (--ab BASE_REV): the reliable way on shared CI runners. A committed baseline was measured at
-another time, and on a shared VM the same code can run tens of percent slower or faster from one session
-to the next. --ab checks BASE_REV out in a git worktree and runs the selected benchmarks of both trees
-alternately in this job (ABBA order, --repeats pairs), pools each side's rounds and gates current vs base.
-
 examples:
-  python -m lfw.gate benchmarks/baselines/cpu-2core.json .benchmarks/Linux-*/0003_*.json
-  python -m lfw.gate --ab origin/main -k "workers0-none or workers2-none" --repeats 3"""
+  python -m lfw.gate benchmarks/baselines/cpu-2core.json reports/gate-run.json
+  python -m lfw.gate --ab origin/main
+  python -m lfw.gate --ab HEAD~1 -k 'workers0-uint8, workers2-none' --max-pairs 16"""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    d = Thresholds()
+    d, plan = Thresholds(), ABPlan("")
     p = OneLineParser(prog="python -m lfw.gate", description=DESCRIPTION, epilog=EPILOG,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("baseline", nargs="?", type=Path, help="baseline run (e.g. benchmarks/baselines/<runner>.json)")
     p.add_argument("current", nargs="?", type=Path, help="current run to judge")
     p.add_argument("--mode", choices=("auto", "absolute", "portable"), default="auto",
-                   help="auto (default): efficiency instead of images/s when runner class or cores differ")
-    t = p.add_argument_group("thresholds (see the decision rule below)")
-    t.add_argument("--throughput-threshold", type=float, metavar="FRACTION",
-                   help=f"minimum drop of images/s or efficiency (default {d.throughput}; {AB_THROUGHPUT} with --ab)")
+                   help="auto (default): efficiency and memory only when runner class or cores differ")
+    p.add_argument("--require-cost-layer", action="store_true",
+                   help="exit 2 when the cost layer cannot be judged (CI runners that install valgrind)")
+    t = p.add_argument_group("minimum effects (see the decision rule below)")
+    t.add_argument("--cost-threshold", type=float, default=d.cost, metavar="FRACTION",
+                   help=f"rise of instructions per image (default {d.cost})")
+    t.add_argument("--efficiency-threshold", type=float, default=d.efficiency, metavar="FRACTION",
+                   help=f"two-file drop of efficiency (default {d.efficiency})")
     t.add_argument("--ttfb-threshold", type=float, default=d.ttfb, metavar="FRACTION",
-                   help=f"minimum rise of time to first batch (default {d.ttfb})")
+                   help=f"two-file rise of time to first batch (default {d.ttfb})")
     t.add_argument("--memory-floor-mib", type=float, default=d.memory_floor_mib, metavar="MIB",
-                   help=f"minimum rise of median PSS/USS growth (default {d.memory_floor_mib:g})")
+                   help=f"rise of tree PSS growth or peak (default {d.memory_floor_mib:g})")
+    t.add_argument("--worker-floor-mib", type=float, default=d.worker_floor_mib, metavar="MIB",
+                   help=f"rise of worker USS or its growth (default {d.worker_floor_mib:g})")
     t.add_argument("--memory-ratio", type=float, default=d.memory_ratio, metavar="FRACTION",
-                   help=f"... and of |baseline growth| x this (default {d.memory_ratio})")
+                   help=f"... and of |baseline| x this (default {d.memory_ratio})")
     t.add_argument("--slope-floor-mib", type=float, default=d.slope_floor_mib, metavar="MIB",
-                   help=f"minimum rise of a memory slope per epoch (default {d.slope_floor_mib:g})")
+                   help=f"rise of a leak check's median step per epoch (default {d.slope_floor_mib:g})")
     t.add_argument("--wait-floor", type=float, default=d.wait_floor, metavar="FRACTION",
-                   help=f"minimum rise of the data-wait fraction (default {d.wait_floor})")
+                   help=f"rise of the data-wait fraction (default {d.wait_floor})")
     t.add_argument("--wait-ratio", type=float, default=d.wait_ratio, metavar="FRACTION",
                    help=f"... and of the baseline fraction x this (default {d.wait_ratio})")
-    t.add_argument("--alpha", type=float, default=d.alpha, help=f"Mann-Whitney U level (default {d.alpha})")
+    t.add_argument("--ab-throughput-threshold", type=float, default=d.ab_throughput, metavar="FRACTION",
+                   help=f"A/B drop of images/s (default {d.ab_throughput})")
+    t.add_argument("--ab-ttfb-threshold", type=float, default=d.ab_ttfb, metavar="FRACTION",
+                   help=f"A/B rise of time to first batch (default {d.ab_ttfb})")
+    t.add_argument("--alpha", type=float, default=d.alpha,
+                   help=f"A/B false-alarm rate per run (default {d.alpha})")
     ab = p.add_argument_group("A/B mode")
-    ab.add_argument("--ab", metavar="BASE_REV", help="run BASE_REV and the working tree alternately, then gate")
-    ab.add_argument("-k", dest="selection", default=ABPlan.selection, help="pytest -k selection for --ab "
-                    f"(default {ABPlan.selection!r})")
-    ab.add_argument("--repeats", type=int, default=ABPlan.repeats,
-                    help=f"runs per side for --ab (default {ABPlan.repeats})")
-    ab.add_argument("--bench-profile", default=ABPlan.profile, help="benchmark profile for --ab (default quick)")
-    ab.add_argument("--ab-out", type=Path, help="keep the A/B runs' JSON and logs in this folder")
+    ab.add_argument("--ab", metavar="BASE_REV", help="measure BASE_REV against the working tree, pass-interleaved")
+    ab.add_argument("-k", dest="cases", default=", ".join(DEFAULT_CASES),
+                    help=f"case ids, comma- or 'or'-separated (default {', '.join(DEFAULT_CASES)})")
+    ab.add_argument("--min-pairs", type=int, default=plan.min_pairs, help=f"first look (default {plan.min_pairs})")
+    ab.add_argument("--max-pairs", type=int, default=plan.max_pairs,
+                    help=f"pair budget (default {plan.max_pairs})")
+    ab.add_argument("--look-every", type=int, default=plan.look_every,
+                    help=f"pairs between looks (default {plan.look_every})")
+    ab.add_argument("--bench-profile", default=plan.profile, help="pass lengths: smoke, quick (default), full")
+    ab.add_argument("--seed", type=int, help="schedule seed (default: random, recorded in the output)")
+    ab.add_argument("--ab-out", type=Path, help="new folder for the runs, logs and verdicts "
+                                                "(default .benchmarks/ab/<time>-<base sha>/)")
     o = p.add_argument_group("output")
-    o.add_argument("--all", action="store_true", help="print every comparison, not only regressions")
-    o.add_argument("--json-report", type=Path, metavar="PATH", help="also write the report as JSON")
+    o.add_argument("--all", action="store_true", help="print every two-file comparison, not only regressions")
+    o.add_argument("--json-report", type=Path, metavar="PATH", help="also write the two-file report as JSON")
     o.add_argument("--fail-on-missing", action="store_true",
                    help="exit 1 also when a baseline case is missing from the current run")
     return p
 
 
 def thresholds_from(args: argparse.Namespace) -> Thresholds:
-    throughput = args.throughput_threshold
-    if throughput is None:
-        throughput = AB_THROUGHPUT if args.ab else Thresholds.throughput
-    values = {"throughput": throughput, "ttfb": args.ttfb_threshold,
-              "memory_floor_mib": args.memory_floor_mib, "memory_ratio": args.memory_ratio,
-              "slope_floor_mib": args.slope_floor_mib, "wait_floor": args.wait_floor,
-              "wait_ratio": args.wait_ratio, "alpha": args.alpha}
-    negative = [k for k, v in values.items() if v < 0]
-    if negative or not 0 < args.alpha <= 1:
-        raise LFWError(f"thresholds must be >= 0 and --alpha in (0, 1]: check {', '.join(negative) or 'alpha'}")
-    return Thresholds(**values)
+    return Thresholds(cost=args.cost_threshold, efficiency=args.efficiency_threshold, ttfb=args.ttfb_threshold,
+                      memory_floor_mib=args.memory_floor_mib, memory_ratio=args.memory_ratio,
+                      worker_floor_mib=args.worker_floor_mib, slope_floor_mib=args.slope_floor_mib,
+                      wait_floor=args.wait_floor, wait_ratio=args.wait_ratio,
+                      ab_throughput=args.ab_throughput_threshold, ab_ttfb=args.ab_ttfb_threshold, alpha=args.alpha)
 
 
 def warn_machine(report: GateReport) -> None:
@@ -102,28 +111,47 @@ def warn_machine(report: GateReport) -> None:
         print(f"warning: machine info differs: {named}", file=sys.stderr)
 
 
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # unwinds through run_ab's cleanup: sides stopped, worktree removed
+
+
+def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
+    if args.baseline or args.current:
+        raise LFWError("--ab takes no baseline or current file: it measures both sides itself")
+    plan = ABPlan(args.ab, parse_cases(args.cases), args.min_pairs, args.max_pairs, args.look_every,
+                  args.bench_profile, args.seed)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        run = run_ab(plan, Path.cwd(), th, args.ab_out)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    header = (f"A/B: base {args.ab} ({run.sha[:10]}) vs working tree; {run.pairs} process pairs (looks at "
+              f"{', '.join(map(str, run.looks))}), one ABBA/BAAB quad per case per pair, seed {run.seed}; "
+              f"written to {run.out}")
+    if run.new_cases:
+        header += f"\nnew cases, not in the base revision (not compared): {', '.join(run.new_cases)}"
+    print(render_paired(run.verdicts, header=header))
+    return run.exit_code
+
+
 @cli_entry
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     th = thresholds_from(args)
     if args.ab:
-        if args.baseline or args.current:
-            raise LFWError("--ab takes no baseline or current file: it measures both sides itself")
-        plan = ABPlan(args.ab, args.selection, args.repeats, args.bench_profile)
-        baseline, current, sha = run_ab(plan, Path.cwd(), args.ab_out)
-        print(f"A/B: base {args.ab} ({sha[:10]}) vs working tree, {args.repeats} runs per side in ABBA order, "
-              f"-k {args.selection!r}, rounds pooled per side")
-    else:
-        if not (args.baseline and args.current):
-            raise LFWError("need BASELINE.json and CURRENT.json, or --ab BASE_REV (see python -m lfw.gate --help)")
-        baseline, current = load_run(args.baseline), load_run(args.current)
-        print(f"baseline: {args.baseline} ({len(baseline['benchmarks'])} cases); "
-              f"current: {args.current} ({len(current['benchmarks'])} cases)")
+        return main_ab(args, th)
+    if not (args.baseline and args.current):
+        raise LFWError("need BASELINE.json and CURRENT.json, or --ab BASE_REV (see python -m lfw.gate --help)")
+    baseline, current = load_run(args.baseline), load_run(args.current)
+    print(f"baseline: {args.baseline} ({len(baseline.cases)} cases); current: {args.current} "
+          f"({len(current.cases)} cases)")
     report = compare_runs(baseline, current, th, args.mode)
     warn_machine(report)
     print(render(report, th, show_all=args.all))
     if args.json_report:
         args.json_report.write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+    if args.require_cost_layer and COST_LAYER in report.unjudged:
+        raise LFWError(f"--require-cost-layer: the cost layer was not judged: {report.unjudged[COST_LAYER]}")
     if args.fail_on_missing and report.missing_cases:
         print(f"failing: {len(report.missing_cases)} baseline cases missing (--fail-on-missing)")
         return 1

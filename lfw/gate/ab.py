@@ -1,143 +1,352 @@
-"""Same-job A/B: run the base revision and the working tree alternately on one machine, then gate.
+"""Pass-interleaved A/B: the base revision and the working tree, measured in turn, one pass at a time.
 
-Why: a committed baseline was measured on another day, maybe on another VM of the same runner class, and on
-a shared 2-core machine the same code can differ by tens of percent between sessions. Running both sides in
-one job, interleaved, exposes them to the same drift and the same neighbours, which is what makes a 10-15%
-difference detectable (Laaber et al., EMSE 2019). The order is ABBA (base, current, current, base, ...) so
-that a machine that drifts steadily during the job favours neither side.
+Why: a committed baseline was measured on another day, and this VM runs up to 2x faster or slower from one
+session to the next, so two files cannot show a 10% change. Here both revisions run in this job, interleaved at
+pass granularity (about a second a pass), so they share the machine's drift.
 
-The base revision is checked out with ``git worktree add --detach`` under a temporary folder; each side runs
-``python -m pytest benchmarks -k SELECTION --benchmark-json=...`` in its own tree with ``PYTHONPATH`` set to
-that tree, so ``import lfw`` finds that side's code even though the package is installed editable. Per-round
-values of each side are pooled over its runs and the pooled runs go through the ordinary gate.
+How:
+
+- the base revision is checked out with ``git worktree add --detach`` in a temporary folder; each side is a
+  long-lived :mod:`lfw.measure.pass_server` process started in its own tree with ``PYTHONPATH`` set to it, so
+  each imports its own ``lfw`` (checked at start-up) and builds each case from its own matrix;
+- the unit of replication is a *pair* of fresh processes, one per side, started together in random order:
+  processes differ by a stable few percent for their whole life (see :mod:`lfw.gate.paired_rule`), so a run
+  needs many pairs, not many passes. In each pair every case gets one untimed warm-up pass on both sides (run
+  concurrently), then one randomized ABBA or BAAB quad, cases in random order;
+- after ``min_pairs`` and every ``look_every`` pairs up to ``max_pairs`` the rule decides; the run stops when
+  no comparison is inconclusive;
+- both sides are written as pytest-benchmark JSON with their per-pass data (``base.json``, ``current.json``,
+  read by ``pytest-benchmark compare`` and ``python -m lfw.report``), with the verdicts (``verdicts.json``)
+  and each side's log, into a new folder that is never overwritten.
+
+Whatever happens (a side crashing, a timeout, Ctrl-C, SIGTERM), the side processes are stopped and the
+worktree is removed before this returns.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import random
+import selectors
+import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from statistics import median
 from typing import Any
 
-from lfw.errors import LFWError
-from lfw.gate.load import Run, load_run
+from tqdm import tqdm
+
+from lfw.errors import LFWError, MeasurementError
+from lfw.gate.metrics import AB
+from lfw.gate.paired_rule import INCONCLUSIVE, REGRESSED, PairedComparison, PairedInput, decide, look_points
+from lfw.gate.thresholds import Thresholds
+from lfw.results import case_record, write_run
 
 BASE, CURRENT = "base", "current"
-Runner = Callable[..., subprocess.CompletedProcess]
+QUADS = {"ABBA": (BASE, CURRENT, CURRENT, BASE), "BAAB": (CURRENT, BASE, BASE, CURRENT)}
+DEFAULT_CASES = ("workers0-uint8", "workers2-none", "workers2-uint8")
+SERVER = "lfw.measure.pass_server"
+STARTUP_TIMEOUT_S = 300.0
+
+
+def parse_cases(text: str) -> tuple[str, ...]:
+    """``"a, b"`` or ``"a or b"`` (pytest's ``-k`` spelling) as a tuple of case ids."""
+    parts = [p.strip() for chunk in text.split(",") for p in chunk.split(" or ")]
+    cases = tuple(dict.fromkeys(p for p in parts if p))
+    if not cases:
+        raise LFWError("no A/B cases given; name some, e.g. -k 'workers0-uint8, workers2-none'")
+    return cases
 
 
 @dataclass(frozen=True)
 class ABPlan:
-    """What to run: base revision, pytest ``-k`` selection, repetitions per side, benchmark profile."""
+    """What to run: base revision, cases, the pair budget and its looks, the pass lengths (profile)."""
 
     base_rev: str
-    selection: str = "workers0-none or workers2-none"
-    repeats: int = 3
+    cases: tuple[str, ...] = DEFAULT_CASES
+    min_pairs: int = 10
+    max_pairs: int = 24
+    look_every: int = 7
     profile: str = "quick"
+    seed: int | None = None
+    timeout_s: float = 300.0
     python: str = sys.executable
 
-
-def run_order(repeats: int) -> list[str]:
-    """ABBA order over ``repeats`` pairs: base, current, current, base, base, current, ..."""
-    if repeats < 1:
-        raise LFWError(f"--repeats must be at least 1, not {repeats}")
-    return [side for i in range(repeats) for side in ((BASE, CURRENT) if i % 2 == 0 else (CURRENT, BASE))]
+    def __post_init__(self) -> None:
+        if not 5 <= self.min_pairs <= self.max_pairs or self.look_every < 1:
+            raise LFWError(f"need 5 <= --min-pairs <= --max-pairs and --look-every >= 1; got {self.min_pairs}, "
+                           f"{self.max_pairs}, {self.look_every}")
 
 
-def pytest_command(plan: ABPlan, json_path: Path) -> list[str]:
-    """The benchmark command of one side: the selection, this profile, JSON with per-round data, no cache."""
-    return [plan.python, "-m", "pytest", "benchmarks", "-k", plan.selection, f"--bench-profile={plan.profile}",
-            f"--benchmark-json={json_path}", "-q", "-p", "no:cacheprovider"]
-
-
-def side_env(tree: Path, env: dict[str, str] | None = None) -> dict[str, str]:
-    """``env`` with ``tree`` first on PYTHONPATH, so ``lfw`` imports from that side's checkout."""
-    env = dict(os.environ if env is None else env)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree), env.get("PYTHONPATH", "")) if p)
-    return env
-
-
-def pool_runs(runs: Sequence[Run]) -> Run:
-    """One run whose cases hold the rounds of every run in ``runs`` (matched on fullname).
-
-    ``stats.data`` and every ``*_rounds`` list in ``extra_info`` are concatenated, and the scalar beside
-    each list (``images_per_s`` beside ``images_per_s_rounds``) becomes the pooled median, so the result reads
-    like an ordinary run with more rounds. Machine info comes from the first run.
-    """
-    if not runs:
-        raise LFWError("no runs to pool")
-    pooled: dict[str, dict[str, Any]] = {}
-    for run in runs:
-        for case in run["benchmarks"]:
-            name = case["fullname"]
-            if name not in pooled:
-                pooled[name] = {**case, "stats": {**case["stats"], "data": list(case["stats"]["data"])},
-                                "extra_info": dict(case.get("extra_info") or {})}
-                continue
-            target = pooled[name]
-            target["stats"]["data"] += case["stats"]["data"]
-            for key, value in (case.get("extra_info") or {}).items():
-                if key.endswith("_rounds") and isinstance(value, list):
-                    target["extra_info"][key] = list(target["extra_info"].get(key, [])) + value
-    for case in pooled.values():
-        case["stats"]["rounds"] = len(case["stats"]["data"])
-        case["stats"]["median"] = median(case["stats"]["data"])
-        info = case["extra_info"]
-        for key in [k for k in info if k.endswith("_rounds") and isinstance(info[k], list) and info[k]]:
-            info[key.removesuffix("_rounds")] = median(info[key])
-    return {**runs[0], "benchmarks": list(pooled.values()), "ab_runs": len(runs)}
-
-
-def git(repo: Path, *args: str, runner: Runner = subprocess.run) -> str:
-    result = runner(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+def git(repo: Path, *args: str) -> str:
+    result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         message = (result.stderr or result.stdout).strip().splitlines()
         raise LFWError(f"git {' '.join(args)} failed: {message[-1] if message else 'no output'}")
     return result.stdout.strip()
 
 
-def run_side(plan: ABPlan, side: str, tree: Path, json_path: Path, runner: Runner = subprocess.run) -> Run:
-    """Run one side's benchmarks in ``tree`` and load its JSON; a failed run is a one-line error."""
-    log = json_path.with_suffix(".log")
-    with log.open("w") as handle:
-        result = runner(pytest_command(plan, json_path), cwd=tree, env=side_env(tree), stdout=handle,
-                        stderr=subprocess.STDOUT, check=False)
-    if result.returncode != 0:
-        raise LFWError(f"{side} benchmarks failed (exit {result.returncode}) in {tree}; log: {log}")
-    return load_run(json_path)
+def side_env(tree: Path) -> dict[str, str]:
+    """This environment with ``tree`` first on PYTHONPATH and the noise sources pinned."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree), env.get("PYTHONPATH", "")) if p)
+    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
+    return env
 
 
-def run_ab(plan: ABPlan, repo: Path, out_dir: Path | None = None,
-           runner: Runner = subprocess.run) -> tuple[Run, Run, str]:
-    """Check out ``plan.base_rev`` in a worktree, run both sides in ABBA order, return (base, current, sha).
+class Side:
+    """One pass server: started in ``tree``, asked for passes over its stdin, its stderr kept in ``log``."""
 
-    Runs are written to ``out_dir`` (kept) or to the temporary folder (removed with the worktree).
-    """
-    repo = Path(git(repo, "rev-parse", "--show-toplevel", runner=runner))
-    try:
-        sha = git(repo, "rev-parse", "--verify", "--quiet", f"{plan.base_rev}^{{commit}}", runner=runner)
-    except LFWError:
-        raise LFWError(f"unknown base revision {plan.base_rev!r}: not a commit in {repo}") from None
-    with tempfile.TemporaryDirectory(prefix="lfw-gate-ab-") as tmp:
-        base_tree = Path(tmp) / "base"
-        out = Path(out_dir) if out_dir else Path(tmp) / "runs"
-        out.mkdir(parents=True, exist_ok=True)
-        git(repo, "worktree", "add", "--detach", str(base_tree), sha, runner=runner)
+    def __init__(self, name: str, tree: Path, plan: ABPlan, root: Path, log: Path) -> None:
+        self.name, self.tree, self.log = name, tree, log
+        self.timeout_s = plan.timeout_s
+        self._log = log.open("a")
+        self.proc = subprocess.Popen([plan.python, "-m", SERVER, "--root", str(root), "--profile", plan.profile,
+                                      *plan.cases], cwd=tree, env=side_env(tree), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._log, text=True)
+        self.ready: dict[str, Any] = {}
+
+    def _read(self, timeout_s: float, what: str) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            if not sel.select(timeout_s):
+                raise MeasurementError(f"{self.name} side gave no answer to {what} within {timeout_s:g} s; "
+                                       f"log: {self.log}")
+        line = self.proc.stdout.readline()
+        if not line:
+            code = self.proc.wait()
+            raise MeasurementError(f"{self.name} side exited (code {code}) during {what}; log: {self.log}")
         try:
-            if not (base_tree / "benchmarks").is_dir():
-                raise LFWError(f"base revision {plan.base_rev} has no benchmarks/ folder to run")
-            trees = {BASE: base_tree, CURRENT: repo}
-            runs: dict[str, list[Run]] = {BASE: [], CURRENT: []}
-            order = run_order(plan.repeats)
-            for i, side in enumerate(order, 1):
-                print(f"[ab] run {i}/{len(order)}: {side} ({plan.selection})", file=sys.stderr, flush=True)
-                runs[side].append(run_side(plan, side, trees[side], out / f"{i:02d}_{side}.json", runner))
-        finally:  # never raise from here: it would hide the error that got us here
-            runner(["git", "-C", str(repo), "worktree", "remove", "--force", str(base_tree)],
-                   capture_output=True, check=False)
-        return pool_runs(runs[BASE]), pool_runs(runs[CURRENT]), sha
+            message = json.loads(line)
+        except json.JSONDecodeError:
+            raise MeasurementError(f"{self.name} side wrote something other than JSON during {what}: "
+                                   f"{line.strip()[:120]}; log: {self.log}") from None
+        if "error" in message:
+            raise MeasurementError(f"{self.name} side failed during {what}: {message['error']}")
+        return message
+
+    def handshake(self) -> dict[str, Any]:
+        self.ready = self._read(STARTUP_TIMEOUT_S, "start-up")
+        imported = Path(self.ready.get("lfw", ""))
+        if self.tree.resolve() not in imported.resolve().parents:
+            raise MeasurementError(f"{self.name} side imported lfw from {imported}, not from its checkout "
+                                   f"{self.tree}; check PYTHONPATH and the editable install")
+        return self.ready
+
+    def send(self, case: str) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps({"case": case}) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise MeasurementError(f"{self.name} side is gone (code {self.proc.wait()}); log: {self.log}") from None
+
+    def answer(self, case: str) -> dict[str, Any]:
+        return self._read(self.timeout_s, f"a pass of {case}")
+
+    def close(self) -> None:
+        """End of input, then a grace period, then kill: the process never outlives the run."""
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self._log.close()
+
+
+@dataclass
+class ABRun:
+    """Everything one A/B run measured and decided."""
+
+    plan: ABPlan
+    sha: str
+    seed: int
+    cases: list[str]
+    new_cases: list[str]
+    passes: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)  # side -> case -> passes
+    log_ratios: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (case, metric) -> per pair
+    verdicts: list[PairedComparison] = field(default_factory=list)
+    pairs: int = 0
+    looks: list[int] = field(default_factory=list)
+    out: Path | None = None
+
+    @property
+    def exit_code(self) -> int:
+        if any(v.verdict == REGRESSED for v in self.verdicts):
+            return 1
+        return 3 if any(v.verdict == INCONCLUSIVE for v in self.verdicts) else 0
+
+
+def fullname(case_id: str) -> tuple[str, str, str, dict[str, Any]]:
+    """(group, name, fullname, params) of a case, as the pytest benchmarks name it."""
+    from lfw import matrix
+
+    group, case = matrix.find_case(case_id)
+    name = f"{group.test}[{case.id}]"
+    return group.name, name, group.fullname(case), dict(case.params)
+
+
+def measure_pair(run: ABRun, sides: dict[str, Side], rng: random.Random, pair: int) -> None:
+    """Warm every case up on both sides at once, then one randomized quad per case, cases in random order."""
+    for case in run.cases:
+        for side in sides.values():
+            side.send(case)
+        for side in sides.values():
+            side.answer(case)
+    order = list(run.cases)
+    rng.shuffle(order)
+    for case in order:
+        quad = rng.choice(sorted(QUADS))
+        logs: dict[str, dict[str, list[float]]] = {BASE: {}, CURRENT: {}}
+        for slot, name in enumerate(QUADS[quad]):
+            sides[name].send(case)
+            result = sides[name].answer(case)
+            run.passes[name][case].append({**result, "pair": pair, "slot": slot, "quad": quad})
+            for metric in AB:
+                logs[name].setdefault(metric.key, []).append(math.log(result[metric.key]))
+        for metric in AB:
+            ratio = sum(logs[CURRENT][metric.key]) / 2 - sum(logs[BASE][metric.key]) / 2
+            run.log_ratios.setdefault((case, metric.key), []).append(ratio)
+
+
+def judge_look(run: ABRun, th: Thresholds, looks: int) -> list[PairedComparison]:
+    inputs = []
+    for case in run.cases:
+        for metric in AB:
+            inputs.append(PairedInput(
+                fullname(case)[2], metric, tuple(run.log_ratios[(case, metric.key)]),
+                tuple(p[metric.key] for p in run.passes[BASE][case]),
+                tuple(p[metric.key] for p in run.passes[CURRENT][case])))
+    return decide(inputs, th.ab(), alpha_look=th.alpha / looks)
+
+
+def default_out(repo: Path, sha: str) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return repo / ".benchmarks" / "ab" / f"{stamp}-{sha[:10]}"
+
+
+def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None) -> ABRun:
+    """Measure ``plan`` (base revision vs the working tree of ``repo``), decide, write the outputs."""
+    from lfw import matrix
+    from lfw.data_root import resolve_root
+    from lfw.profiles import PROFILES
+
+    if plan.profile not in PROFILES:
+        raise LFWError(f"unknown profile {plan.profile!r}; choose one of: {', '.join(PROFILES)}")
+    for case in plan.cases:
+        matrix.find_case(case)  # an unknown id is a one-line error naming the known ones
+    repo = Path(git(repo, "rev-parse", "--show-toplevel"))
+    try:
+        sha = git(repo, "rev-parse", "--verify", "--quiet", f"{plan.base_rev}^{{commit}}")
+    except LFWError:
+        raise LFWError(f"unknown base revision {plan.base_rev!r}: not a commit in {repo} "
+                       "(fetch it, or name a branch, tag or commit that exists)") from None
+    out = out_dir or default_out(repo, sha)
+    if out.exists():
+        raise LFWError(f"output folder {out} exists; A/B runs are never overwritten, choose another --ab-out")
+    root = resolve_root(synthetic_images=PROFILES[plan.profile].synthetic_images).path
+    seed = plan.seed if plan.seed is not None else int.from_bytes(os.urandom(4), "big")
+    rng = random.Random(seed)
+    looks = look_points(plan.min_pairs, plan.max_pairs, plan.look_every)
+    git(repo, "worktree", "prune")  # forget worktrees whose folders are gone (a run killed with SIGKILL)
+    tmp = Path(tempfile.mkdtemp(prefix="lfw-ab-"))
+    base_tree = tmp / "base"
+    out.mkdir(parents=True)
+    run = ABRun(plan, sha, seed, list(plan.cases), [])
+    try:
+        git(repo, "worktree", "add", "--detach", str(base_tree), sha)
+        if not (base_tree / "lfw" / "measure" / "pass_server.py").is_file():
+            raise LFWError(f"base revision {plan.base_rev} ({sha[:10]}) predates pass-interleaved A/B (no "
+                           "lfw/measure/pass_server.py); choose a later base revision")
+        trees = {BASE: base_tree, CURRENT: repo}
+        run.passes = {BASE: {c: [] for c in plan.cases}, CURRENT: {c: [] for c in plan.cases}}
+        with tqdm(total=plan.max_pairs, desc="A/B pairs", unit="pair", file=sys.stderr) as bar:
+            for pair in range(1, plan.max_pairs + 1):
+                names = [BASE, CURRENT]
+                rng.shuffle(names)  # which side starts first is randomized too
+                sides = {name: Side(name, trees[name], plan, root, out / f"{name}.log") for name in names}
+                try:
+                    for side in sides.values():
+                        side.handshake()
+                    missing = set(sides[BASE].ready.get("unknown", []))
+                    if missing and not run.new_cases:
+                        run.new_cases = sorted(missing)
+                        run.cases = [c for c in run.cases if c not in missing]
+                        if not run.cases:
+                            raise LFWError(f"none of the cases {', '.join(plan.cases)} exists in the base revision")
+                    measure_pair(run, sides, rng, pair)
+                finally:
+                    for side in sides.values():
+                        side.close()
+                run.pairs = pair
+                bar.update()
+                if pair in looks:
+                    run.looks.append(pair)
+                    run.verdicts = judge_look(run, th, len(looks))
+                    if all(v.verdict != INCONCLUSIVE for v in run.verdicts):
+                        break
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(base_tree)],
+                       capture_output=True, check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, check=False)
+    run.out = out
+    write_outputs(run, repo, th)
+    return run
+
+
+def side_records(run: ABRun, side: str) -> list[dict[str, Any]]:
+    records = []
+    for case in run.cases:
+        group, name, full, params = fullname(case)
+        passes = run.passes[side][case]
+        extra = {
+            "images_per_s": median(p["images_per_s"] for p in passes),
+            "images_per_s_rounds": [p["images_per_s"] for p in passes],
+            "ttfb_s": median(p["ttfb_s"] for p in passes),
+            "ttfb_s_rounds": [p["ttfb_s"] for p in passes],
+            "images": passes[0]["images"], "batches": passes[0]["batches"],
+            "ab_pair": [p["pair"] for p in passes], "ab_slot": [p["slot"] for p in passes],
+            "ab_quad": [p["quad"] for p in passes], "ab_side": side,
+        }
+        records.append(case_record(name=name, fullname=full, group=group, params=params,
+                                   seconds=[p["wall_s"] for p in passes], extra=extra))
+    return records
+
+
+def write_outputs(run: ABRun, repo: Path, th: Thresholds) -> None:
+    """``base.json`` and ``current.json`` (pytest-benchmark format, per-pass data) and ``verdicts.json``."""
+    assert run.out is not None
+    from lfw.measure.machine import machine_info
+
+    machine = {**machine_info(), "bench_profile": run.plan.profile, "ab_seed": run.seed}
+    now = datetime.now(timezone.utc).isoformat()
+    head = git(repo, "rev-parse", "HEAD")
+    dirty = bool(git(repo, "status", "--porcelain", "--untracked-files=no"))
+    commits = {BASE: {"id": run.sha, "dirty": False, "project": "lfw-bench", "branch": run.plan.base_rev},
+               CURRENT: {"id": head, "dirty": dirty, "project": "lfw-bench", "branch": "(working tree)"}}
+    for side in (BASE, CURRENT):
+        write_run(run.out / f"{side}.json", side_records(run, side), machine=machine, commit=commits[side],
+                  datetime=now)
+    verdicts = {"exit_code": run.exit_code, "pairs": run.pairs, "looks": run.looks, "seed": run.seed,
+                "plan": {k: v for k, v in asdict(run.plan).items() if k != "python"},
+                "thresholds": asdict(th), "new_cases": run.new_cases,
+                "log_ratios": {f"{c}:{m}": v for (c, m), v in run.log_ratios.items()},
+                "verdicts": [{**{k: v for k, v in asdict(c).items() if k != "metric"}, "metric": c.metric.key}
+                             for c in run.verdicts]}
+    (run.out / "verdicts.json").write_text(json.dumps(verdicts, indent=2) + "\n")
+

@@ -1,25 +1,30 @@
-"""What the gate compares in each case, and which way is worse.
+"""What the gate compares, which way is worse, and the minimum effect of each family.
 
-Two kinds of metric need two kinds of threshold:
+Metric families and what they mean on a drifting VM:
 
-- ``relative``: throughput, efficiency, time to first batch. A change is a ratio of medians; 10% slower means
-  the same thing at 300 and at 3,000 images/s.
-- ``absolute``: memory growth and data-wait fraction. Growth sits near 0 MiB in a healthy case and swings
-  by tens of MiB between rounds (page-cache and allocator noise), so a ratio of two near-zero medians is
-  meaningless; a regression must add a floor of MiB (or of wait fraction) *and* a share of the baseline.
-
-RSS growth is deliberately not gated: forked workers share pages, so RSS stays flat while the real cost grows
-(see :mod:`lfw.measure.memory`); PSS (the tree's real share) and USS (private pages) are gated instead.
+- ``cost``: instructions per image of the per-image pipeline, counted under callgrind. Deterministic (repeats
+  exactly here), so a tight threshold (3%) is safe two-file, against a baseline from another day.
+- ``throughput`` / ``ttfb``: wall-clock. Two-file, only *gross* regressions can be judged, because the machine
+  itself runs up to 2x faster or slower from one session to the next: throughput is judged as efficiency
+  (images/s over the single-core ceiling measured in the same round), which cancels the machine's speed but not
+  a slower decode (that is the cost layer's job). A/B mode judges raw images/s and time to first batch of two
+  revisions interleaved pass by pass, where small effects are visible.
+- ``memory`` / ``worker-memory`` / ``slope``: process-tree PSS growth and peak, worker USS at the end of a pass
+  and its growth (copy-on-access), the leak check's median step per epoch. Stable between sessions, so judged
+  two-file with a floor in MiB and a share of the baseline. Tree USS growth is deliberately not gated: with
+  forked workers pages leave the parent's USS once they are shared, so it is negative and means little; RSS is
+  not gated either (it counts shared pages in every process).
+- ``wait``: the data-wait fraction of a training loop.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
 Worse = Literal["lower", "higher"]
 Kind = Literal["relative", "absolute"]
+Family = Literal["cost", "throughput", "ttfb", "memory", "worker-memory", "slope", "wait"]
 
 
 @dataclass(frozen=True)
@@ -30,31 +35,28 @@ class Metric:
     label: str
     worse: Worse
     kind: Kind
-    family: Literal["throughput", "ttfb", "memory", "slope", "wait"]
+    family: Family
     unit: str = ""
+    optional: bool = False  # recorded only in some rounds or runs (an in-pass sample); absence is not news
 
 
+INSTRUCTIONS = Metric("instructions_per_image", "instructions/image", "higher", "relative", "cost")
 IMAGES_PER_S = Metric("images_per_s", "images/s", "lower", "relative", "throughput")
 EFFICIENCY = Metric("efficiency", "efficiency", "lower", "relative", "throughput")
 TTFB = Metric("ttfb_s", "time to first batch", "higher", "relative", "ttfb", " s")
-PSS_GROWTH = Metric("pss_growth_mib", "PSS growth", "higher", "absolute", "memory", " MiB")
-USS_GROWTH = Metric("uss_growth_mib", "USS growth", "higher", "absolute", "memory", " MiB")
+PSS_GROWTH = Metric("pss_growth_mib", "tree PSS growth", "higher", "absolute", "memory", " MiB")
+PSS_PEAK = Metric("pss_peak_mib", "tree PSS peak in pass", "higher", "absolute", "memory", " MiB", optional=True)
+WORKER_USS = Metric("worker_uss_end_mib", "worker USS", "higher", "absolute", "worker-memory", " MiB")
+WORKER_USS_GROWTH = Metric("worker_uss_growth_mib", "worker USS growth", "higher", "absolute", "worker-memory",
+                           " MiB")
+LEAK_STEP_USS = Metric("median_step_uss_mib", "leak step, tree USS", "higher", "absolute", "slope", " MiB/epoch")
+LEAK_STEP_PSS = Metric("median_step_pss_mib", "leak step, tree PSS", "higher", "absolute", "slope", " MiB/epoch")
 DATA_WAIT = Metric("data_wait_fraction", "data-wait fraction", "higher", "absolute", "wait")
 
-# Leak checks (lfw.measure.leak) record the median epoch-to-epoch step of tree USS and PSS
-# (``median_step_uss_mib``, ``median_step_pss_mib``): the statistic their own verdict uses, since a one-off jump of
-# shared library pages moves a least-squares slope but not the median step. Any such key is gated like memory.
-SLOPE_KEY = re.compile(r"^(?P<key>median_step_[a-z]+_mib)(?:_rounds)?$")
-
-# Same machine class: absolute throughput is comparable and most sensitive; efficiency is left out there,
-# because its denominator (a short single-core sweep per session) adds its own noise: measured here, 6 of 10
-# false alarms in 20 A/A pairs were efficiency alone. Different machines: only efficiency (throughput over the
-# same session's per-core ceiling) ports, and absolute time to first batch does not port at all.
-SAME_MACHINE = (IMAGES_PER_S, TTFB, PSS_GROWTH, USS_GROWTH, DATA_WAIT)
-PORTABLE = (EFFICIENCY, PSS_GROWTH, USS_GROWTH, DATA_WAIT)
-
-
-def slope_metrics(extra_info_keys: set[str]) -> list[Metric]:
-    """A memory-slope metric for every slope key found in a case's ``extra_info``."""
-    keys = sorted({m.group("key") for k in extra_info_keys if (m := SLOPE_KEY.match(k))})
-    return [Metric(k, k.replace("_", " "), "higher", "absolute", "slope", " MiB/epoch") for k in keys]
+MEMORY = (PSS_GROWTH, PSS_PEAK, WORKER_USS, WORKER_USS_GROWTH, LEAK_STEP_USS, LEAK_STEP_PSS)
+# Two files from the same runner class: every layer. From different machines: instruction counts depend on the
+# CPU features the libraries detect and time to first batch does not port, so only efficiency and memory.
+SAME_MACHINE = (INSTRUCTIONS, EFFICIENCY, TTFB, *MEMORY, DATA_WAIT)
+PORTABLE = (EFFICIENCY, *MEMORY, DATA_WAIT)
+# Pass-interleaved A/B: the wall-clock figures the two-file gate cannot judge finely.
+AB = (IMAGES_PER_S, TTFB)

@@ -1,85 +1,96 @@
-"""Plain-text rendering of a :class:`GateReport`: what CI logs show and what a reviewer reads.
+"""Plain-text rendering of the gate's verdicts: what CI logs show and what a reviewer reads.
 
-Each regressed row names the case, the metric, both medians, the change, and the noise it was judged
-against (the p-value with the round counts, and the baseline's own spread), so a reader can tell a real
-slowdown from a verdict on thin evidence without opening the JSON.
+Two-file rows name the case, the metric, both medians, the change and the minimum effect it was judged
+against. A/B rows give both sides' medians, the ratio current/base with its interval over process pairs, the
+Holm-adjusted p-value and the verdict, so a reader can tell a measured slowdown from a noisy run.
 """
 
 from __future__ import annotations
 
-from lfw.gate.compare import GateReport
-from lfw.gate.stats import Comparison, Thresholds
+from collections.abc import Sequence
 
-HEADERS = ("case", "metric", "baseline", "current", "change", "judged against", "verdict")
-
-
-def short_case(fullname: str) -> str:
-    """``benchmarks/test_x.py::test_y[p]`` as ``test_y[p]``, the name pytest-benchmark's own tables show."""
-    return fullname.rpartition("::")[2] or fullname
+from lfw.gate.compare import Comparison, GateReport
+from lfw.gate.paired_rule import INCONCLUSIVE, REGRESSED, PairedComparison
+from lfw.gate.thresholds import Thresholds
+from lfw.results import short_name
 
 
-def fmt_value(c: Comparison, value: float) -> str:
-    if c.metric.family in ("memory", "slope"):
-        return f"{value:.1f}{c.metric.unit}"
-    if c.metric.key == "images_per_s":
-        return f"{value:.1f}"
-    return f"{value:.3f}{c.metric.unit}"
-
-
-def fmt_change(c: Comparison) -> str:
-    if c.metric.kind == "relative":
-        return f"{c.change * 100:+.1f}%"
-    return f"{c.change:+.1f}{c.metric.unit}" if c.metric.family in ("memory", "slope") else f"{c.change:+.3f}"
-
-
-def fmt_noise(c: Comparison) -> str:
-    rounds = f"{c.n_baseline}v{c.n_current}"
-    test = f"p={c.p_value:.3f} ({rounds})" if c.p_value is not None else f"{rounds} rounds: effect size only"
-    if c.metric.kind == "relative":
-        return f"{test}, base CV {c.baseline_spread * 100:.1f}%"
-    return f"{test}, base range {fmt_value(c, c.baseline_spread)}"
-
-
-def verdict(c: Comparison) -> str:
-    if c.regressed:
-        return "REGRESSED"
-    return "large, not evidenced" if c.large else "ok"
-
-
-def render_rows(rows: list[Comparison]) -> str:
-    cells = [HEADERS] + [
-        (short_case(c.case), c.metric.label, fmt_value(c, c.baseline), fmt_value(c, c.current), fmt_change(c),
-         fmt_noise(c), verdict(c))
-        for c in rows
-    ]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(HEADERS))]
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Left-aligned columns separated by two spaces, with a rule under the headers."""
+    cells = [tuple(headers), *[tuple(r) for r in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
+def fmt_value(metric_key: str, unit: str, value: float) -> str:
+    if unit.strip().startswith("MiB"):
+        return f"{value:,.1f}{unit}"
+    if metric_key == "instructions_per_image":
+        return f"{value / 1e6:,.3f} M"
+    if metric_key == "images_per_s":
+        return f"{value:,.1f}"
+    return f"{value:.3f}{unit}"
+
+
+def fmt_change(c: Comparison) -> str:
+    if c.metric.kind == "relative":
+        return f"{c.change * 100:+.1f}%"
+    return f"{c.change:+.1f}{c.metric.unit}" if "MiB" in c.metric.unit else f"{c.change:+.3f}"
+
+
 def thresholds_line(th: Thresholds) -> str:
-    return (f"thresholds: throughput {th.throughput:.0%}, ttfb {th.ttfb:.0%}, memory +{th.memory_floor_mib:g} MiB "
-            f"and {th.memory_ratio:.0%}, slope +{th.slope_floor_mib:g} MiB/epoch, wait +{th.wait_floor:g} and "
-            f"{th.wait_ratio:.0%}, alpha {th.alpha:g}")
+    return (f"minimum effects: cost +{th.cost:.0%}, efficiency -{th.efficiency:.0%}, time to first batch "
+            f"+{th.ttfb:.0%}, memory +{th.memory_floor_mib:g} MiB and {th.memory_ratio:.0%}, worker memory "
+            f"+{th.worker_floor_mib:g} MiB, leak step +{th.slope_floor_mib:g} MiB/epoch, wait +{th.wait_floor:g} "
+            f"and {th.wait_ratio:.0%}")
 
 
 def render(report: GateReport, th: Thresholds, *, show_all: bool = False) -> str:
-    """The full text the CLI prints to stdout (warnings about machine info go to stderr separately)."""
-    out = [f"metrics: {report.metrics_note}", thresholds_line(th)]
+    """The two-file gate's text (machine-info warnings go to stderr separately)."""
+    out = [f"compared: {report.metrics_note}", thresholds_line(th)]
+    for layer, why in report.unjudged.items():
+        out.append(f"not judged: {layer}: {why}")
     for label, names in (("new cases, in current only (not gated)", report.new_cases),
                          ("missing cases, in baseline only (not run)", report.missing_cases)):
         if names:
             out.append(f"{label}: {len(names)}")
-            out.extend(f"  {short_case(n)}" for n in names)
+            out.extend(f"  {short_name(n)}" for n in names)
     out.extend(f"note: {n}" for n in report.notes)
-    regressed = report.regressions
     summary = f"{len(report.comparisons)} comparisons in {report.case_count} cases"
-    if regressed:
-        out.append(f"REGRESSED: {len(regressed)} of {summary}")
-    else:
-        out.append(f"no regression: {summary}")
-    rows = report.comparisons if show_all else regressed
+    out.append(f"REGRESSED: {len(report.regressions)} of {summary}" if report.regressions
+               else f"no regression: {summary}")
+    rows = report.comparisons if show_all else report.regressions
     if rows:
-        out.append(render_rows(rows))
+        out.append(table(("case", "metric", "baseline", "current", "change", "minimum effect", "verdict"), [
+            (short_name(c.case), c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.baseline),
+             fmt_value(c.metric.key, c.metric.unit, c.current), fmt_change(c), c.rule,
+             "REGRESSED" if c.regressed else "ok") for c in rows]))
     return "\n".join(out)
+
+
+def fmt_ratio(c: PairedComparison) -> str:
+    return (f"{(c.ratio - 1) * 100:+.1f}% [{(c.ratio_low - 1) * 100:+.1f}, {(c.ratio_high - 1) * 100:+.1f}]")
+
+
+def render_paired(comparisons: Sequence[PairedComparison], *, header: str, show_all: bool = True) -> str:
+    """The A/B verdict table: every comparison by default (an A/B run has few)."""
+    regressed = [c for c in comparisons if c.verdict == REGRESSED]
+    noisy = [c for c in comparisons if c.verdict == INCONCLUSIVE]
+    if regressed:
+        summary = f"REGRESSED: {len(regressed)} of {len(comparisons)} comparisons"
+    elif noisy:
+        summary = (f"noisy: rerun: {len(noisy)} of {len(comparisons)} comparisons can neither rule out nor show "
+                   "a regression of the threshold's size")
+    else:
+        summary = f"no regression: {len(comparisons)} comparisons, each ruling out a change of its threshold's size"
+    rows = comparisons if show_all else [*regressed, *noisy]
+    confidence = min((c.confidence for c in comparisons), default=0.9)
+    body = table(("case", "metric", "base", "current", f"change [{confidence:.0%} interval]", "threshold",
+                  "pairs", "p (Holm)", "verdict"), [
+        (short_name(c.case), c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.base_median),
+         fmt_value(c.metric.key, c.metric.unit, c.current_median), fmt_ratio(c),
+         f"{'-' if c.metric.worse == 'lower' else '+'}{c.threshold:.0%}", str(c.pairs), f"{c.p_holm:.4f}",
+         c.verdict.upper() if c.verdict == REGRESSED else c.verdict) for c in rows])
+    return "\n".join([header, summary, body])

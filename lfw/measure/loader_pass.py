@@ -37,11 +37,12 @@ DEFAULT_MEMORY_INTERVAL_S = 2.0
 
 @dataclass
 class MemoryStats:
-    """Process-tree memory over one pass (MiB): before ``iter()``, at the start, at the end, peak.
+    """Process-tree memory over one pass (MiB): before ``iter()``, at the start, at the end, and in between.
 
     ``start`` is the snapshot taken when the first batch arrived if the pass asked for it (``mark_start``),
     else the one before ``iter()``; growth (end - start) then also counts the workers' own footprint, which is
-    what a regression in per-worker memory changes.
+    what a regression in per-worker memory changes. ``samples`` are the snapshots taken while the clock ran
+    (periodic ones and the start mark); ``end`` is taken after the clock stopped, while the workers still exist.
     """
 
     before: TreeSnapshot
@@ -51,8 +52,12 @@ class MemoryStats:
     worker_pids: list[int]
     sampler_cpu_s: float = 0.0
 
-    def peak(self, metric: str) -> float:
-        return max(getattr(s, metric) for s in [self.start, self.end, *self.samples])
+    def peak(self, metric: str) -> float | None:
+        """The largest value sampled *during* the pass; None when no sample fell inside it.
+
+        Not ``max(before, end)``: a peak is a reading taken while the pass ran, or there is none to report.
+        """
+        return max((getattr(s, metric) for s in self.samples), default=None)
 
     def worker_uss(self, snap: TreeSnapshot) -> list[float]:
         return [snap.child_uss[p] for p in self.worker_pids if p in snap.child_uss]
@@ -64,7 +69,9 @@ class MemoryStats:
             info[f"{metric}_before_mib"] = round(getattr(self.before, metric), 2)
             info[f"{metric}_start_mib"] = round(start, 2)
             info[f"{metric}_end_mib"] = round(end, 2)
-            info[f"{metric}_peak_mib"] = round(self.peak(metric), 2)
+            peak = self.peak(metric)
+            if peak is not None:
+                info[f"{metric}_peak_mib"] = round(peak, 2)
             info[f"{metric}_growth_mib"] = round(end - start, 2)
         info["memory_samples"] = len(self.samples)
         info["sampler_cpu_s"] = round(self.sampler_cpu_s, 4)
@@ -81,7 +88,7 @@ class MemoryStats:
 
     def timeline(self) -> dict[str, list[float]]:
         """Tree RSS/PSS/USS and mean worker USS over the pass; the "before" snapshot is placed at t = 0."""
-        snaps = [replace(self.before, t=0.0), *sorted(self.samples, key=lambda s: s.t)]
+        snaps = [replace(self.before, t=0.0), *sorted([*self.samples, self.end], key=lambda s: s.t)]
         series = {k: [round(getattr(s, k), 3) for s in snaps] for k in ("t", "rss", "pss", "uss")}
         series["worker_uss"] = [round(float(np.mean(w)), 3) if (w := self.worker_uss(s)) else 0.0 for s in snaps]
         return series
@@ -141,6 +148,14 @@ class PassResult:
         return info
 
 
+def sleep_step(step_s: float) -> Callable[[Any], None]:
+    """Emulated compute for ``step=``: hold the main loop for ``step_s`` seconds without using a core."""
+    def step(_batch: Any) -> None:
+        if step_s > 0:
+            time.sleep(step_s)
+    return step
+
+
 def _batch_images(batch: Any) -> int:
     first = batch[0] if isinstance(batch, list | tuple) else batch
     return int(first.shape[0]) if hasattr(first, "shape") and first.ndim else 0
@@ -189,17 +204,25 @@ class LoaderPass:
         self._worker_pids: list[int] = []
 
     def setup(self) -> None:
-        """Untimed: finish the previous pass's memory record, then end it (stop its workers, or finish its
-        epoch if they persist), then take the "before" memory snapshot of the next pass."""
+        """Untimed: :meth:`finish` the previous pass, then take the "before" memory snapshot of the next one."""
+        self.finish()
+        if self.memory_interval_s and self._before is None:
+            self._before = tree_snapshot(psutil.Process())
+
+    def finish(self) -> None:
+        """Untimed: complete the last pass's memory record, then end it: stop its workers, or, if they persist,
+        finish its epoch (the next ``iter()`` starts a new epoch only once this one is drained).
+
+        A rotation calls it right after each pass, so no idle worker of this configuration is alive (or counted
+        in a memory snapshot) while another configuration is measured.
+        """
         self._finish_memory()
         if self._iterator is not None:
             if self.loader.persistent_workers and not self._exhausted:
-                for _ in self._iterator:  # the next iter() starts a new epoch only once this one is drained
+                for _ in self._iterator:
                     pass
             self._drop_iterator()  # non-persistent workers shut down here, outside the timed pass
             self._exhausted = True
-        if self.memory_interval_s and self._before is None:
-            self._before = tree_snapshot(psutil.Process())
 
     def run(self) -> PassResult:
         """One timed pass from a fresh iterator; appends the result to :attr:`results` and returns it.
@@ -289,7 +312,8 @@ class LoaderPass:
             return
         workers = self._worker_pids
         start = sampler.marks[0] if sampler.marks and workers else before
-        self.results[-1].memory = MemoryStats(before, start, end, sampler.samples, workers, sampler.cpu_s)
+        during = [s for s in sampler.samples if s is not end]
+        self.results[-1].memory = MemoryStats(before, start, end, during, workers, sampler.cpu_s)
 
     def close(self, stop_workers: bool = False) -> None:
         """Complete the last result and stop its workers.

@@ -18,6 +18,7 @@ import torch
 import torchvision
 from PIL import features
 
+from lfw.measure.callgrind import valgrind_version
 from lfw.measure.ceiling import usable_cores
 
 
@@ -63,5 +64,6 @@ def machine_info() -> dict[str, Any]:
         "logical_cpus": os.cpu_count(),
         "torch_num_threads": torch.get_num_threads(),
         "total_memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "valgrind": valgrind_version(),
         **cuda_info(),
     }

@@ -8,6 +8,7 @@ The coefficient of variation (``images_per_s_cv``) says how much to trust a case
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from statistics import median
 from typing import Any
 
@@ -15,12 +16,13 @@ from lfw.measure.loader_pass import PassResult
 from lfw.spread import coefficient_of_variation
 
 
-def summarize(results: list[PassResult], *, per_core_images_per_s: float | None = None,
+def summarize(results: Sequence[PassResult], *, ceilings: Sequence[float] | None = None,
               workers: int | None = None, usable_cores: int | None = None) -> dict[str, Any]:
     """The extra_info record of a case measured as ``results`` (one per round).
 
-    With ``per_core_images_per_s`` (the same session's single-core rate for this transform) it adds
-    ``ceiling_images_per_s = per_core x min(max(workers, 1), usable_cores)`` and ``efficiency``.
+    With ``ceilings`` (the single-core rate of this transform measured in the same round of the rotation, one
+    per result) it adds ``ceiling_images_per_s = per_core x min(max(workers, 1), usable_cores)`` and
+    ``efficiency``, both per round: round r's rate over round r's ceiling, a paired ratio.
     """
     if not results:
         raise ValueError("no passes to summarize")
@@ -62,10 +64,14 @@ def summarize(results: list[PassResult], *, per_core_images_per_s: float | None 
         info["workers"] = workers
     if usable_cores is not None:
         info["usable_cores"] = usable_cores
-    if per_core_images_per_s and workers is not None and usable_cores:
-        ceiling = per_core_images_per_s * min(max(workers, 1), usable_cores)
-        info["per_core_images_per_s"] = round(per_core_images_per_s, 2)
-        info["ceiling_images_per_s"] = round(ceiling, 2)
-        info["efficiency"] = round(info["images_per_s"] / ceiling, 4)
-        info["efficiency_rounds"] = [round(v / ceiling, 4) for v in rates]
+    if ceilings and workers is not None and usable_cores:
+        if len(ceilings) != len(results):
+            raise ValueError(f"{len(ceilings)} ceilings for {len(results)} rounds: they must be paired by round")
+        parallel = min(max(workers, 1), usable_cores)
+        efficiency = [rate / (ceiling * parallel) for rate, ceiling in zip(rates, ceilings, strict=True)]
+        info["per_core_images_per_s"] = round(median(ceilings), 2)
+        info["per_core_images_per_s_rounds"] = [round(c, 2) for c in ceilings]
+        info["ceiling_images_per_s"] = round(median(ceilings) * parallel, 2)
+        info["efficiency"] = round(median(efficiency), 4)
+        info["efficiency_rounds"] = [round(e, 4) for e in efficiency]
     return info

@@ -1,7 +1,7 @@
 """``python -m lfw.report [RUN.json ...] --out reports/``: charts and a summary page from saved runs.
 
 No run named: the newest autosaved run under ``.benchmarks/``. One run: its report. Two runs: the first is
-the baseline, the second the current run, and the report adds the comparison and a verdict per case.
+the baseline, the second the current run, and the report adds the comparison and the gate's verdict per case.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from lfw.cli_args import OneLineParser
 from lfw.errors import LFWError, cli_entry
 from lfw.report.console import console
 from lfw.report.figures import FORMATS
-from lfw.report.load import latest_run, load_run
 from lfw.report.render import build_report
 from lfw.report.summary import write_summary
-from lfw.report.verdict import Judge, default_judge
+from lfw.results import latest_run, load_run
 
 
 def parser() -> OneLineParser:
@@ -34,14 +33,14 @@ def parser() -> OneLineParser:
 
 
 @cli_entry
-def main(argv: Sequence[str] | None = None, judge: Judge | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if len(args.runs) > 2:
         raise LFWError(f"give one run, or a baseline and a current run; got {len(args.runs)} files")
     paths = args.runs or [latest_run(args.storage)]
     runs = [load_run(p) for p in paths]
     base, current = (runs[0], runs[1]) if len(runs) == 2 else (None, runs[0])
-    report = build_report(current, args.out, base, judge or default_judge(), tuple(args.formats))
+    report = build_report(current, args.out, base, tuple(args.formats))
     write_summary(report)
     print(console(report))
     return 0

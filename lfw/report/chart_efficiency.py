@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from lfw.report.figures import bar_height, colour_map, mark_groups, new_figure
-from lfw.report.load import Run
+from lfw.results import Run
 from lfw.spread import mean_sd
 
 

@@ -1,22 +1,26 @@
 """Chart 2: one DataLoader knob at a time (batch size, pin_memory, prefetch_factor, start method, ...).
 
-Every knob chart has the same two panels, images/s and time to first batch, because a knob often trades
-one for the other (a bigger batch or prefetch raises throughput and delays the first batch). Numeric knobs
-are lines, on/off and named knobs are grouped bars; a param other than the knob that also varies in the group
-(e.g. num_workers) becomes the legend. Error bars: standard deviation over rounds.
+Every knob chart has the same panels, images/s and time to first batch, because a knob often trades one for
+the other (a bigger batch or prefetch raises throughput and delays the first batch), and beside them the paired
+ratio of each value's images/s to the reference value (batch 64, prefetch 2, pin off), taken round by round
+in the rotation, with its signed-rank interval: the comparison itself, with the drift both saw cancelled.
+Numeric knobs are lines, on/off and named knobs are grouped bars; a param other than the knob that also varies
+in the group (e.g. num_workers) becomes the legend. Error bars: standard deviation over rounds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from lfw.report.figures import ERRORBAR, bar_height, colour_map, dodged_errorbar, new_figure
-from lfw.report.load import Case, Run
+from lfw.report.ratios import Ratio, ratio
 from lfw.report.stats import describe, format_value, sort_key, varying_keys
+from lfw.results import Case, Run
 from lfw.spread import mean_sd
 
 METRICS = {
@@ -41,15 +45,38 @@ def _scaled(case: Case, metric: str) -> tuple[float, float]:
     return mean * METRICS[metric][1], sd * METRICS[metric][1]
 
 
+def ratios_to(members: Sequence[Case], key: str, reference: Any) -> list[tuple[Case, Ratio]]:
+    """Each member's paired images/s ratio to the member whose ``key`` is ``reference`` (none if unpaired)."""
+    ref = next((c for c in members if c.value(key) == reference), None)
+    if ref is None:
+        return []
+    return [(c, r) for c in members if (r := ratio(c, ref)) is not None]
+
+
+def draw_ratios(ax: Axes, xs: Sequence[float], found: Sequence[Ratio], reference: Any, **style: Any) -> None:
+    """Estimates with asymmetric interval bars, and the line of no difference."""
+    estimates = np.array([r.estimate for r in found])
+    bars = np.array([[r.estimate - r.low for r in found], [r.high - r.estimate for r in found]])
+    ax.errorbar(xs, estimates, yerr=bars, linestyle="none", **style)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    confidence = min(r.confidence for r in found)
+    ax.set_ylabel(f"images/s ratio to {format_value(reference)}\n(paired by round, {confidence:.1%} interval)")
+
+
+def has_ratios(series: dict[str, list[Case]], key: str, reference: Any) -> bool:
+    return reference is not None and any(len(ratios_to(m, key, reference)) > 1 for m in series.values())
+
+
 def knob_lines(run: Run, group: str, key: str, *, xlabel: str, title: str, log2: bool = False,
-               metrics: Sequence[str] = DEFAULT_METRICS) -> Figure | None:
+               metrics: Sequence[str] = DEFAULT_METRICS, reference: Any = None) -> Figure | None:
     """Metrics against a numeric knob, one line per combination of the other varying params."""
     cases = [c for c in run.group(group) if isinstance(c.value(key), int | float)
              and not isinstance(c.value(key), bool)]
     if not cases:
         return None
-    fig, axes = new_figure(12.0, 4.8, ncols=len(metrics))
     series = split_series(cases, key)
+    with_ratios = has_ratios(series, key, reference)
+    fig, axes = new_figure(16.0 if with_ratios else 12.0, 4.8, ncols=len(metrics) + with_ratios)
     colours = colour_map(series)
     xs_all = sorted({c.value(key) for c in cases})
     for ax in axes:
@@ -58,45 +85,55 @@ def knob_lines(run: Run, group: str, key: str, *, xlabel: str, title: str, log2:
     for i, (label, members) in enumerate(series.items()):
         members = sorted(members, key=lambda c: c.value(key))
         xs = [c.value(key) for c in members]
-        for ax, metric in zip(axes, metrics, strict=True):
+        for ax, metric in zip(axes, metrics, strict=False):
             points = [_scaled(c, metric) for c in members]
             dodged_errorbar(ax, i, len(series), xs, points, label=label, marker="o", color=colours[label],
                             **ERRORBAR)
-    for ax, metric in zip(axes, metrics, strict=True):
+        if with_ratios and (found := ratios_to(members, key, reference)):
+            draw_ratios(axes[-1], [c.value(key) for c, _ in found], [r for _, r in found], reference,
+                        marker="o", color=colours[label], capsize=4)
+    for ax, metric in zip(axes, metrics, strict=False):
+        ax.set_ylabel(METRICS[metric][0])
+        ax.set_ylim(bottom=0)
+    for ax in axes:
         ax.set_xticks(xs_all, [format_value(x) for x in xs_all])
         ax.minorticks_off()
         ax.set_xlabel(xlabel)
-        ax.set_ylabel(METRICS[metric][0])
-        ax.set_ylim(bottom=0)
     _finish(fig, axes, series, title, cases)
     return fig
 
 
 def knob_bars(run: Run, group: str, key: str, *, xlabel: str, title: str,
-              metrics: Sequence[str] = DEFAULT_METRICS) -> Figure | None:
+              metrics: Sequence[str] = DEFAULT_METRICS, reference: Any = None) -> Figure | None:
     """Metrics per value of an on/off or named knob, grouped bars, one colour per other-param combination."""
     cases = run.group(group)
     if not cases:
         return None
     values = sorted({c.value(key) for c in cases}, key=sort_key)
-    fig, axes = new_figure(12.0, 4.8, ncols=len(metrics))
     series = split_series(cases, key)
+    with_ratios = has_ratios(series, key, reference)
+    fig, axes = new_figure(16.0 if with_ratios else 12.0, 4.8, ncols=len(metrics) + with_ratios)
     colours = colour_map(series)
     width = 0.8 / len(series)
     for i, (label, members) in enumerate(series.items()):
         by_value = {repr(c.value(key)): c for c in members}
         slots = [(j, by_value[repr(v)]) for j, v in enumerate(values) if repr(v) in by_value]
         xs = np.array([j for j, _ in slots]) + (i - (len(series) - 1) / 2) * width
-        for ax, metric in zip(axes, metrics, strict=True):
+        for ax, metric in zip(axes, metrics, strict=False):
             points = [_scaled(c, metric) for _, c in slots]
             bars = ax.bar(xs, [m for m, _ in points], width * 0.92, yerr=[s for _, s in points], capsize=4,
                           color=colours[label], label=label)
             ax.bar_label(bars, fmt="{:,.0f}", padding=2, fontsize=8)
-    for ax, metric in zip(axes, metrics, strict=True):
-        ax.set_xticks(range(len(values)), [format_value(v) for v in values])
-        ax.set_xlabel(xlabel)
+        if with_ratios and (found := ratios_to(members, key, reference)):
+            slot_of = {repr(v): x for (j, _), x in zip(slots, xs, strict=True) for v in [values[j]]}
+            draw_ratios(axes[-1], [slot_of[repr(c.value(key))] for c, _ in found], [r for _, r in found],
+                        reference, marker="D", color=colours[label], capsize=4)
+    for ax, metric in zip(axes, metrics, strict=False):
         ax.set_ylabel(METRICS[metric][0])
         ax.margins(y=0.15)
+    for ax in axes:
+        ax.set_xticks(range(len(values)), [format_value(v) for v in values])
+        ax.set_xlabel(xlabel)
     _finish(fig, axes, series, title, cases)
     return fig
 
@@ -143,19 +180,20 @@ def _finish(fig: Figure, axes: Sequence[Axes], series: dict[str, list[Case]], ti
 
 def batch_size_chart(run: Run) -> Figure | None:
     return knob_lines(run, "batch-size", "batch_size", xlabel="batch size (images, log scale)",
-                      title="Throughput against batch size", log2=True)
+                      title="Throughput against batch size", log2=True, reference=64)
 
 
 def pin_memory_chart(run: Run) -> Figure | None:
     return knob_bars(run, "pin-memory", "pin_memory", xlabel="pin_memory",
-                     title="pin_memory on and off")
+                     title="pin_memory on and off", reference=False)
 
 
 def prefetch_chart(run: Run) -> Figure | None:
     return knob_lines(run, "prefetch", "prefetch_factor", xlabel="prefetch_factor (batches per worker)",
-                      title="Throughput against prefetch_factor")
+                      title="Throughput against prefetch_factor", reference=2)
 
 
 def start_method_chart(run: Run) -> Figure | None:
     return knob_bars(run, "start-method", "start_method", xlabel="worker start method",
-                     title="Time to first batch per start method", metrics=("ttfb_s", "images_per_s"))
+                     title="Time to first batch per start method", metrics=("ttfb_s", "images_per_s"),
+                     reference="fork")

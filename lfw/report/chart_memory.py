@@ -13,8 +13,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from lfw.report.figures import bar_height, colour_map, mark_groups, new_figure
-from lfw.report.load import Case, Run
 from lfw.report.stats import describe, varying_keys
+from lfw.results import Case, Run
 from lfw.spread import mean_sd
 
 TIMELINE_GROUPS = ("memory-index", "index")

@@ -2,7 +2,8 @@
 
 One line per transform preset; error bars are the standard deviation over rounds, from the per-round
 seconds (``stats.data``) and the per-round rates (``images_per_s_rounds``), as ``plt.errorbar(workers, mean,
-yerr=std)`` in the exercise. A ring marks the recommended worker count of each transform (the knee).
+yerr=std)`` in the exercise. A ring marks the recommended worker count of each transform (the knee, decided on
+paired ratios by :mod:`lfw.report.recommend`); a transform with no clear winner gets no ring.
 """
 
 from __future__ import annotations
@@ -10,32 +11,10 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from lfw.report.figures import ERRORBAR, colour_map, dodge, dodged_errorbar, new_figure
-from lfw.report.load import Case, Run
-from lfw.report.stats import recommended_workers, sort_key
+from lfw.report.recommend import recommendations, scaling_cases
+from lfw.report.stats import sort_key
+from lfw.results import Run
 from lfw.spread import mean_sd
-
-GROUP = "workers-transform"
-
-
-def scaling_cases(run: Run) -> dict[str, list[Case]]:
-    """Cases of the workers group by transform, each list ordered by worker count."""
-    by_transform: dict[str, list[Case]] = {}
-    for case in run.group(GROUP):
-        if isinstance(case.value("num_workers"), int):
-            by_transform.setdefault(str(case.value("transform", "none")), []).append(case)
-    return {t: sorted(cs, key=lambda c: c.value("num_workers")) for t, cs in by_transform.items()}
-
-
-def knees(run: Run) -> dict[str, tuple[int, Case, Case]]:
-    """Per transform: the recommended num_workers, its case, and the fastest case (by median images/s)."""
-    result = {}
-    for transform, cases in scaling_cases(run).items():
-        rated = {c.value("num_workers"): c for c in cases if c.number("images_per_s") is not None}
-        knee = recommended_workers({w: c.number("images_per_s") or 0.0 for w, c in rated.items()})
-        if knee is not None:
-            best = max(rated.values(), key=lambda c: c.number("images_per_s") or 0.0)
-            result[transform] = (knee, rated[knee], best)
-    return result
 
 
 def workers_chart(run: Run) -> Figure | None:
@@ -45,7 +24,7 @@ def workers_chart(run: Run) -> Figure | None:
         return None
     fig, (ax_sec, ax_rate) = new_figure(12.0, 5.0, ncols=2)
     colours = colour_map(series)
-    knee_at = knees(run)
+    knee_at = {r.transform: r.workers for r in recommendations(run) if r.workers is not None}
     for transform, cases in series.items():
         workers = [c.value("num_workers") for c in cases]
         seconds = [mean_sd(c.seconds) for c in cases]
@@ -57,7 +36,7 @@ def workers_chart(run: Run) -> Figure | None:
         dodged_errorbar(ax_sec, i, len(series), workers, seconds, **style)
         dodged_errorbar(ax_rate, i, len(series), workers, rates, **style)
         if transform in knee_at:
-            knee = knee_at[transform][0]
+            knee = knee_at[transform]
             shift = ax_rate.transData + dodge(fig, i, len(series))  # inside the limits its errorbar set
             ax_rate.plot([knee], [rates[workers.index(knee)][0]], marker="o", markersize=15, linestyle="none",
                          markerfacecolor="none", markeredgecolor=colours[transform], markeredgewidth=2,
@@ -78,7 +57,7 @@ def workers_chart(run: Run) -> Figure | None:
     ax_sec.set_ylabel(f"seconds per pass{per_pass}")
     ax_sec.set_title("Time per pass (lower is better)")
     ax_rate.set_ylabel("images/s")
-    ax_rate.set_title("Throughput (higher is better); ring = recommended workers")
+    ax_rate.set_title("Throughput (higher is better); ring = recommended workers (none: no clear winner)")
     ax_sec.legend(title="transform", loc="best")
     rounds = max(len(c.seconds) for cases in series.values() for c in cases)
     fig.suptitle(f"DataLoader scaling with num_workers: mean ± standard deviation over {rounds} rounds",

@@ -41,9 +41,11 @@ def console(report: Report) -> str:
         out.append(f"best: {f.best.label} ({f.best.group}) {f.best.number('images_per_s') or 0:,.0f} img/s"
                    + (f", efficiency {f.best.number('efficiency'):.0%}" if f.best.number("efficiency") else ""))
     if f.knees:
-        out.append("recommended num_workers: " + ", ".join(f"{k.transform} {k.workers}" for k in f.knees))
+        out.append("recommended num_workers (paired ratio to the best per worker count):")
+        out += [f"  {k.transform}: {k.verdict()}  [{k.evidence()}]" for k in f.knees]
     if f.cv is not None:
-        out.append(f"CV of images/s: median {f.cv[0]:.1%}, worst {f.cv[1]:.1%} ({f.cv[2].label})")
+        paired = f"; paired-ratio CV median {f.paired_cv:.1%}" if f.paired_cv is not None else ""
+        out.append(f"CV of images/s: median {f.cv[0]:.1%}, worst {f.cv[1]:.1%} ({f.cv[2].label}){paired}")
     if report.base is not None:
         counts = Counter(v.label for v in report.verdicts)
         tally = ", ".join(f"{counts[label]} {label}" for label in LABELS if counts[label])

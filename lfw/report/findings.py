@@ -7,23 +7,15 @@ recommended worker count or the largest memory growth.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from statistics import median
 
-from lfw.report.chart_workers import knees
-from lfw.report.load import Case, Run
-from lfw.report.stats import best_case, cv_spread
+from lfw.report.ratios import paired, ratio_cv
+from lfw.report.recommend import Recommendation, recommendations
+from lfw.report.stats import best_case, cv_spread, is_loader_case
 from lfw.report.verdict import Verdict
+from lfw.results import Case, Run
 
 CV_WARN = 0.10  # pyperf warns when the standard deviation exceeds 10% of the mean
-
-
-@dataclass(frozen=True)
-class Knee:
-    transform: str
-    workers: int
-    rate: float
-    best_workers: int
-    best_rate: float
-    efficiency: float | None
 
 
 @dataclass(frozen=True)
@@ -36,9 +28,10 @@ class Growth:
 @dataclass(frozen=True)
 class Findings:
     best: Case | None
-    knees: list[Knee]
+    knees: list[Recommendation]
     growth: list[Growth]
     cv: tuple[float, float, Case] | None
+    paired_cv: float | None = None
     regressions: list[Verdict] = field(default_factory=list)
     slopes: list[tuple[Case, str]] = field(default_factory=list)
 
@@ -71,10 +64,23 @@ def leak_slopes(run: Run) -> list[tuple[Case, str]]:
     return found
 
 
+def paired_cv(run: Run) -> float | None:
+    """Median CV of the per-round ratio of each rotated case to its group's first case of the same transform.
+
+    Beside the plain per-case CV it shows how much of the round-to-round noise the pairing removes.
+    """
+    values = []
+    for group in run.groups:
+        cases = [c for c in run.group(group) if is_loader_case(c)]
+        for case in cases:
+            reference = next(c for c in cases if c.value("transform") == case.value("transform"))
+            cv = ratio_cv(case, reference) if paired(case, reference) else None
+            if cv is not None:
+                values.append(cv)
+    return median(values) if values else None
+
+
 def find(run: Run, verdicts: list[Verdict] | None = None) -> Findings:
-    knee_rows = [Knee(t, w, knee_case.number("images_per_s") or 0.0, best.value("num_workers"),
-                      best.number("images_per_s") or 0.0, knee_case.number("efficiency"))
-                 for t, (w, knee_case, best) in knees(run).items()]
     regressions = [v for v in verdicts or [] if v.label == "regressed"]
-    return Findings(best_case(run.cases), knee_rows, largest_growth(run), cv_spread(run.cases), regressions,
-                    leak_slopes(run))
+    return Findings(best_case(run.cases), recommendations(run), largest_growth(run), cv_spread(run.cases),
+                    paired_cv(run), regressions, leak_slopes(run))

@@ -25,8 +25,8 @@ from lfw.report.chart_knobs import (
 from lfw.report.chart_memory import growth_chart, leak_chart, timeline_chart
 from lfw.report.chart_workers import workers_chart
 from lfw.report.figures import FORMATS, ChartSpec, save_figure
-from lfw.report.load import Run
-from lfw.report.verdict import Judge, Verdict, describe_judge, heuristic_judge
+from lfw.report.verdict import JUDGED_BY, Verdict, gate_verdicts
+from lfw.results import Run
 
 README = "README.md"
 MAIN_CHART = "workers"
@@ -104,18 +104,17 @@ def check_output(out: Path, inputs: list[Path]) -> None:
             raise LFWError(f"the report would overwrite its input {path}; choose another --out")
 
 
-def build_report(run: Run, out: Path, base: Run | None = None, judge: Judge = heuristic_judge,
-                 formats: tuple[str, ...] = FORMATS) -> Report:
+def build_report(run: Run, out: Path, base: Run | None = None, formats: tuple[str, ...] = FORMATS) -> Report:
     """Draw every chart the run supports into ``out`` (created), and the comparison when ``base`` is given."""
     check_output(out, [run.path, *([base.path] if base else [])])
     out.mkdir(parents=True, exist_ok=True)
     report = Report(run, out, base)
     specs = chart_specs(run)
     if base is not None:
-        report.verdicts = judge(base, run)
-        report.judged_by = describe_judge(judge)
-        specs.append(ChartSpec(COMPARE_STEM, "Baseline vs current per case, with verdicts",
-                               f"images/s of {base.path.name} and {run.path.name} side by side",
+        report.verdicts, _ = gate_verdicts(base, run)
+        report.judged_by = JUDGED_BY
+        specs.append(ChartSpec(COMPARE_STEM, "Baseline vs current per case, with the gate's verdicts",
+                               f"efficiency (images/s where none) of {base.path.name} and {run.path.name} side by side",
                                "two runs with cases in common",
                                lambda r: compare_chart(base, r, report.verdicts, report.judged_by)))
     for spec in specs:

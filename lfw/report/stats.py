@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from statistics import median
 from typing import Any
 
-from lfw.report.load import Case
+from lfw.results import Case
 
 KNEE_TOLERANCE = 0.05
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from lfw.report.findings import CV_WARN, Findings, find
-from lfw.report.load import Case, Run
 from lfw.report.render import MAIN_CHART, Report
 from lfw.report.stats import describe, short_name
+from lfw.results import Case, Run
 
 MACHINE_KEYS = ("runner_class", "cpu", "usable_cores", "logical_cpus", "total_memory_gib", "python", "torch",
                 "torchvision", "pillow", "numpy", "jpeg_library", "torch_num_threads", "cuda_available",
@@ -41,13 +41,18 @@ def _findings(f: Findings, report: Report) -> list[str]:
         lines.append(f"- **Best configuration:** `{f.best.name}` ({knobs(f.best)}): "
                      f"**{f.best.number('images_per_s') or 0:,.0f} images/s** (median), {eff_text}.")
     if f.knees:
-        lines.append("- **Recommended num_workers** (the knee: the fewest workers within 5% of the best):")
-        lines += ["", "  | transform | recommended workers | images/s there | efficiency | fastest workers "
-                  "| images/s |", "  |---|---:|---:|---:|---:|---:|"]
+        confidence = min((c.ratio.confidence for k in f.knees for c in k.candidates if c.ratio), default=None)
+        level = f"{confidence:.1%} signed-rank interval" if confidence is not None else "interval"
+        lines.append("- **Recommended num_workers** (the knee: the fewest workers within 5% of the best, decided on "
+                     f"paired ratios of the interleaved rounds; each worker count's ratio to the best with its "
+                     f"{level}):")
+        lines += ["", "  | transform | recommended workers | best (images/s) | ratio to the best per worker count |",
+                  "  |---|---:|---:|---|"]
         for k in f.knees:
-            eff = f"{k.efficiency:.0%}" if k.efficiency is not None else "n/a"
-            lines.append(f"  | {k.transform} | **{k.workers}** | {k.rate:,.0f} | {eff} | {k.best_workers} "
-                         f"| {k.best_rate:,.0f} |")
+            rate = k.best.case.number("images_per_s") or 0.0
+            paired = "" if k.paired else " (unpaired rounds: by medians)"
+            lines.append(f"  | {k.transform} | **{k.verdict()}**{paired} | {k.best.workers} ({rate:,.0f}) "
+                         f"| {k.evidence()} |")
         lines.append("")
     names = {"pss_growth_mib": "tree PSS", "worker_uss_max_growth_mib": "USS of one worker"}
     for g in f.growth:
@@ -58,8 +63,10 @@ def _findings(f: Findings, report: Report) -> list[str]:
     if f.cv is not None:
         med, worst, case = f.cv
         warn = f" (above {CV_WARN:.0%}: treat differences smaller than that as noise)" if worst > CV_WARN else ""
+        paired = (f"; of the paired ratio to the group's reference case, median {f.paired_cv:.1%}"
+                  if f.paired_cv is not None else "")
         lines.append(f"- **Noise:** coefficient of variation of images/s over rounds: median {med:.1%}, "
-                     f"worst {worst:.1%} in `{case.name}`{warn}.")
+                     f"worst {worst:.1%} in `{case.name}`{warn}{paired}.")
     if report.base is not None:
         names_reg = ", ".join(f"`{short_name(v.case)}`" for v in f.regressions) or "none"
         lines.append(f"- **Regressions against the baseline** `{report.base.path}`: {names_reg} "

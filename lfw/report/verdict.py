@@ -1,41 +1,37 @@
-"""Verdicts per case for two runs: the seam between the report and the regression gate.
+"""Verdicts per case for a baseline and a current run: the gate's own, so the report and CI never disagree.
 
-The report draws and lists verdicts but does not decide them: a *judge* (``Judge``: two runs in, one
-:class:`Verdict` per case out) does. :func:`gate_judge` asks the noise-aware gate (``lfw.gate``), so the
-report and the CI gate never disagree about what regressed; :func:`heuristic_judge` is a plain, labelled
-stand-in used only when the gate cannot be imported. Cases are matched on ``fullname``, as the gate does.
+The report draws and lists verdicts but decides none: :func:`gate_verdicts` runs the two-file gate
+(:func:`lfw.gate.compare_runs`) on the same loaded runs and turns its comparisons into one verdict per case. A
+case regressed if the gate found any of its metrics regressed (the detail names them); it improved if its
+throughput metric (efficiency) rose by more than the gate's minimum effect. Cases are matched on ``fullname``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from lfw.report.load import Case, Run
-from lfw.spread import coefficient_of_variation
+from lfw.gate.compare import Comparison, GateReport, compare_runs
+from lfw.gate.thresholds import Thresholds
+from lfw.results import Case, Run
 
-MIN_EFFECT = 0.10
-NOISE_FACTOR = 2.0
 LABELS = ("regressed", "improved", "unchanged", "not compared", "new", "missing")
+JUDGED_BY = ("lfw.gate, two files: instruction counts +3%, efficiency (gross, -35%), time to first batch (gross), "
+             "memory floors (python -m lfw.gate --help)")
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """What a judge says about one case: a label from :data:`LABELS`, the change and a one-line reason."""
+    """What the gate says about one case: a label from :data:`LABELS`, the change and a one-line reason."""
 
     case: str  # the case's fullname (file::test[params])
     label: str
-    change: float | None = None  # relative change of the judged metric, current / base - 1
+    change: float | None = None  # relative change of the case's throughput metric, current / base - 1
     detail: str = ""
-
-
-Judge = Callable[[Run, Run], list[Verdict]]
 
 
 def pair_cases(base: Run, current: Run) -> tuple[list[tuple[Case, Case]], list[Case], list[Case]]:
     """Cases matched on ``fullname``, plus those only in current (new) and only in base (missing)."""
-    base_by_name = {c.fullname: c for c in base.cases}
+    base_by_name = base.by_name()
     current_names = {c.fullname for c in current.cases}
     pairs = [(base_by_name[c.fullname], c) for c in current.cases if c.fullname in base_by_name]
     new = [c for c in current.cases if c.fullname not in base_by_name]
@@ -43,53 +39,25 @@ def pair_cases(base: Run, current: Run) -> tuple[list[tuple[Case, Case]], list[C
     return pairs, new, missing
 
 
-def heuristic_judge(base: Run, current: Run) -> list[Verdict]:
-    """Median images/s change against a threshold of ``max(10%, 2 x the larger CV)``.
-
-    A stand-in, not a statistical test: with 3 rounds per case no rank test can reach significance, so a
-    change is only called when it is both large and well outside the round-to-round noise of either run.
-    """
-    pairs, new, missing = pair_cases(base, current)
-    verdicts = []
-    for old, now in pairs:
-        before, after = old.number("images_per_s"), now.number("images_per_s")
-        if not before or after is None:
-            verdicts.append(Verdict(now.fullname, "not compared", None, "no images/s on both sides"))
-            continue
-        change = after / before - 1
-        noise = max(_cv(old), _cv(now))
-        threshold = max(MIN_EFFECT, NOISE_FACTOR * noise)
-        label = "regressed" if change < -threshold else "improved" if change > threshold else "unchanged"
-        detail = (f"images/s {before:,.0f} -> {after:,.0f} ({change:+.1%}), "
-                  f"threshold ±{threshold:.0%} (CV {noise:.1%})")
-        verdicts.append(Verdict(now.fullname, label, change, detail))
-    return verdicts + _one_sided([c.fullname for c in new], [c.fullname for c in missing])
+def describe(c: Comparison) -> str:
+    """``efficiency 0.41 -> 0.29 (-29.3%), minimum effect -35%``: one gate comparison in words."""
+    change = f"{c.change:+.1%}" if c.metric.kind == "relative" else f"{c.change:+.2f}{c.metric.unit}"
+    return f"{c.metric.label} {c.baseline:,.4g} -> {c.current:,.4g} ({change}), minimum effect {c.rule}"
 
 
-def _one_sided(new: list[str], missing: list[str]) -> list[Verdict]:
-    return ([Verdict(name, "new", None, "not in the baseline") for name in new]
-            + [Verdict(name, "missing", None, "in the baseline, not in this run") for name in missing])
-
-
-def gate_judge(base: Run, current: Run) -> list[Verdict]:
-    """The regression gate's decision, ``lfw.gate.compare_runs``, as one verdict per case.
-
-    A case regressed if the gate found any of its metrics regressed (the detail names them); it improved if
-    its throughput metric (images/s, or efficiency across machines) rose by more than the gate's throughput
-    threshold. The gate re-reads both files with its own loader, so both tools judge the same data.
-    """
-    from lfw.gate import Thresholds, compare_runs
-    from lfw.gate import load_run as gate_load
-
-    gate = compare_runs(gate_load(base.path), gate_load(current.path))
-    by_case: dict[str, list] = {}
+def gate_verdicts(base: Run, current: Run, thresholds: Thresholds | None = None) -> tuple[list[Verdict], GateReport]:
+    """One verdict per case of ``current`` (and per case missing from it), from the two-file gate."""
+    th = thresholds or Thresholds()
+    gate = compare_runs(base, current, th)
+    by_case: dict[str, list[Comparison]] = {}
     for comparison in gate.comparisons:
         by_case.setdefault(comparison.case, []).append(comparison)
     verdicts = []
     for case in current.cases:
-        comparisons = by_case.get(case.fullname)
         if case.fullname in gate.new_cases:
+            verdicts.append(Verdict(case.fullname, "new", None, "not in the baseline"))
             continue
+        comparisons = by_case.get(case.fullname)
         if not comparisons:
             verdicts.append(Verdict(case.fullname, "not compared", None, "no metric the gate compares"))
             continue
@@ -99,47 +67,9 @@ def gate_judge(base: Run, current: Run) -> list[Verdict]:
         if regressed:
             label, shown = "regressed", regressed
         else:
-            improved = change is not None and change > Thresholds().throughput
+            improved = change is not None and change > th.efficiency
             label, shown = ("improved" if improved else "unchanged"), [throughput] if throughput else []
-        detail = "; ".join(_gate_detail(c) for c in shown) or "no throughput compared"
+        detail = "; ".join(describe(c) for c in shown) or "no throughput compared"
         verdicts.append(Verdict(case.fullname, label, change, detail))
-    return verdicts + _one_sided(list(gate.new_cases), list(gate.missing_cases))
-
-
-def _gate_detail(c: Any) -> str:
-    """``images/s 277 -> 194 (-30.0%), p=0.050 (3v3)``: one gate comparison in words."""
-    change = f"{c.change:+.1%}" if c.metric.kind == "relative" else f"{c.change:+.2f}{c.metric.unit}"
-    evidence = f"p={c.p_value:.3f} ({c.n_baseline}v{c.n_current})" if c.p_value is not None \
-        else f"{c.n_baseline}v{c.n_current} rounds: effect size only"
-    return f"{c.metric.label} {c.baseline:,.4g} -> {c.current:,.4g} ({change}), {evidence}"
-
-
-gate_judge.description = (  # type: ignore[attr-defined]
-    "lfw.gate: change beyond its minimum effect size and, where the rounds allow, a one-sided "
-    "Mann-Whitney U test (python -m lfw.gate --help)")
-
-
-def default_judge() -> Judge:
-    """The gate when it can be imported, else the labelled heuristic."""
-    try:
-        import lfw.gate  # noqa: F401
-    except ImportError:
-        return heuristic_judge
-    return gate_judge
-
-
-heuristic_judge.description = (  # type: ignore[attr-defined]
-    f"heuristic: median images/s change beyond max({MIN_EFFECT:.0%}, {NOISE_FACTOR:g} x CV); "
-    "not the gate's statistical test")
-
-
-def _cv(case: Case) -> float:
-    saved = case.number("images_per_s_cv")
-    if saved is not None:
-        return saved
-    return coefficient_of_variation(case.rounds("images_per_s"))
-
-
-def describe_judge(judge: Judge) -> str:
-    """The judge's ``description`` attribute, else its qualified name: printed beside every verdict."""
-    return str(getattr(judge, "description", getattr(judge, "__qualname__", repr(judge))))
+    verdicts += [Verdict(name, "missing", None, "in the baseline, not in this run") for name in gate.missing_cases]
+    return verdicts, gate

@@ -1,0 +1,84 @@
+"""The cost layer: CPU instructions per image of the loading pipeline, one case per transform preset.
+
+Counted under valgrind's callgrind with instrumentation switched on only around one pass of ``num_workers=0``
+and one thread (read, decode, transform, collate; see :mod:`lfw.measure.cost`), so the count depends on the
+code, the libraries and the images, not on how fast the machine happens to run: the gate compares it against
+the committed baseline with a 3% threshold. All presets are counted in one valgrind process per session (its
+start-up, importing torch uninstrumented, is most of the ~80 s). The timed part of each case is the same pass
+run natively, so the case also records seconds per pass and the instructions per second this session ran at.
+
+Runs in the smoke and full profiles, and in quick with ``--bench-cost`` (``make gate``, ``make cost``). Where
+valgrind, its headers or a C compiler is missing, every case skips with the reason, which is also recorded in
+``machine_info`` (``cost_layer_skipped``) so the gate can say why the layer was not judged.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from benchmarks.conftest import benchmark_group, record
+from benchmarks.session_facts import SESSION_FACTS
+from lfw.data_root import DataSource
+from lfw.dataset import LFWDataset
+from lfw.matrix import TRANSFORMS
+from lfw.measure import LoaderConfig, LoaderPass
+from lfw.measure.callgrind import unavailable_reason, valgrind_version
+from lfw.measure.ceiling import usable_cores
+from lfw.measure.cost import InstructionCount, count_instructions
+from lfw.measure.summary import summarize
+from lfw.profiles import Profile
+from lfw.synth import cache_root
+
+GROUP = "cost"
+pytestmark = pytest.mark.benchmark(group=GROUP)
+
+
+def skip_reason(config: pytest.Config, profile: Profile) -> str | None:
+    if not (profile.cost_by_default or config.getoption("--bench-cost")):
+        return (f"{profile.name} profile: the cost layer (valgrind, ~80 s) runs with --bench-cost "
+                "(make gate, make cost) and in the full profile")
+    reason = unavailable_reason()
+    return f"cost layer not measured: {reason}" if reason else None
+
+
+@pytest.fixture(scope="module")
+def counts(request: pytest.FixtureRequest, lfw_source: DataSource, profile: Profile) -> dict[str, InstructionCount]:
+    """Every selected preset counted in one valgrind process; the skip reason instead, for every case."""
+    reason = skip_reason(request.config, profile)
+    if reason:
+        request.config.stash[SESSION_FACTS]["cost_layer_skipped"] = reason
+        pytest.skip(reason)
+    presets = [item.callspec.params["transform"] for item in request.session.items
+               if benchmark_group(item) == GROUP and hasattr(item, "callspec")]
+    return count_instructions(lfw_source.path, presets, batch_size=profile.cost_images, batches=1,
+                              cache_dir=cache_root() / "callgrind")
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS)
+def test_cost(benchmark: Any, counts: dict[str, InstructionCount], dataset_factory: Callable[..., LFWDataset],
+              profile: Profile, transform: str) -> None:
+    count = counts[transform]
+    loader = LoaderConfig(batch_size=profile.cost_images, num_workers=0).build(dataset_factory(transform))
+    runner = LoaderPass(loader, 1, memory_interval_s=None)
+    try:
+        benchmark.pedantic(runner.run, setup=runner.setup, rounds=profile.rounds, warmup_rounds=1, iterations=1)
+    finally:
+        runner.close()
+    info = summarize(runner.results[-profile.rounds:] if benchmark.enabled else runner.results,
+                     workers=0, usable_cores=usable_cores())
+    seconds = min(r.wall_s for r in runner.results)
+    info.update({"transform": transform, "profile": profile.name, "config": loader_config_dict(profile),
+                 "instructions": count.instructions, "instructions_per_image": round(count.per_image, 1),
+                 "images_counted": count.images, "valgrind": valgrind_version(),
+                 "native_instructions_per_s": round(count.instructions / seconds) if seconds > 0 else 0,
+                 "pythonhashseed": os.environ.get("PYTHONHASHSEED")})
+    record(benchmark, info)
+    assert count.images == profile.cost_images and count.instructions > 0
+
+
+def loader_config_dict(profile: Profile) -> dict[str, Any]:
+    return LoaderConfig(batch_size=profile.cost_images, num_workers=0).as_dict()

@@ -1,0 +1,108 @@
+"""The A/B decision rule: per case and metric, a paired test over process pairs, a minimum effect, and Holm.
+
+The unit of replication is a *process pair*: one fresh process per revision, started together, measured in a
+randomized ABBA or BAAB quad of passes per case. Measured on the project VM, two identical processes differ by a
+stable 2-20% for their whole life (the same code, started a second apart; not address-space layout, which was
+ruled out with ASLR off), while quads within one pair agree to about 1%. So passes of one pair are not
+independent evidence: the pair's log ratio (mean log current minus mean log base over its quad) is one
+observation, and a run is ``n`` such pairs.
+
+Per comparison (``worse`` = the log ratio signed so that positive is worse: slower or later):
+
+- estimate: Hodges-Lehmann of the pairs' worse-by; interval: the signed-rank interval at ``confidence``;
+- regressed: one-sided exact Wilcoxon signed-rank p, Holm-adjusted over every comparison of the run, at most
+  ``alpha_look``, AND the estimate beyond the threshold (a minimum effect: significance alone is not a verdict);
+- ok: the interval's worse end within the threshold: a regression of the threshold's size is ruled out;
+- inconclusive: neither; the run says "noisy: rerun" with its own exit code instead of passing silently.
+
+Looks: the runner decides after ``n1, n2, ...`` pairs and stops when nothing is inconclusive. Each look spends
+``alpha / looks`` (Bonferroni over looks), so the false-alarm rate per gate run stays at most ``alpha`` whatever
+look it stops at.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import median
+
+from lfw.gate.metrics import Metric
+from lfw.paired import Interval, hodges_lehmann, holm, signed_rank_interval, signed_rank_p
+
+REGRESSED, OK, INCONCLUSIVE = "regressed", "ok", "inconclusive"
+
+
+@dataclass(frozen=True)
+class PairedInput:
+    """One comparison's data: per-pair log ratios (current over base) and each side's per-pass values."""
+
+    case: str
+    metric: Metric
+    log_ratios: tuple[float, ...]
+    base_values: tuple[float, ...]
+    current_values: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """The verdict on one comparison with the numbers behind it."""
+
+    case: str
+    metric: Metric
+    pairs: int
+    base_median: float
+    current_median: float
+    ratio: float  # Hodges-Lehmann estimate of current / base
+    ratio_low: float
+    ratio_high: float
+    confidence: float
+    p_value: float  # one-sided, "current is worse"
+    p_holm: float
+    threshold: float
+    verdict: str
+
+    @property
+    def regressed(self) -> bool:
+        return self.verdict == REGRESSED
+
+
+def worse_sign(metric: Metric) -> int:
+    """+1 when a higher value is worse (time to first batch), -1 when lower is worse (images/s)."""
+    return 1 if metric.worse == "higher" else -1
+
+
+def worse_limit(metric: Metric, threshold: float) -> float:
+    """The threshold as a log worse-by: 10% slower is log(1/0.9), 25% later is log(1.25)."""
+    return math.log1p(threshold) if metric.worse == "higher" else -math.log1p(-threshold)
+
+
+def decide(inputs: Sequence[PairedInput], thresholds: dict[str, float], *, alpha_look: float,
+           confidence: float = 0.90) -> list[PairedComparison]:
+    """Judge every comparison of one look; ``thresholds`` maps a metric family to its minimum effect."""
+    signed = [[worse_sign(i.metric) * x for x in i.log_ratios] for i in inputs]
+    p_values = [signed_rank_p(w, "greater") for w in signed]
+    adjusted = holm(p_values)
+    out = []
+    for item, worse, p, p_adj in zip(inputs, signed, p_values, adjusted, strict=True):
+        threshold = thresholds[item.metric.family]
+        limit = worse_limit(item.metric, threshold)
+        estimate = hodges_lehmann(worse)
+        interval: Interval = signed_rank_interval(worse, confidence)
+        if p_adj <= alpha_look and estimate > limit:
+            verdict = REGRESSED
+        elif interval.high <= limit:
+            verdict = OK
+        else:
+            verdict = INCONCLUSIVE
+        sign = worse_sign(item.metric)
+        low, high = sorted((math.exp(sign * interval.low), math.exp(sign * interval.high)))
+        out.append(PairedComparison(item.case, item.metric, len(worse), median(item.base_values),
+                                    median(item.current_values), math.exp(sign * estimate), low, high,
+                                    interval.confidence, p, p_adj, threshold, verdict))
+    return out
+
+
+def look_points(min_pairs: int, max_pairs: int, step: int) -> list[int]:
+    """The pair counts at which the runner decides: ``min_pairs``, then every ``step``, ending at ``max_pairs``."""
+    return sorted({*range(min_pairs, max_pairs, step), max_pairs})

@@ -1,0 +1,289 @@
+"""How reliable is the gate on this runner? Run it many times, record every outcome, count.
+
+``python -m lfw.gate.rates KIND --runs N`` (``make gate-rates``) appends one JSON line per run to
+``benchmarks/gate_rates/<KIND>.jsonl`` (append-only: earlier outcomes are never rewritten), and
+``python -m lfw.gate.rates summary`` prints the rates the README quotes, from those files only.
+
+Kinds:
+
+- ``gate``: ``make gate`` on unchanged code against the committed baseline (quick profile, cost layer, two-file
+  rule): should exit 0. Each run's instruction counts are recorded too (their repeatability across runs).
+- ``ab-aa``: ``python -m lfw.gate --ab HEAD`` from a clean checkout of HEAD: both sides the same code, should
+  exit 0.
+- ``ab-slow``: the same, with the current side's JPEG decode made ~15% slower by
+  ``benchmarks/gate_rates/slow_decode/sitecustomize.py`` placed at the root of its checkout: should exit 1.
+- ``cost-slow``: the cost layer with the slowed decode against the committed baseline: should flag it.
+
+The A/B kinds run from temporary ``git worktree`` checkouts of HEAD, so edits to the working tree during a long
+campaign do not leak into it; their raw runs go to ``.benchmarks/gate-rates/`` (not committed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from lfw.cli_args import OneLineParser
+from lfw.errors import LFWError, cli_entry
+from lfw.results import load_run
+
+KINDS = ("gate", "ab-aa", "ab-slow", "cost-slow")
+OUTCOMES = Path("benchmarks/gate_rates")
+RAW = Path(".benchmarks/gate-rates")
+SLOW_DECODE = OUTCOMES / "slow_decode" / "sitecustomize.py"
+EXPECTED = {"gate": 0, "ab-aa": 0, "ab-slow": 1, "cost-slow": 1}
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def measured_code_clean(repo: Path) -> bool:
+    """True when lfw/, benchmarks/ and the configuration match HEAD (documentation edits do not count)."""
+    paths = ["lfw", "benchmarks", "conftest.py", "pytest.ini", "Makefile", "pyproject.toml"]
+    return not git("status", "--porcelain", "--untracked-files=no", "--", *paths, cwd=repo)
+
+
+def append(kind: str, record: dict[str, Any], repo: Path) -> None:
+    path = repo / OUTCOMES / f"{kind}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        handle.write(json.dumps(record, sort_keys=True) + "\n")
+
+
+def run_logged(command: Sequence[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[int, float]:
+    """Run ``command`` with its output to ``log``; (exit code, seconds)."""
+    started = time.perf_counter()
+    with log.open("w") as handle:
+        code = subprocess.run(command, cwd=cwd, env=env, stdout=handle, stderr=subprocess.STDOUT,
+                              check=False).returncode
+    return code, time.perf_counter() - started
+
+
+def gate_record(repo: Path, raw: Path, code: int, seconds: float, log: Path) -> dict[str, Any]:
+    """A two-file gate run's outcome: exit code, regressions, the worst change per family, instruction counts."""
+    record: dict[str, Any] = {"exit_code": code, "seconds": round(seconds, 1)}
+    report_path, run_path = raw / "gate-report.json", repo / "reports" / "gate-run.json"
+    if report_path.exists():
+        report = json.loads(report_path.read_text())
+        record["regressions"] = [f"{c['case'].rpartition('::')[2]} {c['metric']} {c['change']:+.4g}"
+                                 for c in report["comparisons"] if c["regressed"]]
+        worst: dict[str, float] = {}
+        for c in report["comparisons"]:
+            worse = -c["change"] if c["metric"] == "efficiency" else c["change"]
+            if c["metric"] in ("efficiency", "ttfb_s", "instructions_per_image"):
+                worst[c["metric"]] = max(worst.get(c["metric"], float("-inf")), worse)
+        record["worst_relative_change"] = {k: round(v, 4) for k, v in worst.items()}
+        record["unjudged"] = report.get("unjudged", {})
+    if run_path.exists():
+        run = load_run(run_path)
+        record["instructions_per_image"] = {c.value("transform"): c.number("instructions_per_image")
+                                            for c in run.cases if c.number("instructions_per_image")}
+        from lfw.report.recommend import recommendations
+
+        record["recommended_workers"] = {r.transform: r.verdict() for r in recommendations(run)}
+        record["per_core_images_per_s"] = {k.removeprefix("per_core_images_per_s_"): v
+                                           for k, v in run.machine.items() if k.startswith("per_core_images_per_s_")}
+        shutil.copy(run_path, raw / "gate-run.json")
+    record["tail"] = log.read_text().splitlines()[-3:]
+    return record
+
+
+def run_gate(repo: Path, raw: Path) -> dict[str, Any]:
+    log = raw / "make-gate.log"
+    env = {**os.environ, "GATE_ARGS": f"--json-report {raw / 'gate-report.json'}"}
+    code, seconds = run_logged(["make", "gate"], repo, env, log)
+    return gate_record(repo, raw, code, seconds, log)
+
+
+def checkout(repo: Path, into: Path) -> Path:
+    git("worktree", "add", "--detach", str(into), "HEAD", cwd=repo)
+    return into
+
+
+def run_ab(repo: Path, raw: Path, slow: bool, max_pairs: int) -> dict[str, Any]:
+    """``python -m lfw.gate --ab HEAD`` from a clean worktree of HEAD (slowed: with the sitecustomize in it)."""
+    tmp = Path(tempfile.mkdtemp(prefix="lfw-rates-"))
+    tree = tmp / "current"
+    try:
+        checkout(repo, tree)
+        if slow:
+            shutil.copy(repo / SLOW_DECODE, tree / "sitecustomize.py")
+        env = {**os.environ, "PYTHONPATH": str(tree), "LFW_SLOW_DECODE": "0.15"}
+        log = raw / "ab.log"
+        code, seconds = run_logged([sys.executable, "-m", "lfw.gate", "--ab", "HEAD", "--max-pairs", str(max_pairs),
+                                    "--ab-out", str(raw / "ab")], tree, env, log)
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], capture_output=True,
+                       check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+    record: dict[str, Any] = {"exit_code": code, "seconds": round(seconds, 1)}
+    verdicts = raw / "ab" / "verdicts.json"
+    if verdicts.exists():
+        doc = json.loads(verdicts.read_text())
+        record.update({"pairs": doc["pairs"], "looks": doc["looks"], "seed": doc["seed"], "comparisons": [
+            {"case": v["case"].rpartition("::")[2], "metric": v["metric"], "ratio": round(v["ratio"], 4),
+             "interval": [round(v["ratio_low"], 4), round(v["ratio_high"], 4)], "p_holm": v["p_holm"],
+             "verdict": v["verdict"]} for v in doc["verdicts"]]})
+    record["tail"] = log.read_text().splitlines()[-2:]
+    return record
+
+
+def run_cost_slow(repo: Path, raw: Path, baseline: Path) -> dict[str, Any]:
+    """The cost layer with the slowed decode on PYTHONPATH, gated against ``baseline``."""
+    slow_dir = repo / SLOW_DECODE.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(slow_dir), str(repo)]), "LFW_SLOW_DECODE": "0.15"}
+    run_json = raw / "cost-run.json"
+    code, seconds = run_logged([sys.executable, "-m", "pytest", "benchmarks", "-k", "cost", "--bench-cost", "-q",
+                                "-p", "no:cacheprovider", f"--benchmark-json={run_json}"], repo, env, raw / "cost.log")
+    if code != 0:
+        return {"exit_code": code, "seconds": round(seconds, 1), "error": "the cost benchmarks failed"}
+    report = raw / "gate-report.json"
+    gate_code, _ = run_logged([sys.executable, "-m", "lfw.gate", str(baseline), str(run_json), "--json-report",
+                               str(report)], repo, dict(os.environ), raw / "gate.log")
+    doc = json.loads(report.read_text())
+    changes = {c["case"].rpartition("::")[2]: round(c["change"], 4) for c in doc["comparisons"]
+               if c["metric"] == "instructions_per_image"}
+    flagged = sorted(c["case"].rpartition("::")[2] for c in doc["comparisons"]
+                     if c["metric"] == "instructions_per_image" and c["regressed"])
+    return {"exit_code": gate_code, "seconds": round(seconds, 1), "instructions_change": changes, "flagged": flagged}
+
+
+def campaign(kind: str, runs: int, repo: Path, baseline: Path, max_pairs: int) -> None:
+    head = git("rev-parse", "HEAD", cwd=repo)
+    for i in range(1, runs + 1):
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        raw = repo / RAW / kind / stamp
+        raw.mkdir(parents=True)
+        started = now()
+        print(f"[{kind} {i}/{runs}] {started}", file=sys.stderr, flush=True)
+        if kind == "gate":
+            outcome = run_gate(repo, raw)
+        elif kind in ("ab-aa", "ab-slow"):
+            outcome = run_ab(repo, raw, kind == "ab-slow", max_pairs)
+        else:
+            outcome = run_cost_slow(repo, raw, baseline)
+        record = {"kind": kind, "started": started, "finished": now(), "commit": head,
+                  "measured_code_clean": measured_code_clean(repo), "host": platform.node(),
+                  "expected_exit": EXPECTED[kind], "raw": str(raw.relative_to(repo)), **outcome}
+        append(kind, record, repo)
+        print(f"[{kind} {i}/{runs}] exit {outcome['exit_code']} (expected {EXPECTED[kind]})", file=sys.stderr,
+              flush=True)
+
+
+def read(kind: str, repo: Path) -> list[dict[str, Any]]:
+    path = repo / OUTCOMES / f"{kind}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def hours(records: list[dict[str, Any]]) -> str:
+    stamps = sorted(r["started"] for r in records)
+    distinct = sorted({s[:13] for s in stamps})
+    return f"{stamps[0][:16]} to {stamps[-1][:16]} UTC, {len(distinct)} distinct hours"
+
+
+def summary(repo: Path) -> str:
+    """The rates, from the committed outcome files only."""
+    lines = []
+    for kind, label in (("gate", "make gate, unchanged code vs the committed baseline"),
+                        ("ab-aa", "A/B, both sides HEAD (A/A)"), ("ab-slow", "A/B, current side's decode ~15% slower"),
+                        ("cost-slow", "cost layer, decode ~15% slower, vs the committed baseline")):
+        records = read(kind, repo)
+        if not records:
+            lines.append(f"{label}: no runs recorded")
+            continue
+        hit = sum(r["exit_code"] == r["expected_exit"] for r in records)
+        codes = ", ".join(f"exit {c}: {sum(r['exit_code'] == c for r in records)}"
+                          for c in sorted({r["exit_code"] for r in records}))
+        lines.append(f"{label}: {hit}/{len(records)} as expected (exit {EXPECTED[kind]}); {codes}; {hours(records)}")
+        if kind == "gate":
+            lines += gate_details(records)
+        if kind.startswith("ab"):
+            pairs = [r.get("pairs", 0) for r in records]
+            minutes = [r["seconds"] / 60 for r in records]
+            lines.append(f"  pairs per run {min(pairs)}-{max(pairs)}; {min(minutes):.1f}-{max(minutes):.1f} min per run")
+            lines += ab_details(records)
+        if kind == "cost-slow":
+            for r in records:
+                lines.append(f"  instructions per image change: {r.get('instructions_change')}; flagged {r.get('flagged')}")
+    return "\n".join(lines)
+
+
+def gate_details(records: list[dict[str, Any]]) -> list[str]:
+    out = []
+    counts: dict[str, list[float]] = {}
+    for r in records:
+        for preset, value in (r.get("instructions_per_image") or {}).items():
+            counts.setdefault(preset, []).append(value)
+    if counts:
+        spread = {p: (max(v) - min(v)) / min(v) for p, v in counts.items()}
+        out.append("  instructions per image across runs (max - min) / min: "
+                   + ", ".join(f"{p} {s:.4%}" for p, s in spread.items()))
+    worst: dict[str, float] = {}
+    for r in records:
+        for metric, value in (r.get("worst_relative_change") or {}).items():
+            worst[metric] = max(worst.get(metric, float("-inf")), value)
+    if worst:
+        out.append("  worst change in the bad direction over all runs: "
+                   + ", ".join(f"{m} {v:+.1%}" for m, v in worst.items()))
+    regressions = [x for r in records for x in r.get("regressions", [])]
+    if regressions:
+        out.append(f"  regressions reported: {'; '.join(regressions)}")
+    recs = [r["recommended_workers"] for r in records if r.get("recommended_workers")]
+    if recs:
+        out.append("  recommended num_workers per run: " + " | ".join(
+            ", ".join(f"{t} {w}" for t, w in rec.items()) for rec in recs))
+    return out
+
+
+def ab_details(records: list[dict[str, Any]]) -> list[str]:
+    by_metric: dict[str, list[float]] = {}
+    for r in records:
+        for c in r.get("comparisons", []):
+            by_metric.setdefault(f"{c['case']} {c['metric']}", []).append(c["ratio"])
+    return [f"  {k}: ratio current/base {min(v):.3f}-{max(v):.3f} (median {sorted(v)[len(v) // 2]:.3f})"
+            for k, v in sorted(by_metric.items())]
+
+
+@cli_entry
+def main(argv: list[str] | None = None) -> int:
+    parser = OneLineParser(prog="python -m lfw.gate.rates", description=__doc__.splitlines()[0],
+                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog="\n".join(
+                               __doc__.splitlines()[2:]))
+    parser.add_argument("kind", choices=(*KINDS, "summary"))
+    parser.add_argument("--runs", type=int, default=20, help="runs to add (default 20)")
+    parser.add_argument("--baseline", type=Path, default=Path("benchmarks/baselines/cpu-2core.json"),
+                        help="baseline of the cost-slow kind (make gate uses the Makefile's)")
+    parser.add_argument("--max-pairs", type=int, default=24, help="A/B pair budget (default 24)")
+    args = parser.parse_args(argv)
+    repo = Path(git("rev-parse", "--show-toplevel"))
+    if args.kind == "summary":
+        print(summary(repo))
+        return 0
+    if args.runs < 1:
+        raise LFWError(f"--runs must be at least 1, got {args.runs}")
+    if not re.fullmatch(r"[0-9a-f]{40}", git("rev-parse", "HEAD", cwd=repo)):
+        raise LFWError("no commit to measure: commit first")
+    campaign(args.kind, args.runs, repo, args.baseline, args.max_pairs)
+    print(summary(repo))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""Minimum effects of the gate, the rule as ``--help`` prints it, and checks on user-given values.
+
+Defaults come from measurements on the project's 2-core VM (README, "Regression gating"): instruction counts
+repeat exactly, so 3% is far above their noise; two-file efficiency moved by up to ~20% between sessions of
+unchanged code, so only a loss beyond 35% is called; time to first batch includes forking workers, the most
+contention-sensitive part of a pass, so two-file it is judged only beyond +150% (a spawn-instead-of-fork
+regression is +800%). In A/B mode both sides share the machine's drift and the unit is a process pair, so
+8% of images/s and 25% of time to first batch are resolvable within the run's pair budget.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from lfw.errors import LFWError
+from lfw.gate.metrics import Metric
+
+RULE_TEXT = """\
+decision rule
+
+  two files (BASELINE.json CURRENT.json; rounds of one session share its speed, so no test over rounds is
+  valid: each case is decided by effect size against thresholds set from measured between-session drift)
+    cost layer   instructions per image (callgrind, deterministic): higher by more than --cost-threshold
+    wall clock   gross regressions only: efficiency (images/s over the single-core ceiling measured in the
+                 same round) lower by more than --efficiency-threshold; time to first batch higher by more
+                 than --ttfb-threshold; finer wall-clock changes need --ab
+    memory       tree PSS growth and in-pass peak: higher by more than --memory-floor-mib AND
+                 --memory-ratio x |baseline|; worker USS at the end of a pass and its growth: likewise with
+                 --worker-floor-mib; leak check median step per epoch: --slope-floor-mib and --memory-ratio
+    data wait    fraction of a training loop spent waiting: --wait-floor AND --wait-ratio x baseline
+    A layer that cannot be judged (no instruction counts in a run, valgrind missing) is named on its own line;
+    --require-cost-layer turns that into exit 2.
+
+  A/B (--ab REV; pass-interleaved, the unit is a pair of fresh processes, one per revision)
+    per case and metric: log ratio current/base of each pair (mean over its ABBA or BAAB quad)
+    regressed     one-sided exact Wilcoxon signed-rank over the pairs, Holm-adjusted over all comparisons
+                  of the run, p <= alpha / looks, AND Hodges-Lehmann estimate beyond the threshold
+                  (--ab-throughput-threshold for images/s, --ab-ttfb-threshold for time to first batch)
+    ok            the 90% signed-rank interval rules out a change as large as the threshold
+    inconclusive  neither: "noisy: rerun", exit 3
+    looks         decided after --min-pairs pairs and every --look-every pairs up to --max-pairs; stops when
+                  nothing is inconclusive; each look spends alpha / looks (Bonferroni over looks)
+
+  family-wise: A/B controls the false-alarm rate per gate run at --alpha (Holm over comparisons, Bonferroni
+  over looks). Two-file decisions are thresholds, not tests; their per-run false-alarm rate is measured by
+  `make gate-rates` (A/A runs against the committed baseline) and stated in the README.
+
+exit codes: 0 no regression; 1 regression (the table names each); 2 unusable input (missing or corrupt
+file, unknown revision, a layer that --require-cost-layer needs); 3 A/B inconclusive (noisy: rerun);
+4 measurement failed (a side crashed or timed out, valgrind failed)"""
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Minimum effects and the test level; every field is a CLI flag (``--cost-threshold``, ...)."""
+
+    cost: float = 0.03
+    efficiency: float = 0.35
+    ttfb: float = 1.50
+    memory_floor_mib: float = 100.0
+    memory_ratio: float = 0.25
+    worker_floor_mib: float = 64.0
+    slope_floor_mib: float = 8.0
+    wait_floor: float = 0.05
+    wait_ratio: float = 0.25
+    ab_throughput: float = 0.08
+    ab_ttfb: float = 0.25
+    alpha: float = 0.05
+
+    def __post_init__(self) -> None:
+        bad = [k for k, v in asdict(self).items() if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0)]
+        if bad:
+            raise LFWError(f"thresholds must be finite numbers >= 0: check {', '.join(bad)}")
+        if not 0 < self.alpha < 1:
+            raise LFWError(f"--alpha must be between 0 and 1, got {self.alpha:g}")
+        shares = {"efficiency": self.efficiency, "ab_throughput": self.ab_throughput}
+        too_big = [k for k, v in shares.items() if v >= 1]
+        if too_big:
+            raise LFWError(f"a throughput threshold is a share of the baseline, below 1: check {', '.join(too_big)}")
+
+    def relative(self, metric: Metric) -> float:
+        """The two-file minimum effect of a relative metric (a share of the baseline)."""
+        return {"cost": self.cost, "throughput": self.efficiency, "ttfb": self.ttfb}[metric.family]
+
+    def absolute(self, metric: Metric) -> tuple[float, float]:
+        """(floor, ratio) of an absolute metric: the increase must exceed both floor and ratio x |baseline|."""
+        return {"memory": (self.memory_floor_mib, self.memory_ratio),
+                "worker-memory": (self.worker_floor_mib, self.memory_ratio),
+                "slope": (self.slope_floor_mib, self.memory_ratio),
+                "wait": (self.wait_floor, self.wait_ratio)}[metric.family]
+
+    def ab(self) -> dict[str, float]:
+        """A/B minimum effects by metric family."""
+        return {"throughput": self.ab_throughput, "ttfb": self.ab_ttfb}

@@ -1,0 +1,178 @@
+"""The deterministic cost layer: CPU instructions per image of the loading pipeline, counted under callgrind.
+
+Wall-clock rates on a shared VM drift by tens of percent between sessions (and a process can run 10-20% faster or
+slower than its twin started a second later), so a two-file comparison of seconds cannot see a 5% change. The
+number of instructions the pipeline executes does not drift: it depends on the code, the libraries and the data.
+It is what a regression in the per-image work (a slower decode, an extra copy, a costlier transform) changes.
+
+What is counted: one pass of ``batches`` batches through :class:`~lfw.measure.LoaderPass` with ``num_workers=0``
+and one intra-op thread, i.e. read + decode + transform + collate of each image in this process, after an
+uncounted warm-up pass. Instrumentation is switched on only around that pass (see :mod:`lfw.measure.callgrind`),
+so the ~10 G instructions of importing torch are never counted. Seeds, the hash seed and a garbage collection
+before each counted pass make the count repeat; what is left (allocator and page-cache state) moves it by
+well under 0.5% between runs (measured A/A, README). Kernel work (file reads, page faults) is not counted:
+that part of the cost stays with the wall-clock layers.
+
+The child process is ``python -m lfw.measure.cost --child ...`` under ``valgrind --tool=callgrind
+--instr-atstart=no``; it dumps one callgrind profile per preset, named by the preset, which the parent parses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from lfw.errors import LFWError, MeasurementError
+from lfw.measure.callgrind import unavailable_reason, valgrind_version
+
+CALLGRIND_FLAGS = ("--tool=callgrind", "--instr-atstart=no", "--dump-instr=no", "--dump-line=no",
+                   "--compress-strings=no", "--compress-pos=no")
+LABEL_PREFIX = "lfw-cost:"
+CHILD_TIMEOUT_S = 1800.0
+
+
+@dataclass(frozen=True)
+class InstructionCount:
+    """Instructions executed by one counted pass of one preset, and the images it loaded."""
+
+    preset: str
+    instructions: int
+    images: int
+    batches: int
+
+    @property
+    def per_image(self) -> float:
+        return self.instructions / self.images if self.images else 0.0
+
+
+def parse_dumps(folder: Path) -> dict[str, int]:
+    """Total instructions (the ``totals:`` line) of every dump in ``folder`` whose trigger names a preset."""
+    counts: dict[str, int] = {}
+    for path in sorted(folder.glob("callgrind.out*")):
+        label = total = None
+        for line in path.read_text(errors="replace").splitlines():
+            if line.startswith("desc: Trigger:") and LABEL_PREFIX in line:
+                label = line.split(LABEL_PREFIX, 1)[1].strip()
+            elif line.startswith("totals:"):
+                total = int(line.split(":", 1)[1].split()[0])
+        if label is not None and total is not None:
+            counts[label] = total
+    return counts
+
+
+def child_command(root: Path, presets: Sequence[str], batch_size: int, batches: int, out_dir: Path,
+                  cache_dir: Path) -> list[str]:
+    return ["valgrind", *CALLGRIND_FLAGS, f"--callgrind-out-file={out_dir / 'callgrind.out'}",
+            sys.executable, "-m", "lfw.measure.cost", "--child", "--root", str(root), "--batch-size",
+            str(batch_size), "--batches", str(batches), "--cache-dir", str(cache_dir), "--result",
+            str(out_dir / "images.json"), *presets]
+
+
+def child_env() -> dict[str, str]:
+    """The counting process's environment: one thread everywhere, a fixed hash seed."""
+    env = dict(os.environ)
+    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+                "PYTHONHASHSEED": "0"})
+    return env
+
+
+def count_instructions(root: Path, presets: Sequence[str], *, batch_size: int, batches: int,
+                       cache_dir: Path, timeout_s: float = CHILD_TIMEOUT_S) -> dict[str, InstructionCount]:
+    """Count the instructions of one pass per preset in one valgrind process; returns them by preset.
+
+    Raises:
+        LFWError: valgrind, its headers or a compiler is missing (the reason names the fix).
+        MeasurementError: the counting process failed or timed out (its last line of output is quoted).
+    """
+    reason = unavailable_reason()
+    if reason:
+        raise LFWError(f"cannot count instructions: {reason}")
+    from lfw.measure.callgrind import build_helper
+
+    build_helper(cache_dir)  # here, outside valgrind: the child only loads it
+    with tempfile.TemporaryDirectory(prefix="lfw-cost-") as tmp:
+        out = Path(tmp)
+        command = child_command(root, presets, batch_size, batches, out, cache_dir)
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, env=child_env(), timeout=timeout_s,
+                                    check=False)
+        except subprocess.TimeoutExpired:
+            raise MeasurementError(f"instruction counting took longer than {timeout_s:g} s and was stopped") from None
+        if result.returncode != 0:
+            lines = [ln for ln in (result.stderr or result.stdout).splitlines() if ln and not ln.startswith("==")]
+            raise MeasurementError(f"instruction counting failed (exit {result.returncode}): "
+                                   f"{lines[-1] if lines else 'no output'}")
+        images = json.loads((out / "images.json").read_text())
+        counts = parse_dumps(out)
+    missing = [p for p in presets if p not in counts or p not in images]
+    if missing:
+        raise MeasurementError(f"callgrind wrote no count for {', '.join(missing)}")
+    return {p: InstructionCount(p, counts[p], images[p]["images"], images[p]["batches"]) for p in presets}
+
+
+def run_child(root: Path, presets: Sequence[str], batch_size: int, batches: int, cache_dir: Path,
+              result_path: Path) -> None:
+    """Inside valgrind: build each preset's loader, warm it up uncounted, then count one pass per preset."""
+    import torch
+
+    from lfw.dataset import LFWDataset
+    from lfw.measure.callgrind import requests
+    from lfw.measure.loader_config import LoaderConfig
+    from lfw.measure.loader_pass import LoaderPass
+
+    torch.set_num_threads(1)
+    req = requests(str(cache_dir))
+    images: dict[str, dict[str, int]] = {}
+    for preset in presets:
+        dataset = LFWDataset(root, transform=preset)
+        runner = LoaderPass(LoaderConfig(batch_size=batch_size, num_workers=0).build(dataset), batches,
+                            memory_interval_s=None)
+        runner.setup()
+        runner.run()  # warm-up: lazy imports, first-call caches, allocator arenas
+        runner.setup()
+        torch.manual_seed(0)
+        random.seed(0)
+        gc.collect()
+        req.start()
+        result = runner.run()
+        req.stop()
+        req.dump(f"{LABEL_PREFIX}{preset}")
+        runner.close()
+        images[preset] = {"images": result.images, "batches": result.batches}
+    result_path.write_text(json.dumps(images))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lfw.measure.cost",
+                                     description="Count instructions per image (runs itself under valgrind).")
+    parser.add_argument("presets", nargs="+")
+    parser.add_argument("--root", type=Path, required=True)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batches", type=int, default=1)
+    parser.add_argument("--cache-dir", type=Path, required=True)
+    parser.add_argument("--child", action="store_true", help="count in this process (it must run under valgrind)")
+    parser.add_argument("--result", type=Path)
+    args = parser.parse_args(argv)
+    if args.child:
+        run_child(args.root, args.presets, args.batch_size, args.batches, args.cache_dir, args.result)
+        return 0
+    t0 = time.perf_counter()
+    counts = count_instructions(args.root, args.presets, batch_size=args.batch_size, batches=args.batches,
+                                cache_dir=args.cache_dir)
+    print(json.dumps({"valgrind": valgrind_version(), "seconds": round(time.perf_counter() - t0, 1),
+                      "counts": {p: {**asdict(c), "per_image": round(c.per_image)} for p, c in counts.items()}}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""One side of a pass-interleaved A/B: a long-lived process that measures one pass of a case on request.
+
+``python -m lfw.gate --ab REV`` starts one of these per revision, each in its own checkout (``PYTHONPATH`` set to
+that tree), and asks them in turn for one pass at a time. The server builds every case from *its own* revision's
+:mod:`lfw.matrix` and measures it with its own :class:`~lfw.measure.LoaderPass`, so each side measures its code
+with its measurement primitive, and the orchestrator only decides the order.
+
+Protocol (JSON lines on stdin/stdout, one request, one reply; stderr is the side's log):
+
+- at start-up the server prints ``{"ready": true, "protocol": 1, "lfw": <path of the lfw package>, "cases":
+  [...], "unknown": [...], "pid": ...}``;
+- ``{"case": "workers2-none"}`` runs one pass (setup and finish untimed) and replies ``{"case", "images",
+  "batches", "wall_s", "ttfb_s", "images_per_s"}``;
+- an error replies ``{"error": "<one line>"}``; end of input ends the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+PROTOCOL = 1
+
+
+def reply(out: TextIO, message: dict[str, Any]) -> None:
+    out.write(json.dumps(message) + "\n")
+    out.flush()
+
+
+def serve(root: Path, profile_name: str, case_ids: Sequence[str], inp: TextIO, out: TextIO) -> int:
+    """Build the requested cases, say which exist in this revision, then answer pass requests until EOF."""
+    import torch
+
+    import lfw
+    from lfw import matrix
+    from lfw.dataset import LFWDataset
+    from lfw.errors import LFWError, one_line
+    from lfw.measure.rotation import LoaderMember
+    from lfw.profiles import PROFILES
+
+    torch.set_num_threads(1)
+    profile = PROFILES[profile_name]
+    datasets: dict[tuple[str, str], LFWDataset] = {}
+    members: dict[str, LoaderMember] = {}
+    unknown = []
+    for case_id in case_ids:
+        try:
+            _, case = matrix.find_case(case_id)
+        except LFWError:
+            unknown.append(case_id)
+            continue
+        key = (case.transform, case.index)
+        if key not in datasets:
+            datasets[key] = LFWDataset(root, transform=case.transform, index=case.index)
+        members[case_id] = LoaderMember(matrix.loader_pass(case, datasets[key], profile))
+    reply(out, {"ready": True, "protocol": PROTOCOL, "lfw": str(Path(lfw.__file__).parent), "cases": list(members),
+                "unknown": unknown, "pid": os.getpid()})
+    try:
+        for line in inp:
+            if not line.strip():
+                continue
+            try:
+                case_id = json.loads(line)["case"]
+                result = members[case_id].measure()
+            except KeyError:
+                reply(out, {"error": f"no case {line.strip()} in this revision"})
+                continue
+            except (LFWError, RuntimeError, OSError) as exc:
+                reply(out, {"error": one_line(exc)})
+                continue
+            reply(out, {"case": case_id, "images": result.images, "batches": result.batches,
+                        "wall_s": result.wall_s, "ttfb_s": result.ttfb_s, "images_per_s": result.images_per_s})
+    finally:
+        for member in members.values():
+            member.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lfw.measure.pass_server", description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, required=True, help="the image folder both sides read")
+    parser.add_argument("--profile", default="quick", help="benchmark profile: pass lengths (default quick)")
+    parser.add_argument("cases", nargs="+", help="case ids from lfw.matrix (workers2-none, bs256, ...)")
+    args = parser.parse_args(argv)
+    return serve(args.root, args.profile, args.cases, sys.stdin, sys.stdout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

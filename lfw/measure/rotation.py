@@ -1,0 +1,193 @@
+"""Interleaved rounds: every configuration of a group measured round-robin, in a new random order each round.
+
+The cases a chart or a recommendation compares used to run one after another, each over its own stretch of the
+machine's speed (on the project VM the same decode loop moves 1,160-1,860 images/s within 30 s), so comparing two
+configurations was partly comparing two moments. A rotation (RMIT: randomized multiple interleaved trials,
+Abedi & Brecht 2017) runs round 1 of every member, then round 2, ..., each round in a fresh random order, so every
+member sees the same drift and the ratio of two members can be taken per round: a paired comparison whose unit
+is the round. The single-core ceiling of each transform is a member of the rotation too, so efficiency (rate over
+ceiling) is paired by round as well and cannot drift above 1 because the ceiling was measured at another moment.
+
+Members are anything with ``measure() -> PassResult``; :class:`LoaderMember` wraps :class:`LoaderPass` (setup,
+timed pass, finish: the workers are stopped before the next member runs, so no idle worker of another
+configuration is alive during a pass), :class:`CeilingMember` times ``dataset[i]`` in this process.
+
+:data:`pass_clock` is the timer pytest-benchmark uses in this suite (``--benchmark-timer`` in ``pytest.ini``):
+outside a replay it is ``time.perf_counter``; a rotated case replays its measured passes through it, so
+pytest-benchmark's rounds hold exactly the pass times the rotation measured.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import torch
+
+from lfw.measure.loader_pass import LoaderPass, PassResult
+
+
+class Member(Protocol):
+    def measure(self) -> PassResult: ...
+
+    def close(self) -> None: ...
+
+
+class LoaderMember:
+    """One DataLoader configuration: each ``measure()`` is setup (untimed), one timed pass, finish (untimed).
+
+    ``before_pass`` runs in the untimed setup (e.g. evicting the files from the page cache in cold mode).
+    """
+
+    def __init__(self, runner: LoaderPass, before_pass: Callable[[], None] | None = None) -> None:
+        self.runner = runner
+        self.before_pass = before_pass
+
+    def measure(self) -> PassResult:
+        self.runner.setup()
+        if self.before_pass is not None:
+            self.before_pass()
+        result = self.runner.run()
+        self.runner.finish()
+        return result
+
+    def close(self) -> None:
+        self.runner.close(stop_workers=True)
+
+
+class CeilingMember:
+    """The single-core rate of ``dataset[i]`` (read + decode + transform) in this process on one thread.
+
+    ``indices`` are spread over the images the passes read, so the ceiling is measured on the same mix of
+    files. Its result is a :class:`PassResult` with no batches: ``images_per_s`` is the ceiling.
+    """
+
+    def __init__(self, dataset: object, indices: Sequence[int]) -> None:
+        self.dataset = dataset
+        self.indices = list(indices)
+
+    def measure(self) -> PassResult:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            t0 = time.perf_counter()
+            for i in self.indices:
+                self.dataset[i]  # type: ignore[index]
+            wall = time.perf_counter() - t0
+        finally:
+            torch.set_num_threads(threads)
+        return PassResult(len(self.indices), 0, wall, 0.0)
+
+    def close(self) -> None:
+        pass
+
+
+def spread_indices(images: int, count: int) -> list[int]:
+    """``count`` indices evenly spread over ``range(images)`` (all of them if ``count >= images``)."""
+    if count >= images:
+        return list(range(images))
+    step = images / count
+    return [int(i * step) for i in range(count)]
+
+
+def round_orders(keys: Sequence[str], rounds: int, seed: int) -> list[list[str]]:
+    """One random permutation of ``keys`` per round (seeded, so a run's schedule can be reproduced)."""
+    rng = random.Random(seed)
+    orders = []
+    for _ in range(rounds):
+        order = list(keys)
+        rng.shuffle(order)
+        orders.append(order)
+    return orders
+
+
+@dataclass
+class Measured:
+    """What one member measured: its timed passes in round order and its position in each round."""
+
+    results: list[PassResult] = field(default_factory=list)
+    positions: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Rotation:
+    """``rounds`` timed rounds of every member, interleaved, after the untimed warm-up.
+
+    The warm-up is ``warmup_rounds`` whole rounds, or, cheaper, one pass of each member in ``warm``: a ceiling
+    sweep runs the transform in this process, which is the first-use cost (lazy imports, first-call caches) that
+    the forked workers of every later pass inherit already paid.
+    """
+
+    members: Mapping[str, Member]
+    rounds: int
+    warmup_rounds: int = 0
+    seed: int = 0
+    warm: Sequence[str] = ()
+
+    def run(self, progress: Callable[[str], None] | None = None) -> dict[str, Measured]:
+        """Measure every member ``rounds`` times; ``progress(key)`` is called after each pass.
+
+        Members are closed (their workers stopped) at the end, on failure too.
+        """
+        keys = list(self.members)
+        measured = {k: Measured() for k in keys}
+        orders = round_orders(keys, self.warmup_rounds + self.rounds, self.seed)
+        try:
+            for key in self.warm:
+                self.members[key].measure()
+                if progress is not None:
+                    progress(key)
+            for number, order in enumerate(orders):
+                for position, key in enumerate(order):
+                    result = self.members[key].measure()
+                    if number >= self.warmup_rounds:
+                        measured[key].results.append(result)
+                        measured[key].positions.append(position)
+                    if progress is not None:
+                        progress(key)
+        finally:
+            for member in self.members.values():
+                member.close()
+        return measured
+
+    @property
+    def passes(self) -> int:
+        return len(self.warm) + len(self.members) * (self.warmup_rounds + self.rounds)
+
+
+class PassClock:
+    """pytest-benchmark's timer in this suite: ``time.perf_counter``, except while a measured pass is replayed.
+
+    ``with pass_clock.replaying(seconds) as next_pass:`` makes each call of ``next_pass`` advance a virtual
+    clock by the next recorded duration; ``benchmark.pedantic(next_pass, rounds=len(seconds))`` then records
+    exactly those durations as its rounds.
+    """
+
+    __name__ = "pass_clock"  # how pytest-benchmark names the timer in its JSON: lfw.measure.rotation.pass_clock
+
+    def __init__(self) -> None:
+        self._virtual: float | None = None
+
+    def __call__(self) -> float:
+        return time.perf_counter() if self._virtual is None else self._virtual
+
+    @contextmanager
+    def replaying(self, seconds: Sequence[float]) -> Iterator[Callable[[], None]]:
+        pending = list(seconds)
+        self._virtual = 0.0
+
+        def next_pass() -> None:
+            assert self._virtual is not None
+            self._virtual += pending.pop(0)
+
+        try:
+            yield next_pass
+        finally:
+            self._virtual = None
+
+
+pass_clock = PassClock()

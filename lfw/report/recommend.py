@@ -1,0 +1,121 @@
+"""The recommended num_workers per transform: the knee, decided on paired ratios, with its uncertainty.
+
+The knee is the fewest workers whose throughput is within ``tolerance`` (5%) of the best: more workers than
+that buy little and cost memory and start-up. Decided on the paired ratios of the rotation
+(:mod:`lfw.report.ratios`), against the configuration with the highest median rate:
+
+- *within*: the ratio's interval lies at or above ``1 - tolerance``: as good as the best, with the evidence;
+- *worse*: the interval lies below ``1 - tolerance``: clearly slower than the best;
+- *unresolved*: the interval straddles ``1 - tolerance``.
+
+The recommendation is the fewest workers that are *within*, provided every configuration with fewer workers is
+*worse*; otherwise there is **no clear winner** and the report names the configurations the evidence does not
+separate. A run whose cases were not rotated (no paired rounds) falls back to medians and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from lfw.report.ratios import Ratio, ratio
+from lfw.results import Case, Run
+
+GROUP = "workers-transform"
+TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One worker count: its case, its ratio to the best (None when unpaired) and how it compares."""
+
+    workers: int
+    case: Case
+    ratio: Ratio | None
+    standing: str  # "best", "within", "worse", "unresolved", "unpaired"
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The knee of one transform: ``workers`` (None: no clear winner), the tied counts, every candidate."""
+
+    transform: str
+    workers: int | None
+    best: Candidate
+    candidates: list[Candidate]
+    tied: list[int] = field(default_factory=list)
+    paired: bool = True
+
+    @property
+    def chosen(self) -> Candidate | None:
+        return next((c for c in self.candidates if c.workers == self.workers), None)
+
+    def verdict(self) -> str:
+        """``2`` or ``no clear winner (0, 2)`` ."""
+        if self.workers is None:
+            return f"no clear winner ({', '.join(map(str, self.tied))})"
+        return str(self.workers)
+
+    def evidence(self) -> str:
+        """Each candidate's ratio to the best with its interval, fewest workers first."""
+        parts = []
+        for c in self.candidates:
+            if c.standing == "best":
+                parts.append(f"{c.workers}: best")
+            elif c.ratio is not None:
+                parts.append(f"{c.workers}: {c.ratio.text()}")
+            else:
+                parts.append(f"{c.workers}: unpaired")
+        return "; ".join(parts)
+
+
+def scaling_cases(run: Run) -> dict[str, list[Case]]:
+    """Cases of the workers group by transform, each list ordered by worker count."""
+    by_transform: dict[str, list[Case]] = {}
+    for case in run.group(GROUP):
+        if isinstance(case.value("num_workers"), int) and case.number("images_per_s") is not None:
+            by_transform.setdefault(str(case.value("transform", "none")), []).append(case)
+    return {t: sorted(cs, key=lambda c: c.value("num_workers")) for t, cs in by_transform.items()}
+
+
+def standing(r: Ratio | None, tolerance: float) -> str:
+    if r is None:
+        return "unpaired"
+    if r.low >= 1 - tolerance:
+        return "within"
+    return "worse" if r.high < 1 - tolerance else "unresolved"
+
+
+def recommend(transform: str, cases: Iterable[Case], tolerance: float = TOLERANCE) -> Recommendation | None:
+    """The knee of one transform's worker sweep (see the module docstring)."""
+    cases = sorted(cases, key=lambda c: c.value("num_workers"))
+    if not cases:
+        return None
+    best_case = max(cases, key=lambda c: c.number("images_per_s") or 0.0)
+    candidates = []
+    for case in cases:
+        if case is best_case:
+            candidates.append(Candidate(case.value("num_workers"), case, None, "best"))
+            continue
+        r = ratio(case, best_case)
+        candidates.append(Candidate(case.value("num_workers"), case, r, standing(r, tolerance)))
+    best = next(c for c in candidates if c.standing == "best")
+    if any(c.standing == "unpaired" for c in candidates):  # no paired rounds: the knee by medians
+        rate = best_case.number("images_per_s") or 0.0
+        knee = next(c for c in candidates if (c.case.number("images_per_s") or 0.0) >= (1 - tolerance) * rate)
+        return Recommendation(transform, knee.workers, best, candidates, paired=False)
+    tied = []
+    for c in candidates:
+        if c.standing in ("within", "best"):
+            if tied:
+                return Recommendation(transform, None, best, candidates, [*tied, c.workers])
+            return Recommendation(transform, c.workers, best, candidates)
+        if c.standing == "unresolved":
+            tied.append(c.workers)
+    raise AssertionError("the best configuration is always within tolerance of itself")
+
+
+def recommendations(run: Run, tolerance: float = TOLERANCE) -> list[Recommendation]:
+    """One recommendation per transform of the workers group, in the order the transforms ran."""
+    found = [recommend(t, cs, tolerance) for t, cs in scaling_cases(run).items()]
+    return [r for r in found if r is not None]

@@ -1,0 +1,225 @@
+"""The one model of saved results: pytest-benchmark JSON, read and checked in one place, used by every tool.
+
+The gate, the report and the A/B runner all read the same files, so they read them through this module
+(pyperf's rule: a second parser of the same file drifts). A file is usable only if it is a pytest-benchmark run
+whose every case kept its rounds (``stats.data``, written by ``--benchmark-save-data`` or ``--benchmark-json``):
+without them there are no error bars and no noise to judge against, so such a file is refused in one line
+naming the fix, never silently downgraded.
+
+Each :class:`Case` exposes its per-round values through :meth:`Case.rounds`, its scalars through
+:meth:`Case.number` and its knobs through :meth:`Case.value`; :func:`write_run` writes the same format back
+(the A/B runner's output), so ``pytest-benchmark compare`` reads what lfw-bench writes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lfw.errors import LFWError
+
+AUTOSAVE_NAME = re.compile(r"^(\d{4})_.*\.json$")
+SAVE_DATA_HINT = "save runs with --benchmark-save-data or --benchmark-json (pytest.ini sets the first)"
+
+
+def short_name(fullname: str) -> str:
+    """``test_x[p]``: a full name without its file, as pytest-benchmark's own tables show it."""
+    return fullname.rpartition("::")[2] or fullname
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark case: its identity, its per-round seconds and everything the suite recorded."""
+
+    name: str
+    fullname: str
+    group: str | None
+    params: Mapping[str, Any]
+    seconds: tuple[float, ...]
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """The test id (``workers2-none``) when there is one: short and says what varies."""
+        match = re.search(r"\[(.*)\]$", self.name)
+        return match.group(1) if match else self.name
+
+    @property
+    def short_name(self) -> str:
+        return short_name(self.fullname)
+
+    def value(self, key: str, default: Any = None) -> Any:
+        """A knob or fact of the case: its params first, then ``extra_info``, then the LoaderConfig dict.
+
+        Knobs that a group does not vary are not params, but the config records them, so a chart can still
+        say e.g. which batch size a pin-memory case used.
+        """
+        if key in self.params:
+            return self.params[key]
+        if key in self.extra:
+            return self.extra[key]
+        config = self.extra.get("config")
+        if isinstance(config, Mapping) and key in config:
+            return config[key]
+        return default
+
+    def rounds(self, key: str) -> list[float]:
+        """Per-round values of a metric: ``<key>_rounds`` if saved, else the single value, else ``[]``.
+
+        ``seconds`` is pytest-benchmark's own per-round timing.
+        """
+        if key == "seconds":
+            return list(self.seconds)
+        values = self.extra.get(f"{key}_rounds")
+        if isinstance(values, list) and values and all(_is_number(v) for v in values):
+            return [float(v) for v in values]
+        single = self.number(key)
+        return [single] if single is not None else []
+
+    def number(self, key: str) -> float | None:
+        """A finite scalar from ``extra_info`` (None when absent or not a number)."""
+        value = self.extra.get(key)
+        return float(value) if _is_number(value) else None
+
+
+@dataclass(frozen=True)
+class Run:
+    """One saved pytest-benchmark run."""
+
+    path: Path
+    machine: Mapping[str, Any]
+    cases: tuple[Case, ...]
+    datetime: str | None = None
+    commit: Mapping[str, Any] = field(default_factory=dict)
+
+    def group(self, name: str | None) -> list[Case]:
+        """Cases of one benchmark group (``None``: the cases that have none)."""
+        return [c for c in self.cases if c.group == name]
+
+    @property
+    def groups(self) -> list[str | None]:
+        """Groups in the order they first appear (the order the suite ran them)."""
+        return list(dict.fromkeys(c.group for c in self.cases))
+
+    def by_name(self) -> dict[str, Case]:
+        """Cases keyed by ``fullname`` (``file::test[params]``), the one name unique across files."""
+        return {c.fullname: c for c in self.cases}
+
+
+def _case(where: str, raw: Any, position: int) -> Case:
+    if not isinstance(raw, Mapping) or "name" not in raw or not isinstance(raw.get("stats"), Mapping):
+        raise LFWError(f"not a pytest-benchmark file: {where} case #{position + 1} has no name or stats")
+    data = raw["stats"].get("data")
+    if not isinstance(data, list) or not data:
+        raise LFWError(f"no per-round data in {where} (case {raw['name']}): {SAVE_DATA_HINT}")
+    if not all(_is_number(v) for v in data):
+        raise LFWError(f"{where}: stats.data of {raw['name']} holds something other than seconds per round")
+    extra = raw.get("extra_info", {})
+    if extra is None:
+        extra = {}
+    if not isinstance(extra, Mapping):
+        raise LFWError(f"{where}: extra_info of {raw['name']} is not a mapping; is this pytest-benchmark JSON?")
+    params = raw.get("params") or {}
+    if not isinstance(params, Mapping):
+        raise LFWError(f"{where}: params of {raw['name']} is not a mapping; is this pytest-benchmark JSON?")
+    return Case(str(raw["name"]), str(raw.get("fullname") or raw["name"]), raw.get("group"), dict(params),
+                tuple(float(v) for v in data), dict(extra))
+
+
+def parse_run(doc: Any, where: str, path: Path | None = None) -> Run:
+    """Check a parsed document and build its :class:`Run`; every problem is one :class:`LFWError` line."""
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("benchmarks"), list):
+        raise LFWError(f"not a pytest-benchmark file: {where} has no 'benchmarks' list; "
+                       "make one with `pytest benchmarks --benchmark-json=FILE`")
+    if not isinstance(doc.get("machine_info"), Mapping):
+        raise LFWError(f"not a pytest-benchmark file: {where} has no 'machine_info' mapping")
+    if not doc["benchmarks"]:
+        raise LFWError(f"no benchmark cases in {where}: every case was skipped, deselected or run with "
+                       "--benchmark-disable")
+    cases = tuple(_case(where, raw, i) for i, raw in enumerate(doc["benchmarks"]))
+    names = [c.fullname for c in cases]
+    if len(set(names)) != len(names):
+        duplicate = next(n for n in names if names.count(n) > 1)
+        raise LFWError(f"{where} holds case {duplicate} twice; give one run per file")
+    commit = doc.get("commit_info") if isinstance(doc.get("commit_info"), Mapping) else {}
+    return Run(path or Path(where), dict(doc["machine_info"]), cases, doc.get("datetime"), dict(commit))
+
+
+def load_run(path: str | Path) -> Run:
+    """Parse and check one run file (a folder means its newest autosaved run).
+
+    Raises:
+        LFWError: missing or unreadable file, invalid JSON, not a pytest-benchmark run, no cases, a case
+            without per-round data, a field that is not what pytest-benchmark writes.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = latest_run(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise LFWError(f"benchmark file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LFWError(f"cannot read benchmark file {path}: {exc}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LFWError(f"corrupt benchmark file {path}: invalid JSON at line {exc.lineno} ({exc.msg})") from None
+    return parse_run(doc, str(path), path)
+
+
+def latest_run(storage: str | Path = ".benchmarks") -> Path:
+    """The newest autosaved run (``NNNN_*.json``) anywhere under ``storage``, by modification time.
+
+    pytest-benchmark numbers runs per machine folder, so numbers from two folders do not compare; the
+    modification time does, with the number breaking ties.
+    """
+    storage = Path(storage)
+    found = [p for p in storage.rglob("*.json") if AUTOSAVE_NAME.match(p.name)] if storage.is_dir() else []
+    if not found:
+        raise LFWError(f"no saved runs under {storage}/ (run `make bench`, or pytest benchmarks "
+                       "--benchmark-autosave); or name a RUN.json")
+    return max(found, key=lambda p: (p.stat().st_mtime, p.name))
+
+
+def case_record(*, name: str, fullname: str, group: str | None, params: Mapping[str, Any],
+                seconds: Sequence[float], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """One benchmark entry in pytest-benchmark's own layout, stats computed by pytest-benchmark's ``Stats``."""
+    from pytest_benchmark.stats import Stats
+
+    stats = Stats()
+    for value in seconds:
+        stats.update(float(value))
+    param = re.search(r"\[(.*)\]$", name)
+    return {"group": group, "name": name, "fullname": fullname, "params": dict(params),
+            "param": param.group(1) if param else None, "extra_info": dict(extra),
+            "options": {"disable_gc": False, "timer": "perf_counter", "min_rounds": len(seconds),
+                        "max_time": 0, "min_time": 0, "warmup": False},
+            "stats": {**stats.as_dict(), "iterations": 1, "data": [float(v) for v in seconds]}}
+
+
+def write_run(path: Path, records: Iterable[Mapping[str, Any]], *, machine: Mapping[str, Any],
+              commit: Mapping[str, Any], datetime: str) -> Path:
+    """Write a run that pytest-benchmark (``compare``, ``list``) and :func:`load_run` both read.
+
+    Refuses to overwrite: saved runs are never replaced by accident.
+    """
+    from pytest_benchmark import __version__
+
+    if path.exists():
+        raise LFWError(f"refusing to overwrite {path}; choose another output folder")
+    doc = {"machine_info": dict(machine), "commit_info": dict(commit), "benchmarks": list(records),
+           "datetime": datetime, "version": __version__}
+    parse_run(doc, str(path), path)  # what lfw-bench writes, it can read
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    return path
