@@ -28,6 +28,7 @@ MACHINE_KEYS = ("runner_class", "usable_cores", "torch", "pillow", "jpeg_library
                 "dataset_files", "bench_profile", "cache_mode", "valgrind")
 PORTABILITY_KEYS = ("runner_class", "usable_cores")
 COST_LAYER = "cost layer"
+WALL_CLOCK_MIN_ROUNDS = 3  # a single round (start-method in quick) has no median to speak of: not judged
 Mode = Literal["auto", "absolute", "portable"]
 
 
@@ -154,16 +155,23 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
     reason = cost_layer_reason(baseline, current, portable)
     if reason:
         report.unjudged[COST_LAYER] = reason
+    few_rounds = []
     for name in sorted(set(base_cases) & set(cur_cases)):
         b_case, c_case = base_cases[name], cur_cases[name]
         for metric in metrics:
             b, c = b_case.rounds(metric.key), c_case.rounds(metric.key)
             if not b and not c:
                 continue  # not measured by this case
+            if metric.family in ("throughput", "ttfb") and min(len(b), len(c)) < WALL_CLOCK_MIN_ROUNDS:
+                few_rounds.append(name)
+                continue
             if not b or not c:
                 if metric is not INSTRUCTIONS and not metric.optional:  # the cost layer is reported once, above
                     side = "current" if not b else "baseline"
                     report.notes.append(f"{short_name(name)}: {metric.label} only in the {side} run, not compared")
                 continue
             report.comparisons.append(judge(name, metric, b, c, th))
+    if few_rounds:
+        names = ", ".join(short_name(n) for n in dict.fromkeys(few_rounds))
+        report.notes.append(f"wall clock not judged for cases with fewer than {WALL_CLOCK_MIN_ROUNDS} rounds: {names}")
     return report

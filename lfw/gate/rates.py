@@ -7,15 +7,15 @@
 Kinds:
 
 - ``gate``: ``make gate`` on unchanged code against the committed baseline (quick profile, cost layer, two-file
-  rule): should exit 0. Each run's instruction counts are recorded too (their repeatability across runs).
+  rule): should exit 0. Each run's instruction counts and recommended worker counts are recorded too.
 - ``ab-aa``: ``python -m lfw.gate --ab HEAD`` from a clean checkout of HEAD: both sides the same code, should
   exit 0.
 - ``ab-slow``: the same, with the current side's JPEG decode made ~15% slower by
   ``benchmarks/gate_rates/slow_decode/sitecustomize.py`` placed at the root of its checkout: should exit 1.
 - ``cost-slow``: the cost layer with the slowed decode against the committed baseline: should flag it.
 
-The A/B kinds run from temporary ``git worktree`` checkouts of HEAD, so edits to the working tree during a long
-campaign do not leak into it; their raw runs go to ``.benchmarks/gate-rates/`` (not committed).
+Every kind runs from a temporary ``git worktree`` checkout of HEAD, so edits to the working tree during a long
+campaign do not leak into it; raw runs and logs go to ``.benchmarks/gate-rates/`` (not committed).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -54,14 +55,13 @@ def git(*args: str, cwd: Path | None = None) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
 
 
-def measured_code_clean(repo: Path) -> bool:
-    """True when lfw/, benchmarks/ and the configuration match HEAD (documentation edits do not count)."""
-    paths = ["lfw", "benchmarks", "conftest.py", "pytest.ini", "Makefile", "pyproject.toml"]
-    return not git("status", "--porcelain", "--untracked-files=no", "--", *paths, cwd=repo)
+def cache(repo: Path) -> str:
+    """This checkout's data cache (as the Makefile sets it), shared by the temporary checkouts."""
+    return os.environ.get("LFW_CACHE") or str(repo / ".cache" / "lfw-bench")
 
 
-def append(kind: str, record: dict[str, Any], repo: Path) -> None:
-    path = repo / OUTCOMES / f"{kind}.jsonl"
+def append(kind: str, record: dict[str, Any], outcomes: Path) -> None:
+    path = outcomes / f"{kind}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as handle:
         handle.write(json.dumps(record, sort_keys=True) + "\n")
@@ -76,10 +76,10 @@ def run_logged(command: Sequence[str], cwd: Path, env: dict[str, str], log: Path
     return code, time.perf_counter() - started
 
 
-def gate_record(repo: Path, raw: Path, code: int, seconds: float, log: Path) -> dict[str, Any]:
+def gate_record(raw: Path, code: int, seconds: float, log: Path) -> dict[str, Any]:
     """A two-file gate run's outcome: exit code, regressions, the worst change per family, instruction counts."""
     record: dict[str, Any] = {"exit_code": code, "seconds": round(seconds, 1)}
-    report_path, run_path = raw / "gate-report.json", repo / "reports" / "gate-run.json"
+    report_path, run_path = raw / "gate-report.json", raw / "gate-run.json"
     if report_path.exists():
         report = json.loads(report_path.read_text())
         record["regressions"] = [f"{c['case'].rpartition('::')[2]} {c['metric']} {c['change']:+.4g}"
@@ -100,39 +100,49 @@ def gate_record(repo: Path, raw: Path, code: int, seconds: float, log: Path) -> 
         record["recommended_workers"] = {r.transform: r.verdict() for r in recommendations(run)}
         record["per_core_images_per_s"] = {k.removeprefix("per_core_images_per_s_"): v
                                            for k, v in run.machine.items() if k.startswith("per_core_images_per_s_")}
-        shutil.copy(run_path, raw / "gate-run.json")
     record["tail"] = log.read_text().splitlines()[-3:]
     return record
 
 
 def run_gate(repo: Path, raw: Path) -> dict[str, Any]:
+    """``make gate`` in a clean worktree of HEAD, with this checkout's virtualenv and data cache.
+
+    ``-o`` marks the virtualenv's install stamp as up to date, so make does not reinstall the project from the
+    worktree; pytest (``pythonpath = .``) and ``python -m`` then import the worktree's own ``lfw``.
+    """
+    venv = repo / ".venv"
+    env = {**os.environ, "GATE_ARGS": f"--json-report {raw / 'gate-report.json'}", "LFW_CACHE": cache(repo)}
     log = raw / "make-gate.log"
-    env = {**os.environ, "GATE_ARGS": f"--json-report {raw / 'gate-report.json'}"}
-    code, seconds = run_logged(["make", "gate"], repo, env, log)
-    return gate_record(repo, raw, code, seconds, log)
+    with clean_checkout(repo) as tree:
+        code, seconds = run_logged(["make", "-o", str(venv / ".installed"), "gate", f"VENV={venv}"], tree, env, log)
+        if (tree / "reports" / "gate-run.json").exists():
+            shutil.copy(tree / "reports" / "gate-run.json", raw / "gate-run.json")
+    return gate_record(raw, code, seconds, log)
 
 
-def checkout(repo: Path, into: Path) -> Path:
-    git("worktree", "add", "--detach", str(into), "HEAD", cwd=repo)
-    return into
-
-
-def run_ab(repo: Path, raw: Path, slow: bool, max_pairs: int) -> dict[str, Any]:
-    """``python -m lfw.gate --ab HEAD`` from a clean worktree of HEAD (slowed: with the sitecustomize in it)."""
+@contextmanager
+def clean_checkout(repo: Path) -> Iterator[Path]:
+    """A temporary ``git worktree`` of HEAD, removed afterwards whatever happens."""
     tmp = Path(tempfile.mkdtemp(prefix="lfw-rates-"))
-    tree = tmp / "current"
+    tree = tmp / "checkout"
     try:
-        checkout(repo, tree)
-        if slow:
-            shutil.copy(repo / SLOW_DECODE, tree / "sitecustomize.py")
-        env = {**os.environ, "PYTHONPATH": str(tree), "LFW_SLOW_DECODE": "0.15"}
-        log = raw / "ab.log"
-        code, seconds = run_logged([sys.executable, "-m", "lfw.gate", "--ab", "HEAD", "--max-pairs", str(max_pairs),
-                                    "--ab-out", str(raw / "ab")], tree, env, log)
+        git("worktree", "add", "--detach", str(tree), "HEAD", cwd=repo)
+        yield tree
     finally:
         subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], capture_output=True,
                        check=False)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_ab(repo: Path, raw: Path, slow: bool, max_pairs: int) -> dict[str, Any]:
+    """``python -m lfw.gate --ab HEAD`` from a clean worktree of HEAD (slowed: with the sitecustomize in it)."""
+    log = raw / "ab.log"
+    with clean_checkout(repo) as tree:
+        if slow:
+            shutil.copy(tree / SLOW_DECODE, tree / "sitecustomize.py")
+        env = {**os.environ, "PYTHONPATH": str(tree), "LFW_SLOW_DECODE": "0.15", "LFW_CACHE": cache(repo)}
+        code, seconds = run_logged([sys.executable, "-m", "lfw.gate", "--ab", "HEAD", "--max-pairs", str(max_pairs),
+                                    "--ab-out", str(raw / "ab")], tree, env, log)
     record: dict[str, Any] = {"exit_code": code, "seconds": round(seconds, 1)}
     verdicts = raw / "ab" / "verdicts.json"
     if verdicts.exists():
@@ -146,17 +156,19 @@ def run_ab(repo: Path, raw: Path, slow: bool, max_pairs: int) -> dict[str, Any]:
 
 
 def run_cost_slow(repo: Path, raw: Path, baseline: Path) -> dict[str, Any]:
-    """The cost layer with the slowed decode on PYTHONPATH, gated against ``baseline``."""
-    slow_dir = repo / SLOW_DECODE.parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(slow_dir), str(repo)]), "LFW_SLOW_DECODE": "0.15"}
-    run_json = raw / "cost-run.json"
-    code, seconds = run_logged([sys.executable, "-m", "pytest", "benchmarks", "-k", "cost", "--bench-cost", "-q",
-                                "-p", "no:cacheprovider", f"--benchmark-json={run_json}"], repo, env, raw / "cost.log")
-    if code != 0:
-        return {"exit_code": code, "seconds": round(seconds, 1), "error": "the cost benchmarks failed"}
-    report = raw / "gate-report.json"
-    gate_code, _ = run_logged([sys.executable, "-m", "lfw.gate", str(baseline), str(run_json), "--json-report",
-                               str(report)], repo, dict(os.environ), raw / "gate.log")
+    """The cost layer with the slowed decode on PYTHONPATH, gated against ``baseline`` (a path in HEAD)."""
+    run_json, report = raw / "cost-run.json", raw / "gate-report.json"
+    with clean_checkout(repo) as tree:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree / SLOW_DECODE.parent), str(tree)]),
+               "LFW_SLOW_DECODE": "0.15", "LFW_CACHE": cache(repo)}
+        code, seconds = run_logged([sys.executable, "-m", "pytest", "benchmarks", "-k", "cost", "--bench-cost", "-q",
+                                    "-p", "no:cacheprovider", f"--benchmark-json={run_json}"], tree, env,
+                                   raw / "cost.log")
+        if code != 0:
+            return {"exit_code": code, "seconds": round(seconds, 1), "error": "the cost benchmarks failed"}
+        gate_code, _ = run_logged([sys.executable, "-m", "lfw.gate", str(tree / baseline), str(run_json),
+                                   "--json-report", str(report)], tree, {**os.environ, "PYTHONPATH": str(tree)},
+                                  raw / "gate.log")
     doc = json.loads(report.read_text())
     changes = {c["case"].rpartition("::")[2]: round(c["change"], 4) for c in doc["comparisons"]
                if c["metric"] == "instructions_per_image"}
@@ -165,9 +177,9 @@ def run_cost_slow(repo: Path, raw: Path, baseline: Path) -> dict[str, Any]:
     return {"exit_code": gate_code, "seconds": round(seconds, 1), "instructions_change": changes, "flagged": flagged}
 
 
-def campaign(kind: str, runs: int, repo: Path, baseline: Path, max_pairs: int) -> None:
-    head = git("rev-parse", "HEAD", cwd=repo)
+def campaign(kind: str, runs: int, repo: Path, baseline: Path, max_pairs: int, outcomes: Path) -> None:
     for i in range(1, runs + 1):
+        head = git("rev-parse", "HEAD", cwd=repo)
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         raw = repo / RAW / kind / stamp
         raw.mkdir(parents=True)
@@ -179,16 +191,15 @@ def campaign(kind: str, runs: int, repo: Path, baseline: Path, max_pairs: int) -
             outcome = run_ab(repo, raw, kind == "ab-slow", max_pairs)
         else:
             outcome = run_cost_slow(repo, raw, baseline)
-        record = {"kind": kind, "started": started, "finished": now(), "commit": head,
-                  "measured_code_clean": measured_code_clean(repo), "host": platform.node(),
+        record = {"kind": kind, "started": started, "finished": now(), "commit": head, "host": platform.node(),
                   "expected_exit": EXPECTED[kind], "raw": str(raw.relative_to(repo)), **outcome}
-        append(kind, record, repo)
+        append(kind, record, outcomes)
         print(f"[{kind} {i}/{runs}] exit {outcome['exit_code']} (expected {EXPECTED[kind]})", file=sys.stderr,
               flush=True)
 
 
-def read(kind: str, repo: Path) -> list[dict[str, Any]]:
-    path = repo / OUTCOMES / f"{kind}.jsonl"
+def read(kind: str, outcomes: Path) -> list[dict[str, Any]]:
+    path = outcomes / f"{kind}.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
@@ -198,13 +209,13 @@ def hours(records: list[dict[str, Any]]) -> str:
     return f"{stamps[0][:16]} to {stamps[-1][:16]} UTC, {len(distinct)} distinct hours"
 
 
-def summary(repo: Path) -> str:
+def summary(outcomes: Path) -> str:
     """The rates, from the committed outcome files only."""
     lines = []
     for kind, label in (("gate", "make gate, unchanged code vs the committed baseline"),
                         ("ab-aa", "A/B, both sides HEAD (A/A)"), ("ab-slow", "A/B, current side's decode ~15% slower"),
                         ("cost-slow", "cost layer, decode ~15% slower, vs the committed baseline")):
-        records = read(kind, repo)
+        records = read(kind, outcomes)
         if not records:
             lines.append(f"{label}: no runs recorded")
             continue
@@ -217,11 +228,13 @@ def summary(repo: Path) -> str:
         if kind.startswith("ab"):
             pairs = [r.get("pairs", 0) for r in records]
             minutes = [r["seconds"] / 60 for r in records]
-            lines.append(f"  pairs per run {min(pairs)}-{max(pairs)}; {min(minutes):.1f}-{max(minutes):.1f} min per run")
+            lines.append(f"  pairs per run {min(pairs)}-{max(pairs)}; "
+                         f"{min(minutes):.1f}-{max(minutes):.1f} min per run")
             lines += ab_details(records)
         if kind == "cost-slow":
             for r in records:
-                lines.append(f"  instructions per image change: {r.get('instructions_change')}; flagged {r.get('flagged')}")
+                lines.append(f"  instructions per image change: {r.get('instructions_change')}; "
+                             f"flagged {r.get('flagged')}")
     return "\n".join(lines)
 
 
@@ -271,17 +284,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", type=Path, default=Path("benchmarks/baselines/cpu-2core.json"),
                         help="baseline of the cost-slow kind (make gate uses the Makefile's)")
     parser.add_argument("--max-pairs", type=int, default=24, help="A/B pair budget (default 24)")
+    parser.add_argument("--outcomes", type=Path, default=OUTCOMES,
+                        help=f"folder of the outcome files (default {OUTCOMES}; calibration runs go elsewhere)")
     args = parser.parse_args(argv)
     repo = Path(git("rev-parse", "--show-toplevel"))
+    outcomes = args.outcomes if args.outcomes.is_absolute() else repo / args.outcomes
     if args.kind == "summary":
-        print(summary(repo))
+        print(summary(outcomes))
         return 0
     if args.runs < 1:
         raise LFWError(f"--runs must be at least 1, got {args.runs}")
     if not re.fullmatch(r"[0-9a-f]{40}", git("rev-parse", "HEAD", cwd=repo)):
         raise LFWError("no commit to measure: commit first")
-    campaign(args.kind, args.runs, repo, args.baseline, args.max_pairs)
-    print(summary(repo))
+    campaign(args.kind, args.runs, repo, args.baseline, args.max_pairs, outcomes)
+    print(summary(outcomes))
     return 0
 
 
