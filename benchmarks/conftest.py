@@ -33,10 +33,10 @@ from lfw.data_root import DataSource, resolve_root, tree_stats
 from lfw.dataset import LFWDataset
 from lfw.index import path_at
 from lfw.measure import LoaderConfig, LoaderPass
-from lfw.measure.ceiling import usable_cores
+from lfw.measure.ceiling import CeilingSweep, usable_cores
 from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S
 from lfw.measure.page_cache import evict, warm
-from lfw.measure.rotation import CeilingMember, LoaderMember, Measured, Member, Rotation, pass_clock
+from lfw.measure.rotation import LoaderMember, Measured, Member, Rotation, pass_clock
 from lfw.measure.summary import summarize
 from lfw.profiles import PROFILES, Profile
 
@@ -128,14 +128,16 @@ def rotations(request: pytest.FixtureRequest, profile: Profile, cache_mode: str,
               dataset_factory: Callable[..., LFWDataset]) -> Callable[[matrix.Group, bool], GroupRotation]:
     """``get(group, timed)``: the group's rotation, run when its first test asks (untimed runs: one round)."""
     done: dict[str, GroupRotation] = {}
+    warmed: set[tuple[str, ...]] = set()
     capture = request.config.pluginmanager.getplugin("capturemanager")
 
     def member_for(case: matrix.LoaderCase) -> Member:
         dataset = dataset_factory(case.transform, case.index)
         runner = matrix.loader_pass(case, dataset, profile)
         paths = dataset_files(runner.loader.dataset)
-        if cache_mode == "warm":
+        if cache_mode == "warm" and tuple(paths) not in warmed:
             warm(paths)
+            warmed.add(tuple(paths))
         return LoaderMember(runner, (lambda: evict(paths)) if cache_mode == "cold" else None)
 
     def get(group: matrix.Group, timed: bool) -> GroupRotation:
@@ -145,7 +147,7 @@ def rotations(request: pytest.FixtureRequest, profile: Profile, cache_mode: str,
         members: dict[str, Member] = {c.id: member_for(c) for c in cases}
         for transform in dict.fromkeys(c.transform for c in cases):
             dataset = dataset_factory(transform)
-            members[f"ceiling-{transform}"] = CeilingMember(
+            members[f"ceiling-{transform}"] = CeilingSweep(
                 dataset, matrix.ceiling_indices(len(dataset), profile, transform))
         rounds = group.rounds(profile) if timed else 1
         ceilings = [k for k in members if k.startswith("ceiling-")]

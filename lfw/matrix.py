@@ -22,9 +22,9 @@ import torch
 from torch.utils.data import Dataset, Subset
 
 from lfw.errors import LFWError
+from lfw.measure.ceiling import spread_indices
 from lfw.measure.loader_config import LoaderConfig
 from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S, LoaderPass, sleep_step
-from lfw.measure.rotation import spread_indices
 from lfw.profiles import PASS_SCALE, Profile
 
 WORKER_COUNTS = (0, 1, 2, 4, 8)

@@ -87,12 +87,17 @@ def test_workflows_parse_and_trigger_as_documented() -> None:
     assert triggers(nightly)["schedule"][0]["cron"]
 
 
-def test_ci_sets_up_python_311_then_tests_then_gates() -> None:
-    steps = load(CI)["jobs"]["test-and-gate"]["steps"]
-    python = [s for s in steps if str(s.get("uses", "")).startswith("actions/setup-python")]
-    assert python and str(python[0]["with"]["python-version"]) == "3.11"
-    runs = [s["run"].strip() for s in steps if "run" in s]
-    assert runs.index("make test") < runs.index("make gate")
+def test_ci_tests_gates_and_runs_ab_on_pull_requests() -> None:
+    jobs = load(CI)["jobs"]
+    for job in jobs.values():
+        python = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/setup-python")]
+        assert python and str(python[0]["with"]["python-version"]) == "3.11"
+    runs = {name: " ".join(s["run"] for s in job["steps"] if "run" in s) for name, job in jobs.items()}
+    assert "make test" in runs["test"] and "valgrind" in runs["test"]  # the smoke run counts instructions
+    assert "make gate" in runs["gate"] and "valgrind" in runs["gate"]
+    assert "make gate-ab" in runs["ab"] and jobs["ab"]["if"] == "github.event_name == 'pull_request'"
+    checkout = next(s for s in jobs["ab"]["steps"] if str(s.get("uses", "")).startswith("actions/checkout"))
+    assert checkout["with"]["fetch-depth"] == 0  # the base branch must exist in the clone
 
 
 def test_nightly_runs_full_profile_on_cpu_and_gpu_runners_with_artifacts() -> None:

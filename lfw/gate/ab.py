@@ -242,8 +242,11 @@ def default_out(repo: Path, sha: str) -> Path:
     return repo / ".benchmarks" / "ab" / f"{stamp}-{sha[:10]}"
 
 
-def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None) -> ABRun:
-    """Measure ``plan`` (base revision vs the working tree of ``repo``), decide, write the outputs."""
+def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None, root: Path | None = None) -> ABRun:
+    """Measure ``plan`` (base revision vs the working tree of ``repo``), decide, write the outputs.
+
+    ``root`` is the image folder both sides read (default: ``LFW_ROOT`` or the profile's synthetic tree).
+    """
     from lfw import matrix
     from lfw.data_root import resolve_root
     from lfw.profiles import PROFILES
@@ -261,7 +264,7 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
     out = out_dir or default_out(repo, sha)
     if out.exists():
         raise LFWError(f"output folder {out} exists; A/B runs are never overwritten, choose another --ab-out")
-    root = resolve_root(synthetic_images=PROFILES[plan.profile].synthetic_images).path
+    root = root or resolve_root(synthetic_images=PROFILES[plan.profile].synthetic_images).path
     seed = plan.seed if plan.seed is not None else int.from_bytes(os.urandom(4), "big")
     rng = random.Random(seed)
     looks = look_points(plan.min_pairs, plan.max_pairs, plan.look_every)

@@ -9,13 +9,14 @@ Kinds:
 - ``gate``: ``make gate`` on unchanged code against the committed baseline (quick profile, cost layer, two-file
   rule): should exit 0. Each run's instruction counts and recommended worker counts are recorded too.
 - ``ab-aa``: ``python -m lfw.gate --ab HEAD`` from a clean checkout of HEAD: both sides the same code, should
-  exit 0.
+  exit 0 (3, "noisy: rerun", counts as a miss).
 - ``ab-slow``: the same, with the current side's JPEG decode made ~15% slower by
   ``benchmarks/gate_rates/slow_decode/sitecustomize.py`` placed at the root of its checkout: should exit 1.
 - ``cost-slow``: the cost layer with the slowed decode against the committed baseline: should flag it.
 
-Every kind runs from a temporary ``git worktree`` checkout of HEAD, so edits to the working tree during a long
-campaign do not leak into it; raw runs and logs go to ``.benchmarks/gate-rates/`` (not committed).
+Every run is made from a temporary ``git worktree`` checkout of the commit that was HEAD when the campaign
+started, so edits and commits during a long campaign do not leak into it; raw runs and logs go to
+``.benchmarks/gate-rates/`` (not committed).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -34,6 +34,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from lfw.cli_args import OneLineParser
@@ -95,16 +96,22 @@ def gate_record(raw: Path, code: int, seconds: float, log: Path) -> dict[str, An
         run = load_run(run_path)
         record["instructions_per_image"] = {c.value("transform"): c.number("instructions_per_image")
                                             for c in run.cases if c.number("instructions_per_image")}
-        from lfw.report.recommend import recommendations
+        from lfw.report.findings import find
 
-        record["recommended_workers"] = {r.transform: r.verdict() for r in recommendations(run)}
+        found = find(run)
+        record["recommended_workers"] = {r.transform: r.verdict() for r in found.knees}
+        record["recommendation_evidence"] = {r.transform: r.evidence() for r in found.knees}
+        efficiencies = [c.number("efficiency") for c in run.cases if c.number("efficiency") is not None]
+        record["max_efficiency"] = max(efficiencies, default=None)
+        record["cv_median"] = found.cv[0] if found.cv else None
+        record["paired_cv_median"] = found.paired_cv
         record["per_core_images_per_s"] = {k.removeprefix("per_core_images_per_s_"): v
                                            for k, v in run.machine.items() if k.startswith("per_core_images_per_s_")}
     record["tail"] = log.read_text().splitlines()[-3:]
     return record
 
 
-def run_gate(repo: Path, raw: Path) -> dict[str, Any]:
+def run_gate(repo: Path, raw: Path, commit: str) -> dict[str, Any]:
     """``make gate`` in a clean worktree of HEAD, with this checkout's virtualenv and data cache.
 
     ``-o`` marks the virtualenv's install stamp as up to date, so make does not reinstall the project from the
@@ -113,7 +120,7 @@ def run_gate(repo: Path, raw: Path) -> dict[str, Any]:
     venv = repo / ".venv"
     env = {**os.environ, "GATE_ARGS": f"--json-report {raw / 'gate-report.json'}", "LFW_CACHE": cache(repo)}
     log = raw / "make-gate.log"
-    with clean_checkout(repo) as tree:
+    with clean_checkout(repo, commit) as tree:
         code, seconds = run_logged(["make", "-o", str(venv / ".installed"), "gate", f"VENV={venv}"], tree, env, log)
         if (tree / "reports" / "gate-run.json").exists():
             shutil.copy(tree / "reports" / "gate-run.json", raw / "gate-run.json")
@@ -121,12 +128,12 @@ def run_gate(repo: Path, raw: Path) -> dict[str, Any]:
 
 
 @contextmanager
-def clean_checkout(repo: Path) -> Iterator[Path]:
-    """A temporary ``git worktree`` of HEAD, removed afterwards whatever happens."""
+def clean_checkout(repo: Path, commit: str) -> Iterator[Path]:
+    """A temporary ``git worktree`` of ``commit``, removed afterwards whatever happens."""
     tmp = Path(tempfile.mkdtemp(prefix="lfw-rates-"))
     tree = tmp / "checkout"
     try:
-        git("worktree", "add", "--detach", str(tree), "HEAD", cwd=repo)
+        git("worktree", "add", "--detach", str(tree), commit, cwd=repo)
         yield tree
     finally:
         subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], capture_output=True,
@@ -134,14 +141,14 @@ def clean_checkout(repo: Path) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run_ab(repo: Path, raw: Path, slow: bool, max_pairs: int) -> dict[str, Any]:
-    """``python -m lfw.gate --ab HEAD`` from a clean worktree of HEAD (slowed: with the sitecustomize in it)."""
+def run_ab(repo: Path, raw: Path, commit: str, slow: bool, max_pairs: int) -> dict[str, Any]:
+    """``python -m lfw.gate --ab COMMIT`` from a clean worktree of it (slowed: with the sitecustomize in it)."""
     log = raw / "ab.log"
-    with clean_checkout(repo) as tree:
+    with clean_checkout(repo, commit) as tree:
         if slow:
             shutil.copy(tree / SLOW_DECODE, tree / "sitecustomize.py")
         env = {**os.environ, "PYTHONPATH": str(tree), "LFW_SLOW_DECODE": "0.15", "LFW_CACHE": cache(repo)}
-        code, seconds = run_logged([sys.executable, "-m", "lfw.gate", "--ab", "HEAD", "--max-pairs", str(max_pairs),
+        code, seconds = run_logged([sys.executable, "-m", "lfw.gate", "--ab", commit, "--max-pairs", str(max_pairs),
                                     "--ab-out", str(raw / "ab")], tree, env, log)
     record: dict[str, Any] = {"exit_code": code, "seconds": round(seconds, 1)}
     verdicts = raw / "ab" / "verdicts.json"
@@ -155,10 +162,10 @@ def run_ab(repo: Path, raw: Path, slow: bool, max_pairs: int) -> dict[str, Any]:
     return record
 
 
-def run_cost_slow(repo: Path, raw: Path, baseline: Path) -> dict[str, Any]:
+def run_cost_slow(repo: Path, raw: Path, commit: str, baseline: Path) -> dict[str, Any]:
     """The cost layer with the slowed decode on PYTHONPATH, gated against ``baseline`` (a path in HEAD)."""
     run_json, report = raw / "cost-run.json", raw / "gate-report.json"
-    with clean_checkout(repo) as tree:
+    with clean_checkout(repo, commit) as tree:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree / SLOW_DECODE.parent), str(tree)]),
                "LFW_SLOW_DECODE": "0.15", "LFW_CACHE": cache(repo)}
         code, seconds = run_logged([sys.executable, "-m", "pytest", "benchmarks", "-k", "cost", "--bench-cost", "-q",
@@ -177,20 +184,22 @@ def run_cost_slow(repo: Path, raw: Path, baseline: Path) -> dict[str, Any]:
     return {"exit_code": gate_code, "seconds": round(seconds, 1), "instructions_change": changes, "flagged": flagged}
 
 
-def campaign(kind: str, runs: int, repo: Path, baseline: Path, max_pairs: int, outcomes: Path) -> None:
+def campaign(kind: str, runs: int, repo: Path, baseline: Path, max_pairs: int, outcomes: Path,
+             commit: str = "HEAD") -> None:
+    """``runs`` runs of ``kind``, all of ``commit`` as it resolves when the campaign starts."""
+    head = git("rev-parse", "--verify", f"{commit}^{{commit}}", cwd=repo)
     for i in range(1, runs + 1):
-        head = git("rev-parse", "HEAD", cwd=repo)
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         raw = repo / RAW / kind / stamp
         raw.mkdir(parents=True)
         started = now()
         print(f"[{kind} {i}/{runs}] {started}", file=sys.stderr, flush=True)
         if kind == "gate":
-            outcome = run_gate(repo, raw)
+            outcome = run_gate(repo, raw, head)
         elif kind in ("ab-aa", "ab-slow"):
-            outcome = run_ab(repo, raw, kind == "ab-slow", max_pairs)
+            outcome = run_ab(repo, raw, head, kind == "ab-slow", max_pairs)
         else:
-            outcome = run_cost_slow(repo, raw, baseline)
+            outcome = run_cost_slow(repo, raw, head, baseline)
         record = {"kind": kind, "started": started, "finished": now(), "commit": head, "host": platform.node(),
                   "expected_exit": EXPECTED[kind], "raw": str(raw.relative_to(repo)), **outcome}
         append(kind, record, outcomes)
@@ -262,6 +271,13 @@ def gate_details(records: list[dict[str, Any]]) -> list[str]:
     if recs:
         out.append("  recommended num_workers per run: " + " | ".join(
             ", ".join(f"{t} {w}" for t, w in rec.items()) for rec in recs))
+    peaks = [r["max_efficiency"] for r in records if r.get("max_efficiency") is not None]
+    if peaks:
+        out.append(f"  largest efficiency in any case of any run: {max(peaks):.3f}")
+    cvs = [(r["cv_median"], r["paired_cv_median"]) for r in records if r.get("paired_cv_median") is not None]
+    if cvs:
+        out.append(f"  median CV of images/s per run: {median(c for c, _ in cvs):.1%} (runs' median); paired-ratio "
+                   f"CV: {median(p for _, p in cvs):.1%}")
     return out
 
 
@@ -284,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", type=Path, default=Path("benchmarks/baselines/cpu-2core.json"),
                         help="baseline of the cost-slow kind (make gate uses the Makefile's)")
     parser.add_argument("--max-pairs", type=int, default=24, help="A/B pair budget (default 24)")
+    parser.add_argument("--commit", default="HEAD", help="the commit to measure (default HEAD, resolved at start)")
     parser.add_argument("--outcomes", type=Path, default=OUTCOMES,
                         help=f"folder of the outcome files (default {OUTCOMES}; calibration runs go elsewhere)")
     args = parser.parse_args(argv)
@@ -294,9 +311,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.runs < 1:
         raise LFWError(f"--runs must be at least 1, got {args.runs}")
-    if not re.fullmatch(r"[0-9a-f]{40}", git("rev-parse", "HEAD", cwd=repo)):
-        raise LFWError("no commit to measure: commit first")
-    campaign(args.kind, args.runs, repo, args.baseline, args.max_pairs, outcomes)
+    try:
+        git("rev-parse", "--verify", f"{args.commit}^{{commit}}", cwd=repo)
+    except subprocess.CalledProcessError:
+        raise LFWError(f"unknown commit {args.commit!r}: commit first, or name one that exists") from None
+    campaign(args.kind, args.runs, repo, args.baseline, args.max_pairs, outcomes, args.commit)
     print(summary(outcomes))
     return 0
 

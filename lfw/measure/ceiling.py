@@ -2,17 +2,20 @@
 
 ``ceiling = per_core_rate x min(max(workers, 1), usable_cores)`` is what perfect parallel loading would reach;
 ``efficiency = images_per_s / ceiling`` is the share of it a configuration gets. Efficiency survives a move to
-another machine better than absolute throughput, because both sides of the ratio move with the CPU.
+another machine better than absolute throughput, because both sides of the ratio move with the CPU. The sweep
+is a member of each group's rotation (:mod:`lfw.measure.rotation`), so round r's ceiling was measured among
+round r's passes and efficiency is a paired ratio, not a rate over a number from another moment.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 
 import torch
 
-from lfw.dataset import LFWDataset
+from lfw.measure.loader_pass import PassResult
 
 
 def usable_cores() -> int:
@@ -23,25 +26,36 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def per_core_rate(dataset: LFWDataset, images: int = 200, repeats: int = 3) -> float:
-    """Images per second of ``dataset[i]`` (read + decode + transform) in this process on one thread.
+class CeilingSweep:
+    """The single-core rate of ``dataset[i]`` (read + decode + transform) in this process on one thread.
 
-    The fastest of ``repeats`` timed sweeps over the first ``images`` items, after one untimed sweep that warms
-    the page cache and the allocator: a ceiling is the best one core was seen to do, and the fastest sweep is
-    the one least disturbed by the rest of the machine.
+    ``indices`` are spread over the images the passes read, so the ceiling is measured on the same mix of
+    files. Its result is a :class:`PassResult` with no batches: ``images_per_s`` is the ceiling.
     """
-    n = min(images, len(dataset))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        for i in range(n):
-            dataset[i]
-        rates = []
-        for _ in range(repeats):
+
+    def __init__(self, dataset: object, indices: Sequence[int]) -> None:
+        self.dataset = dataset
+        self.indices = list(indices)
+
+    def measure(self) -> PassResult:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
             t0 = time.perf_counter()
-            for i in range(n):
-                dataset[i]
-            rates.append(n / (time.perf_counter() - t0))
-    finally:
-        torch.set_num_threads(threads)
-    return max(rates)
+            for i in self.indices:
+                self.dataset[i]  # type: ignore[index]
+            wall = time.perf_counter() - t0
+        finally:
+            torch.set_num_threads(threads)
+        return PassResult(len(self.indices), 0, wall, 0.0)
+
+    def close(self) -> None:
+        pass
+
+
+def spread_indices(images: int, count: int) -> list[int]:
+    """``count`` indices evenly spread over ``range(images)`` (all of them if ``count >= images``)."""
+    if count >= images:
+        return list(range(images))
+    step = images / count
+    return [int(i * step) for i in range(count)]

@@ -10,7 +10,8 @@ ceiling) is paired by round as well and cannot drift above 1 because the ceiling
 
 Members are anything with ``measure() -> PassResult``; :class:`LoaderMember` wraps :class:`LoaderPass` (setup,
 timed pass, finish: the workers are stopped before the next member runs, so no idle worker of another
-configuration is alive during a pass), :class:`CeilingMember` times ``dataset[i]`` in this process.
+configuration is alive during a pass), :class:`~lfw.measure.ceiling.CeilingSweep` times ``dataset[i]`` in this
+process.
 
 :data:`pass_clock` is the timer pytest-benchmark uses in this suite (``--benchmark-timer`` in ``pytest.ini``):
 outside a replay it is ``time.perf_counter``; a rotated case replays its measured passes through it, so
@@ -25,8 +26,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
-
-import torch
 
 from lfw.measure.loader_pass import LoaderPass, PassResult
 
@@ -57,41 +56,6 @@ class LoaderMember:
 
     def close(self) -> None:
         self.runner.close(stop_workers=True)
-
-
-class CeilingMember:
-    """The single-core rate of ``dataset[i]`` (read + decode + transform) in this process on one thread.
-
-    ``indices`` are spread over the images the passes read, so the ceiling is measured on the same mix of
-    files. Its result is a :class:`PassResult` with no batches: ``images_per_s`` is the ceiling.
-    """
-
-    def __init__(self, dataset: object, indices: Sequence[int]) -> None:
-        self.dataset = dataset
-        self.indices = list(indices)
-
-    def measure(self) -> PassResult:
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            t0 = time.perf_counter()
-            for i in self.indices:
-                self.dataset[i]  # type: ignore[index]
-            wall = time.perf_counter() - t0
-        finally:
-            torch.set_num_threads(threads)
-        return PassResult(len(self.indices), 0, wall, 0.0)
-
-    def close(self) -> None:
-        pass
-
-
-def spread_indices(images: int, count: int) -> list[int]:
-    """``count`` indices evenly spread over ``range(images)`` (all of them if ``count >= images``)."""
-    if count >= images:
-        return list(range(images))
-    step = images / count
-    return [int(i * step) for i in range(count)]
 
 
 def round_orders(keys: Sequence[str], rounds: int, seed: int) -> list[list[str]]:

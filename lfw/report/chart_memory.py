@@ -28,21 +28,11 @@ GROWTH_METRICS = {
 
 
 def timeline(case: Case) -> dict[str, list[float]]:
-    """The sampled timeline of a case, samples stamped outside the pass dropped.
-
-    The "before" snapshot has been seen stamped with the absolute ``perf_counter`` clock (hundreds of
-    seconds) instead of the pass clock; a point more than ten passes away from the pass is such a stamp, and
-    drawing it would squash the real curve into the left edge.
-    """
+    """The sampled timeline of a case (time in the pass, "before" at t = 0), or ``{}`` with fewer than 2 points."""
     raw = case.extra.get("timeline")
     if not isinstance(raw, dict) or not isinstance(raw.get("t"), list) or len(raw["t"]) < 2:
         return {}
-    longest = max(case.seconds, default=0.0)
-    keep = [i for i, t in enumerate(raw["t"]) if isinstance(t, int | float) and -1.0 <= t <= 10 * longest + 10]
-    series = {k: v for k, v in raw.items() if isinstance(v, list) and len(v) == len(raw["t"])}
-    trimmed = {k: [float(v[i]) for i in keep] for k, v in series.items()}
-    order = np.argsort(trimmed["t"])
-    return {k: [v[i] for i in order] for k, v in trimmed.items()} if len(keep) >= 2 else {}
+    return {k: [float(x) for x in v] for k, v in raw.items() if isinstance(v, list) and len(v) == len(raw["t"])}
 
 
 def timeline_cases(run: Run) -> list[Case]:

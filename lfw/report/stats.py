@@ -1,4 +1,4 @@
-"""Numbers the charts and the summary share: spread over rounds, the scaling knee, the best case.
+"""Numbers the charts and the summary share: legends, value formatting, the best case, the noise.
 
 Error bars are the sample standard deviation over rounds (as the course exercise plots them), computed here
 from the saved per-round values rather than taken from pytest-benchmark's ``stddev``, so that images/s, time
@@ -7,25 +7,11 @@ to first batch and memory all get their bars the same way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from statistics import median
 from typing import Any
 
 from lfw.results import Case
-
-KNEE_TOLERANCE = 0.05
-
-
-def recommended_workers(rates: Mapping[int, float], tolerance: float = KNEE_TOLERANCE) -> int | None:
-    """The knee of a measured scaling curve: the fewest workers within ``tolerance`` of the best rate.
-
-    More workers than that buy little throughput and cost memory and start-up time, so the knee, not the
-    maximum, is the recommendation.
-    """
-    if not rates:
-        return None
-    best = max(rates.values())
-    return min(w for w, rate in rates.items() if rate >= (1 - tolerance) * best)
 
 
 def varying_keys(cases: Iterable[Case], exclude: Iterable[str] = ()) -> list[str]:

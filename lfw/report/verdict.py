@@ -15,7 +15,7 @@ from lfw.gate.thresholds import Thresholds
 from lfw.results import Case, Run
 
 LABELS = ("regressed", "improved", "unchanged", "not compared", "new", "missing")
-JUDGED_BY = ("lfw.gate, two files: instruction counts +3%, efficiency (gross, -35%), time to first batch (gross), "
+JUDGED_BY = ("lfw.gate, two files: instruction counts +3%, efficiency (gross, -40%), time to first batch (gross), "
              "memory floors (python -m lfw.gate --help)")
 
 

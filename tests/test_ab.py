@@ -1,0 +1,199 @@
+"""Pass-interleaved A/B: the paired rule on known pair ratios, and the runner against fake pass servers.
+
+The runner tests build a tiny git repository whose ``lfw.measure.pass_server`` is a fake speaking the real
+protocol (committed base, edited working tree), so checkout, process pairs, looks, output files, crashes,
+timeouts and clean-up are all exercised in seconds without measuring anything.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lfw.errors import LFWError, MeasurementError
+from lfw.gate.__main__ import main
+from lfw.gate.ab import ABPlan, parse_cases, run_ab
+from lfw.gate.metrics import IMAGES_PER_S, TTFB
+from lfw.gate.paired_rule import INCONCLUSIVE, OK, REGRESSED, PairedInput, decide, look_points
+from lfw.gate.thresholds import Thresholds
+from lfw.results import load_run
+
+THRESHOLDS = {"throughput": 0.05, "ttfb": 0.25}
+
+
+def pairs(centre: float, spread: float, n: int, seed: int = 0) -> tuple[float, ...]:
+    rng = np.random.default_rng(seed)
+    return tuple(math.log(centre) + rng.normal(0, spread, n))
+
+
+def one(metric=IMAGES_PER_S, logs: tuple[float, ...] = (), case: str = "c") -> PairedInput:
+    return PairedInput(case, metric, logs, (100.0,), (90.0,))
+
+
+def test_a_clear_slowdown_is_regressed() -> None:
+    [c] = decide([one(logs=pairs(0.88, 0.03, 12))], THRESHOLDS, alpha_look=0.05)
+    assert c.verdict == REGRESSED and c.ratio == pytest.approx(0.88, abs=0.02) and c.p_holm < 0.01
+
+
+def test_no_change_with_low_noise_is_ok() -> None:
+    [c] = decide([one(logs=pairs(1.0, 0.02, 12))], THRESHOLDS, alpha_look=0.05)
+    assert c.verdict == OK and c.ratio_low > 0.95
+
+
+def test_noisy_pairs_are_inconclusive_not_a_pass() -> None:
+    [c] = decide([one(logs=(-0.2, 0.2, -0.15, 0.15, -0.1, 0.1))], THRESHOLDS, alpha_look=0.05)
+    assert c.verdict == INCONCLUSIVE and c.ratio == pytest.approx(1.0) and c.ratio_low < 0.9
+
+
+def test_significant_but_small_is_not_a_regression() -> None:
+    """A precise 2% slowdown: evidenced, but under the minimum effect, and ruled out as 5%: ok."""
+    [c] = decide([one(logs=pairs(0.98, 0.004, 12))], THRESHOLDS, alpha_look=0.05)
+    assert c.p_value < 0.01 and c.verdict == OK
+
+
+def test_later_first_batch_is_worse_for_ttfb() -> None:
+    [c] = decide([one(TTFB, pairs(1.5, 0.05, 12))], THRESHOLDS, alpha_look=0.05)
+    assert c.verdict == REGRESSED and c.ratio == pytest.approx(1.5, rel=0.05)
+
+
+def test_holm_over_the_comparisons_of_a_run() -> None:
+    """The same borderline evidence passes alone and is held back among many comparisons."""
+    borderline = (-0.1,) * 5 + (0.01,)  # one pair of six disagrees: one-sided p = 2/64
+    alone = decide([one(logs=borderline)], THRESHOLDS, alpha_look=0.05)
+    many = decide([one(logs=borderline, case=f"c{i}") for i in range(4)], THRESHOLDS, alpha_look=0.05)
+    assert alone[0].verdict == REGRESSED and all(c.verdict != REGRESSED for c in many)
+
+
+def test_look_points_and_case_parsing() -> None:
+    assert look_points(10, 24, 7) == [10, 17, 24]
+    assert look_points(10, 10, 7) == [10]
+    assert parse_cases("workers2-none or workers2-uint8, bs64") == ("workers2-none", "workers2-uint8", "bs64")
+    with pytest.raises(LFWError):
+        parse_cases(" , ")
+    with pytest.raises(LFWError):
+        ABPlan("HEAD", min_pairs=3)
+
+
+FAKE_SERVER = '''
+import json, os, sys, time
+SPEED = {speed}
+CRASH_AFTER = {crash}
+HANG = {hang}
+cases = [a for a in sys.argv[1:] if not a.startswith("--") and "/" not in a and a != "quick"]
+print(json.dumps({{"ready": True, "protocol": 1, "lfw": os.path.dirname(os.path.dirname(__file__)),
+                  "cases": cases, "unknown": [], "pid": os.getpid()}}), flush=True)
+served = 0
+for line in sys.stdin:
+    served += 1
+    if CRASH_AFTER and served > CRASH_AFTER:
+        sys.exit(3)
+    if HANG:
+        time.sleep(60)
+    case = json.loads(line)["case"]
+    wobble = 1 + 0.01 * ((served * 7919 + os.getpid()) % 5 - 2)
+    rate = SPEED * wobble
+    print(json.dumps({{"case": case, "images": 512, "batches": 8, "wall_s": 512 / rate, "ttfb_s": 0.1,
+                      "images_per_s": rate}}), flush=True)
+'''
+
+
+def fake_repo(tmp_path: Path, base_speed: float, current_speed: float, crash: int = 0, hang: bool = False) -> Path:
+    """A git repository whose committed fake server runs at ``base_speed``, its working tree at the other."""
+    repo = tmp_path / "repo"
+    server = repo / "lfw" / "measure" / "pass_server.py"
+    server.parent.mkdir(parents=True)
+    (repo / "lfw" / "__init__.py").write_text("")
+    (repo / "lfw" / "measure" / "__init__.py").write_text("")
+    server.write_text(FAKE_SERVER.format(speed=base_speed, crash=0, hang=False))
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    server.write_text(FAKE_SERVER.format(speed=current_speed, crash=crash, hang=hang))
+    return repo
+
+
+def worktrees(repo: Path) -> int:
+    return len(subprocess.run(["git", "-C", str(repo), "worktree", "list"], capture_output=True,
+                              text=True).stdout.splitlines())
+
+
+def plan(**changes: object) -> ABPlan:
+    options = {"cases": ("workers2-none",), "min_pairs": 8, "max_pairs": 8, "look_every": 4, "seed": 1}
+    return ABPlan("HEAD", **{**options, **changes})  # type: ignore[arg-type]
+
+
+def test_a_slower_working_tree_is_caught_and_both_sides_are_written(tmp_path: Path) -> None:
+    repo = fake_repo(tmp_path, 1000.0, 800.0)
+    run = run_ab(plan(), repo, Thresholds(), tmp_path / "out", root=tmp_path)
+    assert run.exit_code == 1 and run.pairs == 8 and run.looks == [8]
+    [throughput] = [v for v in run.verdicts if v.metric.key == "images_per_s"]
+    assert throughput.verdict == REGRESSED and throughput.ratio == pytest.approx(0.8, abs=0.02)
+    base, current = load_run(tmp_path / "out" / "base.json"), load_run(tmp_path / "out" / "current.json")
+    assert len(base.cases[0].seconds) == 16 and base.cases[0].extra["ab_side"] == "base"  # 8 pairs x 2 passes
+    assert base.commit["id"] != "" and current.commit["branch"] == "(working tree)"
+    verdicts = json.loads((tmp_path / "out" / "verdicts.json").read_text())
+    assert verdicts["exit_code"] == 1 and len(verdicts["log_ratios"]["workers2-none:images_per_s"]) == 8
+    assert worktrees(repo) == 1
+    compare = subprocess.run([str(Path(sys.executable).parent / "pytest-benchmark"), "compare",
+                              str(tmp_path / "out" / "base.json"), str(tmp_path / "out" / "current.json")],
+                             capture_output=True, text=True)
+    assert compare.returncode == 0 and "test_workers_transform[workers2-none]" in compare.stdout
+
+
+def test_same_speed_passes(tmp_path: Path) -> None:
+    run = run_ab(plan(), fake_repo(tmp_path, 1000.0, 1000.0), Thresholds(), tmp_path / "out", root=tmp_path)
+    assert run.exit_code == 0 and all(v.verdict == OK for v in run.verdicts)
+
+
+def test_a_side_that_crashes_is_a_measurement_failure_and_leaves_nothing(tmp_path: Path) -> None:
+    repo = fake_repo(tmp_path, 1000.0, 1000.0, crash=2)  # a warm-up and one timed pass, then gone
+    with pytest.raises(MeasurementError, match=r"current side exited \(code 3\)"):
+        run_ab(plan(), repo, Thresholds(), tmp_path / "out", root=tmp_path)
+    assert worktrees(repo) == 1
+    leftover = subprocess.run(["pgrep", "-f", "lfw.measure.pass_server.*workers2-none"], capture_output=True)
+    assert leftover.returncode == 1  # no side process survives
+
+
+def test_a_stuck_side_times_out(tmp_path: Path) -> None:
+    repo = fake_repo(tmp_path, 1000.0, 1000.0, hang=True)
+    with pytest.raises(MeasurementError, match=r"gave no answer .* within 1 s"):
+        run_ab(plan(timeout_s=1.0), repo, Thresholds(), tmp_path / "out", root=tmp_path)
+    assert worktrees(repo) == 1
+
+
+def test_output_folder_is_never_overwritten(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    with pytest.raises(LFWError, match="never overwritten"):
+        run_ab(plan(), fake_repo(tmp_path, 1.0, 1.0), Thresholds(), tmp_path / "out", root=tmp_path)
+
+
+def test_cli_errors_are_one_line_with_documented_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(Path(__file__).parent)
+    assert main(["--ab", "no-such-revision-xyz"]) == 2
+    assert main(["--ab", "HEAD", "-k", "workers99-none"]) == 2
+    assert main(["--ab", "HEAD", "a.json"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("error: unknown base revision 'no-such-revision-xyz'")
+    assert err[1].startswith("error: unknown case 'workers99-none'")
+    assert "--ab takes no baseline or current file" in err[2] and len(err) == 3
+
+
+def test_a_base_revision_without_a_pass_server_is_refused(tmp_path: Path) -> None:
+    repo = tmp_path / "old"
+    (repo / "lfw").mkdir(parents=True)
+    (repo / "lfw" / "__init__.py").write_text("")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "old"], check=True)
+    with pytest.raises(LFWError, match="predates pass-interleaved A/B"):
+        run_ab(plan(), repo, Thresholds(), tmp_path / "out", root=tmp_path)
+    assert worktrees(repo) == 1

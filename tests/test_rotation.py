@@ -1,0 +1,97 @@
+"""Interleaved rounds: orders, warm-ups, per-member records, paired efficiency, and the replaying timer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lfw.dataset import LFWDataset
+from lfw.measure import LoaderConfig, LoaderPass
+from lfw.measure.ceiling import CeilingSweep, spread_indices
+from lfw.measure.loader_pass import PassResult
+from lfw.measure.rotation import LoaderMember, PassClock, Rotation, round_orders
+from lfw.measure.summary import summarize
+
+
+class Recorder:
+    """A member that returns a pass of ``seconds`` and notes when it ran."""
+
+    def __init__(self, name: str, log: list[str], seconds: float = 1.0) -> None:
+        self.name, self.log, self.seconds, self.closed = name, log, seconds, False
+
+    def measure(self) -> PassResult:
+        self.log.append(self.name)
+        return PassResult(100, 2, self.seconds, 0.1)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_each_round_is_a_seeded_permutation() -> None:
+    orders = round_orders(["a", "b", "c", "d"], 6, seed=1)
+    assert all(sorted(o) == ["a", "b", "c", "d"] for o in orders)
+    assert len({tuple(o) for o in orders}) > 1  # the order changes from round to round
+    assert orders == round_orders(["a", "b", "c", "d"], 6, seed=1)
+
+
+def test_rotation_interleaves_warms_up_and_records_positions() -> None:
+    log: list[str] = []
+    members = {k: Recorder(k, log) for k in ("a", "b", "ceiling-none")}
+    measured = Rotation(members, rounds=3, warmup_rounds=1, seed=0, warm=["ceiling-none"]).run()
+    assert log[0] == "ceiling-none" and len(log) == 1 + 3 * 4  # the warm pass, one warm-up round, 3 rounds
+    for round_start in range(4, len(log), 3):
+        assert sorted(log[round_start:round_start + 3]) == ["a", "b", "ceiling-none"]
+    assert all(len(m.results) == 3 and len(m.positions) == 3 for m in measured.values())
+    assert all(member.closed for member in members.values())
+
+
+def test_members_are_closed_when_a_pass_fails() -> None:
+    class Broken(Recorder):
+        def measure(self) -> PassResult:
+            raise RuntimeError("worker died")
+
+    log: list[str] = []
+    members = {"ok": Recorder("ok", log), "bad": Broken("bad", log)}
+    with pytest.raises(RuntimeError):
+        Rotation(members, rounds=2).run()
+    assert all(m.closed for m in members.values())
+
+
+def test_loader_and_ceiling_members_measure_real_passes(tiny_tree: Path) -> None:
+    dataset = LFWDataset(tiny_tree, transform="uint8")
+    runner = LoaderPass(LoaderConfig(batch_size=8, num_workers=1).build(dataset), 2)
+    members = {"loader": LoaderMember(runner), "ceiling": CeilingSweep(dataset, spread_indices(16, 8))}
+    measured = Rotation(members, rounds=2).run()
+    loader = measured["loader"].results
+    assert [r.images for r in loader] == [16, 16] and all(r.memory is not None for r in loader)
+    assert runner._iterator is None  # finished after each pass: no idle worker while another member runs
+    assert all(r.images == 8 and r.images_per_s > 0 for r in measured["ceiling"].results)
+
+
+def test_spread_indices_cover_the_pass() -> None:
+    assert spread_indices(512, 4) == [0, 128, 256, 384]
+    assert spread_indices(3, 10) == [0, 1, 2]
+
+
+def test_efficiency_is_paired_by_round() -> None:
+    """Round 2 ran while the machine was twice as fast: its rate and its ceiling both doubled."""
+    results = [PassResult(100, 2, 0.1, 0.01), PassResult(100, 2, 0.05, 0.01)]
+    info = summarize(results, ceilings=[2000.0, 4000.0], workers=2, usable_cores=2)
+    assert info["efficiency_rounds"] == [0.25, 0.25] and info["efficiency"] == 0.25
+    assert info["ceiling_images_per_s"] == 6000.0 and info["per_core_images_per_s_rounds"] == [2000.0, 4000.0]
+    with pytest.raises(ValueError, match="paired by round"):
+        summarize(results, ceilings=[2000.0], workers=2, usable_cores=2)
+
+
+def test_pass_clock_replays_recorded_durations() -> None:
+    clock = PassClock()
+    with clock.replaying([0.25, 0.5]) as next_pass:
+        start = clock()
+        next_pass()
+        first = clock() - start
+        start = clock()
+        next_pass()
+        second = clock() - start
+    assert (first, second) == (0.25, 0.5)
+    assert clock() > 1000  # back to perf_counter outside a replay
