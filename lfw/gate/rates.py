@@ -147,7 +147,10 @@ def run_ab(repo: Path, raw: Path, commit: str, slow: bool, max_pairs: int) -> di
     with clean_checkout(repo, commit) as tree:
         if slow:
             shutil.copy(tree / SLOW_DECODE, tree / "sitecustomize.py")
-        env = {**os.environ, "PYTHONPATH": str(tree), "LFW_SLOW_DECODE": "0.15", "LFW_CACHE": cache(repo)}
+        # No PYTHONPATH of our own: each side gets its tree (the runner sets it), and an inherited entry naming
+        # this checkout would put the slowed decode on the base side too. ``-m`` from the tree imports its lfw.
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env.update({"LFW_SLOW_DECODE": "0.15", "LFW_CACHE": cache(repo)})
         code, seconds = run_logged([sys.executable, "-m", "lfw.gate", "--ab", commit, "--max-pairs", str(max_pairs),
                                     "--ab-out", str(raw / "ab")], tree, env, log)
     record: dict[str, Any] = {"exit_code": code, "seconds": round(seconds, 1)}
