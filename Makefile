@@ -31,7 +31,7 @@ export MKL_NUM_THREADS ?= 1
 
 help:
 	@echo "make bench     run the benchmark matrix (PROFILE=quick|full) and write charts + summary to reports/"
-	@echo "make test      unit tests, then every benchmark once (no timing)"
+	@echo "make test      ruff, unit tests, then every benchmark once (no timing)"
 	@echo "make gate      quick profile + cost layer, gated against benchmarks/baselines/<runner>.json"
 	@echo "make gate-ab   BASE=origin/main and this tree, interleaved pass by pass in process pairs, gated"
 	@echo "make cost      the cost layer alone: instructions per image under valgrind"
@@ -68,7 +68,7 @@ unit: $(STAMP) $(ACTIONLINT)
 smoke: $(STAMP)
 	$(PY) -m pytest benchmarks -q --benchmark-disable --bench-profile smoke $(PYTEST_ARGS)
 
-test: unit smoke
+test: lint unit smoke
 
 bench: $(STAMP)
 	$(LOCK) $(PY) -m pytest benchmarks --bench-profile $(PROFILE) --benchmark-autosave $(PYTEST_ARGS)

@@ -14,14 +14,13 @@ valgrind, its headers or a C compiler is missing, every case skips with the reas
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from benchmarks.conftest import benchmark_group, record
-from benchmarks.session_facts import SESSION_FACTS
+from benchmarks.helpers import SESSION_FACTS, benchmark_group, record
+from lfw import keys as K
 from lfw.data_root import DataSource
 from lfw.dataset import LFWDataset
 from lfw.matrix import TRANSFORMS
@@ -50,7 +49,7 @@ def counts(request: pytest.FixtureRequest, lfw_source: DataSource, profile: Prof
     """Every selected preset counted in one valgrind process; the skip reason instead, for every case."""
     reason = skip_reason(request.config, profile)
     if reason:
-        request.config.stash[SESSION_FACTS]["cost_layer_skipped"] = reason
+        request.config.stash[SESSION_FACTS][K.COST_LAYER_SKIPPED] = reason
         pytest.skip(reason)
     presets = [item.callspec.params["transform"] for item in request.session.items
                if benchmark_group(item) == GROUP and hasattr(item, "callspec")]
@@ -71,11 +70,10 @@ def test_cost(benchmark: Any, counts: dict[str, InstructionCount], dataset_facto
     info = summarize(runner.results[-profile.rounds:] if benchmark.enabled else runner.results,
                      workers=0, usable_cores=usable_cores())
     seconds = min(r.wall_s for r in runner.results)
-    info.update({"transform": transform, "profile": profile.name, "config": loader_config_dict(profile),
-                 "instructions": count.instructions, "instructions_per_image": round(count.per_image, 1),
-                 "images_counted": count.images, "valgrind": valgrind_version(),
-                 "native_instructions_per_s": round(count.instructions / seconds) if seconds > 0 else 0,
-                 "pythonhashseed": os.environ.get("PYTHONHASHSEED")})
+    info.update({K.TRANSFORM: transform, K.PROFILE: profile.name, K.CONFIG: loader_config_dict(profile),
+                 K.INSTRUCTIONS: count.instructions, K.INSTRUCTIONS_PER_IMAGE: round(count.per_image, 1),
+                 K.IMAGES_COUNTED: count.images, K.VALGRIND: valgrind_version(),
+                 K.NATIVE_INSTRUCTIONS_PER_S: round(count.instructions / seconds) if seconds > 0 else 0})
     record(benchmark, info)
     assert count.images == profile.cost_images and count.instructions > 0
 

@@ -22,16 +22,16 @@ from typing import Any
 import pytest
 from torch.utils.data import Dataset, Subset
 
-from benchmarks.conftest import skip_above_cap
-from benchmarks.profiles import Profile
+from benchmarks.helpers import skip_above_cap
 from lfw.data_root import DataSource
 from lfw.dataset import LFWDataset, scan_images
-from lfw.index import LabelIndex
+from lfw.index import FileIndex, LabelIndex
 from lfw.measure import LoaderConfig, LoaderPass
 from lfw.measure.ceiling import usable_cores
 from lfw.measure.leak import WARMUP_EPOCHS, leak_check
 from lfw.measure.summary import summarize
-from lfw.memory_datasets import AnyIndex, IndexOnlyDataset, LeakingControlDataset, large_index
+from lfw.memory_datasets import IndexOnlyDataset, LeakingControlDataset, large_index
+from lfw.profiles import Profile
 
 pytestmark = pytest.mark.benchmark(group="leak")
 
@@ -44,14 +44,14 @@ BATCH_SIZE = {"lfw": 32, "control": 256, "index": 256}
 
 
 @pytest.fixture(scope="module")
-def small_index(lfw_source: DataSource) -> tuple[AnyIndex, LabelIndex]:
+def small_index(lfw_source: DataSource) -> tuple[FileIndex, LabelIndex]:
     """LFW's paths as a numpy index of exactly ``INDEX_ITEMS`` entries, whatever the profile's tree size."""
     scan = scan_images(lfw_source.path)
     return large_index(scan.paths, scan.labels, "numpy", INDEX_ITEMS)
 
 
 def make_dataset(case: str, dataset_factory: Callable[..., LFWDataset],
-                 small_index: tuple[AnyIndex, LabelIndex]) -> Dataset:
+                 small_index: tuple[FileIndex, LabelIndex]) -> Dataset:
     if case == "lfw":
         full = dataset_factory("uint8", "numpy")
         return Subset(full, range(min(LFW_IMAGES, len(full))))
@@ -63,7 +63,7 @@ def make_dataset(case: str, dataset_factory: Callable[..., LFWDataset],
 @pytest.mark.parametrize("num_workers", WORKERS, ids=[f"workers{w}" for w in WORKERS])
 @pytest.mark.parametrize("case", CASES)
 def test_leak(benchmark: Any, profile: Profile, dataset_factory: Callable[..., LFWDataset],
-              small_index: tuple[AnyIndex, LabelIndex], case: str, num_workers: int) -> None:
+              small_index: tuple[FileIndex, LabelIndex], case: str, num_workers: int) -> None:
     skip_above_cap(num_workers)
     if not profile.full_matrix and (num_workers != 2 or case == "index"):
         pytest.skip(f"{profile.name} profile: lfw and control at workers2 only (full adds 1 and 4 workers and "

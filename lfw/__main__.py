@@ -5,7 +5,8 @@ Accepts the course's single-dash flags exactly (``-path_to_folder``, ``-batch_si
 ``-index``. Fixed against the original: ``-num_workers`` defaults to 0 (``None`` crashed the DataLoader);
 timing passes over exactly ``batches_to_check`` batches (the original loaded N + 2) and says when the dataset
 has fewer; the result line is a real f-string; timing goes through the shared measurement primitive, so it
-reports the same numbers as the benchmarks (after one warm-up pass, as they do), with images/s beside seconds.
+reports the same numbers as the benchmarks (after one warm-up pass, as they do), with images/s beside seconds,
+and with one intra-op thread as they pin it (``-threads`` changes it; the count is printed).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import statistics
 import sys
 
+import torch
 from tqdm import tqdm
 
 from lfw.cli_args import OneLineParser
@@ -23,7 +25,7 @@ from lfw.errors import cli_entry
 from lfw.index import INDEX_KINDS
 from lfw.measure import LoaderConfig, LoaderPass
 from lfw.transforms import PRESETS
-from lfw.visualize import save_batch_grid
+from lfw.visualize import check_output, save_batch_grid
 
 MIB = 1024 * 1024
 
@@ -46,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-index", "--index", choices=INDEX_KINDS, default="numpy",
                         help="file index kind: numpy (one refcount) or list (one str per file)")
     parser.add_argument("-repetitions", "--repetitions", type=int, default=5, help="timing repetitions (default 5)")
+    parser.add_argument("-threads", "--threads", type=int, default=1,
+                        help="torch intra-op threads in this process (default 1, as the benchmarks pin it)")
     parser.add_argument("-out", "--out", default="lfw_batch.png", help="where -visualize_batch saves its PNG")
     return parser
 
@@ -79,11 +83,17 @@ def main(argv: list[str] | None = None) -> int:
         build_parser().error(f"-repetitions must be a positive integer, got {args.repetitions}")
     if args.batches_to_check <= 0:
         build_parser().error(f"-batches_to_check must be a positive integer, got {args.batches_to_check}")
+    if args.threads < 1:
+        build_parser().error(f"-threads must be 1 or more, got {args.threads}")
+    if args.visualize_batch:
+        check_output(args.out)  # before loading anything: a bad file name fails at once
+    torch.set_num_threads(args.threads)
     source = resolve_root(args.path_to_folder or None)
     dataset = LFWDataset(source.path, transform=args.transform, index=args.index)
     loader = config.build(dataset)
     print(f"LFW ({source.kind}) at {dataset.root}: {len(dataset)} images of {len(dataset.classes)} people, "
-          f"{len(loader)} batches of {args.batch_size}, {args.num_workers} workers"
+          f"{len(loader)} batches of {args.batch_size}, {args.num_workers} workers, "
+          f"{torch.get_num_threads()} intra-op thread{'s' if torch.get_num_threads() != 1 else ''}"
           + (f"; {dataset.skipped_files} non-image files skipped" if dataset.skipped_files else ""))
 
     if args.visualize_batch:

@@ -1,16 +1,30 @@
-"""User-facing errors: one line that names the problem and the fix.
+"""User-facing errors: one line that names the problem and the fix, and an exit code that says whose it is.
 
-Every command-line entry point of lfw-bench wraps its ``main`` with :func:`cli_entry`, which turns an
-:class:`LFWError` into ``error: <message>`` on stderr and exit code 2, never a traceback. Errors raised inside
-DataLoader workers reach the main process re-wrapped by PyTorch with the worker's traceback in the message;
-:func:`one_line` digs the original message back out so the user still sees one line.
+Every command-line entry point of lfw-bench wraps its ``main`` with :func:`cli_entry`, which prints
+``error: <message>`` on stderr, never a traceback, and returns:
+
+- 2 (:data:`EXIT_USAGE`): the input is wrong (a flag, a folder, a corrupt JPEG, a bad baseline file);
+- 4 (:data:`EXIT_MEASUREMENT`): the machine failed, not the input: a DataLoader worker killed (the OOM killer,
+  a signal, a segfault), ``/dev/shm`` or the disk full, too many open files, a measuring process that crashed
+  or timed out (:class:`MeasurementError`);
+- 130: interrupted.
+
+Errors raised inside DataLoader workers reach the main process re-wrapped by PyTorch with the worker's traceback
+in the message; :func:`one_line` digs the original message back out so the user still sees one line. Each entry
+point also runs with a private temporary folder (:func:`private_tmpdir`), removed on the way out, so files that
+a killed worker never cleaned up (multiprocessing's ``pymp-*`` folders) do not outlive the command.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
+import os
+import shutil
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 EXIT_USAGE = 2
@@ -51,24 +65,73 @@ def one_line(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
+# Failures of the machine rather than of the input: (what the message says, what to tell the user).
+ENVIRONMENT_FAILURES = (
+    ("killed by signal: Killed", "a DataLoader worker was killed (SIGKILL: usually the OOM killer; see dmesg); "
+                                 "use fewer workers or a smaller batch"),
+    ("killed by signal: Segmentation fault", "a DataLoader worker crashed (segmentation fault in a native "
+                                             "library); rerun, and report it with the library versions"),
+    ("killed by signal", "a DataLoader worker was killed by a signal"),
+    ("exited unexpectedly", "a DataLoader worker died without a Python error (killed, or out of memory); "
+                            "check dmesg, use fewer workers or a smaller batch"),
+    ("No space left on device", "no space left: /dev/shm (shared memory for worker batches) or the disk is "
+                                "full; enlarge /dev/shm (e.g. docker --shm-size) or use fewer workers"),
+    ("Too many open files", "too many open files: raise the limit (ulimit -n) or use "
+                            "torch.multiprocessing.set_sharing_strategy('file_system')"),
+)
+
+
+def environment_failure(exc: BaseException) -> str | None:
+    """The one-line cause if ``exc`` is a failure of the machine (see :data:`ENVIRONMENT_FAILURES`), else None."""
+    text = str(exc)
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EMFILE, errno.ENFILE):
+        text = exc.strerror or text
+    for marker, cause in ENVIRONMENT_FAILURES:
+        if marker in text:
+            return f"{cause} ({one_line(exc)})"
+    return None
+
+
+@contextlib.contextmanager
+def private_tmpdir() -> Iterator[None]:
+    """Point ``tempfile`` (and, through ``TMPDIR``, spawned children) at a private folder; remove it at the end."""
+    folder = tempfile.mkdtemp(prefix=f"lfw-{os.getpid()}-")
+    saved_env, saved_dir = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = folder, folder
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved_dir
+        if saved_env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved_env
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def cli_entry(main: F) -> F:
-    """Run ``main`` and turn user errors into one line on stderr and exit code 2."""
+    """Run ``main``; turn user errors and machine failures into one line on stderr and their exit codes."""
 
     @functools.wraps(main)
     def wrapper(*args: object, **kwargs: object) -> int:
         try:
-            return int(main(*args, **kwargs) or 0)
+            with private_tmpdir():
+                return int(main(*args, **kwargs) or 0)
         except LFWError as exc:
             print(f"error: {one_line(exc)}", file=sys.stderr)
             return getattr(exc, "exit_code", EXIT_USAGE)
-        except RuntimeError as exc:  # a worker's LFWError arrives re-wrapped as its own class or RuntimeError
-            if "DataLoader" not in str(exc):
+        except (RuntimeError, OSError) as exc:
+            cause = environment_failure(exc)
+            if cause is not None:
+                print(f"error: {cause}", file=sys.stderr)
+                return EXIT_MEASUREMENT
+            if isinstance(exc, OSError):  # an unwritable output, an unreadable folder: the OS says which and why
+                where = f" ({exc.filename})" if exc.filename else ""
+                print(f"error: {exc.strerror or exc}{where}; check the path and its permissions", file=sys.stderr)
+                return EXIT_USAGE
+            if "DataLoader" not in str(exc):  # a worker's LFWError arrives re-wrapped as RuntimeError
                 raise
             print(f"error: {one_line(exc)}", file=sys.stderr)
-            return EXIT_USAGE
-        except OSError as exc:  # an unwritable output, an unreadable folder: the OS says which path and why
-            where = f" ({exc.filename})" if exc.filename else ""
-            print(f"error: {exc.strerror or exc}{where}; check the path and its permissions", file=sys.stderr)
             return EXIT_USAGE
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)

@@ -1,15 +1,20 @@
-"""The file index: a Python list of paths, or a numpy array of fixed-width bytes.
+"""The file index: a Python list of paths, a numpy array of fixed-width bytes, or one packed byte buffer.
 
 This choice is a benchmark axis, not a detail. Forked DataLoader workers share the parent's pages, but reading a
 Python object writes its reference count, which copies the page holding it into the worker ("copy-on-access").
 A list of N path strings is N + 1 objects with N refcounts, so an epoch slowly copies the whole index into every
 worker. A fixed-width numpy ``S`` array is one object with one refcount: indexing it builds a fresh ``bytes``
-and never touches the shared buffer's pages for writing.
+and never touches the shared buffer's pages for writing. :class:`PackedPaths` is the same idea without the
+padding to the longest path (what a pyarrow string array is, without the dependency).
+
+One kind name (:data:`INDEX_KINDS`), one constructor (:func:`make_index`) and one :func:`replicate` serve the
+dataset and the large-index memory experiments alike.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from typing import Literal, TypeAlias
 
@@ -17,10 +22,57 @@ import numpy as np
 
 from lfw.errors import LFWError
 
-IndexKind: TypeAlias = Literal["numpy", "list"]
-INDEX_KINDS: tuple[IndexKind, ...] = ("numpy", "list")
-FileIndex: TypeAlias = "list[str] | np.ndarray"
+IndexKind: TypeAlias = Literal["numpy", "list", "packed"]
+INDEX_KINDS: tuple[IndexKind, ...] = ("numpy", "list", "packed")
 LabelIndex: TypeAlias = "list[int] | np.ndarray"
+
+
+class PackedPaths:
+    """Paths as one contiguous ``uint8`` buffer plus ``int64`` offsets: two refcounts however many paths.
+
+    ``self[i]`` returns the path as ``bytes`` (a copy), so :func:`lfw.index.path_at` decodes it like a numpy
+    entry. Unlike the fixed-width ``S`` array, no path is padded to the longest one.
+    """
+
+    def __init__(self, buffer: np.ndarray, offsets: np.ndarray) -> None:
+        if buffer.dtype != np.uint8 or offsets.dtype != np.int64 or offsets.ndim != 1 or len(offsets) == 0:
+            raise LFWError("PackedPaths needs a uint8 buffer and a non-empty 1-d int64 offsets array")
+        if offsets[0] != 0 or offsets[-1] != len(buffer) or np.any(np.diff(offsets) < 0):
+            raise LFWError("PackedPaths offsets must start at 0, end at len(buffer) and never decrease")
+        self.buffer = buffer
+        self.offsets = offsets
+
+    @classmethod
+    def from_paths(cls, paths: Sequence[str]) -> PackedPaths:
+        encoded = [os.fsencode(p) for p in paths]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        return cls(np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), offsets)
+
+    def replicate(self, size: int) -> PackedPaths:
+        """The paths repeated cyclically to ``size`` entries, every copy really stored (as ``replicate`` does)."""
+        n = len(self)
+        if n == 0 or size <= 0:
+            raise LFWError("cannot replicate an empty index; scan a folder with images first")
+        reps, rest = divmod(size, n)
+        buffer = np.concatenate([np.tile(self.buffer, reps), self.buffer[: self.offsets[rest]]])
+        lengths = np.diff(self.offsets)[np.arange(size) % n]
+        offsets = np.zeros(size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return PackedPaths(buffer, offsets)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.buffer.nbytes + self.offsets.nbytes)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> bytes:
+        return self.buffer[self.offsets[i]: self.offsets[i + 1]].tobytes()
+
+
+FileIndex: TypeAlias = "list[str] | np.ndarray | PackedPaths"
 
 
 def check_index_kind(kind: str) -> IndexKind:
@@ -31,10 +83,13 @@ def check_index_kind(kind: str) -> IndexKind:
 
 
 def make_index(paths: Sequence[str], labels: Sequence[int], kind: IndexKind) -> tuple[FileIndex, LabelIndex]:
-    """Store ``paths`` and ``labels`` as the index ``kind``: Python lists, or numpy ``S``/``int32`` arrays."""
+    """Store ``paths`` and ``labels`` as the index ``kind``: Python lists, or numpy ``S`` (or packed) paths with
+    ``int32`` labels."""
     check_index_kind(kind)
     if kind == "list":
         return [str(p) for p in paths], [int(v) for v in labels]
+    if kind == "packed":
+        return PackedPaths.from_paths(paths), np.asarray(labels, dtype=np.int32)
     encoded = [os.fsencode(p) for p in paths]
     return np.array(encoded, dtype=np.bytes_), np.asarray(labels, dtype=np.int32)
 
@@ -50,6 +105,8 @@ def replicate(index: FileIndex, labels: LabelIndex, size: int) -> tuple[FileInde
     n = len(index)
     if n == 0 or size <= 0:
         raise LFWError("cannot replicate an empty index; scan a folder with images first")
+    if isinstance(index, PackedPaths):
+        return index.replicate(size), np.asarray(labels)[np.arange(size) % n]
     if isinstance(index, np.ndarray):
         order = np.arange(size) % n
         return index[order], np.asarray(labels)[order]
@@ -57,3 +114,10 @@ def replicate(index: FileIndex, labels: LabelIndex, size: int) -> tuple[FileInde
     repeated = index * reps + index[:rest]
     # Fresh str objects, not `size` references to the same n: the list must really hold `size` refcounts.
     return [os.fsdecode(os.fsencode(p)) for p in repeated], list(labels) * reps + list(labels[:rest])
+
+
+def index_nbytes(index: FileIndex) -> int:
+    """Bytes the index occupies in the process that built it (a list: the list plus every string in it)."""
+    if isinstance(index, np.ndarray | PackedPaths):
+        return int(index.nbytes)
+    return sys.getsizeof(index) + sum(map(sys.getsizeof, index))

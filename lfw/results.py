@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lfw import keys as K
 from lfw.errors import LFWError
 
 AUTOSAVE_NAME = re.compile(r"^(\d{4})_.*\.json$")
@@ -67,7 +68,7 @@ class Case:
             return self.params[key]
         if key in self.extra:
             return self.extra[key]
-        config = self.extra.get("config")
+        config = self.extra.get(K.CONFIG)
         if isinstance(config, Mapping) and key in config:
             return config[key]
         return default

@@ -157,6 +157,10 @@ def synthesize(out: str | os.PathLike[str], images: int = LFW_IMAGES, seed: int 
     out = Path(out)
     if workers is not None and workers < 1:
         raise LFWError(f"--workers must be at least 1, got {workers}")
+    if seed < 0:
+        raise LFWError(f"--seed must be 0 or more (numpy seeds are non-negative), got {seed}")
+    if images < 1:
+        raise LFWError(f"--images must be at least 1, got {images}")
     if out.exists() and not out.is_dir():
         raise LFWError(f"{out} is a file; choose a new folder for the synthetic tree")
     if out.exists() and any(out.iterdir()):

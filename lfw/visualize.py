@@ -10,8 +10,24 @@ import torch
 from torch.utils.data import DataLoader
 
 from lfw.dataset import LFWDataset
+from lfw.errors import LFWError
 
 MAX_IMAGES = 16
+
+
+def check_output(out: str | os.PathLike[str]) -> Path:
+    """The output path, if matplotlib can write its format (named by the suffix); else a one-line error."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    path = Path(out)
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = path.suffix.lstrip(".").lower()
+    if suffix not in formats:
+        raise LFWError(f"cannot write a batch grid as {path.name!r}: give a file ending in one of "
+                       f"{', '.join('.' + f for f in sorted(formats))}")
+    if path.exists() and path.is_dir():
+        raise LFWError(f"{path} is a folder; give a file name for the batch grid")
+    return path
 
 
 def _displayable(image: torch.Tensor) -> torch.Tensor:
@@ -26,6 +42,7 @@ def _displayable(image: torch.Tensor) -> torch.Tensor:
 
 def save_batch_grid(loader: DataLoader, dataset: LFWDataset, out: str | os.PathLike[str]) -> Path:
     """Save the first (up to 16) images of one batch as a grid; show it too when a display exists."""
+    out = check_output(out)
     interactive = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
     if not interactive:
         matplotlib.use("Agg")
@@ -43,7 +60,6 @@ def save_batch_grid(loader: DataLoader, dataset: LFWDataset, out: str | os.PathL
             ax.set_title(dataset.name_of(int(labels[k])), fontsize=9)
     fig.suptitle(f"One LFW batch: first {count} of {len(images)} images")
     fig.tight_layout()
-    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=80)
     if interactive:

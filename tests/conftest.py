@@ -6,11 +6,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from PIL import Image
 
 from lfw.synth import synthesize
-
-TINY_IMAGES = 40
+from tests.trees import TINY_IMAGES
 
 
 @pytest.fixture(scope="session")
@@ -23,13 +21,3 @@ def tiny_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tree_copy(tiny_tree: Path, tmp_path: Path) -> Path:
     """A private copy of the tiny tree that a test may damage."""
     return Path(shutil.copytree(tiny_tree, tmp_path / "lfw"))
-
-
-def first_image(root: Path) -> Path:
-    return sorted(root.glob("*/*.jpg"))[0]
-
-
-def write_jpeg(path: Path, mode: str = "RGB") -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    color = {"RGB": (200, 100, 50), "L": 128, "CMYK": (0, 50, 100, 0)}[mode]
-    Image.new(mode, (250, 250), color).save(path, format="JPEG")

@@ -157,8 +157,8 @@ def test_a_side_that_crashes_is_a_measurement_failure_and_leaves_nothing(tmp_pat
     with pytest.raises(MeasurementError, match=r"current side exited \(code 3\)"):
         run_ab(plan(), repo, Thresholds(), tmp_path / "out", root=tmp_path)
     assert worktrees(repo) == 1
-    leftover = subprocess.run(["pgrep", "-f", "lfw.measure.pass_server.*workers2-none"], capture_output=True)
-    assert leftover.returncode == 1  # no side process survives
+    leftover = subprocess.run(["pgrep", "-f", f"pass_server --root {tmp_path} "], capture_output=True)
+    assert leftover.returncode == 1  # no side process of this run survives
 
 
 def test_a_stuck_side_times_out(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from lfw.__main__ import main
-from tests.conftest import first_image
+from tests.trees import first_image
 
 
 def test_timing_passes_exactly_the_batches_asked_for(tiny_tree: Path, capsys) -> None:
@@ -73,3 +73,19 @@ def test_corrupt_jpeg_in_a_worker_is_one_line(tree_copy: Path) -> None:
     assert proc.returncode == 2
     err_lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(err_lines) == 1 and "cannot decode image" in err_lines[0] and "Traceback" not in proc.stderr
+
+
+def test_threads_default_to_one_as_the_benchmarks_pin_them(tiny_tree: Path, capsys) -> None:
+    assert main(["-path_to_folder", str(tiny_tree), "-batch_size", "4"]) == 0
+    assert "1 intra-op thread" in capsys.readouterr().out
+    assert main(["-path_to_folder", str(tiny_tree), "-batch_size", "4", "-threads", "2"]) == 0
+    assert "2 intra-op threads" in capsys.readouterr().out
+    assert main(["-path_to_folder", str(tiny_tree), "-threads", "0"]) == 2
+    assert "-threads must be 1 or more" in capsys.readouterr().err
+
+
+def test_an_unwritable_image_format_is_refused_before_loading(tiny_tree: Path, tmp_path: Path, capsys) -> None:
+    assert main(["-path_to_folder", str(tiny_tree), "-visualize_batch", "-out", str(tmp_path / "x.xyz")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot write a batch grid as 'x.xyz'") and ".png" in err and err.count("\n") == 1
+    assert not (tmp_path / "x.xyz").exists()

@@ -11,7 +11,7 @@ import torch
 
 from lfw.dataset import LFWDataset, collate_skipping, find_image_root
 from lfw.errors import CorruptImageError, LFWError
-from tests.conftest import TINY_IMAGES, first_image, write_jpeg
+from tests.trees import TINY_IMAGES, first_image, write_jpeg
 
 
 def test_items_are_tensor_and_label(tiny_tree: Path) -> None:

@@ -113,10 +113,15 @@ def test_timeline_png_and_gif_are_valid_images(tmp_path: Path) -> None:
     ["--model", "resnet"],
     ["--simulate"],
     ["--simulate", "--load-ms", "100", "--seconds", "0"],
+    ["--simulate", "--load-ms", "100", "--seconds", "inf"],
+    ["--simulate", "--load-ms", "nan"],
+    ["--simulate", "--workers", "7", "--load-ms", "0.001", "--step-ms", "0", "--seconds", "3000"],
+    ["--simulate", "--load-ms", "100", "--load-cv", "-1"],
     ["--path", "/nonexistent/lfw"],
     ["--workers", "two"],
     ["--no-such-flag"],
-], ids=["workers", "step", "load0", "load-negative", "model", "no-load", "seconds", "path", "not-int", "flag"])
+], ids=["workers", "step", "load0", "load-negative", "model", "no-load", "seconds", "seconds-inf", "load-nan",
+        "too-many-batches", "cv-negative", "path", "not-int", "flag"])
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     try:
         rc = main(argv)

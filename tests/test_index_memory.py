@@ -11,17 +11,10 @@ import torch
 
 from lfw.dataset import scan_images
 from lfw.errors import LFWError
-from lfw.index import path_at
+from lfw.index import INDEX_KINDS, PackedPaths, index_nbytes, path_at
 from lfw.measure import LoaderConfig, measure_pass
-from lfw.memory_datasets import (
-    LARGE_INDEX_KINDS,
-    IndexOnlyDataset,
-    LeakingControlDataset,
-    PackedPaths,
-    frozen_gc,
-    index_nbytes,
-    large_index,
-)
+from lfw.measure.memory import frozen_gc
+from lfw.memory_datasets import IndexOnlyDataset, LeakingControlDataset, large_index
 
 PATHS = ["/data/lfw/Ann/Ann_0001.jpg", "/data/lfw/Bo/Bo_0001.jpg", "/data/lfw/Bo/Bo_0002.jpg"]
 LABELS = [0, 1, 1]
@@ -46,7 +39,7 @@ def test_packed_paths_reject_inconsistent_offsets() -> None:
         PackedPaths.from_paths([]).replicate(3)
 
 
-@pytest.mark.parametrize("kind", LARGE_INDEX_KINDS)
+@pytest.mark.parametrize("kind", INDEX_KINDS)
 def test_large_index_maps_back_onto_the_paths(kind: str) -> None:
     index, labels = large_index(PATHS, LABELS, kind, 10)  # type: ignore[arg-type]
     assert len(index) == len(labels) == 10

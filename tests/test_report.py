@@ -261,3 +261,20 @@ def test_usage_errors_are_one_line(capsys: Capture) -> None:
     assert main(["--format", "gif"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: argument --format") and err.endswith("--help)\n") and err.count("\n") == 1
+
+
+def test_memory_timelines_are_written_for_mprof_and_read_back_by_it(full_report: Report) -> None:
+    import mprof  # memory-profiler's own reader, the one `mprof plot` uses
+
+    names = sorted(p.name for p in full_report.mprofiles)
+    assert "test_memory_index-list-workers2.dat" in names
+    path = next(p for p in full_report.mprofiles if p.name == "test_memory_index-list-workers2.dat")
+    content = mprof.read_mprofile_file(str(path))
+    case = next(c for c in load_run(FIXTURE).cases if c.short_name == "test_memory_index[list-workers2]")
+    timeline = case.extra["timeline"]
+    assert content["mem_usage"] == pytest.approx(timeline["pss"], abs=1e-3)
+    assert content["timestamp"] == pytest.approx(timeline["t"], abs=1e-4)
+    assert [m for m, _ in content["children"]["1"]] == pytest.approx([w for w in timeline["worker_uss"] if w > 0],
+                                                                      abs=1e-3)
+    assert "process-tree PSS" in content["cmd_line"]
+    assert "mprof plot" in full_report.readme.read_text()

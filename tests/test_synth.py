@@ -50,3 +50,14 @@ def test_refuses_non_empty_folder_and_bad_counts(tiny_tree: Path, tmp_path: Path
         synthesize(tiny_tree, images=3, progress=False)
     assert main([str(tmp_path / "x"), "--images", "0"]) == 2
     assert "at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("args", "message"), [(["--seed", "-1"], "--seed must be 0 or more"),
+                                               (["--images", "0"], "--images must be at least 1")])
+def test_bad_seed_and_size_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               args: list[str], message: str) -> None:
+    from lfw.synth import main
+
+    assert main([str(tmp_path / "out"), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1

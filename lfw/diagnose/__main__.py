@@ -13,6 +13,7 @@ Simulate (``--simulate``): the pipeline model alone, e.g. the seed article's fir
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from dataclasses import replace
@@ -74,8 +75,21 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+MAX_SIMULATED_S = 3600.0  # an hour of simulated training: far beyond any figure here
+MAX_SIMULATED_BATCHES = 1_000_000  # the event loop's bound: about a minute of simulation
+
+
 def _check(args: argparse.Namespace) -> None:
     """Flag values that argparse's types cannot reject, as one-line errors."""
+    for flag in ("step_ms", "load_ms", "seconds", "load_cv", "desync_ms", "transfer_ms"):
+        value = getattr(args, flag)
+        if value is not None and not math.isfinite(value):
+            raise LFWError(f"--{flag.replace('_', '-')} must be a finite number, got {value:g}")
+    if not 0 < args.seconds <= MAX_SIMULATED_S:
+        raise LFWError(f"--seconds must be above 0 and at most {MAX_SIMULATED_S:g}, got {args.seconds:g}")
+    for flag in ("load_cv", "desync_ms", "transfer_ms"):
+        if getattr(args, flag) < 0:
+            raise LFWError(f"--{flag.replace('_', '-')} must be 0 or more, got {getattr(args, flag):g}")
     if args.workers < 0:
         raise LFWError(f"--workers must be 0 (load in the main loop) or more, got {args.workers}")
     if args.step_ms is not None and args.step_ms < 0:
@@ -111,6 +125,10 @@ def _charts(args: argparse.Namespace, panels: list[Panel], name: str, title: str
 
 def run_simulation(args: argparse.Namespace) -> int:
     step_ms = DEFAULT_STEP_MS if args.step_ms is None else args.step_ms
+    fastest_batch_ms = max(step_ms + args.transfer_ms, args.load_ms / max(args.workers, 1))
+    if args.seconds * 1e3 / fastest_batch_ms > MAX_SIMULATED_BATCHES:
+        raise LFWError(f"--seconds {args.seconds:g} would simulate over {MAX_SIMULATED_BATCHES:,} batches at "
+                       f"{fastest_batch_ms:g} ms each; simulate a shorter time")
     model = PipelineModel(args.workers, args.load_ms / 1e3, step_ms / 1e3, args.prefetch_factor,
                           transfer_s=args.transfer_ms / 1e3, prefetcher=args.prefetcher, load_cv=args.load_cv,
                           desync_s=args.desync_ms / 1e3, seed=args.seed)

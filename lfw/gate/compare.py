@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any, Literal
 
+from lfw import keys as K
 from lfw.gate.metrics import INSTRUCTIONS, PORTABLE, SAME_MACHINE, Metric
 from lfw.gate.thresholds import Thresholds
 from lfw.results import Run, short_name
@@ -138,7 +139,7 @@ def cost_layer_reason(baseline: Run, current: Run, portable: bool) -> str | None
         return (f"the baseline {baseline.path} has no instruction counts (recorded without the cost group); "
                 "refresh it on this runner: make baseline FORCE=1")
     if not has["current"]:
-        why = current.machine.get("cost_layer_skipped") or "the cost group did not run (--bench-cost not given?)"
+        why = current.machine.get(K.COST_LAYER_SKIPPED) or "the cost group did not run (--bench-cost not given?)"
         return f"the current run has no instruction counts: {why}"
     return None
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from lfw import keys as K
+
 Worse = Literal["lower", "higher"]
 Kind = Literal["relative", "absolute"]
 Family = Literal["cost", "throughput", "ttfb", "memory", "worker-memory", "slope", "wait"]
@@ -40,18 +42,18 @@ class Metric:
     optional: bool = False  # recorded only in some rounds or runs (an in-pass sample); absence is not news
 
 
-INSTRUCTIONS = Metric("instructions_per_image", "instructions/image", "higher", "relative", "cost")
-IMAGES_PER_S = Metric("images_per_s", "images/s", "lower", "relative", "throughput")
-EFFICIENCY = Metric("efficiency", "efficiency", "lower", "relative", "throughput")
-TTFB = Metric("ttfb_s", "time to first batch", "higher", "relative", "ttfb", " s")
-PSS_GROWTH = Metric("pss_growth_mib", "tree PSS growth", "higher", "absolute", "memory", " MiB")
-PSS_PEAK = Metric("pss_peak_mib", "tree PSS peak in pass", "higher", "absolute", "memory", " MiB", optional=True)
-WORKER_USS = Metric("worker_uss_end_mib", "worker USS", "higher", "absolute", "worker-memory", " MiB")
-WORKER_USS_GROWTH = Metric("worker_uss_growth_mib", "worker USS growth", "higher", "absolute", "worker-memory",
+INSTRUCTIONS = Metric(K.INSTRUCTIONS_PER_IMAGE, "instructions/image", "higher", "relative", "cost")
+IMAGES_PER_S = Metric(K.IMAGES_PER_S, "images/s", "lower", "relative", "throughput")
+EFFICIENCY = Metric(K.EFFICIENCY, "efficiency", "lower", "relative", "throughput")
+TTFB = Metric(K.TTFB_S, "time to first batch", "higher", "relative", "ttfb", " s")
+PSS_GROWTH = Metric(K.PSS_GROWTH_MIB, "tree PSS growth", "higher", "absolute", "memory", " MiB")
+PSS_PEAK = Metric(K.PSS_PEAK_MIB, "tree PSS peak in pass", "higher", "absolute", "memory", " MiB", optional=True)
+WORKER_USS = Metric(K.WORKER_USS_END_MIB, "worker USS", "higher", "absolute", "worker-memory", " MiB")
+WORKER_USS_GROWTH = Metric(K.WORKER_USS_GROWTH_MIB, "worker USS growth", "higher", "absolute", "worker-memory",
                            " MiB")
-LEAK_STEP_USS = Metric("median_step_uss_mib", "leak step, tree USS", "higher", "absolute", "slope", " MiB/epoch")
-LEAK_STEP_PSS = Metric("median_step_pss_mib", "leak step, tree PSS", "higher", "absolute", "slope", " MiB/epoch")
-DATA_WAIT = Metric("data_wait_fraction", "data-wait fraction", "higher", "absolute", "wait")
+LEAK_STEP_USS = Metric(K.MEDIAN_STEP_USS, "leak step, tree USS", "higher", "absolute", "slope", " MiB/epoch")
+LEAK_STEP_PSS = Metric(K.MEDIAN_STEP_PSS, "leak step, tree PSS", "higher", "absolute", "slope", " MiB/epoch")
+DATA_WAIT = Metric(K.DATA_WAIT_FRACTION, "data-wait fraction", "higher", "absolute", "wait")
 
 MEMORY = (PSS_GROWTH, PSS_PEAK, WORKER_USS, WORKER_USS_GROWTH, LEAK_STEP_USS, LEAK_STEP_PSS)
 # Two files from the same runner class: every layer. From different machines: instruction counts depend on the

@@ -21,13 +21,14 @@ entry), so it is caught separately, by :func:`first_epoch_verdict` on worker USS
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy.stats import linregress
 from torch.utils.data import DataLoader
 
+from lfw import keys as K
 from lfw.errors import LFWError
 from lfw.measure.loader_pass import LoaderPass, PassResult
 
@@ -104,14 +105,14 @@ class LeakVerdict:
 
     def as_extra_info(self) -> dict[str, Any]:
         return {
-            "slope_uss_mib_per_epoch": round(self.slope_uss_mib_per_epoch, 3),
-            "slope_pss_mib_per_epoch": round(self.slope_pss_mib_per_epoch, 3),
-            "slope_worker_uss_mib_per_epoch": round(self.slope_worker_uss_mib_per_epoch, 3),
-            "median_step_uss_mib": round(self.step_uss_mib, 3),
-            "median_step_pss_mib": round(self.step_pss_mib, 3),
-            "leak_threshold_mib_per_epoch": self.threshold_mib_per_epoch,
-            "leak_epochs_fitted": self.epochs_fitted,
-            "leak_verdict": "leak" if self.leaking else "ok",
+            K.SLOPE_USS: round(self.slope_uss_mib_per_epoch, 3),
+            K.SLOPE_PSS: round(self.slope_pss_mib_per_epoch, 3),
+            K.SLOPE_WORKER_USS: round(self.slope_worker_uss_mib_per_epoch, 3),
+            K.MEDIAN_STEP_USS: round(self.step_uss_mib, 3),
+            K.MEDIAN_STEP_PSS: round(self.step_pss_mib, 3),
+            K.LEAK_THRESHOLD: self.threshold_mib_per_epoch,
+            K.LEAK_EPOCHS_FITTED: self.epochs_fitted,
+            K.LEAK_VERDICT: "leak" if self.leaking else "ok",
         }
 
 
@@ -139,15 +140,15 @@ class FirstEpochVerdict:
         return self.worker_uss_growth_mib > self.threshold_mib
 
     def as_extra_info(self) -> dict[str, Any]:
-        return {"first_epoch_threshold_mib": self.threshold_mib,
-                "first_epoch_verdict": "growth" if self.flagged else "ok"}
+        return {K.FIRST_EPOCH_THRESHOLD: self.threshold_mib,
+                K.FIRST_EPOCH_VERDICT: "growth" if self.flagged else "ok"}
 
 
 def first_epoch_verdict(info: dict[str, Any], threshold: float = FIRST_EPOCH_THRESHOLD_MIB) -> FirstEpochVerdict:
     """The verdict on a one-epoch pass's ``extra_info`` (``worker_uss_growth_mib``, from the first batch on)."""
-    if "worker_uss_growth_mib" not in info:
+    if K.WORKER_USS_GROWTH_MIB not in info:
         raise LFWError("first-epoch check needs worker USS growth: use workers and memory sampling")
-    return FirstEpochVerdict(float(info["worker_uss_growth_mib"]), threshold)
+    return FirstEpochVerdict(float(info[K.WORKER_USS_GROWTH_MIB]), threshold)
 
 
 def run_epochs(runner: LoaderPass, epochs: int) -> list[PassResult]:
@@ -175,12 +176,11 @@ class LeakReport:
     verdict: LeakVerdict
 
     def as_extra_info(self) -> dict[str, Any]:
-        """Rows with the epoch index, one list per metric for the charts, and the verdict's numbers."""
+        """One list per metric (position = epoch, from 0) for the charts, and the verdict's numbers."""
         return {
-            "epoch_series": [asdict(p) for p in self.series],
-            "uss_mib_epochs": [p.tree_uss_mib for p in self.series],
-            "pss_mib_epochs": [p.tree_pss_mib for p in self.series],
-            "worker_uss_mib_epochs": [p.worker_uss_mib for p in self.series],
+            K.USS_MIB_EPOCHS: [p.tree_uss_mib for p in self.series],
+            K.PSS_MIB_EPOCHS: [p.tree_pss_mib for p in self.series],
+            K.WORKER_USS_MIB_EPOCHS: [p.worker_uss_mib for p in self.series],
             **self.verdict.as_extra_info(),
         }
 

@@ -27,6 +27,7 @@ import psutil
 import torch
 from torch.utils.data import DataLoader
 
+from lfw import keys as K
 from lfw.errors import LFWError, one_line
 from lfw.measure.memory import TreeSampler, TreeSnapshot, tree_snapshot
 
@@ -64,26 +65,26 @@ class MemoryStats:
 
     def as_extra_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {}
-        for metric in ("rss", "pss", "uss"):
+        for metric in K.TREE_METRICS:
             start, end = getattr(self.start, metric), getattr(self.end, metric)
-            info[f"{metric}_before_mib"] = round(getattr(self.before, metric), 2)
-            info[f"{metric}_start_mib"] = round(start, 2)
-            info[f"{metric}_end_mib"] = round(end, 2)
+            info[K.tree(metric, "before")] = round(getattr(self.before, metric), 2)
+            info[K.tree(metric, "start")] = round(start, 2)
+            info[K.tree(metric, "end")] = round(end, 2)
             peak = self.peak(metric)
             if peak is not None:
-                info[f"{metric}_peak_mib"] = round(peak, 2)
-            info[f"{metric}_growth_mib"] = round(end - start, 2)
-        info["memory_samples"] = len(self.samples)
-        info["sampler_cpu_s"] = round(self.sampler_cpu_s, 4)
+                info[K.tree(metric, "peak")] = round(peak, 2)
+            info[K.tree(metric, "growth")] = round(end - start, 2)
+        info[K.MEMORY_SAMPLES] = len(self.samples)
+        info[K.SAMPLER_CPU_S] = round(self.sampler_cpu_s, 4)
         end_w = self.worker_uss(self.end)
         if end_w:
-            info["worker_uss_end_mib"] = round(float(np.mean(end_w)), 2)
+            info[K.WORKER_USS_END_MIB] = round(float(np.mean(end_w)), 2)
         both = [p for p in self.worker_pids if p in self.start.child_uss and p in self.end.child_uss]
         if both:  # workers seen at the start mark and at the end, paired by pid
             growth = [self.end.child_uss[p] - self.start.child_uss[p] for p in both]
-            info["worker_uss_start_mib"] = round(float(np.mean([self.start.child_uss[p] for p in both])), 2)
-            info["worker_uss_growth_mib"] = round(float(np.mean(growth)), 2)
-            info["worker_uss_max_growth_mib"] = round(float(np.max(growth)), 2)
+            info[K.WORKER_USS_START_MIB] = round(float(np.mean([self.start.child_uss[p] for p in both])), 2)
+            info[K.WORKER_USS_GROWTH_MIB] = round(float(np.mean(growth)), 2)
+            info[K.WORKER_USS_MAX_GROWTH_MIB] = round(float(np.max(growth)), 2)
         return info
 
     def timeline(self) -> dict[str, list[float]]:
@@ -127,25 +128,10 @@ class PassResult:
 
     def wait_percentiles_ms(self) -> dict[str, float]:
         if not self.waits_s:
-            return {"wait_p50_ms": 0.0, "wait_p95_ms": 0.0, "wait_p99_ms": 0.0}
+            return {K.WAIT_P50_MS: 0.0, K.WAIT_P95_MS: 0.0, K.WAIT_P99_MS: 0.0}
         p50, p95, p99 = np.percentile(np.asarray(self.waits_s) * 1e3, [50, 95, 99])
-        return {"wait_p50_ms": round(float(p50), 3), "wait_p95_ms": round(float(p95), 3),
-                "wait_p99_ms": round(float(p99), 3)}
-
-    def as_extra_info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {
-            "images": self.images,
-            "batches": self.batches,
-            "wall_s": round(self.wall_s, 6),
-            "ttfb_s": round(self.ttfb_s, 6),
-            "images_per_s": round(self.images_per_s, 2),
-            "steady_images_per_s": round(self.steady_images_per_s, 2),
-            **self.wait_percentiles_ms(),
-        }
-        if self.memory is not None:
-            info["workers_seen"] = len(self.memory.worker_pids)
-            info.update(self.memory.as_extra_info())
-        return info
+        return {K.WAIT_P50_MS: round(float(p50), 3), K.WAIT_P95_MS: round(float(p95), 3),
+                K.WAIT_P99_MS: round(float(p99), 3)}
 
 
 def sleep_step(step_s: float) -> Callable[[Any], None]:

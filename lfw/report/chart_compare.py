@@ -15,6 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from lfw import keys as K
 from lfw.report.figures import ERRORBAR, bar_height, mark_groups, new_figure
 from lfw.report.verdict import Verdict, pair_cases
 from lfw.results import Case, Run
@@ -27,7 +28,7 @@ OFFSET = 0.17
 
 def drawn_metric(old: Case, now: Case) -> str:
     """Efficiency when both runs recorded it for the case, else images/s."""
-    return "efficiency" if old.rounds("efficiency") and now.rounds("efficiency") else "images_per_s"
+    return "efficiency" if old.rounds(K.EFFICIENCY) and now.rounds(K.EFFICIENCY) else "images_per_s"
 
 
 def compare_chart(base: Run, current: Run, verdicts: list[Verdict], judged_by: str = "") -> Figure | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from lfw import keys as K
 from lfw.report.figures import bar_height, colour_map, mark_groups, new_figure
 from lfw.results import Run
 from lfw.spread import mean_sd
@@ -18,12 +19,12 @@ from lfw.spread import mean_sd
 
 def efficiency_chart(run: Run) -> Figure | None:
     """Horizontal bars of efficiency (%) per case, coloured and labelled by group, with the 100% ceiling."""
-    cases = [c for c in run.cases if c.number("efficiency") is not None]
+    cases = [c for c in run.cases if c.number(K.EFFICIENCY) is not None]
     if not cases:
         return None
     fig, (ax,) = new_figure(11.0, bar_height(len(cases)))
     colours = colour_map(c.group for c in cases)
-    points = [mean_sd([v * 100 for v in c.rounds("efficiency")]) for c in cases]
+    points = [mean_sd([v * 100 for v in c.rounds(K.EFFICIENCY)]) for c in cases]
     bars = ax.barh(range(len(cases)), [m for m, _ in points], xerr=[s for _, s in points], capsize=3,
                    color=[colours[c.group] for c in cases])
     notes = [f"{c.number('images_per_s') or 0:,.0f} of {c.number('ceiling_images_per_s') or 0:,.0f} img/s"

@@ -17,6 +17,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from lfw import keys as K
 from lfw.report.figures import ERRORBAR, bar_height, colour_map, dodged_errorbar, new_figure
 from lfw.report.ratios import Ratio, ratio
 from lfw.report.stats import describe, format_value, sort_key, varying_keys
@@ -24,11 +25,11 @@ from lfw.results import Case, Run
 from lfw.spread import mean_sd
 
 METRICS = {
-    "images_per_s": ("images/s (higher is better)", 1.0),
-    "ttfb_s": ("time to first batch, ms (lower is better)", 1000.0),
-    "data_wait_fraction": ("share of the pass spent waiting for data, %", 100.0),
+    K.IMAGES_PER_S: ("images/s (higher is better)", 1.0),
+    K.TTFB_S: ("time to first batch, ms (lower is better)", 1000.0),
+    K.DATA_WAIT_FRACTION: ("share of the pass spent waiting for data, %", 100.0),
 }
-DEFAULT_METRICS = ("images_per_s", "ttfb_s")
+DEFAULT_METRICS = (K.IMAGES_PER_S, K.TTFB_S)
 
 
 def split_series(cases: Sequence[Case], key: str) -> dict[str, list[Case]]:
@@ -165,7 +166,7 @@ def group_overview(run: Run, group: str | None) -> Figure | None:
     return fig
 
 
-def constants(cases: Sequence[Case], keys: Sequence[str] = ("batch_size", "num_workers", "transform")) -> str:
+def constants(cases: Sequence[Case], keys: Sequence[str] = ("batch_size", "num_workers", K.TRANSFORM)) -> str:
     """`` (batch_size=64, num_workers=2)``: the main knobs that are the same in every case, for the title."""
     fixed = [k for k in keys if len({repr(c.value(k)) for c in cases}) == 1 and cases[0].value(k) is not None]
     return f" ({describe(cases[0], fixed)})" if fixed else ""
@@ -195,5 +196,5 @@ def prefetch_chart(run: Run) -> Figure | None:
 
 def start_method_chart(run: Run) -> Figure | None:
     return knob_bars(run, "start-method", "start_method", xlabel="worker start method",
-                     title="Time to first batch per start method", metrics=("ttfb_s", "images_per_s"),
+                     title="Time to first batch per start method", metrics=(K.TTFB_S, K.IMAGES_PER_S),
                      reference="fork")

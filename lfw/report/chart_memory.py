@@ -12,6 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from lfw import keys as K
 from lfw.report.figures import bar_height, colour_map, mark_groups, new_figure
 from lfw.report.stats import describe, varying_keys
 from lfw.results import Case, Run
@@ -20,16 +21,17 @@ from lfw.spread import mean_sd
 TIMELINE_GROUPS = ("memory-index", "index")
 GROWTH_GROUPS = ("memory-index", "index", "leak")
 GROWTH_METRICS = {
-    "rss_growth_mib": ("tree RSS", "#9e9e9e"),
-    "pss_growth_mib": ("tree PSS", "#1f77b4"),
-    "uss_growth_mib": ("tree USS", "#ff7f0e"),
-    "worker_uss_growth_mib": ("USS per worker (mean)", "#d62728"),
+    K.RSS_GROWTH_MIB: ("tree RSS", "#9e9e9e"),
+    K.PSS_GROWTH_MIB: ("tree PSS", "#1f77b4"),
+    K.USS_GROWTH_MIB: ("tree USS", "#ff7f0e"),
+    K.WORKER_USS_GROWTH_MIB: ("USS per worker (mean)", "#d62728"),
 }
+SERIES_LABELS = {K.USS_MIB_EPOCHS: "tree USS", K.PSS_MIB_EPOCHS: "tree PSS", K.WORKER_USS_MIB_EPOCHS: "worker USS"}
 
 
 def timeline(case: Case) -> dict[str, list[float]]:
     """The sampled timeline of a case (time in the pass, "before" at t = 0), or ``{}`` with fewer than 2 points."""
-    raw = case.extra.get("timeline")
+    raw = case.extra.get(K.TIMELINE)
     if not isinstance(raw, dict) or not isinstance(raw.get("t"), list) or len(raw["t"]) < 2:
         return {}
     return {k: [float(x) for x in v] for k, v in raw.items() if isinstance(v, list) and len(v) == len(raw["t"])}
@@ -112,10 +114,13 @@ def growth_chart(run: Run) -> Figure | None:
 
 
 def epoch_series(case: Case) -> dict[str, list[float]]:
-    """Numeric per-epoch lists in ``extra_info`` (keys naming ``epoch``), as the leak check records them."""
-    return {k: [float(x) for x in v] for k, v in case.extra.items()
-            if "epoch" in k and isinstance(v, list) and len(v) >= 2
-            and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)}
+    """The leak check's end-of-epoch memory series (:data:`lfw.keys.EPOCH_SERIES`), MiB, those the case has."""
+    found = {}
+    for key in K.EPOCH_SERIES:
+        values = case.extra.get(key)
+        if isinstance(values, list) and len(values) >= 2 and all(isinstance(v, int | float) for v in values):
+            found[key] = [float(v) for v in values]
+    return found
 
 
 def leak_chart(run: Run, group: str = "leak") -> Figure | None:
@@ -131,33 +136,16 @@ def leak_chart(run: Run, group: str = "leak") -> Figure | None:
     styles = ["-", "--", ":", "-."]
     for case in cases:
         for i, (key, values) in enumerate(epoch_series(case).items()):
+            slope = case.number(K.SLOPE_OF[key])
             ax.plot(range(1, len(values) + 1), [v - values[0] for v in values], marker="o", linewidth=1.8,
                     color=colours[case.name], linestyle=styles[i % len(styles)],
-                    label=f"{describe(case, keys)}: {key}{_slope(case, key)}")
+                    label=f"{describe(case, keys)}: {SERIES_LABELS[key]}"
+                          + (f" (slope {slope:+.2f} MiB/epoch)" if slope is not None else ""))
     ax.set_xlabel("epoch (persistent workers)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    in_mib = all("mib" in k for c in cases for k in epoch_series(c))
-    ax.set_ylabel("growth since the end of epoch 1, MiB" if in_mib else "change since epoch 1 (see legend)")
+    ax.set_ylabel("growth since the end of epoch 1, MiB")
     ax.axhline(0, color="black", linewidth=0.8)
     ax.legend(loc="upper left", fontsize=8)
     fig.suptitle("Memory across epochs: a leak climbs every epoch (slope in MiB/epoch in the legend)",
                  fontweight="bold")
     return fig
-
-
-SERIES_WORDS = {"slope", "mib", "per", "epoch", "epochs"}
-
-
-def _stem(key: str) -> str:
-    """What a series or slope measures: ``worker_uss`` for ``worker_uss_mib_epochs`` and for
-    ``slope_worker_uss_mib_per_epoch`` (or the gate's ``worker_uss_slope_mib_per_epoch``)."""
-    return "_".join(w for w in key.split("_") if w not in SERIES_WORDS)
-
-
-def _slope(case: Case, key: str) -> str:
-    """`` (slope +0.40)`` from the recorded slope that measures the same thing as the series ``key``."""
-    for name, value in case.extra.items():
-        if "slope" in name and _stem(name) == _stem(key) and isinstance(value, int | float) \
-                and not isinstance(value, bool):
-            return f" (slope {value:+.2f})"
-    return ""

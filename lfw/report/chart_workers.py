@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
+from lfw import keys as K
 from lfw.report.figures import ERRORBAR, colour_map, dodge, dodged_errorbar, new_figure
 from lfw.report.recommend import recommendations, scaling_cases
 from lfw.report.stats import sort_key
@@ -28,9 +29,9 @@ def workers_chart(run: Run) -> Figure | None:
     for transform, cases in series.items():
         workers = [c.value("num_workers") for c in cases]
         seconds = [mean_sd(c.seconds) for c in cases]
-        rates = [mean_sd(c.rounds("images_per_s")) for c in cases]
+        rates = [mean_sd(c.rounds(K.IMAGES_PER_S)) for c in cases]
         i = list(series).index(transform)
-        sizes = {c.number("images") for c in cases} - {None}
+        sizes = {c.number(K.IMAGES) for c in cases} - {None}
         label = f"{transform} ({int(sizes.pop()):,} img/pass)" if len(sizes) == 1 else transform
         style = {"color": colours[transform], "marker": "o", "label": label, **ERRORBAR}
         dodged_errorbar(ax_sec, i, len(series), workers, seconds, **style)
@@ -43,7 +44,7 @@ def workers_chart(run: Run) -> Figure | None:
                          transform=shift)
     all_workers = sorted({w for cases in series.values() for w in (c.value("num_workers") for c in cases)},
                          key=sort_key)
-    images = {c.number("images") for cases in series.values() for c in cases} - {None}
+    images = {c.number(K.IMAGES) for cases in series.values() for c in cases} - {None}
     per_pass = f" ({int(images.pop()):,} images)" if len(images) == 1 else ""
     cores = run.machine.get("usable_cores")
     for ax in (ax_sec, ax_rate):

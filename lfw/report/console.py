@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from lfw import keys as K
 from lfw.report.findings import find
 from lfw.report.render import Report
 from lfw.report.stats import short_name
@@ -24,11 +25,11 @@ def console(report: Report) -> str:
     """The table, the headline lines, the verdicts that are not 'unchanged', and the report path."""
     rows = []
     for c in report.run.cases:
-        ttfb = c.number("ttfb_s")
-        rows.append((c.label, str(c.group), _cell(c.number("images_per_s"), "{:,.0f}"),
-                     _cell(c.number("images_per_s_cv"), "{:.1%}"), _cell(c.number("efficiency"), "{:.0%}"),
+        ttfb = c.number(K.TTFB_S)
+        rows.append((c.label, str(c.group), _cell(c.number(K.IMAGES_PER_S), "{:,.0f}"),
+                     _cell(c.number(K.IMAGES_PER_S_CV), "{:.1%}"), _cell(c.number(K.EFFICIENCY), "{:.0%}"),
                      _cell(ttfb * 1000 if ttfb is not None else None, "{:,.0f}"),
-                     _cell(c.number("pss_growth_mib"), "{:+,.1f}")))
+                     _cell(c.number(K.PSS_GROWTH_MIB), "{:+,.1f}")))
     widths = [max(len(r[i]) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
 
     def line(row: tuple[str, ...]) -> str:
@@ -39,7 +40,7 @@ def console(report: Report) -> str:
     f = find(report.run, report.verdicts)
     if f.best is not None:
         out.append(f"best: {f.best.label} ({f.best.group}) {f.best.number('images_per_s') or 0:,.0f} img/s"
-                   + (f", efficiency {f.best.number('efficiency'):.0%}" if f.best.number("efficiency") else ""))
+                   + (f", efficiency {f.best.number('efficiency'):.0%}" if f.best.number(K.EFFICIENCY) else ""))
     if f.knees:
         out.append("recommended num_workers (paired ratio to the best per worker count):")
         out += [f"  {k.transform}: {k.verdict()}  [{k.evidence()}]" for k in f.knees]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import median
 
+from lfw import keys as K
 from lfw.report.ratios import paired, ratio_cv
 from lfw.report.recommend import Recommendation, recommendations
 from lfw.report.stats import best_case, cv_spread, is_loader_case
@@ -39,7 +40,7 @@ class Findings:
 def largest_growth(run: Run) -> list[Growth]:
     """The largest tree-PSS growth and the largest per-worker USS growth over one pass, with their cases."""
     found = []
-    for metric in ("pss_growth_mib", "worker_uss_max_growth_mib"):
+    for metric in (K.PSS_GROWTH_MIB, K.WORKER_USS_MAX_GROWTH_MIB):
         rated = [(c.number(metric), c) for c in run.cases if c.number(metric) is not None]
         if rated:
             mib, case = max(rated, key=lambda item: item[0] or 0.0)
@@ -51,13 +52,12 @@ def leak_slopes(run: Run) -> list[tuple[Case, str]]:
     """Per leak-check case: its median epoch-to-epoch steps (what the verdict judges), then its slopes."""
     found = []
     for case in run.cases:
-        numbers = [(k, v) for k, v in case.extra.items() if isinstance(v, int | float) and not isinstance(v, bool)]
-        steps = [f"{k} {v:+.2f}" for k, v in numbers if k.startswith("median_step_")]
-        slopes = [f"{k} {v:+.2f}" for k, v in numbers if "slope" in k]
+        steps = [f"{k} {v:+.2f}" for k in K.MEDIAN_STEPS if (v := case.number(k)) is not None]
+        slopes = [f"{k} {v:+.2f}" for k in K.SLOPES if (v := case.number(k)) is not None]
         slopes = steps + (["least-squares " + ", ".join(slopes)] if steps and slopes else slopes)
         if slopes:
-            verdict = case.extra.get("leak_verdict")
-            threshold = case.number("leak_threshold_mib_per_epoch")
+            verdict = case.extra.get(K.LEAK_VERDICT)
+            threshold = case.number(K.LEAK_THRESHOLD)
             found.append((case, ", ".join(slopes)
                           + (f" (threshold {threshold:g} MiB/epoch)" if threshold is not None else "")
                           + (f": **{verdict}**" if verdict is not None else "")))
@@ -73,7 +73,7 @@ def paired_cv(run: Run) -> float | None:
     for group in run.groups:
         cases = [c for c in run.group(group) if is_loader_case(c)]
         for case in cases:
-            reference = next(c for c in cases if c.value("transform") == case.value("transform"))
+            reference = next(c for c in cases if c.value(K.TRANSFORM) == case.value(K.TRANSFORM))
             cv = ratio_cv(case, reference) if paired(case, reference) else None
             if cv is not None:
                 values.append(cv)

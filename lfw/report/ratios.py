@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from lfw import keys as K
 from lfw.paired import hodges_lehmann, signed_rank_interval
 from lfw.results import Case
 
@@ -36,20 +37,20 @@ class Ratio:
 
 def rotation_of(case: Case) -> tuple[object, ...] | None:
     """What identifies the rotation a case ran in (group, seed, rounds, members), or None if it was not rotated."""
-    info = case.extra.get("rotation")
+    info = case.extra.get(K.ROTATION)
     if not isinstance(info, dict):
         return None
-    return (info.get("group"), info.get("seed"), info.get("rounds"), tuple(info.get("members") or ()))
+    return (info.get("group"), info.get("seed"), info.get(K.ROUNDS), tuple(info.get("members") or ()))
 
 
 def paired(a: Case, b: Case) -> bool:
     """True when ``a`` and ``b`` ran in the same rotation, so their rounds pair up one to one."""
     rotation = rotation_of(a)
-    return rotation is not None and rotation == rotation_of(b) and len(a.rounds("images_per_s")) == len(
-        b.rounds("images_per_s"))
+    return rotation is not None and rotation == rotation_of(b) and len(a.rounds(K.IMAGES_PER_S)) == len(
+        b.rounds(K.IMAGES_PER_S))
 
 
-def ratio(case: Case, reference: Case, metric: str = "images_per_s", confidence: float = CONFIDENCE) -> Ratio | None:
+def ratio(case: Case, reference: Case, metric: str = K.IMAGES_PER_S, confidence: float = CONFIDENCE) -> Ratio | None:
     """The paired ratio ``case / reference`` of ``metric``; None unless the two cases are paired by round."""
     if not paired(case, reference):
         return None
@@ -62,7 +63,7 @@ def ratio(case: Case, reference: Case, metric: str = "images_per_s", confidence:
                  interval.confidence, len(logs))
 
 
-def ratio_cv(case: Case, reference: Case, metric: str = "images_per_s") -> float | None:
+def ratio_cv(case: Case, reference: Case, metric: str = K.IMAGES_PER_S) -> float | None:
     """Coefficient of variation of the per-round ratios (the paired noise), None unless paired."""
     if not paired(case, reference) or case is reference:
         return None

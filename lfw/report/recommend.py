@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from lfw import keys as K
 from lfw.report.ratios import Ratio, ratio
 from lfw.results import Case, Run
 
@@ -73,8 +74,8 @@ def scaling_cases(run: Run) -> dict[str, list[Case]]:
     """Cases of the workers group by transform, each list ordered by worker count."""
     by_transform: dict[str, list[Case]] = {}
     for case in run.group(GROUP):
-        if isinstance(case.value("num_workers"), int) and case.number("images_per_s") is not None:
-            by_transform.setdefault(str(case.value("transform", "none")), []).append(case)
+        if isinstance(case.value("num_workers"), int) and case.number(K.IMAGES_PER_S) is not None:
+            by_transform.setdefault(str(case.value(K.TRANSFORM, "none")), []).append(case)
     return {t: sorted(cs, key=lambda c: c.value("num_workers")) for t, cs in by_transform.items()}
 
 
@@ -91,7 +92,7 @@ def recommend(transform: str, cases: Iterable[Case], tolerance: float = TOLERANC
     cases = sorted(cases, key=lambda c: c.value("num_workers"))
     if not cases:
         return None
-    best_case = max(cases, key=lambda c: c.number("images_per_s") or 0.0)
+    best_case = max(cases, key=lambda c: c.number(K.IMAGES_PER_S) or 0.0)
     candidates = []
     for case in cases:
         if case is best_case:
@@ -101,8 +102,8 @@ def recommend(transform: str, cases: Iterable[Case], tolerance: float = TOLERANC
         candidates.append(Candidate(case.value("num_workers"), case, r, standing(r, tolerance)))
     best = next(c for c in candidates if c.standing == "best")
     if any(c.standing == "unpaired" for c in candidates):  # no paired rounds: the knee by medians
-        rate = best_case.number("images_per_s") or 0.0
-        knee = next(c for c in candidates if (c.case.number("images_per_s") or 0.0) >= (1 - tolerance) * rate)
+        rate = best_case.number(K.IMAGES_PER_S) or 0.0
+        knee = next(c for c in candidates if (c.case.number(K.IMAGES_PER_S) or 0.0) >= (1 - tolerance) * rate)
         return Recommendation(transform, knee.workers, best, candidates, paired=False)
     tied = []
     for c in candidates:

@@ -25,6 +25,7 @@ from lfw.report.chart_knobs import (
 from lfw.report.chart_memory import growth_chart, leak_chart, timeline_chart
 from lfw.report.chart_workers import workers_chart
 from lfw.report.figures import FORMATS, ChartSpec, save_figure
+from lfw.report.mprofile import write_mprofiles
 from lfw.report.verdict import JUDGED_BY, Verdict, gate_verdicts
 from lfw.results import Run
 
@@ -74,6 +75,7 @@ class Report:
     skipped: list[ChartSpec] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
     judged_by: str = ""
+    mprofiles: list[Path] = field(default_factory=list)  # memory timelines for ``mprof plot``
 
     @property
     def readme(self) -> Path:
@@ -126,6 +128,7 @@ def build_report(run: Run, out: Path, base: Run | None = None, formats: tuple[st
         report.charts.append((spec, save_figure(fig, out, spec.stem, formats)))
     if base is None:
         _remove_stale(out, COMPARE_STEM, formats)
+    report.mprofiles = write_mprofiles(run, out)
     return report
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from statistics import median
 from typing import Any
 
+from lfw import keys as K
 from lfw.results import Case
 
 
@@ -50,13 +51,13 @@ def sort_key(value: Any) -> tuple[int, Any]:
 
 def is_loader_case(case: Case) -> bool:
     """A case that decodes LFW images (it has a ceiling), not an index-only memory or leak experiment."""
-    return case.number("efficiency") is not None
+    return case.number(K.EFFICIENCY) is not None
 
 
 def best_case(cases: Iterable[Case]) -> Case | None:
     """The image-loading case with the highest median images/s (index-only memory cases do not count)."""
-    rated = [c for c in cases if c.number("images_per_s") is not None and is_loader_case(c)]
-    return max(rated, key=lambda c: c.number("images_per_s") or 0.0) if rated else None
+    rated = [c for c in cases if c.number(K.IMAGES_PER_S) is not None and is_loader_case(c)]
+    return max(rated, key=lambda c: c.number(K.IMAGES_PER_S) or 0.0) if rated else None
 
 
 def cv_spread(cases: Iterable[Case]) -> tuple[float, float, Case] | None:
@@ -65,8 +66,8 @@ def cv_spread(cases: Iterable[Case]) -> tuple[float, float, Case] | None:
     A single round has no spread (its CV of 0 would flatter the median), and the memory experiments' images/s
     is not what they measure.
     """
-    with_cv = [(c.number("images_per_s_cv"), c) for c in cases
-               if is_loader_case(c) and (c.number("rounds") or 0) >= 2]
+    with_cv = [(c.number(K.IMAGES_PER_S_CV), c) for c in cases
+               if is_loader_case(c) and (c.number(K.ROUNDS) or 0) >= 2]
     with_cv = [(cv, c) for cv, c in with_cv if cv is not None]
     if not with_cv:
         return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lfw import keys as K
 from lfw.report.findings import CV_WARN, Findings, find
 from lfw.report.render import MAIN_CHART, Report
 from lfw.report.stats import describe, short_name
@@ -16,7 +17,7 @@ from lfw.results import Case, Run
 MACHINE_KEYS = ("runner_class", "cpu", "usable_cores", "logical_cpus", "total_memory_gib", "python", "torch",
                 "torchvision", "pillow", "numpy", "jpeg_library", "torch_num_threads", "cuda_available",
                 "cuda_device", "bench_profile", "cache_mode", "dataset_kind", "dataset_files", "worker_cap")
-CONFIG_KEYS = ("batch_size", "num_workers", "transform", "index")
+CONFIG_KEYS = ("batch_size", "num_workers", K.TRANSFORM, "index")
 OPTIONAL_KEYS = ("pin_memory", "persistent_workers", "prefetch_factor", "start_method")
 
 
@@ -35,7 +36,7 @@ def _run_line(run: Run) -> str:
 def _findings(f: Findings, report: Report) -> list[str]:
     lines = ["## Findings", ""]
     if f.best is not None:
-        eff = f.best.number("efficiency")
+        eff = f.best.number(K.EFFICIENCY)
         eff_text = (f"efficiency {eff:.0%} of its ceiling {f.best.number('ceiling_images_per_s') or 0:,.0f} "
                     "images/s" if eff is not None else "no ceiling measured")
         lines.append(f"- **Best configuration:** `{f.best.name}` ({knobs(f.best)}): "
@@ -49,12 +50,12 @@ def _findings(f: Findings, report: Report) -> list[str]:
         lines += ["", "  | transform | recommended workers | best (images/s) | ratio to the best per worker count |",
                   "  |---|---:|---:|---|"]
         for k in f.knees:
-            rate = k.best.case.number("images_per_s") or 0.0
+            rate = k.best.case.number(K.IMAGES_PER_S) or 0.0
             paired = "" if k.paired else " (unpaired rounds: by medians)"
             lines.append(f"  | {k.transform} | **{k.verdict()}**{paired} | {k.best.workers} ({rate:,.0f}) "
                          f"| {k.evidence()} |")
         lines.append("")
-    names = {"pss_growth_mib": "tree PSS", "worker_uss_max_growth_mib": "USS of one worker"}
+    names = {K.PSS_GROWTH_MIB: "tree PSS", K.WORKER_USS_MAX_GROWTH_MIB: "USS of one worker"}
     for g in f.growth:
         lines.append(f"- **Largest memory growth, {names[g.metric]}:** {g.mib:+,.1f} MiB over one pass in "
                      f"`{g.case.name}` ({knobs(g.case)}).")
@@ -81,6 +82,11 @@ def _charts(report: Report) -> list[str]:
         lines.append(f"- **{spec.title}** ({links}): {spec.shows}.")
     for spec in report.skipped:
         lines.append(f"- *{spec.title}*: skipped, this run has no {spec.needs}.")
+    if report.mprofiles:
+        names = ", ".join(f"[{p.name}](mprof/{p.name})" for p in report.mprofiles)
+        example = report.mprofiles[0]
+        lines.append(f"- **Memory timelines for memory-profiler** ({names}): tree PSS and mean worker USS over the "
+                     f"pass in mprof's format; draw one with `mprof plot {example}`.")
     return [*lines, ""]
 
 
@@ -98,9 +104,9 @@ def _cases(run: Run) -> list[str]:
     lines = ["## All cases", "", "| case | group | images/s | CV | efficiency | first batch, ms | PSS growth, MiB |",
              "|---|---|---:|---:|---:|---:|---:|"]
     for c in run.cases:
-        cells = [_fmt(c.number("images_per_s"), "{:,.0f}"), _fmt(c.number("images_per_s_cv"), "{:.1%}"),
-                 _fmt(c.number("efficiency"), "{:.0%}"), _fmt(_ms(c.number("ttfb_s")), "{:,.0f}"),
-                 _fmt(c.number("pss_growth_mib"), "{:+,.1f}")]
+        cells = [_fmt(c.number(K.IMAGES_PER_S), "{:,.0f}"), _fmt(c.number(K.IMAGES_PER_S_CV), "{:.1%}"),
+                 _fmt(c.number(K.EFFICIENCY), "{:.0%}"), _fmt(_ms(c.number(K.TTFB_S)), "{:,.0f}"),
+                 _fmt(c.number(K.PSS_GROWTH_MIB), "{:+,.1f}")]
         lines.append(f"| `{c.label}` | {c.group} | {' | '.join(cells)} |")
     return [*lines, ""]
 

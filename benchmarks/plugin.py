@@ -1,7 +1,14 @@
-"""Session fixtures of the benchmarks: data made and scanned once, and two ways to measure a case.
+"""The benchmarks' pytest wiring, in one plugin module: options, the machine-info hook, session fixtures.
+
+Loaded by the root ``conftest.py`` (``pytest_plugins``), like pytest-benchmark's own ``plugin.py``: hooks and
+fixtures here, logic in :mod:`benchmarks.helpers`, :mod:`lfw.matrix` and :mod:`lfw.measure`.
+
+Thread counts are pinned before torch is imported anywhere: with more than one intra-op thread in the main
+process, float conversion on 2 cores ran 4x slower and much noisier, and workers already use one thread each.
 
 Everything expensive happens outside the timed rounds (numpy's rule: preparing inputs belongs in setup): the
-synthetic tree is made on first use and datasets are scanned once per (transform, index) pair.
+synthetic tree is made on first use and datasets are scanned once per (transform, index) pair. Two fixtures
+measure a case:
 
 - ``rotated_case``: the loader groups of :mod:`lfw.matrix` (workers x transform, batch size, pin, index,
   persistent workers, prefetch, start method, data wait, sampling overhead). The first test of a group runs the
@@ -16,51 +23,66 @@ synthetic tree is made on first use and datasets are scanned once per (transform
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
-from dataclasses import dataclass
-from statistics import median
-from typing import Any
+import os
 
-import pytest
-import torch
-from torch.utils.data import Subset
-from tqdm import tqdm
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from benchmarks.session_facts import SESSION_FACTS
-from lfw import matrix
-from lfw.data_root import DataSource, resolve_root, tree_stats
-from lfw.dataset import LFWDataset
-from lfw.index import path_at
-from lfw.measure import LoaderConfig, LoaderPass
-from lfw.measure.ceiling import CeilingSweep, usable_cores
-from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S
-from lfw.measure.page_cache import evict, warm
-from lfw.measure.rotation import LoaderMember, Measured, Member, Rotation, pass_clock
-from lfw.measure.summary import summarize
-from lfw.profiles import PROFILES, Profile
+import sys  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from statistics import median  # noqa: E402
+from typing import Any  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+from benchmarks.helpers import (  # noqa: E402
+    SESSION_FACTS,
+    GroupRotation,
+    benchmark_group,
+    dataset_files,
+    record,
+    selected_cases,
+)
+from lfw import keys as K  # noqa: E402
+from lfw import matrix  # noqa: E402
+from lfw.data_root import DataSource, resolve_root, tree_stats  # noqa: E402
+from lfw.dataset import LFWDataset  # noqa: E402
+from lfw.measure import LoaderConfig, LoaderPass, machine  # noqa: E402
+from lfw.measure.ceiling import CeilingSweep, usable_cores  # noqa: E402
+from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S  # noqa: E402
+from lfw.measure.page_cache import CACHE_MODES, evict, warm  # noqa: E402
+from lfw.measure.rotation import LoaderMember, Member, Rotation, pass_clock  # noqa: E402
+from lfw.measure.summary import summarize  # noqa: E402
+from lfw.profiles import PROFILES, Profile  # noqa: E402
+
+torch.set_num_threads(1)
 
 PASS_CLOCK = "lfw.measure.rotation.pass_clock"
 ROTATION_SEED = 20261122
 
 
-def dataset_files(dataset: Any) -> list[str]:
-    """Every image file a dataset can read (through a ``Subset`` too): what warm and cold cache modes touch.
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("lfw-bench")
+    group.addoption("--bench-profile", choices=sorted(PROFILES), default="quick",
+                    help="how much data and how many rounds: smoke, quick (default), full")
+    group.addoption("--bench-cache-mode", choices=CACHE_MODES, default="warm",
+                    help="warm page cache (default) or evict the dataset's files before each round")
+    group.addoption("--bench-cost", action="store_true",
+                    help="add the cost layer (instructions per image under valgrind, ~80 s) to the quick profile; "
+                         "the smoke and full profiles always run it")
 
-    All of them, not the first pass's worth: shuffled cases read files from anywhere in the index.
-    """
-    if isinstance(dataset, Subset):
-        base = dataset_files(dataset.dataset)
-        return [base[i] for i in dataset.indices] if base else []
-    index = getattr(dataset, "paths", None)
-    return [path_at(index, i) for i in range(len(index))] if index is not None else []
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[SESSION_FACTS] = {}
 
 
-def skip_above_cap(workers: int) -> None:
-    cap = matrix.worker_cap(usable_cores())
-    if workers > cap:
-        pytest.skip(f"workers{workers} capped: this machine measures up to {cap} workers "
-                    f"(2 x {usable_cores()} usable cores)")
+def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
+    machine_info.update(machine.machine_info())
+    machine_info["bench_profile"] = config.getoption("--bench-profile")
+    machine_info["cache_mode"] = config.getoption("--bench-cache-mode")
+    machine_info.update(config.stash[SESSION_FACTS])
 
 
 @pytest.fixture(scope="session")
@@ -96,31 +118,6 @@ def dataset_factory(lfw_source: DataSource) -> Callable[..., LFWDataset]:
         return made[(transform, index)]
 
     return get
-
-
-@dataclass
-class GroupRotation:
-    """A group's measured rotation: each member's rounds, and what the report needs to pair them."""
-
-    measured: dict[str, Measured]
-    info: dict[str, Any]
-    shutdown_errors: dict[str, list[str]]
-
-
-def benchmark_group(item: pytest.Item) -> str | None:
-    marker = item.get_closest_marker("benchmark")
-    return marker.kwargs.get("group") if marker is not None else None
-
-
-def selected_cases(session: pytest.Session, group: matrix.Group, profile: Profile) -> list[matrix.LoaderCase]:
-    """The cases of ``group`` this session runs: selected by ``-k``/``-m`` and not skipped on this machine."""
-    cases = []
-    for item in session.items:
-        if benchmark_group(item) == group.name and hasattr(item, "callspec"):
-            case = group.case_for(item.callspec.params)
-            if case.skip_reason(profile, usable_cores(), torch.cuda.is_available()) is None:
-                cases.append(case)
-    return cases
 
 
 @pytest.fixture(scope="session")
@@ -161,7 +158,7 @@ def rotations(request: pytest.FixtureRequest, profile: Profile, cache_mode: str,
         facts = request.config.stash[SESSION_FACTS]
         for key, m in measured.items():
             if key.startswith("ceiling-") and m.results:
-                facts.setdefault(f"per_core_images_per_s_{key.removeprefix('ceiling-')}",
+                facts.setdefault(K.per_core_machine_key(key.removeprefix("ceiling-")),
                                  round(median(r.images_per_s for r in m.results), 2))
         errors = {key: m.runner.shutdown_errors for key, m in members.items()
                   if isinstance(m, LoaderMember) and m.runner.shutdown_errors}
@@ -169,12 +166,6 @@ def rotations(request: pytest.FixtureRequest, profile: Profile, cache_mode: str,
         return done[group.name]
 
     return get
-
-
-def record(benchmark: Any, info: dict[str, Any]) -> None:
-    """Put every value into ``benchmark.extra_info`` (mutated, never rebound: pytest-benchmark keeps the dict)."""
-    for key, value in info.items():
-        benchmark.extra_info[key] = value
 
 
 @pytest.fixture
@@ -198,14 +189,14 @@ def rotated_case(request: pytest.FixtureRequest, benchmark: Any, profile: Profil
             benchmark.pedantic(next_pass, rounds=len(mine.results), iterations=1, warmup_rounds=0)
         info = summarize(mine.results, ceilings=[r.images_per_s for r in ceiling.results],
                          workers=case.config.num_workers, usable_cores=usable_cores())
-        info.update({"transform": case.transform, "index": case.index, "cache_mode": cache_mode,
-                     "profile": profile.name, "config": case.config.as_dict(),
-                     "device": "cuda" if case.copy_to_cuda and torch.cuda.is_available() else "cpu",
-                     "rotation": rotation.info, "rotation_positions": mine.positions})
+        info.update({K.TRANSFORM: case.transform, K.INDEX: case.index, K.CACHE_MODE: cache_mode,
+                     K.PROFILE: profile.name, K.CONFIG: case.config.as_dict(),
+                     K.DEVICE: "cuda" if case.copy_to_cuda and torch.cuda.is_available() else "cpu",
+                     K.ROTATION: rotation.info, K.ROTATION_POSITIONS: mine.positions})
         if case.step_ms is not None:
-            info["step_ms"] = case.step_ms
+            info[K.STEP_MS] = case.step_ms
         if case.id in rotation.shutdown_errors:  # workers that died on their way out, after their passes completed
-            info["worker_shutdown_errors"] = rotation.shutdown_errors[case.id]
+            info[K.WORKER_SHUTDOWN_ERRORS] = rotation.shutdown_errors[case.id]
         record(benchmark, info)
         return info
 
@@ -245,10 +236,10 @@ def run_case(benchmark: Any, profile: Profile, cache_mode: str,
             runner.close()
         timed = runner.results[-n_rounds:] if benchmark.enabled else runner.results
         info = summarize(timed, workers=config.num_workers, usable_cores=usable_cores())
-        info.update({"transform": transform, "index": index, "cache_mode": cache_mode,
-                     "profile": profile.name, "config": config.as_dict(), "device": "cpu"})
+        info.update({K.TRANSFORM: transform, K.INDEX: index, K.CACHE_MODE: cache_mode,
+                     K.PROFILE: profile.name, K.CONFIG: config.as_dict(), K.DEVICE: "cpu"})
         if runner.shutdown_errors:  # workers that died on their way out, after their passes completed
-            info["worker_shutdown_errors"] = runner.shutdown_errors
+            info[K.WORKER_SHUTDOWN_ERRORS] = runner.shutdown_errors
         record(benchmark, info)
         return info
 

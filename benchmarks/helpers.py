@@ -1,0 +1,72 @@
+"""Helpers of the benchmarks, plain functions: what files a dataset reads, which cases a session runs, how
+a case's values go into ``benchmark.extra_info``. The pytest wiring that uses them is :mod:`benchmarks.plugin`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import torch
+from torch.utils.data import Subset
+
+from lfw import matrix
+from lfw.index import path_at
+from lfw.measure.ceiling import usable_cores
+from lfw.measure.rotation import Measured
+from lfw.profiles import Profile
+
+SESSION_FACTS: pytest.StashKey[dict[str, Any]] = pytest.StashKey()  # machine_info additions learned by fixtures
+
+
+def dataset_files(dataset: Any) -> list[str]:
+    """Every image file a dataset can read (through a ``Subset`` too): what warm and cold cache modes touch.
+
+    All of them, not the first pass's worth: shuffled cases read files from anywhere in the index.
+    """
+    if isinstance(dataset, Subset):
+        base = dataset_files(dataset.dataset)
+        return [base[i] for i in dataset.indices] if base else []
+    index = getattr(dataset, "paths", None)
+    return [path_at(index, i) for i in range(len(index))] if index is not None else []
+
+
+def skip_above_cap(workers: int) -> None:
+    """Skip with the reason when ``workers`` exceeds what this machine measures (2 x usable cores)."""
+    cap = matrix.worker_cap(usable_cores())
+    if workers > cap:
+        pytest.skip(f"workers{workers} capped: this machine measures up to {cap} workers "
+                    f"(2 x {usable_cores()} usable cores)")
+
+
+def benchmark_group(item: pytest.Item) -> str | None:
+    """The pytest-benchmark group an item belongs to (its ``benchmark`` marker)."""
+    marker = item.get_closest_marker("benchmark")
+    return marker.kwargs.get("group") if marker is not None else None
+
+
+def selected_cases(session: pytest.Session, group: matrix.Group, profile: Profile) -> list[matrix.LoaderCase]:
+    """The cases of ``group`` this session runs: selected by ``-k``/``-m`` and not skipped on this machine."""
+    cases = []
+    for item in session.items:
+        if benchmark_group(item) == group.name and hasattr(item, "callspec"):
+            case = group.case_for(item.callspec.params)
+            if case.skip_reason(profile, usable_cores(), torch.cuda.is_available()) is None:
+                cases.append(case)
+    return cases
+
+
+@dataclass
+class GroupRotation:
+    """A group's measured rotation: each member's rounds, and what the report needs to pair them."""
+
+    measured: dict[str, Measured]
+    info: dict[str, Any]
+    shutdown_errors: dict[str, list[str]]
+
+
+def record(benchmark: Any, info: dict[str, Any]) -> None:
+    """Put every value into ``benchmark.extra_info`` (mutated, never rebound: pytest-benchmark keeps the dict)."""
+    for key, value in info.items():
+        benchmark.extra_info[key] = value

@@ -1,0 +1,116 @@
+"""The ``extra_info`` schema: every key a benchmark case records, owned here, imported by writers and readers.
+
+A key that a writer builds from a suffix and a reader finds by a regex is a contract nobody holds; here the
+writers (:mod:`lfw.measure.summary`, :mod:`lfw.measure.loader_pass`, :mod:`lfw.measure.leak`, the benchmark
+fixtures) and the readers (the gate, the report) import the same names. Keys are plain strings, the names
+pytest-benchmark saves; renaming one here renames it everywhere (and breaks comparison with older baselines,
+which is why the strings themselves do not change lightly).
+
+Per-round values live beside each summary value under :func:`rounds` (``images_per_s`` and
+``images_per_s_rounds``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Tree = Literal["rss", "pss", "uss"]
+Point = Literal["before", "start", "end", "peak", "growth"]
+TREE_METRICS: tuple[Tree, ...] = ("rss", "pss", "uss")
+
+
+def rounds(key: str) -> str:
+    """The key of the per-round list beside a summary value."""
+    return f"{key}_rounds"
+
+
+def tree(metric: Tree, point: Point) -> str:
+    """Process-tree memory in MiB: ``pss_growth_mib``, ``uss_end_mib``, ``rss_peak_mib`` ..."""
+    return f"{metric}_{point}_mib"
+
+
+# --- one pass, summarized over rounds (lfw.measure.summary) --------------------------------------------------
+ROUNDS = "rounds"
+IMAGES = "images"
+BATCHES = "batches"
+IMAGES_PER_S = "images_per_s"
+IMAGES_PER_S_CV = "images_per_s_cv"
+WALL_S = "wall_s"
+TTFB_S = "ttfb_s"
+STEADY_IMAGES_PER_S = "steady_images_per_s"
+WAIT_P50_MS, WAIT_P95_MS, WAIT_P99_MS = "wait_p50_ms", "wait_p95_ms", "wait_p99_ms"
+DATA_WAIT_FRACTION = "data_wait_fraction"
+WORKERS = "workers"
+USABLE_CORES = "usable_cores"
+PER_CORE_IMAGES_PER_S = "per_core_images_per_s"
+CEILING_IMAGES_PER_S = "ceiling_images_per_s"
+EFFICIENCY = "efficiency"
+
+# --- memory of one pass (lfw.measure.loader_pass.MemoryStats) ------------------------------------------------
+PSS_GROWTH_MIB = tree("pss", "growth")
+PSS_PEAK_MIB = tree("pss", "peak")
+USS_GROWTH_MIB = tree("uss", "growth")
+RSS_GROWTH_MIB = tree("rss", "growth")
+PSS_END_MIB = tree("pss", "end")
+USS_END_MIB = tree("uss", "end")
+WORKER_USS_START_MIB = "worker_uss_start_mib"
+WORKER_USS_END_MIB = "worker_uss_end_mib"
+WORKER_USS_GROWTH_MIB = "worker_uss_growth_mib"
+WORKER_USS_MAX_GROWTH_MIB = "worker_uss_max_growth_mib"
+MEMORY_SAMPLES = "memory_samples"
+SAMPLER_CPU_S = "sampler_cpu_s"
+SAMPLER_CPU_FRACTION = "sampler_cpu_fraction"
+WORKERS_SEEN = "workers_seen"
+TIMELINE = "timeline"
+# Summarized over rounds by the largest value (a peak), not the median.
+PEAK_KEYS = tuple(tree(m, "peak") for m in TREE_METRICS)
+# Summarized with their per-round lists kept (the gate and the error bars need them).
+GROWTH_KEYS = (*(tree(m, "growth") for m in TREE_METRICS), WORKER_USS_GROWTH_MIB, WORKER_USS_MAX_GROWTH_MIB)
+
+# --- the case itself (benchmark fixtures) --------------------------------------------------------------------
+TRANSFORM = "transform"
+INDEX = "index"
+CACHE_MODE = "cache_mode"
+PROFILE = "profile"
+CONFIG = "config"
+DEVICE = "device"
+STEP_MS = "step_ms"
+ROTATION = "rotation"
+ROTATION_POSITIONS = "rotation_positions"
+WORKER_SHUTDOWN_ERRORS = "worker_shutdown_errors"
+
+# --- the cost layer (benchmarks/test_cost.py) -----------------------------------------------------------------
+INSTRUCTIONS = "instructions"
+INSTRUCTIONS_PER_IMAGE = "instructions_per_image"
+IMAGES_COUNTED = "images_counted"
+VALGRIND = "valgrind"
+NATIVE_INSTRUCTIONS_PER_S = "native_instructions_per_s"
+
+# --- leak checks (lfw.measure.leak) ---------------------------------------------------------------------------
+EPOCHS = "epochs"
+USS_MIB_EPOCHS = "uss_mib_epochs"
+PSS_MIB_EPOCHS = "pss_mib_epochs"
+WORKER_USS_MIB_EPOCHS = "worker_uss_mib_epochs"
+EPOCH_SERIES = (USS_MIB_EPOCHS, PSS_MIB_EPOCHS, WORKER_USS_MIB_EPOCHS)
+SLOPE_USS = "slope_uss_mib_per_epoch"
+SLOPE_PSS = "slope_pss_mib_per_epoch"
+SLOPE_WORKER_USS = "slope_worker_uss_mib_per_epoch"
+SLOPES = (SLOPE_USS, SLOPE_PSS, SLOPE_WORKER_USS)
+MEDIAN_STEP_USS = "median_step_uss_mib"
+MEDIAN_STEP_PSS = "median_step_pss_mib"
+MEDIAN_STEPS = (MEDIAN_STEP_USS, MEDIAN_STEP_PSS)
+LEAK_THRESHOLD = "leak_threshold_mib_per_epoch"
+LEAK_EPOCHS_FITTED = "leak_epochs_fitted"
+LEAK_VERDICT = "leak_verdict"
+FIRST_EPOCH_THRESHOLD = "first_epoch_threshold_mib"
+FIRST_EPOCH_VERDICT = "first_epoch_verdict"
+# Which series a slope was fitted to, for the leak chart's legend.
+SLOPE_OF = {USS_MIB_EPOCHS: SLOPE_USS, PSS_MIB_EPOCHS: SLOPE_PSS, WORKER_USS_MIB_EPOCHS: SLOPE_WORKER_USS}
+
+# --- machine_info keys written by the suite ------------------------------------------------------------------
+PER_CORE_MACHINE_PREFIX = "per_core_images_per_s_"  # + transform: the session's median ceiling per transform
+COST_LAYER_SKIPPED = "cost_layer_skipped"
+
+
+def per_core_machine_key(transform: str) -> str:
+    return f"{PER_CORE_MACHINE_PREFIX}{transform}"

@@ -1,0 +1,54 @@
+"""Memory timelines in memory-profiler's ``mprof`` format, so ``mprof plot`` draws what the suite sampled.
+
+Each case with a sampled timeline (the memory-index cases, sampled every 0.2 s through one epoch) becomes one
+``.dat`` file: ``MEM`` lines hold the process tree's PSS (the tree's real share, which mprof's own RSS sampling
+would overstate with forked workers), one ``CHLD`` series holds the workers' mean USS, and ``CMDLINE`` names the
+case and says what the columns are. Time is seconds from the start of the pass.
+
+    mprof plot reports/mprof/test_memory_index-list-workers2.dat
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from lfw import keys as K
+from lfw.results import Case, Run
+
+FOLDER = "mprof"
+WORKERS_SERIES = "1"  # mprof labels a CHLD series by its id; one series: the workers' mean USS
+
+
+def file_name(case: Case) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", case.short_name).strip("-") + ".dat"
+
+
+def mprofile_text(case: Case) -> str | None:
+    """The ``.dat`` content for ``case``, or None when it has no sampled timeline."""
+    timeline = case.extra.get(K.TIMELINE)
+    if not isinstance(timeline, dict) or len(timeline.get("t") or []) < 2:
+        return None
+    times, pss, workers = timeline["t"], timeline.get("pss") or [], timeline.get("worker_uss") or []
+    lines = [f"CMDLINE lfw-bench {case.fullname}: MEM = process-tree PSS (MiB), CHLD {WORKERS_SERIES} = mean "
+             "DataLoader worker USS (MiB); time from the start of the pass"]
+    lines += [f"MEM {m:.3f} {t:.4f}" for m, t in zip(pss, times, strict=False)]
+    lines += [f"CHLD {WORKERS_SERIES} {w:.3f} {t:.4f}" for w, t in zip(workers, times, strict=False) if w > 0]
+    return "\n".join(lines) + "\n"
+
+
+def write_mprofiles(run: Run, out: Path) -> list[Path]:
+    """One ``.dat`` per case with a timeline, in ``out/mprof/``; stale files from an earlier report removed."""
+    folder = out / FOLDER
+    written = []
+    for case in run.cases:
+        text = mprofile_text(case)
+        if text is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / file_name(case)
+            path.write_text(text)
+            written.append(path)
+    if folder.is_dir():
+        for stale in set(folder.glob("*.dat")) - set(written):
+            stale.unlink()
+    return written
