@@ -19,6 +19,8 @@ BASE ?= origin/main
 AB_CASES ?=
 KIND ?= gate
 RUNS ?= 20
+NPROC ?= 2
+DIST_ARGS ?=
 # One benchmark job at a time on a machine: a second one running beside it would be measured too.
 LOCK := $(shell command -v flock >/dev/null && echo flock /tmp/lfw-cpu.lock)
 
@@ -27,7 +29,7 @@ export LFW_CACHE ?= $(CURDIR)/.cache/lfw-bench
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: venv install data test unit smoke bench cost report gate gate-ab gate-rates baseline lint clean help
+.PHONY: venv install data test unit smoke bench cost report gate gate-ab gate-rates baseline distributed lint clean help
 
 help:
 	@echo "make bench     run the benchmark matrix (PROFILE=quick|full) and write charts + summary to reports/"
@@ -37,6 +39,7 @@ help:
 	@echo "make cost      the cost layer alone: instructions per image under valgrind"
 	@echo "make gate-rates KIND=gate|ab-aa|ab-slow|cost-slow RUNS=20: measure the gate's own reliability"
 	@echo "make baseline  save this runner's baseline (refuses to overwrite; FORCE=1 to replace)"
+	@echo "make distributed NPROC=2: torchrun ranks over DistributedSampler shards; per-rank report"
 	@echo "make report    charts + summary from the newest saved run"
 	@echo "make lint      ruff"
 
@@ -96,6 +99,12 @@ cost: $(STAMP)
 # No lock here: each run (make gate, the A/B runner) takes the machine on its own.
 gate-rates: $(STAMP)
 	$(PY) -m lfw.gate.rates $(KIND) --runs $(RUNS)
+
+# torchrun (PyTorch's launcher, free rendezvous port) starts NPROC ranks; rank 0 saves the run under
+# .benchmarks/distributed/ and the report draws it (reports/distributed/).
+distributed: $(STAMP)
+	$(LOCK) $(PY) -m torch.distributed.run --standalone --nproc-per-node=$(NPROC) -m lfw.distributed $(DIST_ARGS)
+	$(PY) -m lfw.report .benchmarks/distributed --out reports/distributed
 
 # A baseline is refreshed only deliberately: an existing one is kept unless FORCE=1.
 baseline: $(STAMP)

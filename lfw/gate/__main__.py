@@ -125,7 +125,8 @@ def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
         run = run_ab(plan, Path.cwd(), th, args.ab_out)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    header = (f"A/B: base {args.ab} ({run.sha[:10]}) vs working tree; {run.pairs} process pairs (looks at "
+    tree = "working tree (uncommitted changes included)" if run.current_dirty else "working tree"
+    header = (f"A/B: base {args.ab} ({run.sha[:10]}) vs {tree}; {run.pairs} process pairs (looks at "
               f"{', '.join(map(str, run.looks))}), one ABBA/BAAB quad per case per pair, seed {run.seed}; "
               f"written to {run.out}")
     if run.new_cases:

@@ -186,6 +186,7 @@ class ABRun:
     pairs: int = 0
     looks: list[int] = field(default_factory=list)
     out: Path | None = None
+    current_dirty: bool = False  # the working tree had uncommitted changes: they are what was measured
 
     @property
     def exit_code(self) -> int:
@@ -342,9 +343,10 @@ def write_outputs(run: ABRun, repo: Path, th: Thresholds) -> None:
     machine = {**machine_info(), "bench_profile": run.plan.profile, "ab_seed": run.seed}
     now = datetime.now(timezone.utc).isoformat()
     head = git(repo, "rev-parse", "HEAD")
-    dirty = bool(git(repo, "status", "--porcelain", "--untracked-files=no"))
+    run.current_dirty = bool(git(repo, "status", "--porcelain", "--untracked-files=no"))
     commits = {BASE: {"id": run.sha, "dirty": False, "project": "lfw-bench", "branch": run.plan.base_rev},
-               CURRENT: {"id": head, "dirty": dirty, "project": "lfw-bench", "branch": "(working tree)"}}
+               CURRENT: {"id": head, "dirty": run.current_dirty, "project": "lfw-bench",
+                         "branch": "(working tree)"}}
     for side in (BASE, CURRENT):
         write_run(run.out / f"{side}.json", side_records(run, side), machine=machine, commit=commits[side],
                   datetime=now)

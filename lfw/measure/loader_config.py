@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 from lfw.dataset import collate_skipping
 from lfw.errors import LFWError
@@ -54,8 +54,13 @@ class LoaderConfig:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def build(self, dataset: Dataset, collate_fn: Any = None) -> DataLoader:
-        """The DataLoader for ``dataset``; worker-only options are passed only when there are workers."""
+    def build(self, dataset: Dataset, collate_fn: Any = None, sampler: Sampler | None = None) -> DataLoader:
+        """The DataLoader for ``dataset``; worker-only options are passed only when there are workers.
+
+        ``sampler`` (e.g. a ``DistributedSampler``) decides the order itself, so ``shuffle`` must then be off.
+        """
+        if sampler is not None and self.shuffle:
+            raise LFWError("a sampler decides the order: build it with shuffle=False (the sampler shuffles)")
         uses_workers = self.num_workers > 0
         kwargs: dict[str, Any] = {}
         if uses_workers:
@@ -74,6 +79,7 @@ class LoaderConfig:
             pin_memory=self.pin_memory and torch.cuda.is_available(),
             drop_last=self.drop_last,
             collate_fn=collate_fn,
+            sampler=sampler,
             generator=torch.Generator().manual_seed(self.seed),
             **kwargs,
         )

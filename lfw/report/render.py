@@ -14,6 +14,7 @@ from pathlib import Path
 
 from lfw.errors import LFWError
 from lfw.report.chart_compare import compare_chart
+from lfw.report.chart_distributed import distributed_chart
 from lfw.report.chart_efficiency import efficiency_chart
 from lfw.report.chart_knobs import (
     batch_size_chart,
@@ -55,12 +56,15 @@ CHARTS = (
               "growth over one pass per case of the memory groups (all cases if the run has none); "
               "RSS stays flat where PSS/USS grow",
               "cases with memory sampled (extra_info 'pss_growth_mib')", growth_chart),
+    ChartSpec("distributed", "Images/s per rank of a distributed run",
+              "each rank's throughput and wait at the collective; the straggler in red",
+              "group 'distributed' (python -m lfw.distributed)", distributed_chart),
     ChartSpec("leak", "Memory across epochs",
               "per-epoch memory of the leak check; a steady climb is a leak",
               "group 'leak' with per-epoch series in extra_info", leak_chart),
 )
 DRAWN_GROUPS = {"workers-transform", "batch-size", "pin-memory", "prefetch", "start-method", "memory-index",
-                "leak"}
+                "leak", "distributed"}
 COMPARE_STEM = "compare"
 
 

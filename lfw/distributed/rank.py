@@ -1,0 +1,76 @@
+"""What one rank measures: its DataLoader over its DistributedSampler shard, epoch by epoch, with a collective.
+
+Each epoch is one :class:`~lfw.measure.LoaderPass` over the rank's whole shard. Its training step is an
+all-reduce of a one-element tensor, standing in for DDP's gradient synchronization: the time spent inside it is
+the time this rank waited for the others (plus the exchange itself). Because every step synchronizes, all ranks
+finish an epoch together and the epoch's wall time cannot tell the straggler; its *load time*, the epoch minus
+that wait, can: the straggler is the rank that made the others wait.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.utils.data import Dataset
+from torch.utils.data.distributed import DistributedSampler
+
+from lfw.measure import LoaderConfig, LoaderPass, PassResult
+
+
+def collective_step(device: torch.device) -> Any:
+    """A training step that only synchronizes: all-reduce one value, as DDP all-reduces gradients."""
+    token = torch.zeros(1, device=device)
+
+    def step(_batch: Any) -> None:
+        dist.all_reduce(token)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    return step
+
+
+@dataclass
+class RankEpochs:
+    """One rank's epochs: their passes and the sampler order each visited."""
+
+    rank: int
+    results: list[PassResult] = field(default_factory=list)
+    orders: list[list[int]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """Plain numbers per epoch, small enough to gather to rank 0."""
+        return {
+            "rank": self.rank,
+            "images": [r.images for r in self.results],
+            "wall_s": [r.wall_s for r in self.results],
+            "ttfb_s": [r.ttfb_s for r in self.results],
+            "collective_s": [sum(r.steps_s) for r in self.results],
+            "load_s": [r.wall_s - sum(r.steps_s) for r in self.results],
+            "waits_s": [r.waits_s for r in self.results],
+        }
+
+
+def measure_rank(dataset: Dataset, config: LoaderConfig, epochs: int, *, rank: int, world_size: int,
+                 seed: int = 0, set_epoch: bool = True, device: torch.device | None = None) -> RankEpochs:
+    """``epochs`` passes over this rank's shard; ``set_epoch=False`` reproduces the classic omission."""
+    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=seed,
+                                 drop_last=False)
+    loader = config.build(dataset, sampler=sampler)
+    device = device or torch.device("cpu")
+    runner = LoaderPass(loader, len(loader), memory_interval_s=None, step=collective_step(device),
+                        device=str(device) if device.type == "cuda" else None)
+    measured = RankEpochs(rank)
+    try:
+        for epoch in range(epochs):
+            if set_epoch:
+                sampler.set_epoch(epoch)
+            measured.orders.append(list(iter(sampler)))
+            runner.setup()
+            measured.results.append(runner.run())
+            runner.finish()
+    finally:
+        runner.close(stop_workers=True)
+    return measured

@@ -1,0 +1,128 @@
+"""Rank 0's view of a distributed run: per-rank figures, the straggler, coverage, and the saved JSON.
+
+The straggler ratio is taken on load time (epoch minus the time spent waiting at the collective), per epoch:
+every step all-reduces, so all ranks finish an epoch together and epoch time alone hides who made the others
+wait. The JSON is pytest-benchmark's format (one case per rank, its rounds the epochs, plus the ranks' total),
+written through :mod:`lfw.results`, so ``python -m lfw.report`` and ``python -m lfw.gate`` read it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from lfw import keys as K
+from lfw.distributed.coverage import Coverage
+from lfw.results import case_record, write_run
+
+GROUP = "distributed"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Everything rank 0 reports: per-rank summaries, the straggler, coverage per epoch, findings."""
+
+    ranks: list[dict[str, Any]]
+    coverage: list[Coverage]
+    findings: list[str]
+
+    @property
+    def epochs(self) -> int:
+        return len(self.ranks[0]["wall_s"])
+
+    def straggler_ratios(self) -> list[float]:
+        """Per epoch: the slowest rank's load time over the fastest's."""
+        ratios = []
+        for epoch in range(self.epochs):
+            loads = [r["load_s"][epoch] for r in self.ranks]
+            ratios.append(max(loads) / min(loads) if min(loads) > 0 else float("inf"))
+        return ratios
+
+    def straggler(self) -> int:
+        """The rank with the longest total load time."""
+        return max(self.ranks, key=lambda r: sum(r["load_s"]))["rank"]
+
+    def total_images_per_s(self) -> list[float]:
+        """Per epoch: all ranks' images over the longest epoch wall time (what the job achieved)."""
+        return [sum(r["images"][e] for r in self.ranks) / max(r["wall_s"][e] for r in self.ranks)
+                for e in range(self.epochs)]
+
+
+def rank_rates(summary: Mapping[str, Any]) -> list[float]:
+    return [i / w if w > 0 else 0.0 for i, w in zip(summary["images"], summary["wall_s"], strict=True)]
+
+
+def lines(outcome: Outcome, header: str) -> list[str]:
+    """The printed result: one row per rank, then the straggler, the total, coverage and findings."""
+    out = [header, "rank  images/s per epoch      median  first batch  waited at collective  load s"]
+    for r in outcome.ranks:
+        rates = rank_rates(r)
+        wall, wait = sum(r["wall_s"]), sum(r["collective_s"])
+        out.append(f"{r['rank']:<4}  {', '.join(f'{v:,.0f}' for v in rates):<22}  {median(rates):6,.0f}  "
+                   f"{median(r['ttfb_s']):9.3f} s  {wait:8.3f} s ({wait / wall:4.0%})     {sum(r['load_s']):6.2f}")
+    ratios = outcome.straggler_ratios()
+    out.append(f"straggler ratio (slowest / fastest rank's load time): {median(ratios):.3f} median over epochs "
+               f"({', '.join(f'{v:.3f}' for v in ratios)}); slowest: rank {outcome.straggler()}")
+    totals = outcome.total_images_per_s()
+    out.append(f"total: {median(totals):,.0f} images/s ({', '.join(f'{v:,.0f}' for v in totals)} per epoch)")
+    epochs_ok = sum(c.ok for c in outcome.coverage)
+    out.append(outcome.coverage[0].text() if epochs_ok == len(outcome.coverage)
+               else f"coverage FAILED in {len(outcome.coverage) - epochs_ok} of {len(outcome.coverage)} epochs: "
+                    + next(c.text() for c in outcome.coverage if not c.ok))
+    out += [f"finding: {f}" for f in outcome.findings]
+    return out
+
+
+def records(outcome: Outcome, config: Mapping[str, Any], world_size: int, backend: str) -> list[dict[str, Any]]:
+    """One pytest-benchmark case per rank (rounds = epochs) and one for the ranks' total."""
+    shared = {"world_size": world_size, "backend": backend, K.CONFIG: dict(config),
+              "straggler_ratio": round(median(outcome.straggler_ratios()), 4),
+              "straggler_ratio_rounds": [round(v, 4) for v in outcome.straggler_ratios()],
+              "straggler_rank": outcome.straggler(), "coverage_ok": all(c.ok for c in outcome.coverage),
+              "findings": list(outcome.findings), K.TRANSFORM: config.get("transform", "none")}
+    out = []
+    for r in outcome.ranks:
+        rates = rank_rates(r)
+        extra = {**shared, "rank": r["rank"], K.IMAGES: r["images"][0],
+                 K.IMAGES_PER_S: round(median(rates), 2), K.rounds(K.IMAGES_PER_S): [round(v, 2) for v in rates],
+                 K.TTFB_S: round(median(r["ttfb_s"]), 6), K.rounds(K.TTFB_S): [round(v, 6) for v in r["ttfb_s"]],
+                 "collective_wait_s_rounds": [round(v, 6) for v in r["collective_s"]],
+                 "load_s_rounds": [round(v, 6) for v in r["load_s"]]}
+        ident = f"rank{r['rank']}-of-{world_size}"
+        out.append(case_record(name=f"distributed[{ident}]", fullname=f"lfw.distributed::distributed[{ident}]",
+                               group=GROUP, params={"rank": r["rank"], "world_size": world_size},
+                               seconds=r["wall_s"], extra=extra))
+    totals = outcome.total_images_per_s()
+    longest = [max(r["wall_s"][e] for r in outcome.ranks) for e in range(outcome.epochs)]
+    out.append(case_record(name=f"distributed[total-of-{world_size}]",
+                           fullname=f"lfw.distributed::distributed[total-of-{world_size}]",
+                           group=GROUP, params={"rank": "total", "world_size": world_size}, seconds=longest,
+                           extra={**shared, K.IMAGES_PER_S: round(median(totals), 2),
+                                  K.rounds(K.IMAGES_PER_S): [round(v, 2) for v in totals]}))
+    return out
+
+
+def next_run_path(folder: Path, world_size: int) -> Path:
+    """``NNNN_distributed-w<N>-<time>.json``, numbered after the folder's last run, as pytest-benchmark numbers."""
+    numbers = [int(m.group(1)) for p in folder.glob("*.json") if (m := re.match(r"^(\d{4})_", p.name))]
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return folder / f"{max(numbers, default=0) + 1:04d}_distributed-w{world_size}-{stamp}.json"
+
+
+def save(outcome: Outcome, path: Path, config: Mapping[str, Any], world_size: int, backend: str,
+         machine: Mapping[str, Any], commit: Mapping[str, Any]) -> Path:
+    return write_run(path, records(outcome, config, world_size, backend), machine=machine, commit=commit,
+                     datetime=datetime.now(timezone.utc).isoformat())
+
+
+def gathered_coverage(orders_by_rank: Sequence[Sequence[Sequence[int]]], dataset_size: int) -> list[Coverage]:
+    """Coverage of every epoch from each rank's per-epoch order."""
+    from lfw.distributed.coverage import epoch_coverage
+
+    epochs = len(orders_by_rank[0])
+    return [epoch_coverage([orders[e] for orders in orders_by_rank], dataset_size) for e in range(epochs)]

@@ -1,0 +1,45 @@
+"""Chart 5: a distributed run (``python -m lfw.distributed``): images/s per rank, the straggler marked.
+
+One bar per rank (mean ± sd over epochs), the straggler (the rank whose loading made the others wait at the
+collective) in red, and beside them the share of each epoch the rank spent waiting at the collective; the title
+gives the straggler ratio and whether the sampler covered the dataset.
+"""
+
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+
+from lfw import keys as K
+from lfw.report.figures import new_figure
+from lfw.results import Run
+from lfw.spread import mean_sd
+
+GROUP = "distributed"
+STRAGGLER, OTHERS = "#d62728", "#1f77b4"
+
+
+def distributed_chart(run: Run) -> Figure | None:
+    ranks = sorted((c for c in run.group(GROUP) if isinstance(c.value("rank"), int)), key=lambda c: c.value("rank"))
+    if not ranks:
+        return None
+    straggler = ranks[0].value("straggler_rank")
+    fig, (ax_rate, ax_wait) = new_figure(11.0, 4.6, ncols=2)
+    labels = [f"rank {c.value('rank')}" for c in ranks]
+    colours = [STRAGGLER if c.value("rank") == straggler else OTHERS for c in ranks]
+    points = [mean_sd(c.rounds(K.IMAGES_PER_S)) for c in ranks]
+    bars = ax_rate.bar(labels, [m for m, _ in points], yerr=[s for _, s in points], capsize=4, color=colours)
+    ax_rate.bar_label(bars, fmt="{:,.0f}", padding=2, fontsize=8)
+    ax_rate.set_ylabel("images/s of the rank (mean ± sd over epochs)")
+    shares = []
+    for c in ranks:
+        waits, walls = c.rounds("collective_wait_s"), list(c.seconds)
+        shares.append(100 * sum(waits) / sum(walls) if walls and sum(walls) > 0 else 0.0)
+    ax_wait.bar(labels, shares, color=colours)
+    ax_wait.set_ylabel("% of the epochs spent waiting at the collective")
+    ax_wait.set_ylim(0, max(10.0, max(shares) * 1.3))
+    ratio, covered = ranks[0].number("straggler_ratio"), ranks[0].value("coverage_ok")
+    total = next((c.number(K.IMAGES_PER_S) for c in run.group(GROUP) if c.value("rank") == "total"), None)
+    fig.suptitle(f"{len(ranks)} ranks: straggler rank {straggler} in red, load-time ratio "
+                 f"{ratio:.2f}" + (f", total {total:,.0f} images/s" if total else "")
+                 + f", coverage {'ok' if covered else 'FAILED'}", fontweight="bold")
+    return fig

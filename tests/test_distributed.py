@@ -1,0 +1,110 @@
+"""Distributed loading: coverage and reshuffling, a rank's measurement, and torchrun end to end (2 ranks, CPU).
+
+The end-to-end tests start PyTorch's own launcher on the tiny tree: a 2-rank run that reports and writes its JSON,
+and a run one of whose ranks is killed, which must end non-zero within the timeout and leave no process behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch.distributed as dist
+
+from lfw.dataset import LFWDataset
+from lfw.distributed.__main__ import main
+from lfw.distributed.coverage import epoch_coverage, same_order_every_epoch
+from lfw.distributed.rank import measure_rank
+from lfw.measure import LoaderConfig
+from lfw.results import load_run
+
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m",
+            "lfw.distributed"]
+
+
+def test_coverage_counts_missing_images_and_padding() -> None:
+    assert epoch_coverage([[0, 2, 4], [1, 3, 0]], 5).ok  # 5 images in 2 shards of 3: one padding repeat
+    gap = epoch_coverage([[0, 1], [1, 3]], 4)
+    assert not gap.ok and gap.missing == 1 and gap.duplicates == 1 and gap.expected_duplicates == 0
+    assert "coverage FAILED: 1 images never loaded" in gap.text()
+    assert same_order_every_epoch([[3, 1, 2], [3, 1, 2]]) and not same_order_every_epoch([[3, 1, 2], [1, 2, 3]])
+    assert not same_order_every_epoch([[1, 2]])
+
+
+@pytest.fixture
+def single_rank_group(tmp_path: Path):
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("set_epoch", [True, False])
+def test_a_rank_measures_its_epochs_and_the_order_it_visited(tiny_tree: Path, single_rank_group: None,
+                                                             set_epoch: bool) -> None:
+    dataset = LFWDataset(tiny_tree, transform="uint8")
+    measured = measure_rank(dataset, LoaderConfig(batch_size=8), 2, rank=0, world_size=1, set_epoch=set_epoch)
+    summary = measured.summary()
+    assert summary["images"] == [40, 40] and all(w > 0 for w in summary["wall_s"])
+    assert all(0 <= c <= w for c, w in zip(summary["collective_s"], summary["wall_s"], strict=True))
+    assert same_order_every_epoch(measured.orders) is not set_epoch
+
+
+def test_not_under_torchrun_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: not started by torchrun") and "--nproc-per-node=2" in err and err.count("\n") == 1
+
+
+def test_two_ranks_report_per_rank_figures_straggler_and_coverage(tiny_tree: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    started = time.monotonic()
+    proc = subprocess.run([*TORCHRUN, "--path", str(tiny_tree), "--batch-size", "8", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert time.monotonic() - started < 60
+    assert "straggler ratio" in proc.stdout and "coverage ok" in proc.stdout
+    rows = [line for line in proc.stdout.splitlines() if line[:1].isdigit()]
+    assert [row.split()[0] for row in rows] == ["0", "1"]
+    run = load_run(out)
+    assert sorted(c.short_name for c in run.cases) == ["distributed[rank0-of-2]", "distributed[rank1-of-2]",
+                                                       "distributed[total-of-2]"]
+    assert all(c.value("coverage_ok") for c in run.cases)
+
+
+def test_a_killed_rank_ends_the_run_within_the_timeout_and_leaves_nothing(tiny_tree: Path, tmp_path: Path) -> None:
+    out = tmp_path / "killed.json"
+    proc = subprocess.Popen([*TORCHRUN, "--path", str(tiny_tree), "--batch-size", "4", "--epochs", "200",
+                             "--timeout", "20", "--out", str(out)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, victim = time.monotonic() + 90, None
+        assert proc.stderr is not None
+        while victim is None and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            if line.startswith("rank 1 of 2: pid "):
+                victim = int(line.split("pid ")[1].split(",")[0])
+        assert victim is not None, "rank 1 never started"
+        time.sleep(1.0)  # into its epochs
+        os.kill(victim, signal.SIGKILL)
+        killed = time.monotonic()
+        code = proc.wait(timeout=60)
+        assert code != 0 and time.monotonic() - killed < 20
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+    deadline = time.monotonic() + 10
+    while (leftover := subprocess.run(["pgrep", "-f", str(out)], capture_output=True)).returncode == 0 \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert leftover.returncode == 1, leftover.stdout  # no rank, and no rank's DataLoader worker, survives
+    assert not out.exists()
