@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lfw import keys as K
 from lfw.dataset import scan_images
 from lfw.errors import LFWError
 from lfw.measure import LoaderConfig, PassResult
@@ -129,8 +130,8 @@ def test_the_leak_check_flags_the_control_and_passes_its_twin(tiny_tree: Path) -
     well = leak_check(config.build(twin), 5)
     assert not well.verdict.leaking, well.as_extra_info()
     info = well.as_extra_info()
-    assert len(info["uss_mib_epochs"]) == len(info["epoch_series"]) == 5
-    assert info["leak_verdict"] == "ok" and info["leak_threshold_mib_per_epoch"] == TH
+    assert all(len(info[key]) == 5 for key in K.EPOCH_SERIES)
+    assert info[K.LEAK_VERDICT] == "ok" and info[K.LEAK_THRESHOLD] == TH
 
 
 def test_the_leak_check_refuses_fresh_workers_every_epoch(tiny_tree: Path) -> None:

@@ -96,9 +96,13 @@ def git(repo: Path, *args: str) -> str:
 
 
 def side_env(tree: Path) -> dict[str, str]:
-    """This environment with ``tree`` first on PYTHONPATH and the noise sources pinned."""
+    """This environment with ``PYTHONPATH`` set to ``tree`` alone and the noise sources pinned.
+
+    Alone: an inherited entry naming the other checkout would let the wrong side import its modules (or its
+    ``sitecustomize``); a side sees its own checkout and the installed packages, nothing else.
+    """
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = str(tree)
     env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
     return env
 

@@ -147,8 +147,8 @@ def run_ab(repo: Path, raw: Path, commit: str, slow: bool, max_pairs: int) -> di
     with clean_checkout(repo, commit) as tree:
         if slow:
             shutil.copy(tree / SLOW_DECODE, tree / "sitecustomize.py")
-        # No PYTHONPATH of our own: each side gets its tree (the runner sets it), and an inherited entry naming
-        # this checkout would put the slowed decode on the base side too. ``-m`` from the tree imports its lfw.
+        # No PYTHONPATH of our own: each side gets its own tree (the runner sets it); ``-m`` from the tree imports
+        # its lfw for the runner itself.
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env.update({"LFW_SLOW_DECODE": "0.15", "LFW_CACHE": cache(repo)})
         code, seconds = run_logged([sys.executable, "-m", "lfw.gate", "--ab", commit, "--max-pairs", str(max_pairs),

@@ -58,7 +58,7 @@ def workers_chart(run: Run) -> Figure | None:
     ax_sec.set_ylabel(f"seconds per pass{per_pass}")
     ax_sec.set_title("Time per pass (lower is better)")
     ax_rate.set_ylabel("images/s")
-    ax_rate.set_title("Throughput (higher is better); ring = recommended workers (none: no clear winner)")
+    ax_rate.set_title("Throughput (higher is better); ring: recommended workers")
     ax_sec.legend(title="transform", loc="best")
     rounds = max(len(c.seconds) for cases in series.values() for c in cases)
     fig.suptitle(f"DataLoader scaling with num_workers: mean ± standard deviation over {rounds} rounds",
