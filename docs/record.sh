@@ -2,7 +2,7 @@
 # Re-run the commands whose figures the README quotes and keep their output in docs/runs/, one file each, so
 # every figure there traces to a committed output. Each takes the machine on its own (run nothing beside it).
 #
-#   bash docs/record.sh [make-bench|process-pairs|diagnose|distributed ...]   (default: all of them)
+#   bash docs/record.sh [make-bench|process-pairs|cost|diagnose|distributed ...]   (default: all of them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -52,6 +52,14 @@ EOF
   rm -rf "$out"
 }
 
+cost() {  # the cost layer's own run: instructions per image of each preset, and how long valgrind takes
+  { stamp "python -m lfw.measure.cost (one valgrind process, 16 images per preset, as the quick profile counts)"
+    root=$($PY -c "from lfw.data_root import resolve_root; print(resolve_root(synthetic_images=2000).path)")
+    $PY -m lfw.measure.cost --root "$root" --cache-dir "$LFW_CACHE/callgrind" --batch-size 16 --batches 1 \
+        none simple heavy uint8
+  } > docs/runs/cost.txt 2>&1
+}
+
 diagnose() {  # measured vs simulated batches/s of a training loop
   { stamp "python -m lfw.diagnose, 2 workers, batch 64, transform none, 30 batches"
     for step in 10 50 150; do
@@ -72,6 +80,6 @@ distributed() {  # two ranks against one, the same per-rank configuration
   rm -rf "$out"
 }
 
-for what in "${@:-make-bench process-pairs diagnose distributed}"; do
+for what in "${@:-make-bench process-pairs cost diagnose distributed}"; do
   for one in $what; do "${one//-/_}"; done
 done

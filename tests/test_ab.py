@@ -133,6 +133,7 @@ def test_a_slower_working_tree_is_caught_and_both_sides_are_written(tmp_path: Pa
     repo = fake_repo(tmp_path, 1000.0, 800.0)
     run = run_ab(plan(), repo, Thresholds(), tmp_path / "out", root=tmp_path)
     assert run.exit_code == 1 and run.pairs == 8 and run.looks == [8]
+    assert run.current_dirty  # the uncommitted edit is what the current side measured, and the run says so
     [throughput] = [v for v in run.verdicts if v.metric.key == "images_per_s"]
     assert throughput.verdict == REGRESSED and throughput.ratio == pytest.approx(0.8, abs=0.02)
     base, current = load_run(tmp_path / "out" / "base.json"), load_run(tmp_path / "out" / "current.json")

@@ -19,7 +19,6 @@ The child process is ``python -m lfw.measure.cost --child ...`` under ``valgrind
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import os
@@ -32,7 +31,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from lfw.errors import LFWError, MeasurementError
+from lfw.cli_args import OneLineParser
+from lfw.errors import LFWError, MeasurementError, cli_entry
 from lfw.measure.callgrind import unavailable_reason, valgrind_version
 
 CALLGRIND_FLAGS = ("--tool=callgrind", "--instr-atstart=no", "--dump-instr=no", "--dump-line=no",
@@ -152,9 +152,10 @@ def run_child(root: Path, presets: Sequence[str], batch_size: int, batches: int,
     result_path.write_text(json.dumps(images))
 
 
+@cli_entry
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lfw.measure.cost",
-                                     description="Count instructions per image (runs itself under valgrind).")
+    parser = OneLineParser(prog="python -m lfw.measure.cost",
+                           description="Count instructions per image (runs itself under valgrind).")
     parser.add_argument("presets", nargs="+")
     parser.add_argument("--root", type=Path, required=True)
     parser.add_argument("--batch-size", type=int, default=64)
