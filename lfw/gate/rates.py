@@ -39,6 +39,7 @@ from typing import Any
 
 from lfw.cli_args import OneLineParser
 from lfw.errors import LFWError, cli_entry
+from lfw.gate.thresholds import Thresholds
 from lfw.results import load_run
 
 KINDS = ("gate", "ab-aa", "ab-slow", "cost-slow")
@@ -221,8 +222,8 @@ def hours(records: list[dict[str, Any]]) -> str:
     return f"{stamps[0][:16]} to {stamps[-1][:16]} UTC, {len(distinct)} distinct hours"
 
 
-def summary(outcomes: Path) -> str:
-    """The rates, from the committed outcome files only."""
+def summary(outcomes: Path, baseline: Path | None = None) -> str:
+    """The rates, from the committed outcome files (and the baseline's instruction counts) only."""
     lines = []
     for kind, label in (("gate", "make gate, unchanged code vs the committed baseline"),
                         ("ab-aa", "A/B, both sides HEAD (A/A)"), ("ab-slow", "A/B, current side's decode ~15% slower"),
@@ -236,7 +237,7 @@ def summary(outcomes: Path) -> str:
                           for c in sorted({r["exit_code"] for r in records}))
         lines.append(f"{label}: {hit}/{len(records)} as expected (exit {EXPECTED[kind]}); {codes}; {hours(records)}")
         if kind == "gate":
-            lines += gate_details(records)
+            lines += gate_details(records, baseline_counts(baseline))
         if kind.startswith("ab"):
             pairs = [r.get("pairs", 0) for r in records]
             minutes = [r["seconds"] / 60 for r in records]
@@ -250,7 +251,15 @@ def summary(outcomes: Path) -> str:
     return "\n".join(lines)
 
 
-def gate_details(records: list[dict[str, Any]]) -> list[str]:
+def baseline_counts(baseline: Path | None) -> dict[str, float]:
+    """Instructions per image by preset in ``baseline``; empty when there is none or it has no cost layer."""
+    if baseline is None or not baseline.exists():
+        return {}
+    return {c.value("transform"): value for c in load_run(baseline).cases
+            if (value := c.number("instructions_per_image"))}
+
+
+def gate_details(records: list[dict[str, Any]], baseline: dict[str, float] | None = None) -> list[str]:
     out = []
     counts: dict[str, list[float]] = {}
     for r in records:
@@ -260,13 +269,19 @@ def gate_details(records: list[dict[str, Any]]) -> list[str]:
         spread = {p: (max(v) - min(v)) / min(v) for p, v in counts.items()}
         out.append("  instructions per image across runs (max - min) / min: "
                    + ", ".join(f"{p} {s:.4%}" for p, s in spread.items()))
+        if baseline:
+            off = {p: max(abs(x - baseline[p]) for x in v) / baseline[p] for p, v in counts.items() if p in baseline}
+            out.append("  largest |run - baseline| / baseline: " + ", ".join(f"{p} {s:.4%}" for p, s in off.items()))
     worst: dict[str, float] = {}
     for r in records:
         for metric, value in (r.get("worst_relative_change") or {}).items():
             worst[metric] = max(worst.get(metric, float("-inf")), value)
     if worst:
-        out.append("  worst change in the bad direction over all runs: "
-                   + ", ".join(f"{m} {v:+.1%}" for m, v in worst.items()))
+        limits = Thresholds()
+        out.append(f"  worst move toward a regression over all runs (the gate's limits: efficiency "
+                   f"{-limits.efficiency:+.0%}, ttfb_s {limits.ttfb:+.0%}, instructions {limits.cost:+.0%}): "
+                   + ", ".join(f"{m} {-v if m == 'efficiency' else v:+.1%}"
+                                                      for m, v in worst.items()))
     regressions = [x for r in records for x in r.get("regressions", [])]
     if regressions:
         out.append(f"  regressions reported: {'; '.join(regressions)}")
@@ -310,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     repo = Path(git("rev-parse", "--show-toplevel"))
     outcomes = args.outcomes if args.outcomes.is_absolute() else repo / args.outcomes
     if args.kind == "summary":
-        print(summary(outcomes))
+        print(summary(outcomes, args.baseline))
         return 0
     if args.runs < 1:
         raise LFWError(f"--runs must be at least 1, got {args.runs}")
@@ -319,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     except subprocess.CalledProcessError:
         raise LFWError(f"unknown commit {args.commit!r}: commit first, or name one that exists") from None
     campaign(args.kind, args.runs, repo, args.baseline, args.max_pairs, outcomes, args.commit)
-    print(summary(outcomes))
+    print(summary(outcomes, args.baseline))
     return 0
 
 
