@@ -78,19 +78,34 @@ def test_two_ranks_report_per_rank_figures_straggler_and_coverage(tiny_tree: Pat
     assert all(c.value("coverage_ok") for c in run.cases)
 
 
+def start_two_ranks(command: list[str]) -> tuple[subprocess.Popen[str], int | None, str]:
+    """Start torchrun and read its stderr until rank 1 says its pid; (process, pid or None, what it said)."""
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    deadline, seen = time.monotonic() + 90, []
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:  # torchrun ended before rank 1 said where it runs
+            break
+        seen.append(line)
+        if line.startswith("rank 1 of 2: pid "):
+            return proc, int(line.split("pid ")[1].split(",")[0]), "".join(seen)
+    return proc, None, "".join(seen)
+
+
 def test_a_killed_rank_ends_the_run_within_the_timeout_and_leaves_nothing(tiny_tree: Path, tmp_path: Path) -> None:
     out = tmp_path / "killed.json"
-    proc = subprocess.Popen([*TORCHRUN, "--path", str(tiny_tree), "--batch-size", "4", "--epochs", "200",
-                             "--timeout", "20", "--out", str(out)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        deadline, victim = time.monotonic() + 90, None
+    command = [*TORCHRUN, "--path", str(tiny_tree), "--batch-size", "4", "--epochs", "200", "--timeout", "20",
+               "--out", str(out)]
+    proc, victim, said = start_two_ranks(command)
+    if victim is None:  # a start-up that failed is not what this test is about (the two-rank test covers it): once more
+        proc.terminate()  # torchrun passes SIGTERM on to its ranks
+        proc.wait(timeout=60)
         assert proc.stderr is not None
-        while victim is None and time.monotonic() < deadline:
-            line = proc.stderr.readline()
-            if line.startswith("rank 1 of 2: pid "):
-                victim = int(line.split("pid ")[1].split(",")[0])
-        assert victim is not None, "rank 1 never started"
+        proc.stderr.close()
+        proc, victim, said = start_two_ranks(command)
+    try:
+        assert victim is not None, f"rank 1 never started; torchrun said: {said[-2000:]}"
         time.sleep(1.0)  # into its epochs
         os.kill(victim, signal.SIGKILL)
         killed = time.monotonic()
