@@ -78,9 +78,14 @@ def test_two_ranks_report_per_rank_figures_straggler_and_coverage(tiny_tree: Pat
     assert all(c.value("coverage_ok") for c in run.cases)
 
 
-def start_two_ranks(command: list[str]) -> tuple[subprocess.Popen[str], int | None, str]:
-    """Start torchrun and read its stderr until rank 1 says its pid; (process, pid or None, what it said)."""
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+def start_two_ranks(command: list[str], tmp: Path) -> tuple[subprocess.Popen[str], int | None, str]:
+    """Start torchrun and read its stderr until rank 1 says its pid; (process, pid or None, what it said).
+
+    ``TMPDIR`` is ``tmp``: the killed rank cannot remove its private temporary folder, so it stays in the test's.
+    """
+    tmp.mkdir(exist_ok=True)
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp)})
     assert proc.stderr is not None
     deadline, seen = time.monotonic() + 90, []
     while time.monotonic() < deadline:
@@ -97,13 +102,13 @@ def test_a_killed_rank_ends_the_run_within_the_timeout_and_leaves_nothing(tiny_t
     out = tmp_path / "killed.json"
     command = [*TORCHRUN, "--path", str(tiny_tree), "--batch-size", "4", "--epochs", "200", "--timeout", "20",
                "--out", str(out)]
-    proc, victim, said = start_two_ranks(command)
+    proc, victim, said = start_two_ranks(command, tmp_path / "tmp")
     if victim is None:  # a start-up that failed is not what this test is about (the two-rank test covers it): once more
         proc.terminate()  # torchrun passes SIGTERM on to its ranks
         proc.wait(timeout=60)
         assert proc.stderr is not None
         proc.stderr.close()
-        proc, victim, said = start_two_ranks(command)
+        proc, victim, said = start_two_ranks(command, tmp_path / "tmp")
     try:
         assert victim is not None, f"rank 1 never started; torchrun said: {said[-2000:]}"
         time.sleep(1.0)  # into its epochs
