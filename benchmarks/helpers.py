@@ -23,11 +23,14 @@ SESSION_FACTS: pytest.StashKey[dict[str, Any]] = pytest.StashKey()  # machine_in
 def dataset_files(dataset: Any) -> list[str]:
     """Every image file a dataset can read (through a ``Subset`` too): what warm and cold cache modes touch.
 
-    All of them, not the first pass's worth: shuffled cases read files from anywhere in the index.
+    All of them, not the first pass's worth: shuffled cases read files from anywhere in the index. A dataset
+    whose files are not one per item (tar shards, a decoded memmap) names the files it reads in ``paths`` too.
     """
     if isinstance(dataset, Subset):
         base = dataset_files(dataset.dataset)
-        return [base[i] for i in dataset.indices] if base else []
+        if len(base) != len(dataset.dataset):  # not one file per item: every file it reads
+            return base
+        return [base[i] for i in dataset.indices]
     index = getattr(dataset, "paths", None)
     return [path_at(index, i) for i in range(len(index))] if index is not None else []
 
@@ -46,13 +49,27 @@ def benchmark_group(item: pytest.Item) -> str | None:
     return marker.kwargs.get("group") if marker is not None else None
 
 
+def remote_layer_asked(config: pytest.Config) -> bool:
+    """The remote layer joins the quick profile with ``--bench-remote`` or a ``-k`` expression naming it."""
+    return bool(config.getoption("--bench-remote")) or "remote" in (config.getoption("keyword") or "")
+
+
+def case_skip_reason(config: pytest.Config, case: matrix.LoaderCase, profile: Profile) -> str | None:
+    """Why this session does not run ``case``: the machine, the profile, or a layer not asked for."""
+    if case.remote is not None and not profile.full_matrix and profile.name != "smoke" \
+            and not remote_layer_asked(config):
+        return (f"{profile.name} profile: the remote layer (a local S3 endpoint, about a minute) runs with "
+                "--bench-remote or -k remote (make remote), and in the smoke and full profiles")
+    return case.skip_reason(profile, usable_cores(), torch.cuda.is_available())
+
+
 def selected_cases(session: pytest.Session, group: matrix.Group, profile: Profile) -> list[matrix.LoaderCase]:
     """The cases of ``group`` this session runs: selected by ``-k``/``-m`` and not skipped on this machine."""
     cases = []
     for item in session.items:
         if benchmark_group(item) == group.name and hasattr(item, "callspec"):
             case = group.case_for(item.callspec.params)
-            if case.skip_reason(profile, usable_cores(), torch.cuda.is_available()) is None:
+            if case_skip_reason(session.config, case, profile) is None:
                 cases.append(case)
     return cases
 

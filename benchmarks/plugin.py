@@ -28,8 +28,9 @@ import os
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+import importlib.util  # noqa: E402
 import sys  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
 from statistics import median  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -41,6 +42,7 @@ from benchmarks.helpers import (  # noqa: E402
     SESSION_FACTS,
     GroupRotation,
     benchmark_group,
+    case_skip_reason,
     dataset_files,
     record,
     selected_cases,
@@ -51,16 +53,22 @@ from lfw.data_root import DataSource, resolve_root, tree_stats  # noqa: E402
 from lfw.dataset import LFWDataset  # noqa: E402
 from lfw.measure import LoaderConfig, LoaderPass, machine  # noqa: E402
 from lfw.measure.ceiling import CeilingSweep, usable_cores  # noqa: E402
-from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S  # noqa: E402
+from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S, PassResult  # noqa: E402
 from lfw.measure.page_cache import CACHE_MODES, evict, warm  # noqa: E402
 from lfw.measure.rotation import LoaderMember, Member, Rotation, pass_clock  # noqa: E402
-from lfw.measure.summary import summarize  # noqa: E402
+from lfw.measure.summary import machine_ceiling_shares, summarize  # noqa: E402
+from lfw.pipelines import Pipeline  # noqa: E402
 from lfw.profiles import PROFILES, Profile  # noqa: E402
+from lfw.remote.bench import EndpointCeiling, RemoteMember, endpoint_shares  # noqa: E402
+from lfw.remote.dataset import S3LFW  # noqa: E402
+from lfw.remote.endpoint import LocalS3, local_s3, upload_tree  # noqa: E402
 
 torch.set_num_threads(1)
 
 PASS_CLOCK = "lfw.measure.rotation.pass_clock"
 ROTATION_SEED = 20261122
+MEMMAP_CEILING = "ceiling-memmap"
+ENDPOINT_CEILING = "ceiling-endpoint"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -72,6 +80,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--bench-cost", action="store_true",
                     help="add the cost layer (instructions per image under valgrind, ~80 s) to the quick profile; "
                          "the smoke and full profiles always run it")
+    group.addoption("--bench-remote", action="store_true",
+                    help="add the remote layer (LFW on a local S3 endpoint behind a latency proxy) to the quick "
+                         "profile; -k remote does too, and the smoke and full profiles always run it")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -121,7 +132,20 @@ def dataset_factory(lfw_source: DataSource) -> Callable[..., LFWDataset]:
 
 
 @pytest.fixture(scope="session")
-def rotations(request: pytest.FixtureRequest, profile: Profile, cache_mode: str,
+def s3_endpoint(lfw_source: DataSource, profile: Profile) -> Iterator[LocalS3]:
+    """moto's S3 server and the latency proxy on 127.0.0.1 (free ports), LFW uploaded; stopped at session end."""
+    for module in ("moto", "boto3", "flask"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"remote layer not measured: {module} is not installed (pip install 'moto[s3]' flask "
+                        "flask-cors boto3, which the project's dependencies bring)")
+    images = max(c.pass_images(profile) for c in matrix.GROUPS["remote"].cases)
+    with local_s3(seed=ROTATION_SEED) as s3:
+        upload_tree(s3.direct, lfw_source.path, images)
+        yield s3
+
+
+@pytest.fixture(scope="session")
+def rotations(request: pytest.FixtureRequest, profile: Profile, cache_mode: str, lfw_source: DataSource,
               dataset_factory: Callable[..., LFWDataset]) -> Callable[[matrix.Group, bool], GroupRotation]:
     """``get(group, timed)``: the group's rotation, run when its first test asks (untimed runs: one round)."""
     done: dict[str, GroupRotation] = {}
@@ -129,7 +153,11 @@ def rotations(request: pytest.FixtureRequest, profile: Profile, cache_mode: str,
     capture = request.config.pluginmanager.getplugin("capturemanager")
 
     def member_for(case: matrix.LoaderCase) -> Member:
-        dataset = dataset_factory(case.transform, case.index)
+        if case.remote is not None:
+            s3 = request.getfixturevalue("s3_endpoint")
+            data = S3LFW(s3.settings, case.remote.strategy, case.remote.concurrency, case.pass_images(profile))
+            return RemoteMember(matrix.loader_pass(case, data, profile), s3, case.remote)
+        dataset = matrix.case_dataset(case, lfw_source.path, dataset_factory, profile)
         runner = matrix.loader_pass(case, dataset, profile)
         paths = dataset_files(runner.loader.dataset)
         if cache_mode == "warm" and tuple(paths) not in warmed:
@@ -142,10 +170,17 @@ def rotations(request: pytest.FixtureRequest, profile: Profile, cache_mode: str,
             return done[group.name]
         cases = selected_cases(request.session, group, profile)
         members: dict[str, Member] = {c.id: member_for(c) for c in cases}
-        for transform in dict.fromkeys(c.transform for c in cases):
+        for transform in dict.fromkeys(c.transform for c in cases if c.remote is None):
             dataset = dataset_factory(transform)
             members[f"ceiling-{transform}"] = CeilingSweep(
                 dataset, matrix.ceiling_indices(len(dataset), profile, transform))
+        if any(c.pipeline is not None for c in cases):  # decode pipelines: the decode-free ceiling too
+            memmap = Pipeline(storage="memmap").dataset(lfw_source.path)
+            members[MEMMAP_CEILING] = CeilingSweep(memmap, matrix.ceiling_indices(len(memmap), profile, "uint8"))
+        if any(c.remote is not None for c in cases):  # remote: the endpoint's own zero-latency ceiling
+            s3 = request.getfixturevalue("s3_endpoint")
+            images = max(c.pass_images(profile) for c in cases)
+            members[ENDPOINT_CEILING] = EndpointCeiling(S3LFW(s3.settings, images=images), s3)
         rounds = group.rounds(profile) if timed else 1
         ceilings = [k for k in members if k.startswith("ceiling-")]
         rotation = Rotation(members, rounds, group.warmup_rounds if timed else 0, ROTATION_SEED,
@@ -168,6 +203,31 @@ def rotations(request: pytest.FixtureRequest, profile: Profile, cache_mode: str,
     return get
 
 
+def case_record(case: matrix.LoaderCase, results: list[PassResult], rotation: GroupRotation) -> dict[str, Any]:
+    """A rotated case's rounds summarized, with its ceilings of the same rounds: efficiency for a preset, shares
+    of the PIL and decode-free ceilings for a decode pipeline, share of the endpoint's ceiling for a remote case."""
+    workers, cores = case.config.num_workers, usable_cores()
+
+    def ceiling(member: str) -> list[float]:
+        return [r.images_per_s for r in rotation.measured[member].results]
+
+    if case.remote is not None:  # I/O-bound: the endpoint's ceiling, not a decode ceiling
+        info = summarize(results, workers=workers, usable_cores=cores)
+        info.update(endpoint_shares(results, ceiling(ENDPOINT_CEILING)))
+        info.update({K.STRATEGY: case.remote.strategy, K.LATENCY_MS: case.remote.latency_ms,
+                     K.CONCURRENCY: case.remote.concurrency, K.IN_FLIGHT_LIMIT: case.remote.in_flight_limit(workers)})
+    elif case.pipeline is not None:  # a faster decoder may beat the PIL path's ceiling: shares, no efficiency
+        info = summarize(results, workers=workers, usable_cores=cores)
+        info.update(machine_ceiling_shares(results, pil=ceiling(f"ceiling-{case.transform}"),
+                                           memmap=ceiling(MEMMAP_CEILING), usable_cores=cores))
+        info.update({K.DECODER: case.pipeline.decoder, K.STORAGE: case.pipeline.storage,
+                     K.THREADS: case.pipeline.threads, K.OUTPUT: case.pipeline.output,
+                     K.OUTPUT_SIZE: case.pipeline.size})
+    else:
+        info = summarize(results, ceilings=ceiling(f"ceiling-{case.transform}"), workers=workers, usable_cores=cores)
+    return info
+
+
 @pytest.fixture
 def rotated_case(request: pytest.FixtureRequest, benchmark: Any, profile: Profile, cache_mode: str,
                  rotations: Callable[[matrix.Group, bool], GroupRotation]) -> Callable[[], dict[str, Any]]:
@@ -179,16 +239,14 @@ def rotated_case(request: pytest.FixtureRequest, benchmark: Any, profile: Profil
                                     "(pytest.ini sets it); do not override --benchmark-timer")
         group = matrix.GROUPS[benchmark_group(request.node) or ""]
         case = group.case_for(request.node.callspec.params)
-        reason = case.skip_reason(profile, usable_cores(), torch.cuda.is_available())
+        reason = case_skip_reason(request.config, case, profile)
         if reason:
             pytest.skip(reason)
         rotation = rotations(group, benchmark.enabled)
         mine = rotation.measured[case.id]
-        ceiling = rotation.measured[f"ceiling-{case.transform}"]
         with pass_clock.replaying([r.wall_s for r in mine.results]) as next_pass:
             benchmark.pedantic(next_pass, rounds=len(mine.results), iterations=1, warmup_rounds=0)
-        info = summarize(mine.results, ceilings=[r.images_per_s for r in ceiling.results],
-                         workers=case.config.num_workers, usable_cores=usable_cores())
+        info = case_record(case, mine.results, rotation)
         info.update({K.TRANSFORM: case.transform, K.INDEX: case.index, K.CACHE_MODE: cache_mode,
                      K.PROFILE: profile.name, K.CONFIG: case.config.as_dict(),
                      K.DEVICE: "cuda" if case.copy_to_cuda and torch.cuda.is_available() else "cpu",

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from benchmarks.helpers import skip_above_cap
+from lfw import keys as K
 from lfw.data_root import DataSource
 from lfw.dataset import scan_images
 from lfw.index import FileIndex, LabelIndex, index_nbytes
@@ -87,8 +88,8 @@ def test_memory_index(run_case: Callable[..., dict[str, Any]], benchmark: Any, p
                         memory_interval_s=MEMORY_INTERVAL_S, mark_start=True, rounds=3 if profile.full_matrix else 1,
                         warmup_rounds=0)  # fresh workers each round: a warm-up epoch adds nothing
     verdict = first_epoch_verdict(info)
-    benchmark.extra_info.update({"transform": "index-only", "index_size": len(dataset), "index_mib": mib,
-                                 "gc_frozen": freeze, **verdict.as_extra_info()})
+    benchmark.extra_info.update({K.TRANSFORM: "index-only", K.INDEX_SIZE: len(dataset), K.INDEX_MIB: mib,
+                                 K.GC_FROZEN: freeze, **verdict.as_extra_info()})
     assert info["images"] == len(dataset)
     if not (benchmark.enabled and freeze):
         return
@@ -96,7 +97,7 @@ def test_memory_index(run_case: Callable[..., dict[str, Any]], benchmark: Any, p
     list_growth = worker_growth.get(("list", num_workers))
     if layout == "numpy" and list_growth is not None:  # recorded beside the numpy case; judged by the test below
         ratio = list_growth / max(verdict.worker_uss_growth_mib, 1.0)  # numpy growth can be ~0 MiB
-        benchmark.extra_info["list_over_numpy_worker_uss_growth"] = round(ratio, 1)
+        benchmark.extra_info[K.LIST_OVER_NUMPY] = round(ratio, 1)
     assert verdict.flagged == (layout == "list"), (
         f"{layout}: worker USS grew {verdict.worker_uss_growth_mib:.1f} MiB in one epoch "
         f"(threshold {verdict.threshold_mib:g} MiB); copy-on-access should flag the list index only")

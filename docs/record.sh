@@ -2,7 +2,7 @@
 # Re-run the commands whose figures the README quotes and keep their output in docs/runs/, one file each, so
 # every figure there traces to a committed output. Each takes the machine on its own (run nothing beside it).
 #
-#   bash docs/record.sh [make-bench|process-pairs|cost|diagnose|distributed ...]   (default: all of them)
+#   bash docs/record.sh [make-bench|remote|decoders|process-pairs|cost|diagnose|distributed ...]   (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -10,12 +10,60 @@ export LFW_CACHE="${LFW_CACHE:-$PWD/.cache/lfw-bench}" OMP_NUM_THREADS=1
 mkdir -p docs/runs
 stamp() { echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD): $*"; }
 
-make_bench() {  # the quick profile's wall time, and the summary make bench ends with
-  { stamp "make bench (quick profile, data cached, virtualenv installed)"
+make_bench() {  # the quick profile's wall time (without the remote layer), and the summary make bench ends with
+  { stamp "make bench LAYERS= (the quick profile alone, data cached, virtualenv installed)"
     start=$(date +%s)
-    make bench 2>&1 | tr '\r' '\n' | grep -v -e '^rotation ' -e '^ *$' | tail -25
-    echo "wall time of make bench: $(( $(date +%s) - start )) s"
+    make bench LAYERS= 2>&1 | tr '\r' '\n' | grep -v -e '^rotation ' -e '^ *$' | tail -40
+    echo "wall time of the quick profile (make bench LAYERS=): $(( $(date +%s) - start )) s"
   } > docs/runs/make-bench.txt
+}
+
+table() {  # the cases of one group of a saved run, fastest first, with the extra_info keys named
+  $PY -c '
+import sys
+from lfw.results import load_run
+run = load_run(sys.argv[1])
+keys = sys.argv[3:]
+print("machine: per-core images/s", {k: v for k, v in run.machine.items() if k.startswith("per_core")})
+print("case".ljust(26) + "".join(k.rjust(max(12, len(k) + 1)) for k in keys))
+for case in sorted(run.group(sys.argv[2]), key=lambda c: -(c.number("images_per_s") or 0)):
+    cells = []
+    for k in keys:
+        v = case.number(k)
+        text = "-" if v is None else f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"
+        cells.append(text.rjust(max(12, len(k) + 1)))
+    print(case.label.ljust(26) + "".join(cells))
+' "$@"
+}
+
+remote() {  # the remote layer (quick): every strategy x latency x workers, its traffic and the endpoint's ceiling
+  out=$(mktemp -d)
+  { stamp "pytest benchmarks -k remote --bench-remote (quick profile: 0, 5, 20, 100 ms x 0, 2, 4 workers)"
+    start=$(date +%s)
+    $PY -m pytest benchmarks -k remote --bench-remote -q -p no:cacheprovider --benchmark-json="$out/remote.json" \
+        2>&1 | tail -1
+    echo "wall time: $(( $(date +%s) - start )) s"
+    table "$out/remote.json" remote images_per_s images_per_s_cv endpoint_ceiling_share littles_law_images_per_s \
+        mean_in_flight in_flight_limit first_byte_p50_ms first_byte_p99_ms requests_per_image bytes_per_image
+    $PY -m lfw.report "$out/remote.json" --out "$out/report" --format png | grep -e "^remote storage" -e "^CV"
+  } > docs/runs/remote.txt 2>&1
+  cp "$out/report/remote.png" docs/remote-cpu-2core.png
+  rm -rf "$out"
+}
+
+decoders() {  # every decode pipeline (full profile: full-size LFW, 7 rounds) against the two ceilings
+  out=$(mktemp -d)
+  { stamp "pytest benchmarks -k decoders --bench-profile full (13,233 images, passes of 4,096, 7 rounds)"
+    start=$(date +%s)
+    $PY -m pytest benchmarks -k decoders --bench-profile full -q -p no:cacheprovider \
+        --benchmark-json="$out/decoders.json" 2>&1 | tail -1
+    echo "wall time: $(( $(date +%s) - start )) s"
+    table "$out/decoders.json" decoders images_per_s images_per_s_cv pil_ceiling_share memmap_ceiling_share \
+        cpu_utilization cpu_ms_per_image main_cpu_share ttfb_s
+    $PY -m lfw.report "$out/decoders.json" --out "$out/report" --format png | grep -e "^fastest" -e "^CV"
+  } > docs/runs/decoders.txt 2>&1
+  cp "$out/report/decoders.png" docs/decoders-cpu-2core.png
+  rm -rf "$out"
 }
 
 process_pairs() {  # how much two processes of the same code differ, case by case (an A/A A/B run)
@@ -26,6 +74,7 @@ process_pairs() {  # how much two processes of the same code differ, case by cas
     $PY - "$out/ab" <<'EOF'
 import json, math, sys
 from statistics import median
+from lfw import keys as K
 from lfw.results import load_run
 folder = sys.argv[1]
 doc = json.load(open(f"{folder}/verdicts.json"))
@@ -39,7 +88,7 @@ for key, logs in doc["log_ratios"].items():
     within = []
     for cases in sides.values():
         c = cases[case]
-        rates, pairs = c.rounds("images_per_s"), c.extra["ab_pair"]
+        rates, pairs = c.rounds("images_per_s"), c.extra[K.AB_PAIR]
         for p in sorted(set(pairs)):
             two = [r for r, q in zip(rates, pairs) if q == p]
             within.append(abs(math.log(two[0] / two[1])))
@@ -80,6 +129,6 @@ distributed() {  # two ranks against one, the same per-rank configuration
   rm -rf "$out"
 }
 
-for what in "${@:-make-bench process-pairs cost diagnose distributed}"; do
+for what in "${@:-make-bench remote decoders process-pairs cost diagnose distributed}"; do
   for one in $what; do "${one//-/_}"; done
 done

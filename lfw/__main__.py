@@ -12,11 +12,9 @@ and with one intra-op thread as they pin it (``-threads`` changes it; the count 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 
 import torch
-from tqdm import tqdm
 
 from lfw.cli_args import OneLineParser
 from lfw.data_root import resolve_root
@@ -24,6 +22,7 @@ from lfw.dataset import LFWDataset
 from lfw.errors import cli_entry
 from lfw.index import INDEX_KINDS
 from lfw.measure import LoaderConfig, LoaderPass
+from lfw.timing import report_timing
 from lfw.transforms import PRESETS
 from lfw.visualize import check_output, save_batch_grid
 
@@ -52,27 +51,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="torch intra-op threads in this process (default 1, as the benchmarks pin it)")
     parser.add_argument("-out", "--out", default="lfw_batch.png", help="where -visualize_batch saves its PNG")
     return parser
-
-
-def report_timing(runner: LoaderPass, repetitions: int) -> None:
-    """One untimed warm-up pass (page cache, allocator), then ``repetitions`` timed ones, as the benchmarks do."""
-    with runner:
-        for _ in tqdm(range(repetitions + 1), desc="timing (1 warm-up)", unit="pass", file=sys.stderr):
-            runner.setup()
-            runner.run()
-    results = runner.results[1:]
-    seconds = [r.wall_s for r in results]
-    rates = [r.images_per_s for r in results]
-    spread = statistics.stdev if len(results) > 1 else (lambda _: 0.0)
-    first = results[0]
-    print(f"Timing over {first.batches} batches ({first.images} images), {len(results)} repetitions: "
-          f"{statistics.mean(seconds):.3f} +- {spread(seconds):.3f} s per pass, "
-          f"{statistics.mean(rates):.0f} +- {spread(rates):.0f} images/s, "
-          f"time to first batch {statistics.median(r.ttfb_s for r in results):.3f} s")
-    memory = results[-1].memory
-    if memory is not None:
-        print(f"Process tree memory at the end of the last pass: PSS {memory.end.pss:.0f} MiB, USS "
-              f"{memory.end.uss:.0f} MiB, RSS {memory.end.rss:.0f} MiB ({len(memory.worker_pids)} workers)")
 
 
 @cli_entry

@@ -32,8 +32,15 @@ OnError = str  # "raise" | "skip"
 
 
 def pil_loader(path: str) -> Image.Image:
-    """Open with PIL and convert to RGB, as the exercise asks (grayscale and CMYK JPEGs become RGB too)."""
+    """Open with PIL and convert to RGB, as the exercise asks (grayscale and CMYK JPEGs become RGB too).
+
+    Only JPEG data is accepted, as every decoder of :mod:`lfw.pipelines.decoders` does: Pillow would decode PNG
+    bytes under a ``.jpg`` name without a word, and a file that is not what its name says is a bad file.
+    """
     with Image.open(path) as img:
+        if img.format != "JPEG":
+            raise CorruptImageError(f"cannot decode image {path}: {img.format} data, not a JPEG; replace the file "
+                                    "or use on_error='skip'")
         return img.convert("RGB")
 
 
@@ -123,7 +130,8 @@ class LFWDataset(Dataset):
         index: ``"numpy"`` (fixed-width bytes, one refcount) or ``"list"`` (Python str per file).
         on_error: ``"raise"`` turns an unreadable image into :class:`CorruptImageError` naming the file;
             ``"skip"`` returns ``None`` for it, which :func:`collate_skipping` drops and counts.
-        loader: how a path becomes a PIL image (injectable for tests and alternative decoders).
+        loader: how a path becomes an image: a PIL image for the presets, or a tensor for a decode pipeline
+            (:mod:`lfw.pipelines`); injectable for tests and alternative decoders.
     """
 
     def __init__(
@@ -154,6 +162,11 @@ class LFWDataset(Dataset):
         path = path_at(self.paths, i)
         try:
             image = self.loader(path)
+        except CorruptImageError:  # a loader that already names the file and what is wrong with it
+            if self.on_error == "skip":
+                self.bad_files += 1
+                return None
+            raise
         except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as exc:
             if self.on_error == "skip":
                 self.bad_files += 1

@@ -46,6 +46,11 @@ PER_CORE_IMAGES_PER_S = "per_core_images_per_s"
 CEILING_IMAGES_PER_S = "ceiling_images_per_s"
 EFFICIENCY = "efficiency"
 
+# --- CPU of one pass (lfw.measure.loader_pass.PassResult): where the cores went ----------------------------------
+CPU_UTILIZATION = "cpu_utilization"  # tree CPU seconds over wall seconds x usable cores
+CPU_MS_PER_IMAGE = "cpu_ms_per_image"  # tree CPU milliseconds per image
+MAIN_CPU_SHARE = "main_cpu_share"  # the main process's share of the tree's CPU
+
 # --- memory of one pass (lfw.measure.loader_pass.MemoryStats) ------------------------------------------------
 PSS_GROWTH_MIB = tree("pss", "growth")
 PSS_PEAK_MIB = tree("pss", "peak")
@@ -79,12 +84,69 @@ ROTATION = "rotation"
 ROTATION_POSITIONS = "rotation_positions"
 WORKER_SHUTDOWN_ERRORS = "worker_shutdown_errors"
 
+# --- decode pipelines (the decoders group): the pipeline and its two machine ceilings ------------------------
+DECODER = "decoder"
+STORAGE = "storage"
+THREADS = "threads"
+OUTPUT = "output"
+OUTPUT_SIZE = "output_size"  # pixels per side after the resize; None: as stored
+# Machine ceilings measured in the same rotation, x usable cores: the single-core rate of the PIL path
+# (decode + PILToTensor) and the decode-free rate of the uint8 memmap. A pipeline's share of the PIL ceiling may
+# exceed 1 (a faster decoder); of the memmap ceiling it should not.
+PIL_CEILING_IMAGES_PER_S = "pil_ceiling_images_per_s"
+PIL_CEILING_SHARE = "pil_ceiling_share"
+MEMMAP_CEILING_IMAGES_PER_S = "memmap_ceiling_images_per_s"
+MEMMAP_CEILING_SHARE = "memmap_ceiling_share"
+
+# --- remote storage (the remote group): the case, the traffic through the proxy, the endpoint's ceiling -------
+STRATEGY = "strategy"
+LATENCY_MS = "latency_ms"  # injected first-byte delay
+CONCURRENCY = "concurrency"  # requests in flight per loading process
+IN_FLIGHT_LIMIT = "in_flight_limit"  # loading processes x concurrency
+REQUESTS_PER_IMAGE = "requests_per_image"
+HEAD_PER_IMAGE = "head_per_image"
+LIST_PER_IMAGE = "list_per_image"
+BYTES_PER_IMAGE = "bytes_per_image"
+RETRIED_GETS = "retried_gets"
+CONNECTIONS = "connections"
+MEAN_IN_FLIGHT = "mean_in_flight"
+MAX_IN_FLIGHT = "max_in_flight"
+FIRST_BYTE_P50_MS = "first_byte_p50_ms"
+FIRST_BYTE_P99_MS = "first_byte_p99_ms"
+LITTLES_LAW_IMAGES_PER_S = "littles_law_images_per_s"  # in-flight limit / mean request time / requests per image
+ENDPOINT_CEILING_IMAGES_PER_S = "endpoint_ceiling_images_per_s"  # zero-latency, fetch-only, same rotation
+ENDPOINT_CEILING_SHARE = "endpoint_ceiling_share"
+NEAR_ENDPOINT_CEILING = "near_endpoint_ceiling"  # share >= 0.8: the endpoint, not the strategy, is the limit
+
+# --- a distributed run (lfw.distributed): one case per rank and one for the total ----------------------------
+RANK = "rank"  # an int, or "total"
+WORLD_SIZE = "world_size"
+BACKEND = "backend"
+STRAGGLER_RATIO = "straggler_ratio"  # slowest rank's load time over the fastest's, per epoch
+STRAGGLER_RANK = "straggler_rank"
+COVERAGE_OK = "coverage_ok"
+FINDINGS = "findings"
+COLLECTIVE_WAIT_S = "collective_wait_s"  # per epoch: time spent waiting at the all-reduce
+LOAD_S = "load_s"  # per epoch: wall time minus that wait
+
+# --- one side of a pass-interleaved A/B run (lfw.gate.ab): where each pass sat in the schedule -------------------
+AB_PAIR = "ab_pair"  # the process pair (1, 2, ...) a pass belongs to
+AB_SLOT = "ab_slot"  # its position in the pair's ABBA or BAAB quad
+AB_QUAD = "ab_quad"  # the quad's order, "ABBA" or "BAAB"
+AB_SIDE = "ab_side"  # "base" or "current"
+
 # --- the cost layer (benchmarks/test_cost.py) -----------------------------------------------------------------
 INSTRUCTIONS = "instructions"
 INSTRUCTIONS_PER_IMAGE = "instructions_per_image"
 IMAGES_COUNTED = "images_counted"
 VALGRIND = "valgrind"
 NATIVE_INSTRUCTIONS_PER_S = "native_instructions_per_s"
+
+# --- the copy-on-access experiment (benchmarks/test_memory_index.py) -----------------------------------------
+INDEX_SIZE = "index_size"  # entries of the replicated path index
+INDEX_MIB = "index_mib"  # its size in the process that built it
+GC_FROZEN = "gc_frozen"
+LIST_OVER_NUMPY = "list_over_numpy_worker_uss_growth"  # on the numpy case: the list case's worker growth over its
 
 # --- leak checks (lfw.measure.leak) ---------------------------------------------------------------------------
 EPOCHS = "epochs"

@@ -14,7 +14,8 @@ configurations and run on their own (``test_memory_index.py``, ``test_leak.py``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,7 +26,9 @@ from lfw.errors import LFWError
 from lfw.measure.ceiling import spread_indices
 from lfw.measure.loader_config import LoaderConfig
 from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S, LoaderPass, sleep_step
+from lfw.pipelines import Pipeline
 from lfw.profiles import PASS_SCALE, Profile
+from lfw.remote.bench import CONCURRENCY, RemoteCase
 
 WORKER_COUNTS = (0, 1, 2, 4, 8)
 TRANSFORMS = ("none", "simple", "heavy", "uint8")
@@ -40,10 +43,13 @@ def worker_cap(cores: int) -> int:
 class LoaderCase:
     """One configuration of one group: the DataLoader, the data it reads and what one pass covers.
 
-    ``epoch_images``: each pass is one whole epoch over the first ``profile.images_per_pass`` images (the
-    persistent-workers group, whose rounds are consecutive epochs). ``max_batches`` caps the profile's pass
-    length. ``step_ms`` adds a training step that sleeps that long per batch. ``copy_to_cuda``: with CUDA the
-    pass includes the host-to-device copy and a synchronize (pin-memory group).
+    ``epoch_images``: each pass is one whole epoch over the first :meth:`pass_images` images (the
+    persistent-workers and decoders groups, whose rounds are consecutive epochs). ``max_batches`` caps the
+    profile's pass length. ``step_ms`` adds a training step that sleeps that long per batch. ``copy_to_cuda``:
+    with CUDA the pass includes the host-to-device copy and a synchronize (pin-memory group). ``pipeline``: the
+    case reads through a decode pipeline (:mod:`lfw.pipelines`) instead of the preset ``transform``, which
+    then only names the ceiling the case is paired with. ``remote``: the case reads LFW from the S3 endpoint the
+    benchmarks start, through the latency proxy (:mod:`lfw.remote`).
     """
 
     group: str
@@ -60,6 +66,9 @@ class LoaderCase:
     copy_to_cuda: bool = False
     needs_cuda: bool = False
     full_only: str | None = None  # why the quick profile leaves the case out (None: every profile runs it)
+    pipeline: Pipeline | None = None
+    remote: RemoteCase | None = None
+    images: int | None = None  # images per pass when the case sets its own (remote: sized by Little's law)
 
     def skip_reason(self, profile: Profile, cores: int, cuda: bool) -> str | None:
         """Why this machine or profile does not run the case, in words; None when it runs."""
@@ -72,7 +81,16 @@ class LoaderCase:
                     "(torch.cuda.is_available() is False)")
         if self.full_only and not profile.full_matrix:
             return f"{profile.name} profile: {self.full_only}"
+        if self.remote is not None and profile.name == "smoke" and (self.remote.latency_ms > 20 or
+                                                                      self.config.num_workers > 2):
+            return "smoke profile: remote runs at 0, 5 and 20 ms with up to 2 workers"
         return None
+
+    def pass_images(self, profile: Profile) -> int:
+        """Images in one pass: the case's own count, else the profile's pass length scaled by the transform's cost."""
+        if self.images is not None:
+            return min(self.images, profile.images_per_pass // 2)
+        return round(profile.images_per_pass * PASS_SCALE.get(self.transform, 1.0))
 
     def batches(self, profile: Profile, loader_batches: int) -> int:
         """Batches per pass: a whole epoch, or the profile's pass length (capped), never beyond the loader."""
@@ -157,6 +175,83 @@ def _one_knob(group: str, knob: str, values: Sequence[Any], ids: Sequence[str]) 
                  for value, case_id in zip(values, ids, strict=True))
 
 
+def _decoders() -> Group:
+    """Decode pipelines against the machine's two ceilings (:mod:`lfw.pipelines`; the README explains the pick).
+
+    Every pass is one epoch over the same 1,024 images with persistent workers (started in the warm-up round),
+    so the group compares steady pipelines, not worker start-up; batch 64, uint8 output unless named. Memory is
+    not sampled (its snapshots walk every idle persistent worker of the group, seconds of CPU per round).
+    """
+    t2, draft = 2, 112
+    cases = (  # id, pipeline, workers, in the quick profile
+        ("pil-w0", Pipeline("pil"), 0, True),
+        ("pil-w2", Pipeline("pil"), 2, True),
+        ("pil-t2", Pipeline("pil", threads=t2), 0, False),
+        ("tvio-w0", Pipeline("tvio"), 0, False),
+        ("tvio-w2", Pipeline("tvio"), 2, False),
+        ("tvio-t2", Pipeline("tvio", threads=t2), 0, False),
+        ("simplejpeg-w0", Pipeline("simplejpeg"), 0, True),
+        ("simplejpeg-w2", Pipeline("simplejpeg"), 2, True),
+        ("simplejpeg-t2", Pipeline("simplejpeg", threads=t2), 0, True),
+        ("simplejpeg-w2t2", Pipeline("simplejpeg", threads=t2), 2, False),
+        ("pil-tar-w2", Pipeline("pil", "tar"), 2, False),
+        ("memmap-w0", Pipeline("pil", "memmap"), 0, True),
+        ("memmap-w2", Pipeline("pil", "memmap"), 2, False),
+        ("pil-r112-w2", Pipeline("pil", size=draft), 2, False),
+        ("pil-draft-r112-w2", Pipeline("pil-draft", size=draft), 2, False),
+        ("simplejpeg-t2-float", Pipeline("simplejpeg", threads=t2, output="float"), 0, False),
+        ("simplejpeg-t2-deferred", Pipeline("simplejpeg", threads=t2, output="deferred"), 0, False),
+    )
+    return Group("decoders", "benchmarks/test_decoders.py", "test_decoders", ("pipeline",), tuple(
+        LoaderCase("decoders", case_id, {"pipeline": case_id},
+                   LoaderConfig(batch_size=64, num_workers=workers, persistent_workers=workers > 0), "uint8",
+                   epoch_images=True, pipeline=pipeline, memory_interval_s=None,
+                   full_only=None if quick else "the quick profile runs the decoders' headline cases only")
+        for case_id, pipeline, workers, quick in cases), rounds_quick=3, warmup_rounds=1)
+
+
+REMOTE_LATENCIES_MS = (0, 5, 20, 100)  # quick; full adds 50
+REMOTE_WORKERS = (0, 2, 4)
+REMOTE_BATCH = 32
+ENDPOINT_ESTIMATE = 150.0  # images/s the local endpoint serves at zero latency: only sizes the passes
+
+
+def remote_pass_images(case: RemoteCase, workers: int) -> int:
+    """Images per pass of a remote case: about 0.6 s at the rate Little's law allows, at least a batch per
+    loading process, at most 128 images.
+
+    At 100 ms one request at a time in the main process is 10 images/s; a fixed pass length would spend
+    minutes there, or measure the fast cases for a few milliseconds.
+    """
+    rate = min(ENDPOINT_ESTIMATE, case.in_flight_limit(workers) / (case.latency_ms / 1e3 + 0.01))
+    least = REMOTE_BATCH * max(workers, 1)  # a batch for every loading process, or some sit idle
+    return int(min(128, max(least, round(rate * 0.6 / REMOTE_BATCH) * REMOTE_BATCH)))
+
+
+def _remote() -> Group:
+    """Strategy x injected latency x workers against the local S3 endpoint (:mod:`lfw.remote`).
+
+    Persistent workers, started in the warm-up round with their S3 clients; every pass is one epoch over the
+    first objects of the bucket, sized by :func:`remote_pass_images`. No memory sampling: every member's idle
+    workers stay alive through the rotation, and walking their page tables every 2 s cost more CPU than the
+    loading it was measuring.
+    """
+    cases = []
+    for strategy in CONCURRENCY:
+        for latency in (*REMOTE_LATENCIES_MS, 50):
+            for workers in REMOTE_WORKERS:
+                spec = RemoteCase(strategy, latency)
+                cases.append(LoaderCase(
+                    "remote", f"{strategy}-{latency}ms-w{workers}",
+                    {"strategy": strategy, "latency_ms": latency, "num_workers": workers},
+                    LoaderConfig(batch_size=REMOTE_BATCH, num_workers=workers, persistent_workers=workers > 0),
+                    "uint8", epoch_images=True, remote=spec, images=remote_pass_images(spec, workers),
+                    memory_interval_s=None,
+                    full_only=None if latency in REMOTE_LATENCIES_MS else "50 ms runs in full only"))
+    return Group("remote", "benchmarks/test_remote.py", "test_remote", ("strategy", "latency_ms", "num_workers"),
+                 tuple(cases), rounds_quick=3, warmup_rounds=1)
+
+
 BATCH_SIZES = (16, 64, 256, 512)
 PREFETCH = (2, 4, 8)
 START_METHODS = ("fork", "forkserver", "spawn")
@@ -194,11 +289,13 @@ GROUPS: dict[str, Group] = {g.name: g for g in (
     Group("data-wait", "benchmarks/test_data_wait.py", "test_data_wait", ("step_ms",), tuple(
         LoaderCase("data-wait", f"step{ms}ms", {"step_ms": ms}, LoaderConfig(batch_size=64, num_workers=2),
                    "uint8", step_ms=ms, max_batches=DATA_WAIT_MAX_BATCHES, memory_interval_s=None)
-        for ms in STEP_MS)),
+        for ms in STEP_MS), rounds_quick=3),
     Group("overhead", "benchmarks/test_overhead.py", "test_memory_sampling_overhead", ("sampling",), tuple(
         LoaderCase("overhead", name, {"sampling": name}, LoaderConfig(batch_size=64, num_workers=2),
                    memory_interval_s=interval, mark_start=mark)
         for name, (interval, mark) in SAMPLING.items()), rounds_quick=3),
+    _decoders(),
+    _remote(),
 )}
 
 
@@ -211,13 +308,29 @@ def find_case(case_id: str) -> tuple[Group, LoaderCase]:
     return found[0]
 
 
+def case_dataset(case: LoaderCase, root: str | os.PathLike[str], presets: Callable[[str, str], Dataset],
+                 profile: Profile) -> Dataset:
+    """What ``case`` reads: its pipeline's dataset over the pass's images, else ``presets(transform, index)``."""
+    if case.remote is not None:
+        raise LFWError(f"{case.id} reads from the S3 endpoint the benchmarks start: run it with "
+                       "pytest benchmarks -k remote (it has no A/B form)")
+    if case.pipeline is not None:
+        return case.pipeline.dataset(root, case.pass_images(profile))
+    return presets(case.transform, case.index)
+
+
 def loader_pass(case: LoaderCase, dataset: Dataset, profile: Profile) -> LoaderPass:
-    """The :class:`LoaderPass` that measures ``case`` over ``dataset`` (built with the case's transform and index)."""
-    data: Dataset = Subset(dataset, range(min(profile.images_per_pass, len(dataset)))) if case.epoch_images \
-        else dataset
+    """The :class:`LoaderPass` that measures ``case`` over ``dataset`` (built with the case's transform and index,
+    or by :func:`case_dataset`)."""
+    images = case.pass_images(profile)
+    data: Dataset = dataset
+    if case.epoch_images and case.pipeline is None:
+        data = Subset(dataset, range(min(images, len(dataset))))  # type: ignore[arg-type]
     loader = case.config.build(data)
     device = "cuda" if case.copy_to_cuda and torch.cuda.is_available() else None
     step = sleep_step(case.step_ms / 1e3) if case.step_ms is not None else None
+    if case.pipeline is not None:
+        step = case.pipeline.consumer_step()
     return LoaderPass(loader, case.batches(profile, len(loader)), device=device,
                       memory_interval_s=case.memory_interval_s, mark_start=case.mark_start, step=step)
 

@@ -201,3 +201,37 @@ def test_module_entry_point_is_wired(tmp_path: Path) -> None:
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("error: benchmark file not found")
     assert bad.stderr.count("\n") == 1
+
+
+REMOTE = "benchmarks/test_remote.py::test_remote[batch-100ms-w4]"
+DECODER = "benchmarks/test_decoders.py::test_decoders[simplejpeg-w2]"
+
+
+def test_an_extra_request_per_image_is_a_regression(doc: dict[str, Any]) -> None:
+    """One HEAD before every GET doubles the requests per image: the deterministic remote count catches it."""
+    current = changed(doc, REMOTE, "requests_per_image", lambda v: v * 2)
+    flagged = [(c.case, c.metric.key) for c in compare_runs(parse_run(doc, "b"), parse_run(current, "c")).regressions]
+    assert flagged == [(REMOTE, "requests_per_image")]
+
+
+def test_remote_time_to_first_batch_is_not_judged_and_says_why(doc: dict[str, Any]) -> None:
+    """The proxy's heavy-tailed delay moves a remote first batch by multiples; the gate names the exemption."""
+    report = compare_runs(parse_run(doc, "b"), parse_run(changed(doc, REMOTE, "ttfb_s", lambda v: v * 4), "c"))
+    assert not report.regressions
+    assert not any(c.case == REMOTE and c.metric.key == "ttfb_s" for c in report.comparisons)
+    assert any(n.startswith("ttfb_s not judged for the") and "group remote" in n for n in report.notes)
+
+
+@pytest.mark.parametrize(("factor", "regressed"), [(0.5, True), (0.8, False)])
+def test_a_decode_pipeline_is_judged_on_its_share_of_the_pil_ceiling(doc: dict[str, Any], factor: float,
+                                                                       regressed: bool) -> None:
+    current = changed(doc, DECODER, "pil_ceiling_share", lambda v: v * factor)
+    flagged = [(c.case, c.metric.key) for c in compare_runs(parse_run(doc, "b"), parse_run(current, "c")).regressions]
+    assert flagged == ([(DECODER, "pil_ceiling_share")] if regressed else [])
+
+
+def test_another_cpu_model_is_another_machine(doc: dict[str, Any]) -> None:
+    other = copy.deepcopy(doc)
+    other["machine_info"]["cpu_model"] = "Some Other CPU @ 3.0GHz"
+    report = compare_runs(parse_run(doc, "b"), parse_run(other, "c"))
+    assert report.portable and "cost layer" in report.unjudged

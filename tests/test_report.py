@@ -27,9 +27,11 @@ from lfw.report.__main__ import main
 from lfw.report.chart_compare import VERDICT_COLOURS, compare_chart
 from lfw.report.chart_knobs import batch_size_chart
 from lfw.report.chart_memory import leak_chart, timeline_chart
+from lfw.report.chart_remote import remote_chart
 from lfw.report.chart_workers import workers_chart
 from lfw.report.console import console
 from lfw.report.figures import save_figure
+from lfw.report.pipelines import PipelineVerdict, reference_for
 from lfw.report.recommend import recommend
 from lfw.report.verdict import gate_verdicts
 from lfw.results import Case, parse_run
@@ -278,3 +280,37 @@ def test_memory_timelines_are_written_for_mprof_and_read_back_by_it(full_report:
                                                                       abs=1e-3)
     assert "process-tree PSS" in content["cmd_line"]
     assert "mprof plot" in full_report.readme.read_text()
+
+
+def pipeline(label: str, workers: int, threads: int, rate: float, cpu_ms: float, utilization: float,
+             decoder: str = "simplejpeg") -> Case:
+    info = {"images_per_s": rate, "cpu_ms_per_image": cpu_ms, "cpu_utilization": utilization, "usable_cores": 2,
+            "decoder": decoder, "storage": "files", "threads": threads, "output": "uint8", "output_size": None,
+            "pil_ceiling_share": rate / 2000, "pil_ceiling_images_per_s": 2000.0, "memmap_ceiling_share": 0.05,
+            "memmap_ceiling_images_per_s": rate / 0.05}
+    return Case(f"test_decoders[{label}]", f"x::test_decoders[{label}]", "decoders", {"pipeline": label},
+                (1.0,), {**info, "config": {"num_workers": workers}})
+
+
+@pytest.mark.parametrize(("best", "limit"), [
+    (pipeline("simplejpeg-w2", 2, 0, 2300, 0.85, 0.95), "CPU overhead: +42% CPU per image"),  # IPC costs CPU
+    (pipeline("simplejpeg-t2", 0, 2, 2300, 0.62, 0.70), "idle cores: 30% of the cores' time unused (the GIL"),
+    (pipeline("simplejpeg-w2", 2, 0, 3200, 0.61, 0.97), "decode: the cores are busy decoding"),
+])
+def test_what_stops_the_fastest_pipeline_is_read_off_its_measurements(best: Case, limit: str) -> None:
+    """Against the same decoder alone (0.60 ms of CPU per image, one core): idle cores or extra CPU per image."""
+    alone = pipeline("simplejpeg-w0", 0, 0, 1650, 0.60, 0.50)
+    verdict = PipelineVerdict(best, 2, reference_for(best, [alone, best]))
+    assert verdict.reference is alone and verdict.limit().startswith(limit)
+    assert "memory bandwidth is not the limit" in verdict.sentence()
+
+
+def test_the_decoders_and_remote_groups_get_their_charts_and_findings(full_report: Report) -> None:
+    stems = {spec.stem for spec, _ in full_report.charts}
+    assert {"decoders", "remote"} <= stems
+    page = full_report.readme.read_text()
+    assert "- **Fastest decode pipeline:** `" in page and "What stops it:" in page
+    assert "- **Remote storage:** at 100 ms, `" in page and "of the same configuration at 0 ms" in page
+    rates = full_report.run.group("remote")
+    fig = remote_chart(full_report.run)
+    assert fig is not None and len(fig.axes) == len({c.value("num_workers") for c in rates})

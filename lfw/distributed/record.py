@@ -80,28 +80,28 @@ def lines(outcome: Outcome, header: str) -> list[str]:
 
 def records(outcome: Outcome, config: Mapping[str, Any], world_size: int, backend: str) -> list[dict[str, Any]]:
     """One pytest-benchmark case per rank (rounds = epochs) and one for the ranks' total."""
-    shared = {"world_size": world_size, "backend": backend, K.CONFIG: dict(config),
-              "straggler_ratio": round(median(outcome.straggler_ratios()), 4),
-              "straggler_ratio_rounds": [round(v, 4) for v in outcome.straggler_ratios()],
-              "straggler_rank": outcome.straggler(), "coverage_ok": all(c.ok for c in outcome.coverage),
-              "findings": list(outcome.findings), K.TRANSFORM: config.get("transform", "none")}
+    shared = {K.WORLD_SIZE: world_size, K.BACKEND: backend, K.CONFIG: dict(config),
+              K.STRAGGLER_RATIO: round(median(outcome.straggler_ratios()), 4),
+              K.rounds(K.STRAGGLER_RATIO): [round(v, 4) for v in outcome.straggler_ratios()],
+              K.STRAGGLER_RANK: outcome.straggler(), K.COVERAGE_OK: all(c.ok for c in outcome.coverage),
+              K.FINDINGS: list(outcome.findings), K.TRANSFORM: config.get("transform", "none")}
     out = []
     for r in outcome.ranks:
         rates = rank_rates(r)
-        extra = {**shared, "rank": r["rank"], K.IMAGES: r["images"][0],
+        extra = {**shared, K.RANK: r["rank"], K.IMAGES: r["images"][0],
                  K.IMAGES_PER_S: round(median(rates), 2), K.rounds(K.IMAGES_PER_S): [round(v, 2) for v in rates],
                  K.TTFB_S: round(median(r["ttfb_s"]), 6), K.rounds(K.TTFB_S): [round(v, 6) for v in r["ttfb_s"]],
-                 "collective_wait_s_rounds": [round(v, 6) for v in r["collective_s"]],
-                 "load_s_rounds": [round(v, 6) for v in r["load_s"]]}
+                 K.rounds(K.COLLECTIVE_WAIT_S): [round(v, 6) for v in r["collective_s"]],
+                 K.rounds(K.LOAD_S): [round(v, 6) for v in r["load_s"]]}
         ident = f"rank{r['rank']}-of-{world_size}"
         out.append(case_record(name=f"distributed[{ident}]", fullname=f"lfw.distributed::distributed[{ident}]",
-                               group=GROUP, params={"rank": r["rank"], "world_size": world_size},
+                               group=GROUP, params={K.RANK: r["rank"], K.WORLD_SIZE: world_size},
                                seconds=r["wall_s"], extra=extra))
     totals = outcome.total_images_per_s()
     longest = [max(r["wall_s"][e] for r in outcome.ranks) for e in range(outcome.epochs)]
     out.append(case_record(name=f"distributed[total-of-{world_size}]",
                            fullname=f"lfw.distributed::distributed[total-of-{world_size}]",
-                           group=GROUP, params={"rank": "total", "world_size": world_size}, seconds=longest,
+                           group=GROUP, params={K.RANK: "total", K.WORLD_SIZE: world_size}, seconds=longest,
                            extra={**shared, K.IMAGES_PER_S: round(median(totals), 2),
                                   K.rounds(K.IMAGES_PER_S): [round(v, 2) for v in totals]}))
     return out

@@ -42,6 +42,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from lfw import keys as K
 from lfw.errors import LFWError, MeasurementError
 from lfw.gate.metrics import AB
 from lfw.gate.paired_rule import INCONCLUSIVE, REGRESSED, PairedComparison, PairedInput, decide, look_points
@@ -289,8 +290,10 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
             for pair in range(1, plan.max_pairs + 1):
                 names = [BASE, CURRENT]
                 rng.shuffle(names)  # which side starts first is randomized too
-                sides = {name: Side(name, trees[name], plan, root, out / f"{name}.log") for name in names}
+                sides: dict[str, Side] = {}
                 try:
+                    for name in names:  # one at a time, so a side that fails to start never orphans the other
+                        sides[name] = Side(name, trees[name], plan, root, out / f"{name}.log")
                     for side in sides.values():
                         side.handshake()
                     missing = set(sides[BASE].ready.get("unknown", []))
@@ -326,13 +329,13 @@ def side_records(run: ABRun, side: str) -> list[dict[str, Any]]:
         group, name, full, params = fullname(case)
         passes = run.passes[side][case]
         extra = {
-            "images_per_s": median(p["images_per_s"] for p in passes),
-            "images_per_s_rounds": [p["images_per_s"] for p in passes],
-            "ttfb_s": median(p["ttfb_s"] for p in passes),
-            "ttfb_s_rounds": [p["ttfb_s"] for p in passes],
-            "images": passes[0]["images"], "batches": passes[0]["batches"],
-            "ab_pair": [p["pair"] for p in passes], "ab_slot": [p["slot"] for p in passes],
-            "ab_quad": [p["quad"] for p in passes], "ab_side": side,
+            K.IMAGES_PER_S: median(p["images_per_s"] for p in passes),
+            K.rounds(K.IMAGES_PER_S): [p["images_per_s"] for p in passes],
+            K.TTFB_S: median(p["ttfb_s"] for p in passes),
+            K.rounds(K.TTFB_S): [p["ttfb_s"] for p in passes],
+            K.IMAGES: passes[0]["images"], K.BATCHES: passes[0]["batches"],
+            K.AB_PAIR: [p["pair"] for p in passes], K.AB_SLOT: [p["slot"] for p in passes],
+            K.AB_QUAD: [p["quad"] for p in passes], K.AB_SIDE: side,
         }
         records.append(case_record(name=name, fullname=full, group=group, params=params,
                                    seconds=[p["wall_s"] for p in passes], extra=extra))
@@ -347,7 +350,8 @@ def write_outputs(run: ABRun, repo: Path, th: Thresholds) -> None:
     machine = {**machine_info(), "bench_profile": run.plan.profile, "ab_seed": run.seed}
     now = datetime.now(timezone.utc).isoformat()
     head = git(repo, "rev-parse", "HEAD")
-    run.current_dirty = bool(git(repo, "status", "--porcelain", "--untracked-files=no"))
+    # Untracked files count: a new module the current side imported was measured though no commit has it.
+    run.current_dirty = bool(git(repo, "status", "--porcelain"))
     commits = {BASE: {"id": run.sha, "dirty": False, "project": "lfw-bench", "branch": run.plan.base_rev},
                CURRENT: {"id": head, "dirty": run.current_dirty, "project": "lfw-bench",
                          "branch": "(working tree)"}}

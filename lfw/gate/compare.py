@@ -19,15 +19,17 @@ from statistics import median
 from typing import Any, Literal
 
 from lfw import keys as K
-from lfw.gate.metrics import INSTRUCTIONS, PORTABLE, SAME_MACHINE, Metric
+from lfw.gate.metrics import INSTRUCTIONS, NOT_JUDGED, PORTABLE, SAME_MACHINE, Metric
 from lfw.gate.thresholds import Thresholds
 from lfw.results import Run, short_name
 from lfw.spread import coefficient_of_variation
 
 # machine_info keys whose difference changes the numbers; the first two make the runs different machines.
-MACHINE_KEYS = ("runner_class", "usable_cores", "torch", "pillow", "jpeg_library", "dataset_kind",
+MACHINE_KEYS = ("runner_class", "cpu_model", "usable_cores", "torch", "pillow", "jpeg_library", "dataset_kind",
                 "dataset_files", "bench_profile", "cache_mode", "valgrind")
-PORTABILITY_KEYS = ("runner_class", "usable_cores")
+# A different CPU model is another machine too: the libraries pick code paths by CPU feature (AVX2, AVX-512), so
+# instruction counts differ, as hosted runners of one class drawing different CPUs would show.
+PORTABILITY_KEYS = ("runner_class", "cpu_model", "usable_cores")
 COST_LAYER = "cost layer"
 WALL_CLOCK_MIN_ROUNDS = 3  # a single round (start-method in quick) has no median to speak of: not judged
 Mode = Literal["auto", "absolute", "portable"]
@@ -157,12 +159,16 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
     if reason:
         report.unjudged[COST_LAYER] = reason
     few_rounds = []
+    skipped_by_group: dict[tuple[str | None, str], list[str]] = {}
     for name in sorted(set(base_cases) & set(cur_cases)):
         b_case, c_case = base_cases[name], cur_cases[name]
         for metric in metrics:
             b, c = b_case.rounds(metric.key), c_case.rounds(metric.key)
             if not b and not c:
                 continue  # not measured by this case
+            if (c_case.group, metric.key) in NOT_JUDGED:
+                skipped_by_group.setdefault((c_case.group, metric.key), []).append(name)
+                continue
             if metric.family in ("throughput", "ttfb") and min(len(b), len(c)) < WALL_CLOCK_MIN_ROUNDS:
                 few_rounds.append(name)
                 continue
@@ -172,6 +178,9 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
                     report.notes.append(f"{short_name(name)}: {metric.label} only in the {side} run, not compared")
                 continue
             report.comparisons.append(judge(name, metric, b, c, th))
+    for (group, key), names in skipped_by_group.items():
+        report.notes.append(f"{key} not judged for the {len(names)} cases of group {group}: "
+                            f"{NOT_JUDGED[(group, key)]}")
     if few_rounds:
         names = ", ".join(short_name(n) for n in dict.fromkeys(few_rounds))
         report.notes.append(f"wall clock not judged for cases with fewer than {WALL_CLOCK_MIN_ROUNDS} rounds: {names}")

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -37,6 +38,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from lfw import keys as K
 from lfw.cli_args import OneLineParser
 from lfw.errors import LFWError, cli_entry
 from lfw.gate.thresholds import Thresholds
@@ -106,8 +108,20 @@ def gate_record(raw: Path, code: int, seconds: float, log: Path) -> dict[str, An
         record["max_efficiency"] = max(efficiencies, default=None)
         record["cv_median"] = found.cv[0] if found.cv else None
         record["paired_cv_median"] = found.paired_cv
-        record["per_core_images_per_s"] = {k.removeprefix("per_core_images_per_s_"): v
-                                           for k, v in run.machine.items() if k.startswith("per_core_images_per_s_")}
+        record["per_core_images_per_s"] = {k.removeprefix(K.PER_CORE_MACHINE_PREFIX): v for k, v in
+                                           run.machine.items() if k.startswith(K.PER_CORE_MACHINE_PREFIX)}
+        requests = [v for c in run.cases if (v := c.number(K.REQUESTS_PER_IMAGE)) is not None]
+        record["requests_per_image_max"] = max(requests, default=None)
+        if found.pipeline is not None:
+            best = found.pipeline.best
+            record["fastest_pipeline"] = {"case": best.label, "images_per_s": best.number(K.IMAGES_PER_S),
+                                          "pil_ceiling_share": best.number(K.PIL_CEILING_SHARE),
+                                          "limit": found.pipeline.limit()}
+        if found.remote is not None and found.remote.to_zero is not None:
+            record["remote_at_max_latency"] = {"latency_ms": found.remote.latency_ms, "case": found.remote.best.label,
+                                               "ratio_to_zero_latency": round(found.remote.to_zero.estimate, 4),
+                                               "endpoint_ceiling_share": found.remote.best.number(
+                                                   K.ENDPOINT_CEILING_SHARE)}
     record["tail"] = log.read_text().splitlines()[-3:]
     return record
 
@@ -222,13 +236,28 @@ def hours(records: list[dict[str, Any]]) -> str:
     return f"{stamps[0][:16]} to {stamps[-1][:16]} UTC, {len(distinct)} distinct hours"
 
 
-def summary(outcomes: Path, baseline: Path | None = None) -> str:
-    """The rates, from the committed outcome files (and the baseline's instruction counts) only."""
-    lines = []
+def campaign_commit(outcomes: Path) -> str | None:
+    """The commit of the newest ``gate`` record: the campaign the summary reports by default."""
+    records = read("gate", outcomes) or [r for kind in KINDS for r in read(kind, outcomes)]
+    return max(records, key=lambda r: r["started"])["commit"] if records else None
+
+
+def summary(outcomes: Path, baseline: Path | None = None, commit: str | None = None) -> str:
+    """The rates of one campaign (``commit``; default the newest), from the committed outcome files only.
+
+    The files keep every campaign (they are append-only); runs of other commits are counted on their own line,
+    never mixed into the rates.
+    """
+    commit = commit or campaign_commit(outcomes)
+    lines = [f"campaign of commit {commit}"]
     for kind, label in (("gate", "make gate, unchanged code vs the committed baseline"),
                         ("ab-aa", "A/B, both sides HEAD (A/A)"), ("ab-slow", "A/B, current side's decode ~15% slower"),
                         ("cost-slow", "cost layer, decode ~15% slower, vs the committed baseline")):
-        records = read(kind, outcomes)
+        everything = read(kind, outcomes)
+        records = [r for r in everything if r["commit"] == commit]
+        others = sorted({r["commit"][:10] for r in everything} - {commit[:10] if commit else ""})
+        if others:
+            lines.append(f"({kind}: {len(everything) - len(records)} earlier runs of {', '.join(others)} not counted)")
         if not records:
             lines.append(f"{label}: no runs recorded")
             continue
@@ -292,6 +321,20 @@ def gate_details(records: list[dict[str, Any]], baseline: dict[str, float] | Non
     peaks = [r["max_efficiency"] for r in records if r.get("max_efficiency") is not None]
     if peaks:
         out.append(f"  largest efficiency in any case of any run: {max(peaks):.3f}")
+    pipelines = [r["fastest_pipeline"] for r in records if r.get("fastest_pipeline")]
+    if pipelines:
+        shares = sorted(p["pil_ceiling_share"] for p in pipelines)
+        out.append(f"  fastest decode pipeline per run: {dict(Counter(p['case'] for p in pipelines))}; share of 2 x "
+                   f"the PIL ceiling {shares[0]:.2f}-{shares[-1]:.2f} (median {median(shares):.2f})")
+    remote = [r["remote_at_max_latency"] for r in records if r.get("remote_at_max_latency")]
+    if remote:
+        ratios = sorted(x["ratio_to_zero_latency"] for x in remote)
+        out.append(f"  remote, best at {remote[0]['latency_ms']:g} ms: {dict(Counter(x['case'] for x in remote))}; its "
+                   f"rate over the same configuration at 0 ms {ratios[0]:.2f}-{ratios[-1]:.2f} (median "
+                   f"{median(ratios):.2f}), >= 0.80 in {sum(x >= 0.8 for x in ratios)} of {len(ratios)}")
+    requests = [r["requests_per_image_max"] for r in records if r.get("requests_per_image_max") is not None]
+    if requests:
+        out.append(f"  requests per image through the proxy, largest in any case of any run: {max(requests):.3f}")
     cvs = [(r["cv_median"], r["paired_cv_median"]) for r in records if r.get("paired_cv_median") is not None]
     if cvs:
         out.append(f"  median CV of images/s per run: {median(c for c, _ in cvs):.1%} (runs' median); paired-ratio "
@@ -318,14 +361,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", type=Path, default=Path("benchmarks/baselines/cpu-2core.json"),
                         help="baseline of the cost-slow kind (make gate uses the Makefile's)")
     parser.add_argument("--max-pairs", type=int, default=24, help="A/B pair budget (default 24)")
-    parser.add_argument("--commit", default="HEAD", help="the commit to measure (default HEAD, resolved at start)")
+    parser.add_argument("--commit", default="HEAD", help="the commit to measure (default HEAD, resolved at start); "
+                                                         "with summary, the campaign to report (default the newest)")
     parser.add_argument("--outcomes", type=Path, default=OUTCOMES,
                         help=f"folder of the outcome files (default {OUTCOMES}; calibration runs go elsewhere)")
     args = parser.parse_args(argv)
     repo = Path(git("rev-parse", "--show-toplevel"))
     outcomes = args.outcomes if args.outcomes.is_absolute() else repo / args.outcomes
     if args.kind == "summary":
-        print(summary(outcomes, args.baseline))
+        print(summary(outcomes, args.baseline, args.commit if args.commit != "HEAD" else None))
         return 0
     if args.runs < 1:
         raise LFWError(f"--runs must be at least 1, got {args.runs}")

@@ -23,9 +23,12 @@ decision rule
 
   two files (BASELINE.json CURRENT.json; rounds of one session share its speed, so no test over rounds is
   valid: each case is decided by effect size against thresholds set from measured between-session drift)
-    cost layer   instructions per image (callgrind, deterministic): higher by more than --cost-threshold
+    cost layer   instructions per image (callgrind, deterministic), and requests per image through the
+                 remote proxy (one GET each): higher by more than --cost-threshold
     wall clock   gross regressions only, cases with 3 or more rounds: efficiency (images/s over the
-                 single-core ceiling measured in the same round) lower by more than --efficiency-threshold;
+                 single-core ceiling measured in the same round; for a decode pipeline, its share of the
+                 PIL path's ceiling; for a remote case, of the endpoint's) lower by more than
+                 --efficiency-threshold;
                  time to first batch higher by more than --ttfb-threshold; finer changes need --ab
     memory       tree PSS growth and in-pass peak: higher by more than --memory-floor-mib AND
                  --memory-ratio x |baseline|; worker USS at the end of a pass and its growth: likewise with

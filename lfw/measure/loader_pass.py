@@ -109,6 +109,25 @@ class PassResult:
     events: list[tuple[float, float, float, float]] = field(default_factory=list)  # ask, got, step start, step end
     t0: float = 0.0  # perf_counter() at the pass start: puts worker-side stamps on the events' clock
     first_batch_images: int = 0
+    main_cpu_s: float | None = None  # CPU seconds of the main process (all its threads) while the clock ran
+    workers_cpu_s: float | None = None  # CPU seconds of the DataLoader workers while the clock ran
+    extra: dict[str, float] = field(default_factory=dict)  # what a member measured beside the pass (an endpoint's)
+
+    @property
+    def cpu_s(self) -> float | None:
+        """CPU seconds the process tree spent on the pass: main process and workers, the memory sampler's own
+        CPU time left out (it is reported apart, as the cost of sampling)."""
+        if self.main_cpu_s is None or self.workers_cpu_s is None:
+            return None
+        sampler = self.memory.sampler_cpu_s if self.memory is not None else 0.0
+        return max(0.0, self.main_cpu_s - sampler) + self.workers_cpu_s
+
+    def cpu_utilization(self, cores: int) -> float | None:
+        """Share of ``cores`` busy during the pass: CPU seconds over wall seconds x cores. Below 1, cores sat idle
+        (something serializes: the GIL, the main loop, I/O); at 1 every core worked, and a rate under the ceiling
+        means CPU spent beside the decode (IPC, collation, copies)."""
+        cpu = self.cpu_s
+        return cpu / (self.wall_s * cores) if cpu is not None and self.wall_s > 0 and cores > 0 else None
 
     @property
     def data_wait_fraction(self) -> float:
@@ -145,6 +164,21 @@ def sleep_step(step_s: float) -> Callable[[Any], None]:
 def _batch_images(batch: Any) -> int:
     first = batch[0] if isinstance(batch, list | tuple) else batch
     return int(first.shape[0]) if hasattr(first, "shape") and first.ndim else 0
+
+
+def _process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used; 0 for one that has already gone."""
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return 0.0
+    return times.user + times.system
+
+
+def _workers_of(loader: DataLoader, iterator: Any = None) -> list[int]:
+    """Pids of the loader's live workers: of ``iterator``, else of the loader's persistent iterator."""
+    source = iterator if iterator is not None else getattr(loader, "_iterator", None)
+    return [w.pid for w in getattr(source, "_workers", []) if w.pid is not None]
 
 
 def _to_device(batch: Any, device: torch.device) -> Any:
@@ -224,6 +258,9 @@ class LoaderPass:
         events: list[tuple[float, float, float, float]] = []
         images = batches = first_images = 0
         ttfb = 0.0
+        # Persistent workers exist before the pass and carry CPU time from earlier epochs; new ones start at 0.
+        workers_cpu0 = {pid: _process_cpu(pid) for pid in _workers_of(self.loader)}
+        cpu0 = time.process_time()
         t0 = time.perf_counter()
         if sampler:
             sampler.start(t0)
@@ -255,6 +292,9 @@ class LoaderPass:
             if self.device is not None and self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
             wall = time.perf_counter() - t0
+            main_cpu = time.process_time() - cpu0
+            workers_cpu = sum(_process_cpu(pid) - workers_cpu0.get(pid, 0.0) for pid in _workers_of(self.loader,
+                                                                                                   iterator))
         except StopIteration:
             raise LFWError("the loader ran out of batches mid-pass; is the dataset empty?") from None
         except RuntimeError as exc:
@@ -267,8 +307,9 @@ class LoaderPass:
                 sampler.request_stop()
                 self._sampler = sampler
         self._exhausted = batches >= len(self.loader)
-        result = PassResult(images, batches, wall, ttfb, waits, None, steps, events, t0, first_images)
-        self._worker_pids = [w.pid for w in getattr(iterator, "_workers", []) if w.pid is not None]
+        result = PassResult(images, batches, wall, ttfb, waits, None, steps, events, t0, first_images, main_cpu,
+                            workers_cpu)
+        self._worker_pids = _workers_of(self.loader, iterator)
         self.results.append(result)
         return result
 

@@ -50,10 +50,23 @@ def runner_class() -> str:
     return "gpu" if torch.cuda.is_available() else f"cpu-{usable_cores()}core"
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; the platform's processor string elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def machine_info() -> dict[str, Any]:
     """Library versions, decoder, cores, threads, memory and accelerator of this process's machine."""
     return {
         "runner_class": runner_class(),
+        "cpu_model": cpu_model(),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "torchvision": torchvision.__version__,

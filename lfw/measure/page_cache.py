@@ -19,7 +19,8 @@ def warm(paths: Iterable[str]) -> int:
     total = 0
     for path in paths:
         with open(path, "rb") as f:
-            total += len(f.read())
+            while chunk := f.read(1 << 20):  # in chunks: a decoded memmap is hundreds of MiB
+                total += len(chunk)
     return total
 
 

@@ -48,16 +48,20 @@ def serve(root: Path, profile_name: str, case_ids: Sequence[str], inp: TextIO, o
     datasets: dict[tuple[str, str], LFWDataset] = {}
     members: dict[str, LoaderMember] = {}
     unknown = []
+
+    def preset(transform: str, index: str) -> LFWDataset:
+        if (transform, index) not in datasets:
+            datasets[(transform, index)] = LFWDataset(root, transform=transform, index=index)
+        return datasets[(transform, index)]
+
     for case_id in case_ids:
         try:
             _, case = matrix.find_case(case_id)
         except LFWError:
             unknown.append(case_id)
             continue
-        key = (case.transform, case.index)
-        if key not in datasets:
-            datasets[key] = LFWDataset(root, transform=case.transform, index=case.index)
-        members[case_id] = LoaderMember(matrix.loader_pass(case, datasets[key], profile))
+        dataset = matrix.case_dataset(case, root, preset, profile)
+        members[case_id] = LoaderMember(matrix.loader_pass(case, dataset, profile))
     reply(out, {"ready": True, "protocol": PROTOCOL, "lfw": str(Path(lfw.__file__).parent), "cases": list(members),
                 "unknown": unknown, "pid": os.getpid()})
     try:

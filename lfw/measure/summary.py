@@ -41,6 +41,17 @@ def summarize(results: Sequence[PassResult], *, ceilings: Sequence[float] | None
         K.STEADY_IMAGES_PER_S: round(median(r.steady_images_per_s for r in results), 2),
         K.rounds(K.STEADY_IMAGES_PER_S): [round(r.steady_images_per_s, 2) for r in results],
     }
+    cpu = [r.cpu_s for r in results]
+    if usable_cores and all(c is not None for c in cpu):
+        info[K.CPU_UTILIZATION] = round(median(r.cpu_utilization(usable_cores) or 0.0 for r in results), 4)
+        info[K.rounds(K.CPU_UTILIZATION)] = [round(r.cpu_utilization(usable_cores) or 0.0, 4) for r in results]
+        info[K.CPU_MS_PER_IMAGE] = round(median(1e3 * (r.cpu_s or 0.0) / r.images for r in results if r.images), 4)
+        info[K.MAIN_CPU_SHARE] = round(median(1 - (r.workers_cpu_s or 0.0) / r.cpu_s for r in results if r.cpu_s),
+                                       4)
+    for key in dict.fromkeys(k for r in results for k in r.extra):  # members' own figures, e.g. an endpoint's
+        values = [r.extra[key] for r in results if key in r.extra]
+        info[key] = round(median(values), 6)
+        info[K.rounds(key)] = [round(v, 6) for v in values]
     pooled = PassResult(0, 0, 0.0, 0.0, [w for r in results for w in r.waits_s])
     info.update(pooled.wait_percentiles_ms())
     if any(r.steps_s for r in results):
@@ -75,4 +86,25 @@ def summarize(results: Sequence[PassResult], *, ceilings: Sequence[float] | None
         info[K.CEILING_IMAGES_PER_S] = round(median(ceilings) * parallel, 2)
         info[K.EFFICIENCY] = round(median(efficiency), 4)
         info[K.rounds(K.EFFICIENCY)] = [round(e, 4) for e in efficiency]
+    return info
+
+
+def machine_ceiling_shares(results: Sequence[PassResult], *, pil: Sequence[float], memmap: Sequence[float],
+                           usable_cores: int) -> dict[str, Any]:
+    """A decode pipeline's rate as a share of the machine's two ceilings, round by round (the decoders group).
+
+    ``pil`` and ``memmap`` are the single-core rates of the PIL path and of the decoded memmap measured in the same
+    rounds of the rotation; each ceiling is that rate x ``usable_cores`` (the whole machine, whatever the case's own
+    parallelism), so a share says how close the pipeline gets to what this machine could do.
+    """
+    if not (len(pil) == len(memmap) == len(results)):
+        raise ValueError(f"{len(pil)} and {len(memmap)} ceilings for {len(results)} rounds: pair them by round")
+    info: dict[str, Any] = {}
+    for key, share_key, per_core in ((K.PIL_CEILING_IMAGES_PER_S, K.PIL_CEILING_SHARE, pil),
+                                     (K.MEMMAP_CEILING_IMAGES_PER_S, K.MEMMAP_CEILING_SHARE, memmap)):
+        shares = [r.images_per_s / (c * usable_cores) for r, c in zip(results, per_core, strict=True)]
+        info[key] = round(median(per_core) * usable_cores, 2)
+        info[K.rounds(key)] = [round(c * usable_cores, 2) for c in per_core]
+        info[share_key] = round(median(shares), 4)
+        info[K.rounds(share_key)] = [round(s, 4) for s in shares]
     return info

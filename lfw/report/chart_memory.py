@@ -84,7 +84,7 @@ def growth_cases(run: Run) -> list[Case]:
     The memory groups are where growth is the point; forty near-zero rows from the throughput groups would
     drown them (the summary still names the largest growth over all cases).
     """
-    sampled = [c for c in run.cases if c.number("pss_growth_mib") is not None]
+    sampled = [c for c in run.cases if c.number(K.PSS_GROWTH_MIB) is not None]
     focused = [c for c in sampled if c.group in GROWTH_GROUPS]
     return focused or sampled
 

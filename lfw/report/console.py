@@ -41,6 +41,10 @@ def console(report: Report) -> str:
     if f.best is not None:
         out.append(f"best: {f.best.label} ({f.best.group}) {f.best.number('images_per_s') or 0:,.0f} img/s"
                    + (f", efficiency {f.best.number('efficiency'):.0%}" if f.best.number(K.EFFICIENCY) else ""))
+    if f.pipeline is not None:
+        out.append(f"fastest decode pipeline: {f.pipeline.sentence().replace('`', '')}")
+    if f.remote is not None:
+        out.append(f"remote storage: {f.remote.sentence().replace('`', '')}")
     if f.knees:
         out.append("recommended num_workers (paired ratio to the best per worker count):")
         out += [f"  {k.transform}: {k.verdict()}  [{k.evidence()}]" for k in f.knees]

@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from statistics import median
 
 from lfw import keys as K
+from lfw.report.pipelines import PipelineVerdict, pipeline_verdict
 from lfw.report.ratios import paired, ratio_cv
 from lfw.report.recommend import Recommendation, recommendations
+from lfw.report.remote import RemoteVerdict, remote_verdict
 from lfw.report.stats import best_case, cv_spread, is_loader_case
 from lfw.report.verdict import Verdict
 from lfw.results import Case, Run
@@ -35,6 +37,8 @@ class Findings:
     paired_cv: float | None = None
     regressions: list[Verdict] = field(default_factory=list)
     slopes: list[tuple[Case, str]] = field(default_factory=list)
+    pipeline: PipelineVerdict | None = None
+    remote: RemoteVerdict | None = None
 
 
 def largest_growth(run: Run) -> list[Growth]:
@@ -83,4 +87,4 @@ def paired_cv(run: Run) -> float | None:
 def find(run: Run, verdicts: list[Verdict] | None = None) -> Findings:
     regressions = [v for v in verdicts or [] if v.label == "regressed"]
     return Findings(best_case(run.cases), recommendations(run), largest_growth(run), cv_spread(run.cases),
-                    paired_cv(run), regressions, leak_slopes(run))
+                    paired_cv(run), regressions, leak_slopes(run), pipeline_verdict(run), remote_verdict(run))

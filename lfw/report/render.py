@@ -14,6 +14,7 @@ from pathlib import Path
 
 from lfw.errors import LFWError
 from lfw.report.chart_compare import compare_chart
+from lfw.report.chart_decoders import decoders_chart
 from lfw.report.chart_distributed import distributed_chart
 from lfw.report.chart_efficiency import efficiency_chart
 from lfw.report.chart_knobs import (
@@ -24,6 +25,7 @@ from lfw.report.chart_knobs import (
     start_method_chart,
 )
 from lfw.report.chart_memory import growth_chart, leak_chart, timeline_chart
+from lfw.report.chart_remote import remote_chart
 from lfw.report.chart_workers import workers_chart
 from lfw.report.figures import FORMATS, ChartSpec, save_figure
 from lfw.report.mprofile import write_mprofiles
@@ -59,12 +61,20 @@ CHARTS = (
     ChartSpec("distributed", "Images/s per rank of a distributed run",
               "each rank's throughput and wait at the collective; the straggler in red",
               "group 'distributed' (python -m lfw.distributed)", distributed_chart),
+    ChartSpec("decoders", "Decode pipelines against the machine's ceilings",
+              "images/s per decoder, storage format and parallelism, with the PIL-path and decode-free ceilings; "
+              "CPU utilization and CPU per image beside them (what stops each pipeline)", "group 'decoders'",
+              decoders_chart),
+    ChartSpec("remote", "LFW from S3: images/s against injected latency",
+              "one line per concurrency strategy (its best worker count) with the Little's-law rate and the "
+              "endpoint's zero-latency ceiling; requests in flight beside it", "group 'remote' (--bench-remote)",
+              remote_chart),
     ChartSpec("leak", "Memory across epochs",
               "per-epoch memory of the leak check; a steady climb is a leak",
               "group 'leak' with per-epoch series in extra_info", leak_chart),
 )
 DRAWN_GROUPS = {"workers-transform", "batch-size", "pin-memory", "prefetch", "start-method", "memory-index",
-                "leak", "distributed"}
+                "leak", "distributed", "decoders", "remote"}
 COMPARE_STEM = "compare"
 
 

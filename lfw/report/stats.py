@@ -50,8 +50,8 @@ def sort_key(value: Any) -> tuple[int, Any]:
 
 
 def is_loader_case(case: Case) -> bool:
-    """A case that decodes LFW images (it has a ceiling), not an index-only memory or leak experiment."""
-    return case.number(K.EFFICIENCY) is not None
+    """A case that loads LFW images (it has a ceiling), not an index-only memory or leak experiment."""
+    return case.number(K.EFFICIENCY) is not None or case.number(K.PIL_CEILING_SHARE) is not None
 
 
 def best_case(cases: Iterable[Case]) -> Case | None:

@@ -55,6 +55,10 @@ def _findings(f: Findings, report: Report) -> list[str]:
             lines.append(f"  | {k.transform} | **{k.verdict()}**{paired} | {k.best.workers} ({rate:,.0f}) "
                          f"| {k.evidence()} |")
         lines.append("")
+    if f.pipeline is not None:
+        lines.append(f"- **Fastest decode pipeline:** {f.pipeline.sentence()}")
+    if f.remote is not None:
+        lines.append(f"- **Remote storage:** {f.remote.sentence()}")
     names = {K.PSS_GROWTH_MIB: "tree PSS", K.WORKER_USS_MAX_GROWTH_MIB: "USS of one worker"}
     for g in f.growth:
         lines.append(f"- **Largest memory growth, {names[g.metric]}:** {g.mib:+,.1f} MiB over one pass in "
@@ -117,8 +121,8 @@ def _machine(run: Run) -> list[str]:
         info["cpu"] = info["cpu"].get("brand_raw", "?")
     lines = ["## Machine", "", "| | |", "|---|---|"]
     lines += [f"| {k} | {info[k]} |" for k in MACHINE_KEYS if k in info]
-    ceilings = [f"{k.removeprefix('per_core_images_per_s_')} {v:,.0f}" for k, v in info.items()
-                if k.startswith("per_core_images_per_s_") and isinstance(v, int | float)]
+    ceilings = [f"{k.removeprefix(K.PER_CORE_MACHINE_PREFIX)} {v:,.0f}" for k, v in info.items()
+                if k.startswith(K.PER_CORE_MACHINE_PREFIX) and isinstance(v, int | float)]
     if ceilings:
         lines.append(f"| single-core images/s | {', '.join(ceilings)} |")
     return [*lines, ""]

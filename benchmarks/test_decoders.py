@@ -1,0 +1,30 @@
+"""Decode pipelines: how close to the machine's ceiling can LFW loading get, and what stops it?
+
+Each case is a :class:`~lfw.pipelines.Pipeline` (decoder x storage x threads x output) with 0 or 2 persistent
+workers; every pass is one epoch over the same images (``LoaderCase.pass_images``), and the workers start in the
+untimed warm-up round, so the group compares steady pipelines. Two ceilings run in the same rotation: the
+single-core rate of the PIL path (``ceiling-uint8``: decode + ``PILToTensor``) and of the decoded memmap
+(``ceiling-memmap``: no decode); each case records its share of both (x usable cores), the CPU utilization of the
+process tree and the CPU time per image, which say whether cores sat idle (the GIL, the main loop) or worked on
+something besides decoding (IPC, collation). The quick profile runs the headline cases; full runs them all.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lfw import keys as K
+from lfw.matrix import GROUPS
+
+GROUP = GROUPS["decoders"]
+pytestmark = pytest.mark.benchmark(group=GROUP.name)
+
+
+@pytest.mark.parametrize(GROUP.argnames, GROUP.argvalues, ids=GROUP.ids)
+def test_decoders(rotated_case, profile, pipeline: str) -> None:
+    info = rotated_case()
+    case = GROUP.case(pipeline)
+    assert info[K.IMAGES] == case.pass_images(profile), "a pass must be exactly one epoch of the pass's images"
+    assert info[K.DECODER] == case.pipeline.decoder and info[K.STORAGE] == case.pipeline.storage
+    assert info[K.PIL_CEILING_SHARE] > 0 and info[K.MEMMAP_CEILING_SHARE] > 0
+    assert info[K.CPU_UTILIZATION] > 0 and K.EFFICIENCY not in info

@@ -1,0 +1,33 @@
+"""LFW behind a real S3 API: throughput against injected latency, for three concurrency strategies.
+
+moto's S3 server and a latency/fault proxy run on 127.0.0.1 for the session (``s3_endpoint``, stopped at the end
+whatever happens); LFW is uploaded once, one object per JPEG under LFW's key layout. Each case reads through the
+proxy with one strategy (``serial``: one request at a time per loading process; ``threads``: 4 per process;
+``batch``: the whole batch of 16 in flight), at one injected first-byte latency, with 0, 2 or 4 persistent workers.
+The endpoint's own zero-latency ceiling (fetch only, 16 threads) is a member of the same rotation, so every case
+is also a share of it, paired by round. Each case records the traffic the proxy saw in its pass: requests and
+bytes per image (an extra HEAD per GET shows here), first-byte p50/p99, mean requests in flight and the rate
+Little's law gives for them.
+
+Runs in the smoke (0-20 ms, up to 2 workers) and full profiles, and in quick with ``--bench-remote`` or
+``-k remote``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lfw import keys as K
+from lfw.matrix import GROUPS
+
+GROUP = GROUPS["remote"]
+pytestmark = pytest.mark.benchmark(group=GROUP.name)
+
+
+@pytest.mark.parametrize(GROUP.argnames, GROUP.argvalues, ids=GROUP.ids)
+def test_remote(rotated_case, profile, strategy: str, latency_ms: float, num_workers: int) -> None:
+    info = rotated_case()
+    case = GROUP.case_for({"strategy": strategy, "latency_ms": latency_ms, "num_workers": num_workers})
+    assert info[K.IMAGES] == case.pass_images(profile), "a pass must be exactly one epoch of the pass's objects"
+    assert info[K.REQUESTS_PER_IMAGE] >= 1 and info[K.HEAD_PER_IMAGE] == 0, "one GET per image, no HEAD"
+    assert info[K.ENDPOINT_CEILING_SHARE] > 0 and info[K.MEAN_IN_FLIGHT] > 0

@@ -1,0 +1,97 @@
+"""Decode pipelines: what would be faster than PIL through DataLoader workers?
+
+A :class:`Pipeline` names one way of getting LFW from storage into a batch, on four axes:
+
+- ``decoder``: ``pil``, ``pil-draft`` (reduced-scale decode where the output is downsized anyway), ``tvio``
+  (``torchvision.io.decode_jpeg``), ``simplejpeg`` (:mod:`lfw.pipelines.decoders`);
+- ``storage``: ``files`` (LFW's loose JPEGs), ``tar`` (shards read front to back, split among workers),
+  ``memmap`` (decoded once into a uint8 array: no decode at all) (:mod:`lfw.pipelines.storage`);
+- parallelism: DataLoader workers (the case's :class:`~lfw.measure.LoaderConfig`) and/or ``threads``, a decode
+  thread pool in each loading process (the main process when there are no workers);
+- ``output``: ``uint8``; ``float`` (normalized where the image is loaded); ``deferred`` (uint8 through the
+  loader, normalized per batch by the consumer: on the GPU when the pass copies there, in the main process
+  otherwise).
+
+Its :meth:`Pipeline.dataset` is an ordinary map-style or iterable dataset, so a pipeline is measured by the same
+:class:`~lfw.measure.LoaderPass` as every other configuration.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from torch.utils.data import Dataset, Subset
+
+from lfw.errors import LFWError
+from lfw.pipelines.datasets import DecodedMemmap, JpegFiles, TarShards, normalize
+from lfw.pipelines.decoders import DECODERS
+from lfw.pipelines.storage import decoded_memmap, tar_shards
+
+STORAGES = ("files", "tar", "memmap")
+PIPELINE_OUTPUTS = ("uint8", "float", "deferred")
+IMAGES_PER_SHARD = 128  # a pass of 1,024 images reads 8 shards: 4 per worker with 2 workers
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """One decode pipeline; see the module docstring for the axes."""
+
+    decoder: str = "pil"
+    storage: str = "files"
+    threads: int = 0
+    output: str = "uint8"
+    size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.decoder not in DECODERS:
+            raise LFWError(f"unknown decoder {self.decoder!r}; choose one of: {', '.join(DECODERS)}")
+        if self.storage not in STORAGES:
+            raise LFWError(f"unknown storage {self.storage!r}; choose one of: {', '.join(STORAGES)}")
+        if self.output not in PIPELINE_OUTPUTS:
+            raise LFWError(f"unknown output {self.output!r}; choose one of: {', '.join(PIPELINE_OUTPUTS)}")
+        if self.threads and self.storage != "files":
+            raise LFWError("decode threads apply to loose files only (tar shards stream, a memmap does not decode)")
+
+    def dataset(self, root: str | os.PathLike[str], images: int | None = None, on_error: str = "raise") -> Dataset:
+        """The dataset over the first ``images`` images of the tree at ``root`` (all when None).
+
+        Tar shards are built from exactly those images, so a pass over them is one epoch; the memmap holds the
+        whole tree and is cut by a ``Subset`` like the loose files.
+        """
+        loaded = "uint8" if self.output == "deferred" else self.output
+        if self.storage == "tar":
+            shards = tar_shards(root, IMAGES_PER_SHARD, images)
+            return TarShards(shards.shards, shards.classes, shards.images, self.decoder, self.size, loaded, on_error)
+        data: Dataset
+        if self.storage == "memmap":
+            data = DecodedMemmap(*decoded_memmap(root), size=self.size, output=loaded)
+        else:
+            data = JpegFiles(root, self.decoder, self.size, loaded, self.threads, on_error)
+        return Subset(data, range(min(images, len(data)))) if images is not None else data  # type: ignore[arg-type]
+
+    def consumer_step(self) -> Callable[[Any], None] | None:
+        """With ``output="deferred"``: the per-batch normalization the consumer does (the pass's ``step``)."""
+        if self.output != "deferred":
+            return None
+
+        def step(batch: Any) -> None:
+            normalize(batch[0])
+
+        return step
+
+    @property
+    def label(self) -> str:
+        """``simplejpeg-files-t2``-style words for tables (the case id adds the worker count)."""
+        words = [self.decoder if self.storage != "memmap" else "memmap"]
+        if self.storage == "tar":
+            words.append("tar")
+        if self.threads:
+            words.append(f"t{self.threads}")
+        if self.size:
+            words.append(f"r{self.size}")
+        if self.output != "uint8":
+            words.append(self.output)
+        return "-".join(words)

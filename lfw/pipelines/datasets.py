@@ -1,0 +1,196 @@
+"""The datasets a decode pipeline reads through: loose JPEGs, tar shards, a pre-decoded uint8 memmap.
+
+All three give ``(image, label)`` items whose image is a (3, H, W) tensor: ``uint8`` as decoded, or ``float32``
+normalized with ImageNet statistics (``output="float"``), optionally resized to ``size`` x ``size`` first. They
+plug into the same :class:`~lfw.measure.LoaderConfig` and :class:`~lfw.measure.LoaderPass` as every other case.
+
+- :class:`JpegFiles` is :class:`~lfw.dataset.LFWDataset` with a decoder as its loader and tensor ops as its
+  transform (same scan, index and ``on_error``), plus ``threads``: with ``threads > 0`` the DataLoader's batched
+  fetch (``__getitems__``) decodes a batch on a thread pool owned by the process that loads it (the main process
+  with ``num_workers=0``, each worker otherwise; made lazily, so a forked worker never inherits a pool whose
+  threads it does not have). The decoders release the GIL while they decode.
+- :class:`TarShards` is an ``IterableDataset`` over tar files: each DataLoader worker reads its own shards
+  (``shards[worker_id::num_workers]``) front to back, one sequential read per shard instead of one open per image.
+- :class:`DecodedMemmap` reads images already decoded into one ``uint8`` array on disk: no decode at all, the
+  rate that only memory bandwidth, collation and the DataLoader bound (the decode-free ceiling).
+"""
+
+from __future__ import annotations
+
+import os
+import tarfile
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, IterableDataset, get_worker_info
+from torchvision.transforms.v2 import functional as F
+
+from lfw.dataset import LFWDataset
+from lfw.errors import CorruptImageError, LFWError
+from lfw.pipelines.decoders import check_decoder, decode, read_file
+from lfw.transforms import IMAGENET_MEAN, IMAGENET_STD
+
+OUTPUTS = ("uint8", "float")
+Item = tuple[torch.Tensor, int] | None
+
+
+def normalize(images: torch.Tensor) -> torch.Tensor:
+    """``uint8`` images (one or a batch) to ``float32`` in ImageNet units: what ``ToTensor`` + ``Normalize`` give."""
+    return F.normalize(images.float().div_(255), IMAGENET_MEAN, IMAGENET_STD)
+
+
+class TensorOutput:
+    """What follows the decode: resize to ``size`` (antialiased, on the uint8 tensor), then ``uint8`` or
+    normalized ``float32``. A class, not a closure, so spawned workers can unpickle it."""
+
+    def __init__(self, size: int | None = None, output: str = "uint8") -> None:
+        if output not in OUTPUTS:
+            raise LFWError(f"unknown output {output!r}; choose one of: {', '.join(OUTPUTS)}")
+        if size is not None and size <= 0:
+            raise LFWError(f"output size must be a positive number of pixels, got {size}")
+        self.size = size
+        self.output = output
+
+    def __call__(self, image: torch.Tensor) -> torch.Tensor:
+        if self.size is not None:
+            image = F.resize(image, [self.size, self.size], antialias=True)
+        return normalize(image) if self.output == "float" else image
+
+
+class DecodeFile:
+    """The loader of :class:`JpegFiles`: a path to a (3, H, W) uint8 tensor through ``decoder``."""
+
+    def __init__(self, decoder: str, size: int | None = None) -> None:
+        self.decoder = check_decoder(decoder)
+        self.size = size
+
+    def __call__(self, path: str) -> torch.Tensor:
+        return decode(self.decoder, read_file(path), path, self.size)
+
+
+class JpegFiles(LFWDataset):
+    """LFW's loose JPEGs through ``decoder``; ``threads`` decode each batch concurrently in the loading process.
+
+    Args:
+        root: as for :class:`~lfw.dataset.LFWDataset`.
+        decoder: one of :data:`lfw.pipelines.decoders.DECODERS`.
+        size: resize to ``size`` x ``size`` after decoding (``pil-draft`` decodes at a reduced scale for it).
+        output: ``"uint8"`` or ``"float"`` (normalized in the loading process).
+        threads: 0 for one item at a time; N for a pool of N decode threads per loading process.
+        on_error: ``"raise"`` or ``"skip"``, as for :class:`~lfw.dataset.LFWDataset`.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], decoder: str = "pil", size: int | None = None,
+                 output: str = "uint8", threads: int = 0, on_error: str = "raise") -> None:
+        if threads < 0:
+            raise LFWError(f"threads must be 0 (one item at a time) or more, got {threads}")
+        super().__init__(root, transform=TensorOutput(size, output), index="numpy", on_error=on_error,
+                         loader=DecodeFile(decoder, size if decoder == "pil-draft" else None))
+        self.threads = threads
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid = 0
+
+    def __getitems__(self, indices: Sequence[int]) -> list[Item]:
+        """A whole batch, on this process's thread pool when ``threads > 0`` (the DataLoader calls this)."""
+        if self.threads == 0:
+            return [self[i] for i in indices]
+        if self._pool is None or self._pool_pid != os.getpid():
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="lfw-decode")
+            self._pool_pid = os.getpid()
+        return list(self._pool.map(self.__getitem__, indices))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_pool"], state["_pool_pid"] = None, 0  # a pool cannot travel to a spawned worker; it makes its own
+        return state
+
+
+class TarShards(IterableDataset):
+    """Images stored as tar shards (``<Person>/<file>.jpg`` members), read sequentially, decoded by ``decoder``.
+
+    Each worker reads ``shards[worker_id::num_workers]``, so the workers never read the same image; with fewer
+    shards than workers some workers stay idle (build more, smaller shards). A member that cannot be decoded is
+    a :class:`~lfw.errors.CorruptImageError` naming ``shard:member``, or, with ``on_error="skip"``, dropped and
+    counted in :attr:`bad_files` (this process's count), exactly as with loose files.
+    """
+
+    def __init__(self, shards: Sequence[Path], classes: Sequence[str], images: int, decoder: str = "pil",
+                 size: int | None = None, output: str = "uint8", on_error: str = "raise") -> None:
+        if not shards:
+            raise LFWError("no tar shards given; build them with lfw.pipelines.storage.tar_shards(root)")
+        if on_error not in ("raise", "skip"):
+            raise LFWError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+        self.shards = [Path(s) for s in shards]
+        self.paths = [str(s) for s in self.shards]  # the files it reads (what warm and cold cache modes touch)
+        self.label_of = {name: i for i, name in enumerate(classes)}
+        self.images = images
+        self.decoder = check_decoder(decoder)
+        self.draft = size if decoder == "pil-draft" else None
+        self.finish = TensorOutput(size, output)
+        self.on_error = on_error
+        self.bad_files = 0
+
+    def __len__(self) -> int:
+        return self.images
+
+    def mine(self) -> list[Path]:
+        """The shards this process reads: all of them in the main process, every n-th in worker n."""
+        info = get_worker_info()
+        return self.shards if info is None else self.shards[info.id::info.num_workers]
+
+    def __iter__(self) -> Iterator[Item]:
+        for shard in self.mine():
+            yield from self._read(shard)
+
+    def _read(self, shard: Path) -> Iterator[Item]:
+        try:
+            with tarfile.open(shard, mode="r|") as tar:  # a stream: one sequential read of the shard
+                for member in tar:
+                    if not member.isfile():
+                        continue
+                    handle = tar.extractfile(member)
+                    data = handle.read() if handle is not None else b""
+                    person = member.name.split("/", 1)[0]
+                    try:
+                        image = decode(self.decoder, data, f"{shard.name}:{member.name}", self.draft)
+                    except CorruptImageError:
+                        if self.on_error == "raise":
+                            raise
+                        self.bad_files += 1
+                        yield None
+                        continue
+                    yield self.finish(image), self.label_of.get(person, -1)
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            raise CorruptImageError(f"cannot read tar shard {shard}: {exc}; rebuild it (delete the file and "
+                                    "run again) or replace it") from None
+
+
+class DecodedMemmap(Dataset):
+    """Images decoded once into a (N, H, W, 3) ``uint8`` ``.npy`` array, read through a memory map.
+
+    A forked worker shares the map (page cache), with no per-item Python objects to copy on access.
+    ``__getitems__`` takes a batch in one fancy-indexing read.
+    """
+
+    def __init__(self, images: Path, labels: Path, size: int | None = None, output: str = "uint8") -> None:
+        self.images = np.load(images, mmap_mode="r")
+        self.paths = [str(images)]  # the file it reads (what warm and cold cache modes touch)
+        self.labels = np.load(labels)
+        if self.images.ndim != 4 or self.images.dtype != np.uint8 or len(self.labels) != len(self.images):
+            raise LFWError(f"{images} is not a decoded LFW memmap (N x H x W x 3 uint8 with N labels); delete it "
+                           "and run again to rebuild it")
+        self.finish = TensorOutput(size, output)
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        return self.finish(torch.from_numpy(np.array(self.images[i])).permute(2, 0, 1)), int(self.labels[i])
+
+    def __getitems__(self, indices: Sequence[int]) -> list[tuple[torch.Tensor, int]]:
+        batch = torch.from_numpy(self.images[np.asarray(indices)]).permute(0, 3, 1, 2)
+        return [(self.finish(image), int(self.labels[i])) for image, i in zip(batch, indices, strict=True)]

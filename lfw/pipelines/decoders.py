@@ -1,0 +1,125 @@
+"""JPEG decoders behind one interface, with one behaviour on bad files.
+
+Every decoder turns a JPEG's bytes into an RGB ``uint8`` tensor of shape (3, H, W):
+
+- ``pil``: Pillow (libjpeg-turbo inside), ``Image.open`` + ``convert("RGB")``, the path the presets use;
+- ``pil-draft``: the same, after ``Image.draft("RGB", (size, size))``, which makes libjpeg decode at 1/2, 1/4 or
+  1/8 scale while the result stays at least ``size`` pixels: where the pipeline downsizes anyway, the
+  discarded pixels are never decoded;
+- ``tvio``: ``torchvision.io.decode_jpeg`` on the file's bytes (libjpeg-turbo, straight into a tensor; torchvision
+  0.29 marks its image decoding deprecated in favour of TorchCodec, and it still ships);
+- ``simplejpeg``: libjpeg-turbo's TurboJPEG API, releasing the GIL, in ``strict`` mode.
+
+Bad files give the same outcome whatever the decoder (checked by ``tests/test_pipelines.py``): the bytes are
+sniffed first (an empty file, PNG or GIF data under a ``.jpg`` name are refused before any decoder sees them,
+since Pillow would decode a PNG happily), then any decoder error becomes :class:`~lfw.errors.CorruptImageError`
+naming the file. Truncated files are errors for all four (Pillow's ``LOAD_TRUNCATED_IMAGES`` stays off,
+simplejpeg runs strict, torchvision raises): a half-grey image is never passed on as data. Grayscale and CMYK
+JPEGs become RGB in every decoder.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from PIL import Image
+
+from lfw.errors import CorruptImageError, LFWError
+
+DECODERS = ("pil", "pil-draft", "tvio", "simplejpeg")
+JPEG_MAGIC = b"\xff\xd8\xff"
+OTHER_FORMATS = ((b"\x89PNG", "PNG"), (b"GIF8", "GIF"), (b"BM", "BMP"), (b"RIFF", "WebP"), (b"II*\x00", "TIFF"),
+                 (b"MM\x00*", "TIFF"))
+FIX = "replace the file or use on_error='skip'"
+
+# torchvision 0.29 warns on every call that its image codecs are deprecated (superseded by TorchCodec); the
+# decoders still ship and are measured as they are (the module docstring and the README say so), so the notice
+# is not repeated for every image.
+warnings.filterwarnings("ignore", message="The image decoding and encoding capabilities of TorchVision",
+                        category=DeprecationWarning)
+
+
+def read_file(path: str) -> bytearray:
+    """The file's bytes in one read, as a writable buffer (torch's ``frombuffer`` needs one without copying)."""
+    with open(path, "rb") as handle:
+        data = bytearray(os.fstat(handle.fileno()).st_size)
+        read = handle.readinto(data)
+    return data if read == len(data) else data[:read]
+
+
+def not_jpeg(data: bytes | bytearray) -> str | None:
+    """Why ``data`` is not a JPEG (``"empty file (0 bytes)"``, ``"PNG data, not a JPEG"``...), or None."""
+    if not data:
+        return "empty file (0 bytes)"
+    if data[:3] == JPEG_MAGIC:
+        return None
+    for signature, name in OTHER_FORMATS:
+        if data[: len(signature)] == signature:
+            return f"{name} data, not a JPEG"
+    return "not a JPEG (no start-of-image marker)"
+
+
+def _pil(data: bytes | bytearray, size: int | None) -> torch.Tensor:
+    with Image.open(io.BytesIO(data)) as img:
+        if size is not None:
+            img.draft("RGB", (size, size))
+        rgb = img.convert("RGB")
+    return torch.from_numpy(np.array(rgb)).permute(2, 0, 1)
+
+
+def _tvio(data: bytes | bytearray, size: int | None) -> torch.Tensor:
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    buffer = data if isinstance(data, bytearray) else bytearray(data)
+    return decode_jpeg(torch.frombuffer(buffer, dtype=torch.uint8), mode=ImageReadMode.RGB)
+
+
+def _simplejpeg(data: bytes | bytearray, size: int | None) -> torch.Tensor:
+    import simplejpeg
+
+    return torch.from_numpy(simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True)).permute(2, 0, 1)
+
+
+_DECODE: dict[str, Callable[[bytes | bytearray, int | None], torch.Tensor]] = {
+    "pil": lambda data, size: _pil(data, None),
+    "pil-draft": _pil,
+    "tvio": _tvio,
+    "simplejpeg": _simplejpeg,
+}
+
+
+def check_decoder(name: str) -> str:
+    """``name`` if it is a known decoder whose library imports here; otherwise a one-line error."""
+    if name not in _DECODE:
+        raise LFWError(f"unknown decoder {name!r}; choose one of: {', '.join(DECODERS)}")
+    if name == "simplejpeg":
+        try:
+            import simplejpeg  # noqa: F401
+        except ImportError:
+            raise LFWError("decoder 'simplejpeg' needs the simplejpeg package: pip install simplejpeg") from None
+    return name
+
+
+def decode(decoder: str, data: bytes | bytearray, where: str, size: int | None = None) -> torch.Tensor:
+    """Decode ``data`` (the bytes of ``where``) to a (3, H, W) uint8 RGB tensor.
+
+    ``size`` is the side the pipeline resizes to next: ``pil-draft`` decodes at the smallest DCT scale that
+    stays at least that large; the other decoders decode at full size.
+
+    Raises:
+        CorruptImageError: the bytes are not a JPEG, or the decoder failed on them (truncated, corrupt).
+    """
+    reason = not_jpeg(data)
+    if reason is not None:
+        raise CorruptImageError(f"cannot decode image {where}: {reason}; {FIX}")
+    try:
+        return _DECODE[decoder](data, size)
+    except (OSError, ValueError, RuntimeError, SyntaxError) as exc:
+        detail = " ".join(str(exc).split(", ")[-1].split())[:120]
+        raise CorruptImageError(f"cannot decode image {where}: truncated or corrupt JPEG ({decoder}: {detail}); "
+                                f"{FIX}") from None

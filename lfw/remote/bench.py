@@ -1,0 +1,120 @@
+"""The remote group's measurement: each pass through the proxy, at the case's injected latency, with its traffic.
+
+A :class:`RemoteMember` is a rotation member (:mod:`lfw.measure.rotation`) like any loader configuration: one
+:class:`~lfw.measure.LoaderPass` per ``measure()``. Around the timed pass, untimed, it sets the proxy's delay to
+the case's latency and reads the proxy's counters for exactly that pass, which go into ``PassResult.extra``
+(requests and bytes per image, first-byte percentiles, mean requests in flight, the Little's-law rate they
+imply). :class:`EndpointCeiling` is the endpoint's own zero-latency ceiling, measured in the same rotation: the
+fastest it serves the same objects, fetched by a pool of threads with nothing decoded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from statistics import median
+from typing import Any
+
+from lfw import keys as K
+from lfw.measure.loader_pass import LoaderPass, PassResult
+from lfw.remote.dataset import S3LFW
+from lfw.remote.endpoint import LocalS3
+
+CONCURRENCY = {"serial": 1, "threads": 8, "batch": 32}  # requests in flight per loading process
+CEILING_THREADS = 16
+NEAR_CEILING = 0.8  # a case at this share of the endpoint's own ceiling is limited by the endpoint
+
+
+@dataclass(frozen=True)
+class RemoteCase:
+    """A remote case's strategy (:mod:`lfw.remote.dataset`) and the latency the proxy injects."""
+
+    strategy: str
+    latency_ms: float
+
+    @property
+    def concurrency(self) -> int:
+        return CONCURRENCY[self.strategy]
+
+    def in_flight_limit(self, workers: int) -> int:
+        """Most requests this configuration can have in flight: loading processes x per-process concurrency."""
+        return max(workers, 1) * self.concurrency
+
+
+def traffic(stats: dict[str, Any], images: int, in_flight_limit: int | None = None) -> dict[str, float]:
+    """What one pass sent through the proxy, per image where that is what a regression would change.
+
+    With ``in_flight_limit`` (the most requests the configuration can have in flight) it adds the Little's-law
+    bound: that many requests, each taking the measured mean request time, give at most limit / time requests
+    per second. The measured rate sits below it by the share of time its request slots sat idle (decoding,
+    handing a batch on, waiting for a batch's slowest request).
+    """
+    requests = stats["requests"]
+    total = sum(requests.values())
+    out = {K.REQUESTS_PER_IMAGE: total / images, K.HEAD_PER_IMAGE: requests.get("HEAD", 0) / images,
+           K.LIST_PER_IMAGE: requests.get("LIST", 0) / images, K.BYTES_PER_IMAGE: stats["bytes_out"] / images,
+           K.RETRIED_GETS: float(stats["repeated_gets"]), K.CONNECTIONS: float(stats["connections"]),
+           K.MEAN_IN_FLIGHT: stats["mean_in_flight"], K.MAX_IN_FLIGHT: float(stats["max_in_flight"])}
+    if stats["first_byte_p50_s"] is not None:
+        out[K.FIRST_BYTE_P50_MS] = 1e3 * stats["first_byte_p50_s"]
+        out[K.FIRST_BYTE_P99_MS] = 1e3 * stats["first_byte_p99_s"]
+    if in_flight_limit and stats["mean_duration_s"] and total:
+        # Little's law: requests/s = in flight / time in the system; over requests per image it is images/s.
+        out[K.LITTLES_LAW_IMAGES_PER_S] = in_flight_limit / stats["mean_duration_s"] / (total / images)
+    return out
+
+
+def endpoint_shares(results: Sequence[PassResult], ceiling: Sequence[float]) -> dict[str, Any]:
+    """Each round's rate over the endpoint's zero-latency ceiling of the same round."""
+    if len(ceiling) != len(results):
+        raise ValueError(f"{len(ceiling)} endpoint ceilings for {len(results)} rounds: pair them by round")
+    shares = [r.images_per_s / c for r, c in zip(results, ceiling, strict=True)]
+    share = median(shares)
+    return {K.ENDPOINT_CEILING_IMAGES_PER_S: round(median(ceiling), 2),
+            K.rounds(K.ENDPOINT_CEILING_IMAGES_PER_S): [round(c, 2) for c in ceiling],
+            K.ENDPOINT_CEILING_SHARE: round(share, 4),
+            K.rounds(K.ENDPOINT_CEILING_SHARE): [round(s, 4) for s in shares],
+            K.NEAR_ENDPOINT_CEILING: share >= NEAR_CEILING}
+
+
+class RemoteMember:
+    """One remote configuration in a rotation: set the latency, reset the counters, one pass, read them."""
+
+    def __init__(self, runner: LoaderPass, s3: LocalS3, case: RemoteCase) -> None:
+        self.runner = runner
+        self.s3 = s3
+        self.case = case
+
+    def measure(self) -> PassResult:
+        self.runner.setup()
+        self.s3.shape(latency_ms=self.case.latency_ms)
+        self.s3.stats(reset=True)
+        result = self.runner.run()
+        stats = self.s3.stats(reset=True)
+        self.runner.finish()
+        limit = self.case.in_flight_limit(self.runner.loader.num_workers)
+        result.extra.update(traffic(stats, result.images, limit))
+        return result
+
+    def close(self) -> None:
+        self.runner.close(stop_workers=True)
+
+
+class EndpointCeiling:
+    """The endpoint's zero-latency rate: ``CEILING_THREADS`` threads GET the objects, nothing is decoded."""
+
+    def __init__(self, data: S3LFW, s3: LocalS3) -> None:
+        self.data = data
+        self.s3 = s3
+        self.pool = ThreadPoolExecutor(CEILING_THREADS, thread_name_prefix="lfw-s3-ceiling")
+
+    def measure(self) -> PassResult:
+        self.s3.shape(latency_ms=0)
+        t0 = time.perf_counter()
+        list(self.pool.map(self.data.fetch, range(len(self.data))))
+        return PassResult(len(self.data), 0, time.perf_counter() - t0, 0.0)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)

@@ -1,0 +1,175 @@
+"""A real S3 endpoint on loopback, with the fault-injecting proxy in front, started and stopped as one.
+
+:func:`local_s3` starts two child processes, moto's S3 server (:mod:`lfw.remote.moto_server`) and the proxy
+(:mod:`lfw.remote.proxy`), each on 127.0.0.1 and a port the kernel picks, and stops both when the block ends,
+on failure too: their standard input is closed (each exits on EOF, so they also die with a parent that was
+killed), then they are terminated, then killed. :func:`upload_tree` puts an LFW tree into a bucket, one object
+per JPEG under LFW's own layout (``<prefix>/<Person_Name>/<Person_Name>_0001.jpg``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from lfw.dataset import scan_images
+from lfw.errors import LFWError, MeasurementError
+from lfw.remote.client import S3Settings, s3_client
+
+START_TIMEOUT_S = 60.0
+LOCAL_CREDENTIALS = ("lfw-bench", "lfw-bench-secret")  # moto accepts any; real endpoints need real ones
+
+
+class Child:
+    """A helper process that prints one JSON line when ready and answers JSON lines on its stdin."""
+
+    def __init__(self, name: str, command: list[str]) -> None:
+        self.name = name
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, bufsize=1)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.errors: deque[str] = deque(maxlen=20)  # the last lines of its stderr, read so it never blocks
+        threading.Thread(target=self._pump, daemon=True, name=f"{name}-stdout").start()
+        threading.Thread(target=self._drain_errors, daemon=True, name=f"{name}-stderr").start()
+        try:
+            self.ready = self.receive(START_TIMEOUT_S)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _drain_errors(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            if line.strip():
+                self.errors.append(line.strip())
+
+    def receive(self, timeout_s: float) -> dict[str, Any]:
+        try:
+            line = self.lines.get(timeout=timeout_s)
+        except queue.Empty:
+            raise MeasurementError(f"the {self.name} gave no answer within {timeout_s:g} s") from None
+        if line is None:
+            code = self.proc.wait()
+            last = self.errors[-1] if self.errors else f"exit code {code}"
+            raise MeasurementError(f"the {self.name} stopped: {last}")
+        return json.loads(line)
+
+    def ask(self, message: dict[str, Any], timeout_s: float = 10.0) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+        answer = self.receive(timeout_s)
+        if "error" in answer:
+            raise LFWError(f"{self.name}: {answer['error']}")
+        return answer
+
+    def stop(self) -> None:
+        """Close stdin (the child exits on EOF), then terminate, then kill: it never outlives this call."""
+        if self.proc.stdin is not None:
+            with suppress(OSError):
+                self.proc.stdin.close()
+        for action in (None, self.proc.terminate, self.proc.kill):
+            if action is not None:
+                action()
+            try:
+                self.proc.wait(timeout=5)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@dataclass
+class LocalS3:
+    """moto behind the proxy: ``settings`` reach it through the proxy, ``direct`` without it."""
+
+    moto: Child
+    proxy: Child
+    bucket: str = "lfw"
+    prefix: str = "lfw"
+
+    @property
+    def settings(self) -> S3Settings:
+        return self._settings(self.proxy.ready["port"])
+
+    @property
+    def direct(self) -> S3Settings:
+        return self._settings(self.moto.ready["port"])
+
+    def _settings(self, port: int) -> S3Settings:
+        key, secret = LOCAL_CREDENTIALS
+        return S3Settings(f"http://127.0.0.1:{port}", self.bucket, self.prefix, access_key=key, secret_key=secret)
+
+    def shape(self, **shaping: float) -> dict[str, Any]:
+        """Set the proxy's delay, jitter, tail or bandwidth cap (see :class:`lfw.remote.proxy.Shaping`)."""
+        return self.proxy.ask({"op": "configure", **shaping})
+
+    def fault(self, kind: str, count: int = 1, match: str = "") -> None:
+        self.proxy.ask({"op": "fault", "kind": kind, "count": count, "match": match})
+
+    def clear_faults(self) -> None:
+        self.proxy.ask({"op": "clear-faults"})
+
+    def stats(self, reset: bool = True) -> dict[str, Any]:
+        """What crossed the proxy since the last reset (requests, bytes, latencies, in flight)."""
+        return self.proxy.ask({"op": "stats", "reset": reset})
+
+
+@contextmanager
+def local_s3(seed: int = 0) -> Iterator[LocalS3]:
+    """moto and the proxy on 127.0.0.1, stopped when the block ends whatever happens."""
+    children: list[Child] = []
+    try:
+        moto = Child("S3 endpoint (moto)", [sys.executable, "-m", "lfw.remote.moto_server"])
+        children.append(moto)
+        proxy = Child("latency proxy", [sys.executable, "-m", "lfw.remote.proxy", "--upstream",
+                                        f"127.0.0.1:{moto.ready['port']}", "--seed", str(seed)])
+        children.append(proxy)
+        yield LocalS3(moto, proxy)
+    finally:
+        for child in reversed(children):
+            child.stop()
+
+
+def upload_tree(settings: S3Settings, root: str | os.PathLike[str], images: int | None = None,
+                threads: int = 8) -> int:
+    """Create the bucket and put the first ``images`` JPEGs of the tree (all when None) under ``settings.prefix``.
+
+    Returns the number of objects written. Keys keep LFW's layout: ``<prefix>/<Person>/<Person>_0001.jpg``.
+    """
+    scan = scan_images(root)
+    paths = scan.paths[:images] if images is not None else scan.paths
+    client = s3_client(settings)
+    with suppress(client.exceptions.BucketAlreadyOwnedByYou):
+        client.create_bucket(Bucket=settings.bucket)
+
+    def put(path: str) -> None:
+        key = f"{settings.prefix}/{Path(path).relative_to(scan.image_root).as_posix()}"
+        client.put_object(Bucket=settings.bucket, Key=key, Body=Path(path).read_bytes())
+
+    with ThreadPoolExecutor(threads) as pool, tqdm(total=len(paths), unit="obj",
+                                                    desc=f"uploading LFW to s3://{settings.bucket}") as bar:
+        for _ in pool.map(put, paths):
+            bar.update()
+    return len(paths)

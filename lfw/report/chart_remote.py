@@ -1,0 +1,59 @@
+"""Chart: images/s against injected latency, one line per strategy, with Little's-law bounds and the ceiling.
+
+One panel per worker count. In each, every strategy's images/s (mean ± sd over rounds) at each latency; dotted,
+its Little's-law bound (the most requests the configuration can have in flight over the measured mean request
+time), which the measured rate approaches where the strategy's concurrency is the limit; dashed, the endpoint's
+own zero-latency ceiling of the same rotation. Where a line stays flat as latency grows, the latency is hidden.
+"""
+
+from __future__ import annotations
+
+from statistics import median
+
+from matplotlib.figure import Figure
+
+from lfw import keys as K
+from lfw.report.figures import ERRORBAR, colour_map, dodged_errorbar, new_figure
+from lfw.report.remote import remote_cases
+from lfw.results import Run
+from lfw.spread import mean_sd
+
+
+def remote_chart(run: Run) -> Figure | None:
+    cases = remote_cases(run)
+    if not cases:
+        return None
+    strategies = list(dict.fromkeys(c.value(K.STRATEGY) for c in cases))
+    workers = sorted({int(c.value("num_workers") or 0) for c in cases})
+    colours = colour_map(strategies)
+    latencies = sorted({c.number(K.LATENCY_MS) or 0.0 for c in cases})
+    position = {lat: i for i, lat in enumerate(latencies)}  # evenly spaced: 0, 5, 20, 100 ms all readable
+    ceiling = median(c.number(K.ENDPOINT_CEILING_IMAGES_PER_S) or 0 for c in cases)
+    fig, axes = new_figure(4.6 * len(workers), 5.0, ncols=len(workers))
+    for ax, count in zip(axes, workers, strict=True):
+        for i, strategy in enumerate(strategies):
+            line = sorted((c for c in cases if c.value(K.STRATEGY) == strategy and c.value("num_workers") == count),
+                          key=lambda c: c.number(K.LATENCY_MS) or 0.0)
+            if not line:
+                continue
+            xs = [position[c.number(K.LATENCY_MS) or 0.0] for c in line]
+            in_flight = int(line[0].number(K.IN_FLIGHT_LIMIT) or 0)
+            dodged_errorbar(ax, i, len(strategies), xs, [mean_sd(c.rounds(K.IMAGES_PER_S)) for c in line],
+                            color=colours[strategy], marker="o", label=f"{strategy} (up to {in_flight} in flight)",
+                            **ERRORBAR)
+            ax.plot(xs, [c.number(K.LITTLES_LAW_IMAGES_PER_S) or float("nan") for c in line],
+                    color=colours[strategy], linestyle=":", linewidth=1.2)
+        ax.axhline(ceiling, color="black", linestyle="--", linewidth=1.2, label=f"endpoint ceiling {ceiling:,.0f}")
+        ax.set_xticks(range(len(latencies)), [f"{lat:g}" for lat in latencies])
+        ax.set_xlabel("injected first-byte latency, ms")
+        ax.set_yscale("log")
+        ax.set_title(f"{count} workers" if count else "main process (0 workers)")
+        ax.legend(fontsize=7, loc="lower left")
+    low = min(ax.get_ylim()[0] for ax in axes)
+    high = max(ax.get_ylim()[1] for ax in axes)
+    for ax in axes:  # one scale for every panel, so worker counts compare at a glance
+        ax.set_ylim(low, high)
+    axes[0].set_ylabel("images/s (log); dotted: Little's-law bound")
+    fig.suptitle("LFW from S3 through the latency proxy: images/s against injected latency, per strategy "
+                 "(mean ± sd over rounds)", fontweight="bold")
+    return fig

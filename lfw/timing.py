@@ -1,0 +1,36 @@
+"""What the command-line tools print when they time loading: one warm-up pass, then repetitions, mean +- sd.
+
+Shared by ``python -m lfw -get_timing`` and ``python -m lfw.remote``; the passes themselves are the shared
+primitive's (:class:`~lfw.measure.LoaderPass`), so a CLI figure means what the benchmarks' figures mean.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+
+from tqdm import tqdm
+
+from lfw.measure import LoaderPass, PassResult
+
+
+def report_timing(runner: LoaderPass, repetitions: int) -> list[PassResult]:
+    """One untimed warm-up pass (page cache, allocator), then ``repetitions`` timed ones, as the benchmarks do."""
+    with runner:
+        for _ in tqdm(range(repetitions + 1), desc="timing (1 warm-up)", unit="pass", file=sys.stderr):
+            runner.setup()
+            runner.run()
+    results = runner.results[1:]
+    seconds = [r.wall_s for r in results]
+    rates = [r.images_per_s for r in results]
+    spread = statistics.stdev if len(results) > 1 else (lambda _: 0.0)
+    first = results[0]
+    print(f"Timing over {first.batches} batches ({first.images} images), {len(results)} repetitions: "
+          f"{statistics.mean(seconds):.3f} +- {spread(seconds):.3f} s per pass, "
+          f"{statistics.mean(rates):.0f} +- {spread(rates):.0f} images/s, "
+          f"time to first batch {statistics.median(r.ttfb_s for r in results):.3f} s")
+    memory = results[-1].memory
+    if memory is not None:
+        print(f"Process tree memory at the end of the last pass: PSS {memory.end.pss:.0f} MiB, USS "
+              f"{memory.end.uss:.0f} MiB, RSS {memory.end.rss:.0f} MiB ({len(memory.worker_pids)} workers)")
+    return results

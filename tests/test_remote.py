@@ -1,0 +1,184 @@
+"""Remote storage: the local endpoint and proxy, the client's retries, and every fault's documented outcome."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import psutil
+import pytest
+import torch
+
+from lfw.errors import LFWError
+from lfw.measure import LoaderConfig, LoaderPass
+from lfw.pipelines.decoders import decode
+from lfw.remote.bench import traffic
+from lfw.remote.dataset import S3LFW
+from lfw.remote.endpoint import LocalS3, local_s3, upload_tree
+from tests.trees import TINY_IMAGES, first_image
+
+HELPERS = ("lfw.remote.moto_server", "lfw.remote.proxy")
+
+
+def helpers_alive(keep: LocalS3 | None = None) -> list[psutil.Process]:
+    """moto or proxy processes anywhere on the machine (an orphan is no child of ours), but ``keep``'s own."""
+    mine = {keep.moto.proc.pid, keep.proxy.proc.pid} if keep is not None else set()
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
+        command = " ".join(proc.info["cmdline"] or [])
+        if proc.info["pid"] not in mine and proc.info["status"] != psutil.STATUS_ZOMBIE and \
+                any(h in command for h in HELPERS):
+            found.append(proc)
+    return found
+
+
+@pytest.fixture(scope="module")
+def s3(tiny_tree: Path) -> Iterator[LocalS3]:
+    with local_s3() as endpoint:
+        upload_tree(endpoint.direct, tiny_tree)
+        yield endpoint
+    assert not helpers_alive(), "the endpoint and the proxy must be stopped when the block ends"
+
+
+@pytest.fixture(autouse=True)
+def clean_proxy(s3: LocalS3) -> Iterator[None]:
+    s3.clear_faults()
+    s3.shape(latency_ms=0, jitter=0.2, tail_p=0.01, bandwidth_mbps=0)
+    s3.stats(reset=True)
+    yield
+    s3.clear_faults()
+
+
+def test_objects_keep_lfw_layout_and_decode_like_the_files(s3: LocalS3, tiny_tree: Path) -> None:
+    data = S3LFW(s3.settings)
+    assert len(data) == TINY_IMAGES and data.key(0).startswith("lfw/") and data.key(0).count("/") == 2
+    image, label = data[0]
+    path = first_image(tiny_tree)
+    assert torch.equal(image, decode("pil", path.read_bytes(), str(path)))
+    assert data.classes[label] == path.parent.name
+
+
+@pytest.mark.parametrize("strategy", ["serial", "threads", "batch"])
+def test_every_strategy_reads_each_object_once_with_one_get(s3: LocalS3, strategy: str) -> None:
+    data = S3LFW(s3.settings, strategy, concurrency=4, images=32)
+    s3.stats(reset=True)
+    loader = LoaderConfig(batch_size=8, num_workers=2).build(data)
+    labels = sorted(int(v) for _, batch in loader for v in batch)
+    seen = traffic(s3.stats(reset=True), 32)
+    assert labels == sorted(int(v) for v in data.labels)
+    assert seen["requests_per_image"] == 1.0 and seen["head_per_image"] == 0 and seen["retried_gets"] == 0
+
+
+def test_injected_latency_delays_the_first_byte_and_caps_serial_reads(s3: LocalS3) -> None:
+    data = S3LFW(s3.settings, "serial", images=8)
+    s3.shape(latency_ms=50, jitter=0, tail_p=0)
+    loader = LoaderConfig(batch_size=4).build(data)
+    with LoaderPass(loader, memory_interval_s=None) as runner:
+        s3.stats(reset=True)
+        result = runner.run()
+    seen = traffic(s3.stats(reset=True), result.images)
+    assert seen["first_byte_p50_ms"] >= 50
+    assert result.images_per_s < 1 / 0.050  # one request at a time: Little's law caps it at 20 images/s
+    assert seen["max_in_flight"] == 1 and 0.3 < seen["mean_in_flight"] <= 1
+
+
+def test_missing_key_is_one_line_naming_the_key_without_retry(s3: LocalS3) -> None:
+    data = S3LFW(s3.settings, images=1)
+    s3.stats(reset=True)  # the listing above is not what this test counts
+    with pytest.raises(LFWError, match=r"object not found: s3://lfw/lfw/Nobody/Nobody_0001.jpg") as caught:
+        data.reader.get("lfw/Nobody/Nobody_0001.jpg")
+    assert "\n" not in str(caught.value) and data.reader.retries == 0
+    assert s3.stats()["requests"] == {"GET": 1}
+
+
+@pytest.mark.parametrize("kind", ["503", "500"])
+def test_server_errors_are_retried_with_backoff_and_counted(s3: LocalS3, kind: str) -> None:
+    data = S3LFW(s3.settings, images=2)
+    s3.fault(kind, count=2, match=data.key(1))
+    image, _ = data[1]
+    assert image.shape == (3, 250, 250) and data.reader.retries == 2
+    stats = s3.stats()
+    assert stats["faults"] == {kind: 2} and stats["repeated_gets"] == 2
+
+
+def test_a_reset_mid_body_is_detected_by_length_and_retried_not_called_corrupt(s3: LocalS3) -> None:
+    data = S3LFW(s3.settings, images=1)
+    s3.fault("reset", count=1, match=data.key(0))
+    image, _ = data[0]
+    assert image.shape == (3, 250, 250) and data.reader.retries == 1 and s3.stats()["faults"] == {"reset": 1}
+
+
+def test_a_stalled_connection_ends_in_a_read_timeout_error_in_bounded_time(s3: LocalS3) -> None:
+    data = S3LFW(replace(s3.settings, read_timeout_s=0.5, attempts=2), images=1)
+    s3.fault("stall", count=10, match=data.key(0))
+    started = time.monotonic()
+    with pytest.raises(LFWError, match=r"cannot read s3://lfw/.* after 2 attempts: ReadTimeoutError") as caught:
+        data[0]
+    assert time.monotonic() - started < 5 and "\n" not in str(caught.value)
+
+
+def test_retries_are_bounded_when_every_attempt_fails(s3: LocalS3) -> None:
+    data = S3LFW(replace(s3.settings, attempts=3), images=1)
+    s3.fault("503", count=100, match=data.key(0))
+    with pytest.raises(LFWError, match="after 3 attempts: HTTP 503 SlowDown"):
+        data[0]
+    assert data.reader.retries == 2
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "lfw.remote", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def test_cli_endpoint_down_is_exit_2_in_one_line() -> None:
+    done = cli("--endpoint", f"http://127.0.0.1:{closed_port()}", env={"AWS_ACCESS_KEY_ID": "x",
+                                                                        "AWS_SECRET_ACCESS_KEY": "y"})
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("error: cannot read s3://lfw/lfw/") and "EndpointConnectionError" in done.stderr
+
+
+def test_cli_missing_credentials_is_exit_2_in_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update({"AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+                "AWS_EC2_METADATA_DISABLED": "true"})
+    done = subprocess.run([sys.executable, "-m", "lfw.remote", "--endpoint", "http://127.0.0.1:9"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no S3 credentials" in done.stderr
+
+
+def test_cli_local_run_measures_and_leaves_no_process(tiny_tree: Path, s3: LocalS3) -> None:
+    done = cli("--local", "--path", str(tiny_tree), "--images", "16", "--latency-ms", "5", "--workers", "1",
+               "--repetitions", "1")
+    assert done.returncode == 0, done.stderr
+    assert "1.00 requests per image" in done.stdout and "images/s" in done.stdout
+    assert not helpers_alive(keep=s3)
+
+
+def test_helpers_die_with_a_parent_that_was_killed(tmp_path: Path) -> None:
+    script = ("import sys, time\nfrom lfw.remote.endpoint import local_s3\n"
+              "with local_s3() as s3:\n    print(s3.moto.proc.pid, s3.proxy.proc.pid, flush=True)\n"
+              "    time.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    pids = [int(p) for p in parent.stdout.readline().split()]
+    parent.send_signal(signal.SIGKILL)
+    parent.wait(timeout=10)
+    parent.stdout.close()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(p.pid in pids for p in helpers_alive()):
+        time.sleep(0.2)
+    assert not [p for p in helpers_alive() if p.pid in pids]
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound by the kernel's choice, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
