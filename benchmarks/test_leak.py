@@ -23,6 +23,7 @@ import pytest
 from torch.utils.data import Dataset, Subset
 
 from benchmarks.helpers import skip_above_cap
+from lfw import keys as K
 from lfw.data_root import DataSource
 from lfw.dataset import LFWDataset, scan_images
 from lfw.index import FileIndex, LabelIndex
@@ -78,9 +79,9 @@ def test_leak(benchmark: Any, profile: Profile, dataset_factory: Callable[..., L
 
     report = leak_check(config.build(make_dataset(case, dataset_factory, small_index)), epochs, timed=timed)
     info = summarize(report.results[WARMUP_EPOCHS:], workers=num_workers, usable_cores=usable_cores())
-    info.update({"case": case, "transform": "uint8" if case == "lfw" else "index-only", "index": "numpy",
-                 "profile": profile.name, "config": config.as_dict(), "device": "cpu", "epochs": epochs,
-                 **report.as_extra_info()})
+    info.update({K.CASE: case, K.TRANSFORM: "uint8" if case == "lfw" else "index-only", K.INDEX: "numpy",
+                 K.PROFILE: profile.name, K.CONFIG: config.as_dict(), K.DEVICE: "cpu", K.EPOCHS: epochs,
+                 K.POSITIVE_CONTROL: case == "control", **report.as_extra_info()})
     benchmark.extra_info.update(info)
     verdict = report.verdict
     if benchmark.enabled:

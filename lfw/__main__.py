@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import torch
 
@@ -22,6 +23,7 @@ from lfw.dataset import LFWDataset
 from lfw.errors import cli_entry
 from lfw.index import INDEX_KINDS
 from lfw.measure import LoaderConfig, LoaderPass
+from lfw.measure.mprof import check_path
 from lfw.timing import report_timing
 from lfw.transforms import PRESETS
 from lfw.visualize import check_output, save_batch_grid
@@ -50,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-threads", "--threads", type=int, default=1,
                         help="torch intra-op threads in this process (default 1, as the benchmarks pin it)")
     parser.add_argument("-out", "--out", default="lfw_batch.png", help="where -visualize_batch saves its PNG")
+    parser.add_argument("-mprof", "--mprof", type=Path, default=None, metavar="FILE",
+                        help="with -get_timing: memory-profiler samples the process tree's PSS through the passes "
+                             "and writes its timeline to FILE (mprof plot FILE draws it)")
     return parser
 
 
@@ -65,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         build_parser().error(f"-threads must be 1 or more, got {args.threads}")
     if args.visualize_batch:
         check_output(args.out)  # before loading anything: a bad file name fails at once
+    if args.mprof is not None:
+        if not args.get_timing:
+            build_parser().error("-mprof records the timing passes: use it with -get_timing")
+        check_path(args.mprof)
     torch.set_num_threads(args.threads)
     source = resolve_root(args.path_to_folder or None)
     dataset = LFWDataset(source.path, transform=args.transform, index=args.index)
@@ -82,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.batches_to_check > len(loader):
             print(f"Note: the dataset has only {len(loader)} batches of {args.batch_size}; "
                   f"timing {len(loader)} instead of {args.batches_to_check}")
-        report_timing(LoaderPass(loader, args.batches_to_check), args.repetitions)
+        report_timing(LoaderPass(loader, args.batches_to_check), args.repetitions, args.mprof)
 
     if not (args.visualize_batch or args.get_timing):
         images, labels = next(iter(loader))

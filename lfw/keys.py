@@ -148,6 +148,10 @@ INDEX_MIB = "index_mib"  # its size in the process that built it
 GC_FROZEN = "gc_frozen"
 LIST_OVER_NUMPY = "list_over_numpy_worker_uss_growth"  # on the numpy case: the list case's worker growth over its
 
+# --- a case that demonstrates a check rather than measures the user's loader ----------------------------------
+CASE = "case"  # the leak check's case name: lfw, control, index
+POSITIVE_CONTROL = "positive_control"  # True: it must be flagged by its own check; the gate does not compare it
+
 # --- leak checks (lfw.measure.leak) ---------------------------------------------------------------------------
 EPOCHS = "epochs"
 USS_MIB_EPOCHS = "uss_mib_epochs"

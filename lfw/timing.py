@@ -8,18 +8,30 @@ from __future__ import annotations
 
 import statistics
 import sys
+from pathlib import Path
 
 from tqdm import tqdm
 
 from lfw.measure import LoaderPass, PassResult
+from lfw.measure.mprof import INTERVAL_S, record
 
 
-def report_timing(runner: LoaderPass, repetitions: int) -> list[PassResult]:
-    """One untimed warm-up pass (page cache, allocator), then ``repetitions`` timed ones, as the benchmarks do."""
-    with runner:
-        for _ in tqdm(range(repetitions + 1), desc="timing (1 warm-up)", unit="pass", file=sys.stderr):
-            runner.setup()
-            runner.run()
+def report_timing(runner: LoaderPass, repetitions: int, mprof: Path | None = None) -> list[PassResult]:
+    """One untimed warm-up pass (page cache, allocator), then ``repetitions`` timed ones, as the benchmarks do.
+
+    With ``mprof``, memory-profiler samples the process tree's PSS all along and the timeline goes to that file
+    (:mod:`lfw.measure.mprof`).
+    """
+    def passes() -> None:
+        with runner:
+            for _ in tqdm(range(repetitions + 1), desc="timing (1 warm-up)", unit="pass", file=sys.stderr):
+                runner.setup()
+                runner.run()
+
+    if mprof is None:
+        passes()
+    else:
+        record(passes, mprof)
     results = runner.results[1:]
     seconds = [r.wall_s for r in results]
     rates = [r.images_per_s for r in results]
@@ -33,4 +45,7 @@ def report_timing(runner: LoaderPass, repetitions: int) -> list[PassResult]:
     if memory is not None:
         print(f"Process tree memory at the end of the last pass: PSS {memory.end.pss:.0f} MiB, USS "
               f"{memory.end.uss:.0f} MiB, RSS {memory.end.rss:.0f} MiB ({len(memory.worker_pids)} workers)")
+    if mprof is not None:
+        print(f"Memory timeline (memory-profiler, process-tree PSS every {INTERVAL_S:g} s): {mprof}; draw it with "
+              f"mprof plot {mprof}")
     return results

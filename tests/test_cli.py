@@ -89,3 +89,26 @@ def test_an_unwritable_image_format_is_refused_before_loading(tiny_tree: Path, t
     err = capsys.readouterr().err
     assert err.startswith("error: cannot write a batch grid as 'x.xyz'") and ".png" in err and err.count("\n") == 1
     assert not (tmp_path / "x.xyz").exists()
+
+
+def test_mprof_records_the_timing_with_memory_profiler_for_mprof_plot(tiny_tree: Path, tmp_path: Path,
+                                                                      capsys) -> None:
+    import mprof  # memory-profiler's reader, the one `mprof plot` uses
+
+    out = tmp_path / "timing.dat"
+    code = main(["-path_to_folder", str(tiny_tree), "-batch_size", "8", "-num_workers", "2", "-get_timing",
+                 "-batches_to_check", "4", "-repetitions", "2", "-mprof", str(out)])
+    assert code == 0 and f"mprof plot {out}" in capsys.readouterr().out
+    profile = mprof.read_mprofile_file(str(out))
+    assert len(profile["mem_usage"]) >= 2 and min(profile["mem_usage"]) > 50  # MiB: a process that imported torch
+    assert list(profile["timestamp"]) == sorted(profile["timestamp"])
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["-mprof", "x.dat"], "-mprof records the timing passes: use it with -get_timing"),
+    (["-get_timing", "-mprof", "/nonexistent/x.dat"], "the folder /nonexistent does not exist"),
+])
+def test_mprof_misuse_is_one_line(tiny_tree: Path, capsys, flags: list[str], message: str) -> None:
+    assert main(["-path_to_folder", str(tiny_tree), *flags]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

@@ -75,7 +75,7 @@ class ABPlan:
     base_rev: str
     cases: tuple[str, ...] = DEFAULT_CASES
     min_pairs: int = 10
-    max_pairs: int = 24
+    max_pairs: int = 31
     look_every: int = 7
     profile: str = "quick"
     seed: int | None = None

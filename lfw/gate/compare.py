@@ -160,8 +160,12 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
         report.unjudged[COST_LAYER] = reason
     few_rounds = []
     skipped_by_group: dict[tuple[str | None, str], list[str]] = {}
+    controls = []
     for name in sorted(set(base_cases) & set(cur_cases)):
         b_case, c_case = base_cases[name], cur_cases[name]
+        if c_case.value(K.POSITIVE_CONTROL) is True:
+            controls.append(name)  # judged by its own test: the check must flag it
+            continue
         for metric in metrics:
             b, c = b_case.rounds(metric.key), c_case.rounds(metric.key)
             if not b and not c:
@@ -178,6 +182,9 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
                     report.notes.append(f"{short_name(name)}: {metric.label} only in the {side} run, not compared")
                 continue
             report.comparisons.append(judge(name, metric, b, c, th))
+    if controls:
+        report.notes.append(f"not compared, positive controls (their own test asserts the check flags them; how much "
+                            f"they leak is their design): {', '.join(short_name(n) for n in controls)}")
     for (group, key), names in skipped_by_group.items():
         report.notes.append(f"{key} not judged for the {len(names)} cases of group {group}: "
                             f"{NOT_JUDGED[(group, key)]}")

@@ -41,6 +41,7 @@ from typing import Any
 from lfw import keys as K
 from lfw.cli_args import OneLineParser
 from lfw.errors import LFWError, cli_entry
+from lfw.gate.ab import ABPlan
 from lfw.gate.thresholds import Thresholds
 from lfw.results import load_run
 
@@ -360,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=20, help="runs to add (default 20)")
     parser.add_argument("--baseline", type=Path, default=Path("benchmarks/baselines/cpu-2core.json"),
                         help="baseline of the cost-slow kind (make gate uses the Makefile's)")
-    parser.add_argument("--max-pairs", type=int, default=24, help="A/B pair budget (default 24)")
+    parser.add_argument("--max-pairs", type=int, default=ABPlan("").max_pairs,
+                        help=f"A/B pair budget (default {ABPlan('').max_pairs}, the gate's)")
     parser.add_argument("--commit", default="HEAD", help="the commit to measure (default HEAD, resolved at start); "
                                                          "with summary, the campaign to report (default the newest)")
     parser.add_argument("--outcomes", type=Path, default=OUTCOMES,
