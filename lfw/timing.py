@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from lfw.measure import LoaderPass, PassResult
 from lfw.measure.mprof import INTERVAL_S, record
+from lfw.spread import mean_sd
 
 
 def report_timing(runner: LoaderPass, repetitions: int, mprof: Path | None = None) -> list[PassResult]:
@@ -33,13 +34,12 @@ def report_timing(runner: LoaderPass, repetitions: int, mprof: Path | None = Non
     else:
         record(passes, mprof)
     results = runner.results[1:]
-    seconds = [r.wall_s for r in results]
-    rates = [r.images_per_s for r in results]
-    spread = statistics.stdev if len(results) > 1 else (lambda _: 0.0)
+    seconds = mean_sd([r.wall_s for r in results])
+    rates = mean_sd([r.images_per_s for r in results])
     first = results[0]
     print(f"Timing over {first.batches} batches ({first.images} images), {len(results)} repetitions: "
-          f"{statistics.mean(seconds):.3f} +- {spread(seconds):.3f} s per pass, "
-          f"{statistics.mean(rates):.0f} +- {spread(rates):.0f} images/s, "
+          f"{seconds[0]:.3f} +- {seconds[1]:.3f} s per pass, "
+          f"{rates[0]:.0f} +- {rates[1]:.0f} images/s, "
           f"time to first batch {statistics.median(r.ttfb_s for r in results):.3f} s")
     memory = results[-1].memory
     if memory is not None:
