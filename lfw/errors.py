@@ -92,10 +92,38 @@ def environment_failure(exc: BaseException) -> str | None:
     return None
 
 
+# A Unix socket's path holds at most 107 bytes (sun_path is 108 with its NUL). DataLoader workers hand every batch's
+# shared memory to the main process through multiprocessing's resource sharer, which listens on a socket named
+# <tmp>/pymp-XXXXXXXX/listener-XXXXXXXX: 32 bytes below the temporary folder. A deeper folder makes every worker
+# fail at its first batch ("OSError: AF_UNIX path too long", printed by a feeder thread, never raised), and the
+# main process only sees a worker that gives no batch.
+SOCKET_PATH_MAX = 107
+SOCKET_SUFFIX = len("/pymp-XXXXXXXX/listener-XXXXXXXX")
+PRIVATE_PREFIX = "lfw-"
+
+
+def socket_safe_parent() -> str:
+    """The folder to make private temporary folders in: ``tempfile``'s own, unless it is too deep for the
+    worker sockets below it, then the first of the system's default folders that is shallow enough.
+
+    Raises:
+        LFWError: no candidate is shallow enough (the message names TMPDIR and the limit).
+    """
+    room = SOCKET_PATH_MAX - SOCKET_SUFFIX - len(f"/{PRIVATE_PREFIX}XXXXXXXX")
+    for parent in (tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"):
+        if len(os.fsencode(parent)) <= room and os.path.isdir(parent) and os.access(parent, os.W_OK | os.X_OK):
+            return parent
+    raise LFWError(f"the temporary folder {tempfile.gettempdir()} is too deep for the Unix sockets DataLoader "
+                   f"workers use (at most {room} characters); set TMPDIR to a shorter folder, e.g. /tmp")
+
+
 @contextlib.contextmanager
 def private_tmpdir() -> Iterator[None]:
-    """Point ``tempfile`` (and, through ``TMPDIR``, spawned children) at a private folder; remove it at the end."""
-    folder = tempfile.mkdtemp(prefix=f"lfw-{os.getpid()}-")
+    """Point ``tempfile`` (and, through ``TMPDIR``, spawned children) at a private folder; remove it at the end.
+
+    The folder is made in :func:`socket_safe_parent`, so workers' sockets below it stay within the path limit.
+    """
+    folder = tempfile.mkdtemp(prefix=PRIVATE_PREFIX, dir=socket_safe_parent())
     saved_env, saved_dir = os.environ.get("TMPDIR"), tempfile.tempdir
     os.environ["TMPDIR"], tempfile.tempdir = folder, folder
     try:

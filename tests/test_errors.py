@@ -10,9 +10,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from torch.utils.data import DataLoader, Dataset
+import torch
+from torch.utils.data import DataLoader, Dataset, TensorDataset
 
-from lfw.errors import EXIT_MEASUREMENT, EXIT_USAGE, LFWError, MeasurementError, cli_entry, environment_failure
+from lfw.errors import (
+    EXIT_MEASUREMENT,
+    EXIT_USAGE,
+    SOCKET_PATH_MAX,
+    SOCKET_SUFFIX,
+    LFWError,
+    MeasurementError,
+    cli_entry,
+    environment_failure,
+)
 
 
 class Suicidal(Dataset):
@@ -73,3 +83,26 @@ def test_unrelated_errors_still_surface() -> None:
     with pytest.raises(RuntimeError, match="a bug"):
         main()
     assert environment_failure(ValueError("x")) is None
+
+
+def test_workers_load_under_a_temporary_folder_too_deep_for_their_sockets(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deep TMPDIR (pytest's own, a CI's) once made every worker fail at its first batch: the socket that hands
+    a batch's shared memory to the main process could not be bound (AF_UNIX path too long)."""
+    deep = tmp_path / ("d" * 60)
+    deep.mkdir()
+    monkeypatch.setenv("TMPDIR", str(deep))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # tempfile caches its folder: make it read TMPDIR again
+    assert len(str(deep)) + SOCKET_SUFFIX > SOCKET_PATH_MAX
+    seen: list[str] = []
+
+    @cli_entry
+    def main() -> int:
+        seen.append(tempfile.gettempdir())
+        loaded = [batch for (batch,) in DataLoader(TensorDataset(torch.arange(8)), batch_size=2, num_workers=1,
+                                                   timeout=20)]
+        assert torch.cat(loaded).tolist() == list(range(8))
+        return 0
+
+    assert main() == 0
+    assert len(seen[0]) + SOCKET_SUFFIX <= SOCKET_PATH_MAX and not Path(seen[0]).exists()

@@ -87,7 +87,15 @@ def main(argv: list[str] | None = None) -> int:
     check(args)
     rank, world, local_rank = rank_env()
     signal.signal(signal.SIGTERM, _stop)
+    try:
+        return run_rank(args, rank, world, local_rank)
+    except LFWError as exc:  # every rank prints its own line: say which rank it is
+        exc.args = (f"rank {rank}: {one_line(exc)}",)
+        raise
 
+
+def run_rank(args: argparse.Namespace, rank: int, world: int, local_rank: int) -> int:
+    """This rank's part: join the group, measure its shard; rank 0 gathers, prints and saves the run."""
     import torch
     import torch.distributed as dist
 
@@ -113,7 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     dataset = LFWDataset(source.path, transform=args.transform)
     dist.init_process_group(backend, timeout=timedelta(seconds=args.timeout))
     try:
-        print(f"rank {rank} of {world}: pid {os.getpid()}, {backend}", file=sys.stderr, flush=True)
+        # One write: ranks leave the rendezvous together, and print() writes the text and its newline apart
+        # (stderr is write-through), so two ranks' lines interleave on the shared stderr.
+        sys.stderr.write(f"rank {rank} of {world}: pid {os.getpid()}, {backend}\n")
+        sys.stderr.flush()
         try:
             measured = measure_rank(dataset, config, args.epochs, rank=rank, world_size=world,
                                     set_epoch=not args.no_set_epoch, device=device)
