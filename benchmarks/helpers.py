@@ -5,7 +5,7 @@ a case's values go into ``benchmark.extra_info``. The pytest wiring that uses th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import torch
@@ -18,6 +18,17 @@ from lfw.measure.rotation import Measured
 from lfw.profiles import Profile
 
 SESSION_FACTS: pytest.StashKey[dict[str, Any]] = pytest.StashKey()  # machine_info additions learned by fixtures
+
+
+class Narrowed(pytest.skip.Exception):  # type: ignore[misc,name-defined]
+    """A skip the run chose: the profile or a layer leaves the case out, or this machine cannot run it (cores,
+    a CUDA device, a start method). The gate does not expect such a case; any other skip of a case the baseline
+    has is a gap it reports (see :class:`lfw.results.Outcome`)."""
+
+
+def narrow(reason: str) -> NoReturn:
+    """``pytest.skip(reason)`` for a case the run's selection or machine leaves out (:class:`Narrowed`)."""
+    raise Narrowed(reason)
 
 
 def dataset_files(dataset: Any) -> list[str]:
@@ -39,7 +50,7 @@ def skip_above_cap(workers: int) -> None:
     """Skip with the reason when ``workers`` exceeds what this machine measures (2 x usable cores)."""
     cap = matrix.worker_cap(usable_cores())
     if workers > cap:
-        pytest.skip(f"workers{workers} capped: this machine measures up to {cap} workers "
+        narrow(f"workers{workers} capped: this machine measures up to {cap} workers "
                     f"(2 x {usable_cores()} usable cores)")
 
 

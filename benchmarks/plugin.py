@@ -41,10 +41,13 @@ from tqdm import tqdm  # noqa: E402
 from benchmarks.helpers import (  # noqa: E402
     SESSION_FACTS,
     GroupRotation,
+    Narrowed,
     benchmark_group,
     case_skip_reason,
     dataset_files,
+    narrow,
     record,
+    remote_layer_asked,
     selected_cases,
 )
 from lfw import keys as K  # noqa: E402
@@ -62,6 +65,7 @@ from lfw.profiles import PROFILES, Profile  # noqa: E402
 from lfw.remote.bench import EndpointCeiling, RemoteMember, endpoint_shares  # noqa: E402
 from lfw.remote.dataset import S3LFW  # noqa: E402
 from lfw.remote.endpoint import LocalS3, local_s3, upload_tree  # noqa: E402
+from lfw.results import Outcome, Selection, case_key  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -85,8 +89,60 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "profile; -k remote does too, and the smoke and full profiles always run it")
 
 
+OUTCOMES: pytest.StashKey[dict[str, Outcome]] = pytest.StashKey()  # case key -> how it ended
+DESELECTED: pytest.StashKey[set[str]] = pytest.StashKey()  # case keys that -k/-m left out
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_FACTS] = {}
+    config.stash[OUTCOMES] = {}
+    config.stash[DESELECTED] = set()
+
+
+def item_key(item: pytest.Item) -> str | None:
+    """The case key (group and test id) of a benchmark item; None for a plain test."""
+    group = benchmark_group(item)
+    return case_key(group, item.name) if group else None
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    for item in items:
+        key = item_key(item)
+        if key is not None:
+            item.config.stash[DESELECTED].add(key)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Record how each benchmark case ended, so the gate knows which cases this run was expected to hold."""
+    result = yield
+    report: pytest.TestReport = result.get_result()  # type: ignore[attr-defined]
+    key = item_key(item)
+    if key is None or (report.passed and report.when != "call"):
+        return
+    outcomes = item.config.stash[OUTCOMES]
+    if outcomes.get(key, Outcome("passed")).status != "passed":
+        return  # the first thing that went wrong is the story
+    if report.skipped:
+        narrowed = call.excinfo is not None and call.excinfo.errisinstance(Narrowed)
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        outcomes[key] = Outcome("narrowed" if narrowed else "skipped", reason.removeprefix("Skipped: "))
+    elif report.failed:
+        lines = report.longreprtext.strip().splitlines()
+        outcomes[key] = Outcome("failed", f"{report.when}: {lines[-1][:300] if lines else 'no message'}")
+    else:
+        outcomes[key] = Outcome("passed")
+
+
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list, output_json: dict) -> None:
+    """Save the run's selection beside its cases (:class:`lfw.results.Selection`)."""
+    profile = PROFILES[config.getoption("--bench-profile")]
+    layers = [name for name, on in (
+        ("cost", profile.cost_by_default or config.getoption("--bench-cost")),
+        ("remote", profile.full_matrix or profile.name == "smoke" or remote_layer_asked(config))) if on]
+    output_json[K.SELECTION] = Selection(config.getoption("keyword") or "", config.getoption("markexpr") or "",
+                                         profile.name, tuple(layers), dict(config.stash[OUTCOMES]),
+                                         frozenset(config.stash[DESELECTED])).to_dict()
 
 
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
@@ -241,7 +297,7 @@ def rotated_case(request: pytest.FixtureRequest, benchmark: Any, profile: Profil
         case = group.case_for(request.node.callspec.params)
         reason = case_skip_reason(request.config, case, profile)
         if reason:
-            pytest.skip(reason)
+            narrow(reason)
         rotation = rotations(group, benchmark.enabled)
         mine = rotation.measured[case.id]
         with pass_clock.replaying([r.wall_s for r in mine.results]) as next_pass:

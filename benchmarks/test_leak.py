@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from torch.utils.data import Dataset, Subset
 
-from benchmarks.helpers import skip_above_cap
+from benchmarks.helpers import narrow, skip_above_cap
 from lfw import keys as K
 from lfw.data_root import DataSource
 from lfw.dataset import LFWDataset, scan_images
@@ -67,7 +67,7 @@ def test_leak(benchmark: Any, profile: Profile, dataset_factory: Callable[..., L
               small_index: tuple[FileIndex, LabelIndex], case: str, num_workers: int) -> None:
     skip_above_cap(num_workers)
     if not profile.full_matrix and (num_workers != 2 or case == "index"):
-        pytest.skip(f"{profile.name} profile: lfw and control at workers2 only (full adds 1 and 4 workers and "
+        narrow(f"{profile.name} profile: lfw and control at workers2 only (full adds 1 and 4 workers and "
                     "the index twin)")
     config = LoaderConfig(batch_size=BATCH_SIZE[case], num_workers=num_workers, persistent_workers=True,
                           shuffle=True, seed=0)

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.helpers import skip_above_cap
+from benchmarks.helpers import narrow, skip_above_cap
 from lfw import keys as K
 from lfw.data_root import DataSource
 from lfw.dataset import scan_images
@@ -79,7 +79,7 @@ def test_memory_index(run_case: Callable[..., dict[str, Any]], benchmark: Any, p
                       num_workers: int) -> None:
     skip_above_cap(num_workers)
     if num_workers != 2 and not profile.full_matrix:
-        pytest.skip(f"{profile.name} profile: the index comparison runs at workers2 only (full adds workers4)")
+        narrow(f"{profile.name} profile: the index comparison runs at workers2 only (full adds workers4)")
     index, labels, mib = index_of(layout)
     dataset = IndexOnlyDataset(index, labels)
     config = LoaderConfig(batch_size=BATCH_SIZE, num_workers=num_workers, shuffle=True, seed=0)
@@ -113,7 +113,7 @@ def test_list_copies_many_times_more_than_numpy(pytestconfig: pytest.Config, pro
     """
     skip_above_cap(num_workers)
     if num_workers != 2 and not profile.full_matrix:
-        pytest.skip(f"{profile.name} profile: the index comparison runs at workers2 only (full adds workers4)")
+        narrow(f"{profile.name} profile: the index comparison runs at workers2 only (full adds workers4)")
     if pytestconfig.getoption("benchmark_disable"):
         pytest.skip("benchmarks disabled: no worker growth was measured to compare")
     missing = [layout for layout in ("list", "numpy") if (layout, num_workers) not in worker_growth]

@@ -12,6 +12,7 @@ import multiprocessing
 
 import pytest
 
+from benchmarks.helpers import narrow
 from lfw.matrix import GROUPS
 
 GROUP = GROUPS["start-method"]
@@ -21,6 +22,6 @@ pytestmark = pytest.mark.benchmark(group=GROUP.name)
 @pytest.mark.parametrize(GROUP.argnames, GROUP.argvalues, ids=GROUP.ids)
 def test_start_method(rotated_case, start_method: str) -> None:
     if start_method not in multiprocessing.get_all_start_methods():
-        pytest.skip(f"start method {start_method} is not available on this platform")
+        narrow(f"start method {start_method} is not available on this platform")
     info = rotated_case()
     assert info["workers_seen"] == 2 and info["config"]["start_method"] == start_method

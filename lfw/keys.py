@@ -176,6 +176,12 @@ SLOPE_OF = {USS_MIB_EPOCHS: SLOPE_USS, PSS_MIB_EPOCHS: SLOPE_PSS, WORKER_USS_MIB
 # --- machine_info keys written by the suite ------------------------------------------------------------------
 PER_CORE_MACHINE_PREFIX = "per_core_images_per_s_"  # + transform: the session's median ceiling per transform
 COST_LAYER_SKIPPED = "cost_layer_skipped"
+# What decides an instruction count (the software the counted pass runs, and valgrind's emulated CPU), not the
+# host's CPU model: the cost layer is compared wherever these match (:mod:`lfw.gate.compare`).
+COUNTED_STACK = ("valgrind", "python", "torch", "torchvision", "pillow", "jpeg_library", "simplejpeg", "numpy")
+
+# --- top-level keys of a saved run, beside pytest-benchmark's own --------------------------------------------
+SELECTION = "lfw_selection"  # what the run was asked to run and how each selected case ended (lfw.results)
 
 
 def per_core_machine_key(transform: str) -> str:

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from lfw import keys as K
 from lfw.errors import LFWError
@@ -31,6 +31,16 @@ SAVE_DATA_HINT = "save runs with --benchmark-save-data or --benchmark-json (pyte
 def short_name(fullname: str) -> str:
     """``test_x[p]``: a full name without its file, as pytest-benchmark's own tables show it."""
     return fullname.rpartition("::")[2] or fullname
+
+
+def case_key(group: str | None, name: str) -> str:
+    """What identifies a case across runs: its group and test id (``workers-transform/workers2-none``).
+
+    Not its file: a benchmark moved to another file is the same case. Both the writer of a run's selection
+    (the pytest plugin) and every reader (the gate, the report) build keys with this function.
+    """
+    match = re.search(r"\[(.*)\]$", name)
+    return f"{group or '-'}/{match.group(1) if match else name}"
 
 
 def _is_number(value: Any) -> bool:
@@ -57,6 +67,11 @@ class Case:
     @property
     def short_name(self) -> str:
         return short_name(self.fullname)
+
+    @property
+    def key(self) -> str:
+        """Group and test id: the identity the gate matches cases on (:func:`case_key`)."""
+        return case_key(self.group, self.name)
 
     def value(self, key: str, default: Any = None) -> Any:
         """A knob or fact of the case: its params first, then ``extra_info``, then the LoaderConfig dict.
@@ -92,6 +107,56 @@ class Case:
         return float(value) if _is_number(value) else None
 
 
+Status = Literal["passed", "failed", "skipped", "narrowed"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one selected case ended: ``narrowed`` is a skip the run chose (profile, layer, this machine's cores
+    or devices), ``skipped`` any other skip (a tool or package missing), ``failed`` an error or a failure."""
+
+    status: Status
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a run was asked to run, saved beside its cases (top-level ``lfw_selection``).
+
+    ``outcomes`` holds every benchmark case the run selected (``-k``/``-m`` applied), by :func:`case_key`;
+    ``deselected`` the keys that ``-k``/``-m`` left out. A case in neither was not collected at all: renamed,
+    removed, or in a file the run did not collect.
+    """
+
+    keyword: str
+    markexpr: str
+    profile: str | None
+    layers: tuple[str, ...]
+    outcomes: Mapping[str, Outcome]
+    deselected: frozenset[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"keyword": self.keyword, "markexpr": self.markexpr, "profile": self.profile,
+                "layers": list(self.layers), "deselected": sorted(self.deselected),
+                "cases": {k: {"outcome": o.status, "reason": o.reason} for k, o in self.outcomes.items()}}
+
+
+def parse_selection(raw: Any, where: str) -> Selection | None:
+    """The run's :class:`Selection`, None for a run saved without one (an older run, or not by the suite)."""
+    if raw is None:
+        return None
+    try:
+        outcomes = {str(k): Outcome(v["outcome"], str(v.get("reason", ""))) for k, v in raw["cases"].items()}
+        bad = [k for k, o in outcomes.items() if o.status not in ("passed", "failed", "skipped", "narrowed")]
+        if bad:
+            raise ValueError(bad[0])
+        return Selection(str(raw.get("keyword", "")), str(raw.get("markexpr", "")), raw.get("profile"),
+                         tuple(raw.get("layers", ())), outcomes, frozenset(map(str, raw.get("deselected", ()))))
+    except (KeyError, TypeError, AttributeError, ValueError):
+        raise LFWError(f"{where}: {K.SELECTION} is not what the suite writes (a mapping with 'cases' of "
+                       "outcomes); remove it or save the run again") from None
+
+
 @dataclass(frozen=True)
 class Run:
     """One saved pytest-benchmark run."""
@@ -101,6 +166,7 @@ class Run:
     cases: tuple[Case, ...]
     datetime: str | None = None
     commit: Mapping[str, Any] = field(default_factory=dict)
+    selection: Selection | None = None
 
     def group(self, name: str | None) -> list[Case]:
         """Cases of one benchmark group (``None``: the cases that have none)."""
@@ -114,6 +180,10 @@ class Run:
     def by_name(self) -> dict[str, Case]:
         """Cases keyed by ``fullname`` (``file::test[params]``), the one name unique across files."""
         return {c.fullname: c for c in self.cases}
+
+    def by_key(self) -> dict[str, Case]:
+        """Cases keyed by :attr:`Case.key` (group and test id), unique within a run (checked on loading)."""
+        return {c.key: c for c in self.cases}
 
 
 def _case(where: str, raw: Any, position: int) -> Case:
@@ -151,8 +221,14 @@ def parse_run(doc: Any, where: str, path: Path | None = None) -> Run:
     if len(set(names)) != len(names):
         duplicate = next(n for n in names if names.count(n) > 1)
         raise LFWError(f"{where} holds case {duplicate} twice; give one run per file")
+    keys = [c.key for c in cases]
+    if len(set(keys)) != len(keys):
+        duplicate = next(k for k in keys if keys.count(k) > 1)
+        raise LFWError(f"{where} holds two cases with group and id {duplicate}; give every case of a group its "
+                       "own id")
     commit = doc.get("commit_info") if isinstance(doc.get("commit_info"), Mapping) else {}
-    return Run(path or Path(where), dict(doc["machine_info"]), cases, doc.get("datetime"), dict(commit))
+    return Run(path or Path(where), dict(doc["machine_info"]), cases, doc.get("datetime"), dict(commit),
+               parse_selection(doc.get(K.SELECTION), where))
 
 
 def load_run(path: str | Path) -> Run:

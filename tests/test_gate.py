@@ -120,25 +120,147 @@ def test_current_without_cost_layer_says_why(doc: dict[str, Any]) -> None:
     assert "valgrind is not installed" in report.unjudged["cost layer"]
 
 
-def test_other_machine_compares_efficiency_and_memory_only(tmp_path: Path, doc: dict[str, Any],
-                                                           capsys: Capture) -> None:
+def test_other_machine_compares_counts_efficiency_and_memory(tmp_path: Path, doc: dict[str, Any],
+                                                            capsys: Capture) -> None:
     other = copy.deepcopy(doc)
     other["machine_info"].update(runner_class="gpu", usable_cores=16)
     assert gate(tmp_path, doc, other) == 0
     captured = capsys.readouterr()
     assert "runner_class ('cpu-2core' -> 'gpu'), usable_cores (2 -> 16)" in captured.err
-    assert "efficiency and memory only" in captured.out and "not judged: cost layer" in captured.out
+    assert "counts, efficiency and memory" in captured.out and "not judged: cost layer" not in captured.out
+    report = compare_runs(parse_run(doc, "b"), parse_run(other, "c"))
+    assert {c.metric.key for c in report.comparisons} >= {"instructions_per_image", "efficiency"}
+    assert "ttfb_s" not in {c.metric.key for c in report.comparisons}
 
 
-def test_new_and_missing_cases_are_listed(tmp_path: Path, doc: dict[str, Any], capsys: Capture) -> None:
+def test_another_cpu_model_with_the_same_counted_stack_is_judged_on_counts(tmp_path: Path, doc: dict[str, Any],
+                                                                          capsys: Capture) -> None:
+    """Under valgrind the counted code path follows valgrind's emulated CPU, not the host's: a count 5% higher
+    on another CPU model is a regression, and the gate says it judged across CPU models."""
+    other = changed(doc, COST, "instructions_per_image", lambda v: v * 1.05)
+    other["machine_info"]["cpu_model"] = "AMD EPYC 7B13"
+    assert gate(tmp_path, doc, other) == 1
+    out = capsys.readouterr().out
+    assert "cost layer judged across CPU models" in out and "not judged: cost layer" not in out
+    assert "test_cost[uint8]  instructions/image" in out
+
+
+@pytest.mark.parametrize(("key", "value"), [("torch", "2.15.0"), ("valgrind", "valgrind-3.22.0"),
+                                            ("jpeg_library", "libjpeg-turbo 3.1.0")])
+def test_a_different_counted_stack_names_the_part_that_differs(doc: dict[str, Any], key: str, value: str) -> None:
+    other = copy.deepcopy(doc)
+    other["machine_info"][key] = value
+    report = compare_runs(parse_run(doc, "b"), parse_run(other, "c"))
+    why = report.unjudged["cost layer"]
+    assert f"{key} {doc['machine_info'][key]} -> {value}" in why and "make baseline FORCE=1" in why
+    assert "instructions_per_image" not in {c.metric.key for c in report.comparisons}
+
+
+def test_a_stack_part_recorded_on_one_side_only_is_named(doc: dict[str, Any]) -> None:
+    other = copy.deepcopy(doc)
+    other["machine_info"]["simplejpeg"] = "1.9.0"
+    doc_without = copy.deepcopy(doc)
+    doc_without["machine_info"].pop("simplejpeg", None)
+    report = compare_runs(parse_run(doc_without, "b"), parse_run(other, "c"))
+    assert "cost layer" not in report.unjudged
+    assert any("simplejpeg (not recorded -> 1.9.0)" in n for n in report.notes)
+
+
+def with_selection(doc: dict[str, Any], outcomes: dict[str, tuple[str, str]], deselected: tuple[str, ...] = (),
+                   keyword: str = "") -> dict[str, Any]:
+    out = copy.deepcopy(doc)
+    out["lfw_selection"] = {"keyword": keyword, "markexpr": "", "profile": "quick", "layers": ["cost"],
+                            "deselected": list(deselected),
+                            "cases": {k: {"outcome": o, "reason": r} for k, (o, r) in outcomes.items()}}
+    return out
+
+
+def without(doc: dict[str, Any], *fullnames: str) -> dict[str, Any]:
+    out = copy.deepcopy(doc)
+    out["benchmarks"] = [b for b in out["benchmarks"] if b["fullname"] not in fullnames]
+    return out
+
+
+FIVE = [W2, COST, SPAWN, "benchmarks/test_batch_size.py::test_batch_size[bs16]",
+        "benchmarks/test_cost.py::test_cost[none]"]
+
+
+def test_missing_cases_are_a_gap_with_their_own_exit_code(tmp_path: Path, doc: dict[str, Any],
+                                                          capsys: Capture) -> None:
+    """Five cases gone from a run that records no selection (a crash, an old run): exit 5, a line each."""
+    assert gate(tmp_path, doc, without(doc, *FIVE)) == 5
+    out = capsys.readouterr().out
+    assert "MISSING: 5 baseline cases this run should have held:" in out
+    assert "INCOMPLETE: 5 baseline cases missing" in out
+    for name in FIVE:
+        assert f"  {name.rpartition('::')[2]}: not in the current run" in out
+
+
+@pytest.mark.parametrize(("outcome", "code", "shown"), [
+    (("narrowed", "quick profile: the cost layer runs with --bench-cost"), 0, "left out by the run: quick profile"),
+    (("skipped", "cost layer not measured: valgrind is not installed"), 5, "skipped: cost layer not measured"),
+    (("failed", "call: AssertionError: no images"), 5, "failed: call: AssertionError"),
+    (("passed", ""), 5, "ran but saved no result"),
+], ids=["narrowed", "skipped", "failed", "no-result"])
+def test_a_missing_case_is_judged_by_how_it_ended(tmp_path: Path, doc: dict[str, Any], capsys: Capture,
+                                                  outcome: tuple[str, str], code: int, shown: str) -> None:
+    current = with_selection(without(doc, COST), {"cost/uint8": outcome})
+    assert gate(tmp_path, doc, current) == code
+    assert f"test_cost[uint8]: {shown}" in capsys.readouterr().out
+
+
+def test_a_run_narrowed_by_k_passes_and_names_what_it_left_out(tmp_path: Path, doc: dict[str, Any],
+                                                               capsys: Capture) -> None:
+    run = parse_run(doc, "run")
+    kept = [c for c in run.cases if c.group == "workers-transform"]
     current = copy.deepcopy(doc)
-    renamed = next(b for b in current["benchmarks"] if b["fullname"] == W2)
-    renamed["fullname"] = renamed["fullname"].replace("workers2-none", "workers3-none")
+    current["benchmarks"] = [b for b in doc["benchmarks"] if b["group"] == "workers-transform"]
+    current = with_selection(current, {c.key: ("passed", "") for c in kept},
+                             deselected=tuple(c.key for c in run.cases if c not in kept), keyword="workers")
+    assert gate(tmp_path, doc, current) == 0
+    out = capsys.readouterr().out
+    assert "test_cost[uint8]: deselected by -k 'workers'" in out and "no regression:" in out
+
+
+def test_a_case_that_was_not_collected_is_a_rename_or_removal(tmp_path: Path, doc: dict[str, Any],
+                                                              capsys: Capture) -> None:
+    current = with_selection(without(doc, W2), {})
+    assert gate(tmp_path, doc, current) == 5
+    out = capsys.readouterr().out
+    assert "test_workers_transform[workers2-none]: not collected by the current run: renamed or removed?" in out
+    assert gate(tmp_path, doc, current, "--accept-missing", "workers-transform/workers2-*") == 0
+    assert "accepted as removed (--accept-missing)" in capsys.readouterr().out
+
+
+def test_a_benchmark_moved_to_another_file_is_still_compared(tmp_path: Path, doc: dict[str, Any],
+                                                             capsys: Capture) -> None:
+    """Every case's file renamed, as a refactor that moves benchmarks/test_*.py would: matched by group and id."""
+    moved = copy.deepcopy(doc)
+    for case in moved["benchmarks"]:
+        case["fullname"] = case["fullname"].replace("benchmarks/", "benchmarks/suite/")
+    assert gate(tmp_path, doc, moved) == 0
+    out = capsys.readouterr().out
+    assert "no regression:" in out and "matched by group and id across a move" in out
+    assert len(compare_runs(parse_run(doc, "b"), parse_run(moved, "c")).comparisons) > 100
+
+
+def test_zero_comparisons_is_never_a_pass(tmp_path: Path, doc: dict[str, Any], capsys: Capture) -> None:
+    renamed = copy.deepcopy(doc)
+    for case in renamed["benchmarks"]:
+        case["name"] = case["name"].replace("[", "[renamed-")
+    assert gate(tmp_path, doc, with_selection(renamed, {}), "--accept-missing", "*") == 5
+    assert "INCOMPLETE: nothing compared" in capsys.readouterr().out
+
+
+def test_new_cases_are_listed(tmp_path: Path, doc: dict[str, Any], capsys: Capture) -> None:
+    current = copy.deepcopy(doc)
+    added = copy.deepcopy(next(b for b in current["benchmarks"] if b["fullname"] == W2))
+    added["name"] = added["name"].replace("workers2-none", "workers3-none")
+    added["fullname"] = added["fullname"].replace("workers2-none", "workers3-none")
+    current["benchmarks"].append(added)
     assert gate(tmp_path, doc, current) == 0
     out = capsys.readouterr().out
     assert "new cases, in current only (not gated): 1\n  test_workers_transform[workers3-none]" in out
-    assert "missing cases, in baseline only (not run): 1\n  test_workers_transform[workers2-none]" in out
-    assert gate(tmp_path, doc, current, "--fail-on-missing") == 1
 
 
 def test_json_report_lists_every_comparison(tmp_path: Path, doc: dict[str, Any]) -> None:
@@ -230,13 +352,6 @@ def test_a_decode_pipeline_is_judged_on_its_share_of_the_pil_ceiling(doc: dict[s
     assert flagged == ([(DECODER, "pil_ceiling_share")] if regressed else [])
 
 
-def test_another_cpu_model_is_another_machine(doc: dict[str, Any]) -> None:
-    other = copy.deepcopy(doc)
-    other["machine_info"]["cpu_model"] = "Some Other CPU @ 3.0GHz"
-    report = compare_runs(parse_run(doc, "b"), parse_run(other, "c"))
-    assert report.portable and "cost layer" in report.unjudged
-
-
 def test_a_positive_control_is_not_compared_and_the_gate_says_so(doc: dict[str, Any]) -> None:
     """The leak check's control leaks by design, by 18 or 27 MiB/epoch as the allocator has it: its own test asserts
     the check flags it, and the gate leaves it out instead of calling a larger designed leak a regression."""
@@ -248,3 +363,12 @@ def test_a_positive_control_is_not_compared_and_the_gate_says_so(doc: dict[str, 
     assert not report.regressions and not any(c.case == control for c in report.comparisons)
     assert any(n.startswith("not compared, positive controls") and "test_leak[control-workers2]" in n
                for n in report.notes)
+
+
+def test_machine_info_records_the_counted_stack() -> None:
+    """Every part of the stack that decides an instruction count is recorded, so the gate can name a difference."""
+    from lfw import keys as K
+    from lfw.measure.machine import machine_info
+
+    info = machine_info()
+    assert all(info.get(key) for key in K.COUNTED_STACK), {k: info.get(k) for k in K.COUNTED_STACK}

@@ -1,36 +1,46 @@
 """Two-file comparison: a current run against a baseline, case by case, layer by layer.
 
-Cases are matched on ``fullname`` (``file::test[params]``). Cases present on one side only are listed, never
-dropped: pytest-benchmark's own ``--benchmark-compare-fail`` skips a case missing from the baseline silently,
-which is how a renamed benchmark escapes its gate.
+Cases are matched on what identifies them, their group and test id (:attr:`lfw.results.Case.key`), so a
+benchmark moved to another file is still the same case. Nothing compared is never a pass: a baseline case the
+current run should have held but did not (not collected, failed, skipped for a reason other than the run's own
+selection) is a gap with its own exit code, listed case by case; cases the run left out on purpose (``-k``, its
+profile or layers, this machine's cores or devices, as recorded in the run's :class:`~lfw.results.Selection`)
+are named but expected; a comparison of zero metrics is a gap too. pytest-benchmark's own
+``--benchmark-compare-fail`` skips a case missing from the baseline silently, which is how a renamed benchmark
+escapes its gate.
 
 Each side is one session, and rounds of one session share its speed, so there is no valid test over rounds: a
 metric regressed when its change (of the medians over rounds) is beyond the metric's minimum effect
-(:class:`~lfw.gate.thresholds.Thresholds`). The machine decides what may be compared: two runs from the same
-runner class compare every layer; from different machines, only efficiency and memory (instruction counts depend
-on the CPU features the libraries detect; absolute time does not port). A layer that cannot be judged is named.
+(:class:`~lfw.gate.thresholds.Thresholds`). What may be compared:
+
+- instruction counts wherever the counted stack (:data:`lfw.keys.COUNTED_STACK`: valgrind, Python and the
+  libraries the counted pass runs) matches, whatever the host CPU: valgrind runs the code on its own emulated
+  CPU, so the host's model does not choose the code path; the gate names the part of the stack that differs;
+- requests per image always (one GET per image is a protocol fact);
+- efficiency and memory always; time to first batch only on the same runner class and core count.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from statistics import median
 from typing import Any, Literal
 
 from lfw import keys as K
 from lfw.gate.metrics import INSTRUCTIONS, NOT_JUDGED, PORTABLE, SAME_MACHINE, Metric
 from lfw.gate.thresholds import Thresholds
-from lfw.results import Run, short_name
+from lfw.results import Case, Run, short_name
 from lfw.spread import coefficient_of_variation
 
 # machine_info keys whose difference changes the numbers; the first two make the runs different machines.
 MACHINE_KEYS = ("runner_class", "cpu_model", "usable_cores", "torch", "pillow", "jpeg_library", "dataset_kind",
                 "dataset_files", "bench_profile", "cache_mode", "valgrind")
-# A different CPU model is another machine too: the libraries pick code paths by CPU feature (AVX2, AVX-512), so
-# instruction counts differ, as hosted runners of one class drawing different CPUs would show.
+# Across these, wall-clock figures other than efficiency do not port (time to first batch).
 PORTABILITY_KEYS = ("runner_class", "cpu_model", "usable_cores")
 COST_LAYER = "cost layer"
+EXIT_INCOMPLETE = 5  # the gate compared less than the baseline holds (a gap), or nothing at all
 WALL_CLOCK_MIN_ROUNDS = 3  # a single round (start-method in quick) has no median to speak of: not judged
 Mode = Literal["auto", "absolute", "portable"]
 
@@ -54,13 +64,22 @@ class Comparison:
         return self.change if self.metric.worse == "higher" else -self.change
 
 
+@dataclass(frozen=True)
+class Missing:
+    """A baseline case the current run does not hold, and why (a gap fails the gate; a narrowed case does not)."""
+
+    case: str  # the baseline's full name
+    why: str
+    gap: bool
+
+
 @dataclass
 class GateReport:
-    """Everything the two-file gate found; ``exit_code`` is 1 if any comparison regressed, else 0."""
+    """Everything the two-file gate found; see :attr:`exit_code`."""
 
     comparisons: list[Comparison]
     new_cases: list[str]
-    missing_cases: list[str]
+    missing: list[Missing]
     machine_diffs: dict[str, tuple[Any, Any]]
     portable: bool
     metrics_note: str
@@ -72,8 +91,19 @@ class GateReport:
         return [c for c in self.comparisons if c.regressed]
 
     @property
+    def gaps(self) -> list[Missing]:
+        return [m for m in self.missing if m.gap]
+
+    @property
+    def narrowed(self) -> list[Missing]:
+        return [m for m in self.missing if not m.gap]
+
+    @property
     def exit_code(self) -> int:
-        return 1 if self.regressions else 0
+        """1 a regression; else 5 a gap or nothing compared (:data:`EXIT_INCOMPLETE`); else 0."""
+        if self.regressions:
+            return 1
+        return EXIT_INCOMPLETE if self.gaps or not self.comparisons else 0
 
     @property
     def case_count(self) -> int:
@@ -82,8 +112,9 @@ class GateReport:
     def to_dict(self) -> dict[str, Any]:
         return {"exit_code": self.exit_code, "portable": self.portable, "metrics_note": self.metrics_note,
                 "machine_diffs": {k: list(v) for k, v in self.machine_diffs.items()},
-                "new_cases": self.new_cases, "missing_cases": self.missing_cases, "unjudged": self.unjudged,
-                "notes": self.notes,
+                "new_cases": self.new_cases,
+                "missing_cases": [{"case": m.case, "why": m.why, "gap": m.gap} for m in self.missing],
+                "unjudged": self.unjudged, "notes": self.notes,
                 "comparisons": [{"case": c.case, "metric": c.metric.key, "baseline": c.baseline,
                                  "current": c.current, "change": c.change, "rule": c.rule,
                                  "regressed": c.regressed} for c in self.comparisons]}
@@ -96,15 +127,29 @@ def machine_diffs(baseline: Run, current: Run) -> dict[str, tuple[Any, Any]]:
 
 
 def choose_metrics(diffs: Mapping[str, tuple[Any, Any]], mode: Mode) -> tuple[bool, tuple[Metric, ...], str]:
-    """(portable?, metrics, a sentence saying what is compared and why)."""
+    """(portable?, metrics, a sentence saying what is compared and why); the cost layer is decided apart, by
+    :func:`cost_layer_reason`."""
     crossed = [k for k in PORTABILITY_KEYS if k in diffs]
     portable = mode == "portable" or (mode == "auto" and bool(crossed))
     if not portable:
         why = "forced by --mode absolute" if crossed else "same runner class and usable cores"
         return False, SAME_MACHINE, f"every layer compared ({why})"
     why = f"{', '.join(crossed)} differ" if crossed and mode == "auto" else "forced by --mode portable"
-    return True, PORTABLE, (f"efficiency and memory only ({why}: instruction counts and absolute time do not port "
-                            "across machines)")
+    return True, PORTABLE, (f"counts, efficiency and memory ({why}: absolute time and time to first batch do not "
+                            "port across machines)")
+
+
+def stack_differences(baseline: Run, current: Run) -> tuple[list[str], list[str]]:
+    """(parts of the counted stack that differ, parts recorded on one side only), each as ``name a -> b``."""
+    differ, one_side = [], []
+    for key in K.COUNTED_STACK:
+        b, c = baseline.machine.get(key), current.machine.get(key)
+        if b is None or c is None:
+            if b != c:
+                one_side.append(f"{key} ({b or 'not recorded'} -> {c or 'not recorded'})")
+        elif b != c:
+            differ.append(f"{key} {b} -> {c}")
+    return differ, one_side
 
 
 def spread(metric: Metric, values: list[float]) -> float:
@@ -131,38 +176,79 @@ def judge(case: str, metric: Metric, baseline: list[float], current: list[float]
     return Comparison(case, metric, base, cur, change, rule, spread(metric, baseline), regressed)
 
 
-def cost_layer_reason(baseline: Run, current: Run, portable: bool) -> str | None:
+def cost_layer_reason(baseline: Run, current: Run) -> str | None:
     """Why the cost layer cannot be judged between these runs (None when it can)."""
     has = {name: any(c.number(INSTRUCTIONS.key) is not None for c in run.cases)
            for name, run in (("baseline", baseline), ("current", current))}
-    if portable:
-        return "the runs come from different machines, whose instruction counts differ (CPU features)"
     if not has["baseline"]:
         return (f"the baseline {baseline.path} has no instruction counts (recorded without the cost group); "
                 "refresh it on this runner: make baseline FORCE=1")
     if not has["current"]:
         why = current.machine.get(K.COST_LAYER_SKIPPED) or "the cost group did not run (--bench-cost not given?)"
         return f"the current run has no instruction counts: {why}"
+    differ, _ = stack_differences(baseline, current)
+    if differ:
+        return (f"the counted stack differs ({'; '.join(differ)}): instruction counts compare only where valgrind, "
+                "Python and the libraries match; refresh the baseline with this stack: make baseline FORCE=1")
     return None
 
 
+def match_missing(key: str, case: Case, current: Run, accept: Sequence[str]) -> Missing:
+    """Why a baseline case is not in the current run, and whether that is a gap (see the module docstring)."""
+    if any(fnmatchcase(key, p) or fnmatchcase(case.short_name, p) for p in accept):
+        return Missing(case.fullname, "accepted as removed (--accept-missing)", gap=False)
+    selection = current.selection
+    if selection is None:
+        return Missing(case.fullname, "not in the current run, which records no selection (not saved by this "
+                                      "suite's plugin?), so it cannot have been left out on purpose", gap=True)
+    outcome = selection.outcomes.get(key)
+    if outcome is not None:
+        if outcome.status == "narrowed":
+            return Missing(case.fullname, f"left out by the run: {outcome.reason}", gap=False)
+        if outcome.status == "passed":
+            return Missing(case.fullname, "ran but saved no result (benchmarks disabled?)", gap=True)
+        return Missing(case.fullname, f"{outcome.status}: {outcome.reason}", gap=True)
+    if key in selection.deselected:
+        how = f"-k {selection.keyword!r}" if selection.keyword else f"-m {selection.markexpr!r}"
+        return Missing(case.fullname, f"deselected by {how}", gap=False)
+    return Missing(case.fullname, "not collected by the current run: renamed or removed? (its group and test id "
+                                  f"{key} match no case; accept it with --accept-missing, or refresh the baseline)",
+                   gap=True)
+
+
 def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = None,
-                 mode: Mode = "auto") -> GateReport:
+                 mode: Mode = "auto", accept_missing: Sequence[str] = ()) -> GateReport:
     """Compare ``current`` against ``baseline`` case by case; see the module docstring for the rule."""
     th = thresholds or Thresholds()
-    base_cases, cur_cases = baseline.by_name(), current.by_name()
+    base_cases, cur_cases = baseline.by_key(), current.by_key()
     diffs = machine_diffs(baseline, current)
     portable, metrics, note = choose_metrics(diffs, mode)
-    report = GateReport([], sorted(set(cur_cases) - set(base_cases)), sorted(set(base_cases) - set(cur_cases)),
+    missing = [match_missing(key, base_cases[key], current, accept_missing)
+               for key in sorted(set(base_cases) - set(cur_cases))]
+    report = GateReport([], sorted(cur_cases[k].fullname for k in set(cur_cases) - set(base_cases)), missing,
                         diffs, portable, note)
-    reason = cost_layer_reason(baseline, current, portable)
+    reason = cost_layer_reason(baseline, current)
     if reason:
         report.unjudged[COST_LAYER] = reason
+        metrics = tuple(m for m in metrics if m is not INSTRUCTIONS)
+    else:
+        metrics = (INSTRUCTIONS, *(m for m in metrics if m is not INSTRUCTIONS))
+        _, one_side = stack_differences(baseline, current)
+        if "cpu_model" in diffs:
+            report.notes.append(f"cost layer judged across CPU models ({diffs['cpu_model'][0]} -> "
+                                f"{diffs['cpu_model'][1]}): the counted stack matches")
+        if one_side:
+            report.notes.append(f"counted stack recorded on one side only, compared on the rest: {', '.join(one_side)}"
+                                "; refresh the baseline to record it")
     few_rounds = []
     skipped_by_group: dict[tuple[str | None, str], list[str]] = {}
     controls = []
-    for name in sorted(set(base_cases) & set(cur_cases)):
-        b_case, c_case = base_cases[name], cur_cases[name]
+    for key in sorted(set(base_cases) & set(cur_cases)):
+        b_case, c_case = base_cases[key], cur_cases[key]
+        name = c_case.fullname
+        if b_case.fullname != c_case.fullname:
+            report.notes.append(f"{short_name(name)}: matched by group and id across a move "
+                                f"({b_case.fullname} -> {c_case.fullname})")
         if c_case.value(K.POSITIVE_CONTROL) is True:
             controls.append(name)  # judged by its own test: the check must flag it
             continue
@@ -177,7 +263,7 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
                 few_rounds.append(name)
                 continue
             if not b or not c:
-                if metric is not INSTRUCTIONS and not metric.optional:  # the cost layer is reported once, above
+                if not metric.optional:
                     side = "current" if not b else "baseline"
                     report.notes.append(f"{short_name(name)}: {metric.label} only in the {side} run, not compared")
                 continue

@@ -66,9 +66,9 @@ DATA_WAIT = Metric(K.DATA_WAIT_FRACTION, "data-wait fraction", "higher", "absolu
 NOT_JUDGED = {("remote", K.TTFB_S): "the proxy injects a heavy-tailed delay, and a first batch waits for its "
                                    "slowest request: a tail in 2 of 3 rounds moves the median by +200%"}
 MEMORY = (PSS_GROWTH, PSS_PEAK, WORKER_USS, WORKER_USS_GROWTH, LEAK_STEP_USS, LEAK_STEP_PSS)
-# Two files from the same runner class: every layer. From different machines: instruction counts depend on the
-# CPU features the libraries detect and time to first batch does not port, so only efficiency and memory.
+# Two files from the same runner class: every layer. From different machines time to first batch does not
+# port. Instruction counts join either set wherever the counted stack matches (lfw.gate.compare decides).
 SAME_MACHINE = (INSTRUCTIONS, REQUESTS, EFFICIENCY, PIL_SHARE, ENDPOINT_SHARE, TTFB, *MEMORY, DATA_WAIT)
-PORTABLE = (REQUESTS, EFFICIENCY, PIL_SHARE, ENDPOINT_SHARE, *MEMORY, DATA_WAIT)
+PORTABLE = (INSTRUCTIONS, REQUESTS, EFFICIENCY, PIL_SHARE, ENDPOINT_SHARE, *MEMORY, DATA_WAIT)
 # Pass-interleaved A/B: the wall-clock figures the two-file gate cannot judge finely.
 AB = (IMAGES_PER_S, TTFB)

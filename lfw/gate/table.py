@@ -52,15 +52,25 @@ def render(report: GateReport, th: Thresholds, *, show_all: bool = False) -> str
     out = [f"compared: {report.metrics_note}", thresholds_line(th)]
     for layer, why in report.unjudged.items():
         out.append(f"not judged: {layer}: {why}")
-    for label, names in (("new cases, in current only (not gated)", report.new_cases),
-                         ("missing cases, in baseline only (not run)", report.missing_cases)):
-        if names:
-            out.append(f"{label}: {len(names)}")
-            out.extend(f"  {short_name(n)}" for n in names)
+    if report.new_cases:
+        out.append(f"new cases, in current only (not gated): {len(report.new_cases)}")
+        out.extend(f"  {short_name(n)}" for n in report.new_cases)
+    if report.narrowed:
+        out.append(f"left out on purpose, not compared: {len(report.narrowed)}")
+        out.extend(f"  {short_name(m.case)}: {m.why}" for m in report.narrowed)
+    if report.gaps:
+        out.append(f"MISSING: {len(report.gaps)} baseline cases this run should have held:")
+        out.extend(f"  {short_name(m.case)}: {m.why}" for m in report.gaps)
     out.extend(f"note: {n}" for n in report.notes)
     summary = f"{len(report.comparisons)} comparisons in {report.case_count} cases"
-    out.append(f"REGRESSED: {len(report.regressions)} of {summary}" if report.regressions
-               else f"no regression: {summary}")
+    if report.regressions:
+        out.append(f"REGRESSED: {len(report.regressions)} of {summary}")
+    elif not report.comparisons:
+        out.append("INCOMPLETE: nothing compared (no case and metric on both sides); that is never a pass")
+    elif report.gaps:
+        out.append(f"INCOMPLETE: {len(report.gaps)} baseline cases missing; no regression in {summary}")
+    else:
+        out.append(f"no regression: {summary}")
     rows = report.comparisons if show_all else report.regressions
     if rows:
         out.append(table(("case", "metric", "baseline", "current", "change", "minimum effect", "verdict"), [

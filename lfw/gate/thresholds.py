@@ -23,8 +23,9 @@ decision rule
 
   two files (BASELINE.json CURRENT.json; rounds of one session share its speed, so no test over rounds is
   valid: each case is decided by effect size against thresholds set from measured between-session drift)
-    cost layer   instructions per image (callgrind, deterministic), and requests per image through the
-                 remote proxy (one GET each): higher by more than --cost-threshold
+    cost layer   instructions per image (callgrind, deterministic; judged wherever the counted stack of
+                 valgrind, Python and the libraries matches, whatever the host CPU), and requests per image
+                 through the remote proxy (one GET each): higher by more than --cost-threshold
     wall clock   gross regressions only, cases with 3 or more rounds: efficiency (images/s over the
                  single-core ceiling measured in the same round; for a decode pipeline, its share of the
                  PIL path's ceiling; for a remote case, of the endpoint's) lower by more than
@@ -52,9 +53,15 @@ decision rule
   over looks). Two-file decisions are thresholds, not tests; their per-run false-alarm rate is measured by
   `make gate-rates` (A/A runs against the committed baseline) and stated in the README.
 
+  nothing compared is never a pass: a baseline case the run should have held (collected, selected, not left
+  out by its profile, layers or this machine) but does not hold is a gap, named with its outcome (not
+  collected, failed, skipped and why); a gap, or zero comparisons, is exit 5; --accept-missing accepts a
+  removal by name
+
 exit codes: 0 no regression; 1 regression (the table names each); 2 unusable input (missing or corrupt
 file, unknown revision, a layer that --require-cost-layer needs); 3 A/B inconclusive (noisy: rerun);
-4 measurement failed (a side crashed or timed out, valgrind failed)"""
+4 measurement failed (a side crashed or timed out, valgrind failed); 5 incomplete (a gap, or nothing
+compared)"""
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,16 @@ def jpeg_library() -> str:
     return f"libjpeg {features.version('jpg') or 'unknown'}"
 
 
+def package_version(name: str) -> str:
+    """An installed distribution's version, or ``not installed``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
+
+
 def cuda_info() -> dict[str, Any]:
     if not torch.cuda.is_available():
         return {"cuda_available": False}
@@ -73,6 +83,7 @@ def machine_info() -> dict[str, Any]:
         "pillow": PIL.__version__,
         "numpy": np.__version__,
         "jpeg_library": jpeg_library(),
+        "simplejpeg": package_version("simplejpeg"),
         "usable_cores": usable_cores(),
         "logical_cpus": os.cpu_count(),
         "torch_num_threads": torch.get_num_threads(),

@@ -30,12 +30,13 @@ class Verdict:
 
 
 def pair_cases(base: Run, current: Run) -> tuple[list[tuple[Case, Case]], list[Case], list[Case]]:
-    """Cases matched on ``fullname``, plus those only in current (new) and only in base (missing)."""
-    base_by_name = base.by_name()
-    current_names = {c.fullname for c in current.cases}
-    pairs = [(base_by_name[c.fullname], c) for c in current.cases if c.fullname in base_by_name]
-    new = [c for c in current.cases if c.fullname not in base_by_name]
-    missing = [c for c in base.cases if c.fullname not in current_names]
+    """Cases matched on group and test id (:attr:`Case.key`, as the gate matches them), plus those only in
+    current (new) and only in base (missing)."""
+    base_by_key = base.by_key()
+    current_keys = {c.key for c in current.cases}
+    pairs = [(base_by_key[c.key], c) for c in current.cases if c.key in base_by_key]
+    new = [c for c in current.cases if c.key not in base_by_key]
+    missing = [c for c in base.cases if c.key not in current_keys]
     return pairs, new, missing
 
 
@@ -71,5 +72,5 @@ def gate_verdicts(base: Run, current: Run, thresholds: Thresholds | None = None)
             label, shown = ("improved" if improved else "unchanged"), [throughput] if throughput else []
         detail = "; ".join(describe(c) for c in shown) or "no throughput compared"
         verdicts.append(Verdict(case.fullname, label, change, detail))
-    verdicts += [Verdict(name, "missing", None, "in the baseline, not in this run") for name in gate.missing_cases]
+    verdicts += [Verdict(m.case, "missing", None, m.why) for m in gate.missing]
     return verdicts, gate
