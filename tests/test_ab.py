@@ -21,6 +21,7 @@ from lfw.gate.__main__ import main
 from lfw.gate.ab import ABPlan, parse_cases, run_ab
 from lfw.gate.metrics import IMAGES_PER_S, TTFB
 from lfw.gate.paired_rule import INCONCLUSIVE, OK, REGRESSED, PairedInput, decide, look_points
+from lfw.gate.table import render_paired
 from lfw.gate.thresholds import Thresholds
 from lfw.results import load_run
 
@@ -103,19 +104,36 @@ for line in sys.stdin:
 '''
 
 
-def fake_repo(tmp_path: Path, base_speed: float, current_speed: float, crash: int = 0, hang: bool = False) -> Path:
-    """A git repository whose committed fake server runs at ``base_speed``, its working tree at the other."""
+# The cost CLI's output (python -m lfw.measure.cost PRESETS ...): counts per preset, or exit 2 with one line.
+FAKE_COST = '''
+import json, sys
+PER_IMAGE = {per_image}
+presets = [a for a in sys.argv[1:] if not a.startswith("-") and "/" not in a and not a.isdigit()]
+if PER_IMAGE is None:
+    print("error: cannot count instructions: valgrind is not installed", file=sys.stderr)
+    sys.exit(2)
+print(json.dumps({{"counts": {{p: {{"instructions": PER_IMAGE * 16, "images": 16}} for p in presets}}}}))
+'''
+
+
+def fake_repo(tmp_path: Path, base_speed: float, current_speed: float, crash: int = 0, hang: bool = False,
+              base_count: float | None = 1e6, current_count: float | None = 1e6) -> Path:
+    """A git repository whose committed fake server runs at ``base_speed`` and counts ``base_count``
+    instructions per image, its working tree at the others."""
     repo = tmp_path / "repo"
     server = repo / "lfw" / "measure" / "pass_server.py"
+    cost = repo / "lfw" / "measure" / "cost.py"
     server.parent.mkdir(parents=True)
     (repo / "lfw" / "__init__.py").write_text("")
     (repo / "lfw" / "measure" / "__init__.py").write_text("")
     server.write_text(FAKE_SERVER.format(speed=base_speed, crash=0, hang=False))
+    cost.write_text(FAKE_COST.format(per_image=base_count))
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "base"], check=True)
     server.write_text(FAKE_SERVER.format(speed=current_speed, crash=crash, hang=hang))
+    cost.write_text(FAKE_COST.format(per_image=current_count))
     return repo
 
 
@@ -151,6 +169,32 @@ def test_a_slower_working_tree_is_caught_and_both_sides_are_written(tmp_path: Pa
 def test_same_speed_passes(tmp_path: Path) -> None:
     run = run_ab(plan(), fake_repo(tmp_path, 1000.0, 1000.0), Thresholds(), tmp_path / "out", root=tmp_path)
     assert run.exit_code == 0 and all(v.verdict == OK for v in run.verdicts)
+    assert len(run.counts) == 4 and not any(c.regressed for c in run.counts) and run.counts_unjudged is None
+
+
+def test_more_instructions_per_image_on_the_current_side_are_a_regression(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Same speed, 5% more instructions per image: the count catches what the wall clock cannot resolve."""
+    repo = fake_repo(tmp_path, 1000.0, 1000.0, current_count=1.05e6)
+    run = run_ab(plan(), repo, Thresholds(), tmp_path / "out", root=tmp_path)
+    assert run.exit_code == 1 and all(v.verdict == OK for v in run.verdicts)
+    assert [round(c.change, 3) for c in run.counts] == [0.05] * 4 and all(c.regressed for c in run.counts)
+    verdicts = json.loads((tmp_path / "out" / "verdicts.json").read_text())
+    assert [c["case"] for c in verdicts["counts"]] == ["test_cost[none]", "test_cost[simple]", "test_cost[heavy]",
+                                                      "test_cost[uint8]"]
+    assert worktrees(repo) == 1
+    text = render_paired(run.verdicts, header="A/B", counts=run.counts, counts_unjudged=run.counts_unjudged)
+    assert "REGRESSED: 4 of 6 comparisons" in text
+    assert any(line.split()[:2] == ["test_cost[none]", "instructions/image"] and "+5.0% (exact count)" in line
+               and line.rstrip().endswith("REGRESSED") for line in text.splitlines())
+
+
+def test_a_side_that_cannot_count_leaves_the_cost_layer_not_judged_with_its_reason(tmp_path: Path) -> None:
+    repo = fake_repo(tmp_path, 1000.0, 1000.0, current_count=None)
+    run = run_ab(plan(), repo, Thresholds(), tmp_path / "out", root=tmp_path)
+    assert run.exit_code == 0 and not run.counts
+    assert run.counts_unjudged == ("the current side could not count: cannot count instructions: valgrind is not "
+                                   "installed")
 
 
 def test_a_side_that_crashes_is_a_measurement_failure_and_leaves_nothing(tmp_path: Path) -> None:

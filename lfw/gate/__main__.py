@@ -33,7 +33,8 @@ baseline case the run should have held but does not is a gap (exit 5), one line 
 out on purpose (-k, profile, layers, this machine's cores) are named.
 
 A/B (--ab REV): the base revision and the working tree measured in this job, interleaved pass by pass in pairs
-of fresh processes: the verdict for throughput and time to first batch on a runner whose speed drifts."""
+of fresh processes: the verdict for throughput and time to first batch on a runner whose speed drifts; then
+instructions per image of both sides, counted in the same job and judged like the two-file cost layer."""
 
 EPILOG = f"""{RULE_TEXT}
 
@@ -89,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"pairs between looks (default {plan.look_every})")
     ab.add_argument("--bench-profile", default=plan.profile, help="pass lengths: smoke, quick (default), full")
     ab.add_argument("--seed", type=int, help="schedule seed (default: random, recorded in the output)")
+    ab.add_argument("--no-counts", action="store_true",
+                    help="skip the cost layer (instructions per image of both sides under valgrind, ~2 min)")
     ab.add_argument("--ab-out", type=Path, help="new folder for the runs, logs and verdicts "
                                                 "(default .benchmarks/ab/<time>-<base sha>/)")
     o = p.add_argument_group("output")
@@ -122,7 +125,7 @@ def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
     if args.baseline or args.current:
         raise LFWError("--ab takes no baseline or current file: it measures both sides itself")
     plan = ABPlan(args.ab, parse_cases(args.cases), args.min_pairs, args.max_pairs, args.look_every,
-                  args.bench_profile, args.seed)
+                  args.bench_profile, args.seed, count=not args.no_counts)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         run = run_ab(plan, Path.cwd(), th, args.ab_out)
@@ -134,7 +137,7 @@ def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
               f"written to {run.out}")
     if run.new_cases:
         header += f"\nnew cases, not in the base revision (not compared): {', '.join(run.new_cases)}"
-    print(render_paired(run.verdicts, header=header))
+    print(render_paired(run.verdicts, header=header, counts=run.counts, counts_unjudged=run.counts_unjudged))
     return run.exit_code
 
 

@@ -15,6 +15,8 @@ How:
   concurrently), then one randomized ABBA or BAAB quad, cases in random order;
 - after ``min_pairs`` and every ``look_every`` pairs up to ``max_pairs`` the rule decides; the run stops when a
   comparison regressed (the run's verdict is then settled) or none is inconclusive;
+- then the cost layer is counted for both sides at once (:mod:`lfw.gate.ab_counts`): instructions per image of
+  every preset, judged by the two-file threshold, in the same verdict table and JSON (``--no-counts`` skips it);
 - both sides are written as pytest-benchmark JSON with their per-pass data (``base.json``, ``current.json``,
   read by ``pytest-benchmark compare`` and ``python -m lfw.report``), with the verdicts (``verdicts.json``)
   and each side's log, into a new folder that is never overwritten.
@@ -44,6 +46,8 @@ from tqdm import tqdm
 
 from lfw import keys as K
 from lfw.errors import LFWError, MeasurementError
+from lfw.gate.ab_counts import COST_MODULE, count_sides, judge_counts
+from lfw.gate.compare import Comparison
 from lfw.gate.metrics import AB
 from lfw.gate.paired_rule import INCONCLUSIVE, REGRESSED, PairedComparison, PairedInput, decide, look_points
 from lfw.gate.thresholds import Thresholds
@@ -81,6 +85,7 @@ class ABPlan:
     seed: int | None = None
     timeout_s: float = 300.0
     python: str = sys.executable
+    count: bool = True  # count the cost layer on both sides after the pairs
 
     def __post_init__(self) -> None:
         if not 5 <= self.min_pairs <= self.max_pairs or self.look_every < 1:
@@ -192,10 +197,12 @@ class ABRun:
     looks: list[int] = field(default_factory=list)
     out: Path | None = None
     current_dirty: bool = False  # the working tree had uncommitted changes: they are what was measured
+    counts: list[Comparison] = field(default_factory=list)  # instructions per image, base vs current
+    counts_unjudged: str | None = None  # why the cost layer was not counted on both sides
 
     @property
     def exit_code(self) -> int:
-        if any(v.verdict == REGRESSED for v in self.verdicts):
+        if any(v.verdict == REGRESSED for v in self.verdicts) or any(c.regressed for c in self.counts):
             return 1
         return 3 if any(v.verdict == INCONCLUSIVE for v in self.verdicts) else 0
 
@@ -313,6 +320,10 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
                     run.verdicts = judge_look(run, th, len(looks))
                     if run.exit_code != 3:  # a regression settles the run; so does nothing left inconclusive
                         break
+        if plan.count:
+            measure_counts(run, trees, root, tmp, th)
+        else:
+            run.counts_unjudged = "not counted (--no-counts)"
     finally:
         subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(base_tree)],
                        capture_output=True, check=False)
@@ -321,6 +332,27 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
     run.out = out
     write_outputs(run, repo, th)
     return run
+
+
+def measure_counts(run: ABRun, trees: dict[str, Path], root: Path, tmp: Path, th: Thresholds) -> None:
+    """Instructions per image of every preset on both sides, counted at once; judged into ``run.counts``."""
+    from lfw.matrix import TRANSFORMS
+    from lfw.measure.cost import CHILD_TIMEOUT_S
+    from lfw.profiles import PROFILES
+
+    old = [name for name, tree in trees.items() if not (tree / COST_MODULE).is_file()]
+    if old:
+        run.counts_unjudged = f"the {old[0]} revision has no cost layer ({COST_MODULE})"
+        return
+    images = PROFILES[run.plan.profile].cost_images
+    commands = {name: ([run.plan.python, "-m", "lfw.measure.cost", *TRANSFORMS, "--root", str(root),
+                        "--batch-size", str(images), "--batches", "1", "--cache-dir", str(tmp / f"callgrind-{name}")],
+                       tree, side_env(tree)) for name, tree in trees.items()}
+    print(f"counting instructions per image on both sides under valgrind ({', '.join(TRANSFORMS)}; about two "
+          "minutes)", file=sys.stderr, flush=True)
+    counts, run.counts_unjudged = count_sides(commands, CHILD_TIMEOUT_S)
+    if counts:
+        run.counts = judge_counts(counts, BASE, CURRENT, th)
 
 
 def side_records(run: ABRun, side: str) -> list[dict[str, Any]]:
@@ -363,6 +395,9 @@ def write_outputs(run: ABRun, repo: Path, th: Thresholds) -> None:
                 "thresholds": asdict(th), "new_cases": run.new_cases,
                 "log_ratios": {f"{c}:{m}": v for (c, m), v in run.log_ratios.items()},
                 "verdicts": [{**{k: v for k, v in asdict(c).items() if k != "metric"}, "metric": c.metric.key}
-                             for c in run.verdicts]}
+                             for c in run.verdicts],
+                "counts": [{"case": c.case, "metric": c.metric.key, "base": c.baseline, "current": c.current,
+                            "change": c.change, "rule": c.rule, "regressed": c.regressed} for c in run.counts],
+                "counts_unjudged": run.counts_unjudged}
     (run.out / "verdicts.json").write_text(json.dumps(verdicts, indent=2) + "\n")
 

@@ -84,23 +84,33 @@ def fmt_ratio(c: PairedComparison) -> str:
     return (f"{(c.ratio - 1) * 100:+.1f}% [{(c.ratio_low - 1) * 100:+.1f}, {(c.ratio_high - 1) * 100:+.1f}]")
 
 
-def render_paired(comparisons: Sequence[PairedComparison], *, header: str, show_all: bool = True) -> str:
-    """The A/B verdict table: every comparison by default (an A/B run has few)."""
+def render_paired(comparisons: Sequence[PairedComparison], *, header: str, show_all: bool = True,
+                  counts: Sequence[Comparison] = (), counts_unjudged: str | None = None) -> str:
+    """The A/B verdict table: every comparison by default (an A/B run has few), the paired wall-clock rows and
+    the instruction counts of both sides (exact: no interval, no pairs, no p-value) in one table."""
     regressed = [c for c in comparisons if c.verdict == REGRESSED]
     noisy = [c for c in comparisons if c.verdict == INCONCLUSIVE]
-    if regressed:
-        summary = f"REGRESSED: {len(regressed)} of {len(comparisons)} comparisons"
+    counted_worse = [c for c in counts if c.regressed]
+    total = len(comparisons) + len(counts)
+    if regressed or counted_worse:
+        summary = f"REGRESSED: {len(regressed) + len(counted_worse)} of {total} comparisons"
     elif noisy:
-        summary = (f"noisy: rerun: {len(noisy)} of {len(comparisons)} comparisons can neither rule out nor show "
+        summary = (f"noisy: rerun: {len(noisy)} of {total} comparisons can neither rule out nor show "
                    "a regression of the threshold's size")
     else:
-        summary = f"no regression: {len(comparisons)} comparisons, each ruling out a change of its threshold's size"
+        summary = f"no regression: {total} comparisons, each ruling out a change of its threshold's size"
     rows = comparisons if show_all else [*regressed, *noisy]
     confidence = min((c.confidence for c in comparisons), default=0.9)
     body = table(("case", "metric", "base", "current", f"change [{confidence:.0%} interval]", "threshold",
                   "pairs", "p (Holm)", "verdict"), [
-        (short_name(c.case), c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.base_median),
-         fmt_value(c.metric.key, c.metric.unit, c.current_median), fmt_ratio(c),
-         f"{'-' if c.metric.worse == 'lower' else '+'}{c.threshold:.0%}", str(c.pairs), f"{c.p_holm:.4f}",
-         c.verdict.upper() if c.verdict == REGRESSED else c.verdict) for c in rows])
-    return "\n".join([header, summary, body])
+        *[(short_name(c.case), c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.base_median),
+           fmt_value(c.metric.key, c.metric.unit, c.current_median), fmt_ratio(c),
+           f"{'-' if c.metric.worse == 'lower' else '+'}{c.threshold:.0%}", str(c.pairs), f"{c.p_holm:.4f}",
+           c.verdict.upper() if c.verdict == REGRESSED else c.verdict) for c in rows],
+        *[(c.case, c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.baseline),
+           fmt_value(c.metric.key, c.metric.unit, c.current), f"{fmt_change(c)} (exact count)", c.rule, "-", "-",
+           "REGRESSED" if c.regressed else "ok") for c in counts if show_all or c.regressed]])
+    lines = [header, summary, body]
+    if counts_unjudged:
+        lines.append(f"not judged: cost layer: {counts_unjudged}")
+    return "\n".join(lines)

@@ -1,0 +1,76 @@
+"""Instruction counts in A/B: the cost layer counted for both revisions in the same job.
+
+A pull request has no committed baseline of its own runner, and its wall clock needs many process pairs; its
+per-image work is countable exactly. Each side runs its own ``python -m lfw.measure.cost`` (its checkout on
+``PYTHONPATH``, as its pass server does), both at once: a count does not depend on what else the machine runs.
+The rule is the two-file one (:func:`lfw.gate.compare.judge`: higher by more than ``--cost-threshold``), with
+no statistics: a count repeats.
+
+A side that cannot count (valgrind, its headers or a compiler missing: the cost CLI's exit 2), or a base
+revision from before the cost layer, leaves the layer not judged with that reason; a count that crashes or
+times out is a measurement failure.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from lfw.errors import EXIT_USAGE, MeasurementError
+from lfw.gate.compare import Comparison, judge
+from lfw.gate.metrics import INSTRUCTIONS
+from lfw.gate.thresholds import Thresholds
+
+COST_MODULE = Path("lfw") / "measure" / "cost.py"
+
+
+def count_case(preset: str) -> str:
+    """The name a preset's count goes by in verdicts: the cost layer's own test id."""
+    return f"test_cost[{preset}]"
+
+
+def last_line(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("==")]
+    return lines[-1].strip() if lines else "no output"
+
+
+def count_sides(commands: dict[str, tuple[list[str], Path, dict[str, str]]], timeout_s: float
+                ) -> tuple[dict[str, dict[str, float]], str | None]:
+    """Run each side's cost command (argv, cwd, env) at once; (instructions per image by side and preset, or
+    the reason the layer cannot be judged)."""
+    procs = {name: subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True) for name, (argv, cwd, env) in commands.items()}
+    outputs: dict[str, tuple[str, str]] = {}
+    try:
+        for name, proc in procs.items():
+            try:
+                outputs[name] = proc.communicate(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                raise MeasurementError(f"the {name} side's instruction count took longer than {timeout_s:g} s "
+                                       "and was stopped") from None
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    counts: dict[str, dict[str, float]] = {}
+    for name, (out, err) in outputs.items():
+        code = procs[name].returncode
+        if code == EXIT_USAGE:
+            return {}, f"the {name} side could not count: {last_line(err).removeprefix('error: ')}"
+        if code != 0:
+            raise MeasurementError(f"the {name} side's instruction count failed (exit {code}): {last_line(err)}")
+        try:
+            found = json.loads(out.strip().splitlines()[-1])["counts"]
+            counts[name] = {p: c["instructions"] / c["images"] for p, c in found.items()}
+        except (IndexError, KeyError, TypeError, ValueError, ZeroDivisionError):
+            raise MeasurementError(f"the {name} side's instruction count wrote no counts: "
+                                   f"{last_line(out)[:120]}") from None
+    return counts, None
+
+
+def judge_counts(counts: dict[str, dict[str, float]], base: str, current: str, th: Thresholds) -> list[Comparison]:
+    """One comparison per preset counted on both sides, under the two-file cost threshold."""
+    presets = [p for p in counts[current] if p in counts[base]]
+    return [judge(count_case(p), INSTRUCTIONS, [counts[base][p]], [counts[current][p]], th) for p in presets]
