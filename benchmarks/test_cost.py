@@ -82,7 +82,8 @@ def test_cost(benchmark: Any, counts: dict[str, InstructionCount], dataset_facto
     info.update({K.TRANSFORM: transform, K.PROFILE: profile.name, K.CONFIG: loader_config_dict(profile),
                  K.INSTRUCTIONS: count.instructions, K.INSTRUCTIONS_PER_IMAGE: round(count.per_image, 1),
                  K.IMAGES_COUNTED: count.images, K.VALGRIND: valgrind_version(),
-                 K.NATIVE_INSTRUCTIONS_PER_S: round(count.instructions / seconds) if seconds > 0 else 0})
+                 K.NATIVE_INSTRUCTIONS_PER_S: round(count.instructions / seconds) if seconds > 0 else 0,
+                 **count.moves})
     record(benchmark, info)
     assert count.images == profile.cost_images and count.instructions > 0
 

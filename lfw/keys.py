@@ -148,6 +148,13 @@ INDEX_MIB = "index_mib"  # its size in the process that built it
 GC_FROZEN = "gc_frozen"
 LIST_OVER_NUMPY = "list_over_numpy_worker_uss_growth"  # on the numpy case: the list case's worker growth over its
 
+# --- what a pipeline moves per image, counted deterministically (lfw.measure.moves) --------------------------
+FILES_OPENED_PER_IMAGE = "files_opened_per_image"
+READ_CALLS_PER_IMAGE = "read_calls_per_image"
+BYTES_READ_PER_IMAGE = "bytes_read_per_image"
+BATCH_BYTES_PER_IMAGE = "batch_bytes_per_image"
+MOVES = (FILES_OPENED_PER_IMAGE, READ_CALLS_PER_IMAGE, BYTES_READ_PER_IMAGE, BATCH_BYTES_PER_IMAGE)
+
 # --- a case that demonstrates a check rather than measures the user's loader ----------------------------------
 CASE = "case"  # the leak check's case name: lfw, control, index
 POSITIVE_CONTROL = "positive_control"  # True: it must be flagged by its own check; the gate does not compare it

@@ -372,3 +372,14 @@ def test_machine_info_records_the_counted_stack() -> None:
 
     info = machine_info()
     assert all(info.get(key) for key in K.COUNTED_STACK), {k: info.get(k) for k in K.COUNTED_STACK}
+
+
+def test_what_a_pass_moves_is_judged_like_instructions(doc: dict[str, Any]) -> None:
+    """Float32 batches instead of uint8 (4x the bytes handed to the main process): caught by its own count."""
+    base = copy.deepcopy(doc)
+    for case in base["benchmarks"]:
+        if case["group"] == "cost":
+            case["extra_info"].update(files_opened_per_image=1.0, batch_bytes_per_image=187508.0)
+    current = changed(base, COST, "batch_bytes_per_image", lambda v: v * 4)
+    flagged = [(c.case, c.metric.key) for c in compare_runs(parse_run(base, "b"), parse_run(current, "c")).regressions]
+    assert flagged == [(COST, "batch_bytes_per_image")]

@@ -1,4 +1,5 @@
-"""Instruction counts in A/B: the cost layer counted for both revisions in the same job.
+"""Instruction counts in A/B: the cost layer counted for both revisions in the same job (instructions per image
+and what a pass moves per image, :mod:`lfw.measure.moves`).
 
 A pull request has no committed baseline of its own runner, and its wall clock needs many process pairs; its
 per-image work is countable exactly. Each side runs its own ``python -m lfw.measure.cost`` (its checkout on
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from lfw.errors import EXIT_USAGE, MeasurementError
 from lfw.gate.compare import Comparison, judge
-from lfw.gate.metrics import INSTRUCTIONS
+from lfw.gate.metrics import COUNTED, INSTRUCTIONS
 from lfw.gate.thresholds import Thresholds
 
 COST_MODULE = Path("lfw") / "measure" / "cost.py"
@@ -36,9 +37,9 @@ def last_line(text: str) -> str:
 
 
 def count_sides(commands: dict[str, tuple[list[str], Path, dict[str, str]]], timeout_s: float
-                ) -> tuple[dict[str, dict[str, float]], str | None]:
-    """Run each side's cost command (argv, cwd, env) at once; (instructions per image by side and preset, or
-    the reason the layer cannot be judged)."""
+                ) -> tuple[dict[str, dict[str, dict[str, float]]], str | None]:
+    """Run each side's cost command (argv, cwd, env) at once; (by side, preset and metric key the per-image
+    counts: instructions and what a pass moves, or the reason the layer cannot be judged)."""
     procs = {name: subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     text=True) for name, (argv, cwd, env) in commands.items()}
     outputs: dict[str, tuple[str, str]] = {}
@@ -54,7 +55,7 @@ def count_sides(commands: dict[str, tuple[list[str], Path, dict[str, str]]], tim
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    counts: dict[str, dict[str, float]] = {}
+    counts: dict[str, dict[str, dict[str, float]]] = {}
     for name, (out, err) in outputs.items():
         code = procs[name].returncode
         if code == EXIT_USAGE:
@@ -63,14 +64,20 @@ def count_sides(commands: dict[str, tuple[list[str], Path, dict[str, str]]], tim
             raise MeasurementError(f"the {name} side's instruction count failed (exit {code}): {last_line(err)}")
         try:
             found = json.loads(out.strip().splitlines()[-1])["counts"]
-            counts[name] = {p: c["instructions"] / c["images"] for p, c in found.items()}
+            counts[name] = {p: {INSTRUCTIONS.key: c["instructions"] / c["images"], **c.get("moves", {})}
+                            for p, c in found.items()}
         except (IndexError, KeyError, TypeError, ValueError, ZeroDivisionError):
             raise MeasurementError(f"the {name} side's instruction count wrote no counts: "
                                    f"{last_line(out)[:120]}") from None
     return counts, None
 
 
-def judge_counts(counts: dict[str, dict[str, float]], base: str, current: str, th: Thresholds) -> list[Comparison]:
-    """One comparison per preset counted on both sides, under the two-file cost threshold."""
-    presets = [p for p in counts[current] if p in counts[base]]
-    return [judge(count_case(p), INSTRUCTIONS, [counts[base][p]], [counts[current][p]], th) for p in presets]
+def judge_counts(counts: dict[str, dict[str, dict[str, float]]], base: str, current: str,
+                 th: Thresholds) -> list[Comparison]:
+    """One comparison per preset and count measured on both sides, under the two-file cost threshold."""
+    out = []
+    for preset, mine in counts[current].items():
+        theirs = counts[base].get(preset, {})
+        out += [judge(count_case(preset), m, [theirs[m.key]], [mine[m.key]], th)
+                for m in COUNTED if m.key in mine and m.key in theirs]
+    return out

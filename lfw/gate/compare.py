@@ -13,7 +13,8 @@ Each side is one session, and rounds of one session share its speed, so there is
 metric regressed when its change (of the medians over rounds) is beyond the metric's minimum effect
 (:class:`~lfw.gate.thresholds.Thresholds`). What may be compared:
 
-- instruction counts wherever the counted stack (:data:`lfw.keys.COUNTED_STACK`: valgrind, Python and the
+- instruction counts, and what the pipeline moves per image (files opened, read calls, bytes read, batch
+  bytes: :mod:`lfw.measure.moves`), wherever the counted stack (:data:`lfw.keys.COUNTED_STACK`: valgrind, Python and the
   libraries the counted pass runs) matches, whatever the host CPU: valgrind runs the code on its own emulated
   CPU, so the host's model does not choose the code path; the gate names the part of the stack that differs;
 - requests per image always (one GET per image is a protocol fact);
@@ -29,7 +30,7 @@ from statistics import median
 from typing import Any, Literal
 
 from lfw import keys as K
-from lfw.gate.metrics import INSTRUCTIONS, NOT_JUDGED, PORTABLE, SAME_MACHINE, Metric
+from lfw.gate.metrics import COUNTED, INSTRUCTIONS, NOT_JUDGED, PORTABLE, SAME_MACHINE, Metric
 from lfw.gate.thresholds import Thresholds
 from lfw.results import Case, Run, short_name
 from lfw.spread import coefficient_of_variation
@@ -230,9 +231,8 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
     reason = cost_layer_reason(baseline, current)
     if reason:
         report.unjudged[COST_LAYER] = reason
-        metrics = tuple(m for m in metrics if m is not INSTRUCTIONS)
+        metrics = tuple(m for m in metrics if m not in COUNTED)
     else:
-        metrics = (INSTRUCTIONS, *(m for m in metrics if m is not INSTRUCTIONS))
         _, one_side = stack_differences(baseline, current)
         if "cpu_model" in diffs:
             report.notes.append(f"cost layer judged across CPU models ({diffs['cpu_model'][0]} -> "

@@ -44,6 +44,14 @@ class Metric:
 
 
 INSTRUCTIONS = Metric(K.INSTRUCTIONS_PER_IMAGE, "instructions/image", "higher", "relative", "cost")
+# What the pipeline moves per image (lfw.measure.moves), counted beside the instructions: deterministic, judged
+# like them. Optional: baselines recorded before these counts existed do not have them.
+FILES_OPENED = Metric(K.FILES_OPENED_PER_IMAGE, "files opened/image", "higher", "relative", "cost", optional=True)
+READ_CALLS = Metric(K.READ_CALLS_PER_IMAGE, "read calls/image", "higher", "relative", "cost", optional=True)
+BYTES_READ = Metric(K.BYTES_READ_PER_IMAGE, "bytes read/image", "higher", "relative", "cost", optional=True)
+BATCH_BYTES = Metric(K.BATCH_BYTES_PER_IMAGE, "batch bytes/image", "higher", "relative", "cost", optional=True)
+# The counts that depend on the counted stack (valgrind, Python, the libraries): compared where it matches.
+COUNTED = (INSTRUCTIONS, FILES_OPENED, READ_CALLS, BYTES_READ, BATCH_BYTES)
 IMAGES_PER_S = Metric(K.IMAGES_PER_S, "images/s", "lower", "relative", "throughput")
 EFFICIENCY = Metric(K.EFFICIENCY, "efficiency", "lower", "relative", "throughput")
 # A decode pipeline's rate over the PIL path's ceiling of the same rounds: its efficiency (it may exceed 1).
@@ -68,7 +76,7 @@ NOT_JUDGED = {("remote", K.TTFB_S): "the proxy injects a heavy-tailed delay, and
 MEMORY = (PSS_GROWTH, PSS_PEAK, WORKER_USS, WORKER_USS_GROWTH, LEAK_STEP_USS, LEAK_STEP_PSS)
 # Two files from the same runner class: every layer. From different machines time to first batch does not
 # port. Instruction counts join either set wherever the counted stack matches (lfw.gate.compare decides).
-SAME_MACHINE = (INSTRUCTIONS, REQUESTS, EFFICIENCY, PIL_SHARE, ENDPOINT_SHARE, TTFB, *MEMORY, DATA_WAIT)
-PORTABLE = (INSTRUCTIONS, REQUESTS, EFFICIENCY, PIL_SHARE, ENDPOINT_SHARE, *MEMORY, DATA_WAIT)
+SAME_MACHINE = (*COUNTED, REQUESTS, EFFICIENCY, PIL_SHARE, ENDPOINT_SHARE, TTFB, *MEMORY, DATA_WAIT)
+PORTABLE = (*COUNTED, REQUESTS, EFFICIENCY, PIL_SHARE, ENDPOINT_SHARE, *MEMORY, DATA_WAIT)
 # Pass-interleaved A/B: the wall-clock figures the two-file gate cannot judge finely.
 AB = (IMAGES_PER_S, TTFB)

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from lfw.cli_args import OneLineParser
@@ -43,12 +43,14 @@ CHILD_TIMEOUT_S = 1800.0
 
 @dataclass(frozen=True)
 class InstructionCount:
-    """Instructions executed by one counted pass of one preset, and the images it loaded."""
+    """Instructions executed by one counted pass of one preset, the images it loaded, and what a pass of the
+    same preset moved per image (:mod:`lfw.measure.moves`: files opened, read calls, bytes read, batch bytes)."""
 
     preset: str
     instructions: int
     images: int
     batches: int
+    moves: dict[str, float] = field(default_factory=dict)
 
     @property
     def per_image(self) -> float:
@@ -117,12 +119,14 @@ def count_instructions(root: Path, presets: Sequence[str], *, batch_size: int, b
     missing = [p for p in presets if p not in counts or p not in images]
     if missing:
         raise MeasurementError(f"callgrind wrote no count for {', '.join(missing)}")
-    return {p: InstructionCount(p, counts[p], images[p]["images"], images[p]["batches"]) for p in presets}
+    return {p: InstructionCount(p, counts[p], images[p]["images"], images[p]["batches"], images[p].get("moves", {}))
+            for p in presets}
 
 
 def run_child(root: Path, presets: Sequence[str], batch_size: int, batches: int, cache_dir: Path,
               result_path: Path) -> None:
-    """Inside valgrind: build each preset's loader, warm it up uncounted, then count one pass per preset."""
+    """Inside valgrind: build each preset's loader, warm it up uncounted, then count one pass per preset; then
+    count what a pass of each preset moves (:func:`lfw.measure.moves.count_moves`, outside the counted region)."""
     import torch
 
     from lfw.dataset import LFWDataset
@@ -149,6 +153,11 @@ def run_child(root: Path, presets: Sequence[str], batch_size: int, batches: int,
         req.dump(f"{LABEL_PREFIX}{preset}")
         runner.close()
         images[preset] = {"images": result.images, "batches": result.batches}
+    from lfw.measure.moves import count_moves
+
+    for preset in presets:  # after every instruction count: the audit hook that counts opens stays installed
+        loader = LoaderConfig(batch_size=batch_size, num_workers=0).build(LFWDataset(root, transform=preset))
+        images[preset]["moves"] = count_moves(loader, batches).per_image()
     result_path.write_text(json.dumps(images))
 
 
