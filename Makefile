@@ -55,10 +55,13 @@ help:
 venv: $(STAMP)
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The counted stack (torch, torchvision, Pillow, numpy, simplejpeg) is pinned by constraints.txt, so the cost layer
+# counts with the versions the committed baselines were recorded with; CONSTRAINTS= installs the ranges alone.
+CONSTRAINTS ?= constraints.txt
+$(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ".[dev]" $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 	@touch $(STAMP)
 
 data: $(STAMP)

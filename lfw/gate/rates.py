@@ -176,7 +176,10 @@ def run_ab(repo: Path, raw: Path, commit: str, slow: bool, max_pairs: int) -> di
         record.update({"pairs": doc["pairs"], "looks": doc["looks"], "seed": doc["seed"], "comparisons": [
             {"case": v["case"].rpartition("::")[2], "metric": v["metric"], "ratio": round(v["ratio"], 4),
              "interval": [round(v["ratio_low"], 4), round(v["ratio_high"], 4)], "p_holm": v["p_holm"],
-             "verdict": v["verdict"]} for v in doc["verdicts"]]})
+             "verdict": v["verdict"]} for v in doc["verdicts"]],
+            "counts": [{"case": c["case"], "metric": c["metric"], "change": round(c["change"], 4),
+                        "regressed": c["regressed"]} for c in doc.get("counts", [])],
+            "counts_unjudged": doc.get("counts_unjudged")})
     record["tail"] = log.read_text().splitlines()[-2:]
     return record
 
