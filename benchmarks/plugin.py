@@ -125,7 +125,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return  # the first thing that went wrong is the story
     if report.skipped:
         narrowed = call.excinfo is not None and call.excinfo.errisinstance(Narrowed)
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        if call.excinfo is not None and isinstance(call.excinfo.value, pytest.skip.Exception):
+            reason = str(call.excinfo.value.msg)  # the reason alone, without the exception's class path
+        else:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         outcomes[key] = Outcome("narrowed" if narrowed else "skipped", reason.removeprefix("Skipped: "))
     elif report.failed:
         lines = report.longreprtext.strip().splitlines()
