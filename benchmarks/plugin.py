@@ -55,6 +55,7 @@ from lfw import matrix  # noqa: E402
 from lfw.data_root import DataSource, resolve_root, tree_stats  # noqa: E402
 from lfw.dataset import LFWDataset  # noqa: E402
 from lfw.measure import LoaderConfig, LoaderPass, machine  # noqa: E402
+from lfw.measure.capacity import ParallelCapacity  # noqa: E402
 from lfw.measure.ceiling import CeilingSweep, usable_cores  # noqa: E402
 from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S, PassResult  # noqa: E402
 from lfw.measure.page_cache import CACHE_MODES, evict, warm  # noqa: E402
@@ -73,6 +74,7 @@ PASS_CLOCK = "lfw.measure.rotation.pass_clock"
 ROTATION_SEED = 20261122
 MEMMAP_CEILING = "ceiling-memmap"
 ENDPOINT_CEILING = "ceiling-endpoint"
+CAPACITY = "capacity"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -236,6 +238,8 @@ def rotations(request: pytest.FixtureRequest, profile: Profile, cache_mode: str,
         if any(c.pipeline is not None for c in cases):  # decode pipelines: the decode-free ceiling too
             memmap = Pipeline(storage="memmap").dataset(lfw_source.path)
             members[MEMMAP_CEILING] = CeilingSweep(memmap, matrix.ceiling_indices(len(memmap), profile, "uint8"))
+        if any(c.config.num_workers > 1 and c.remote is None for c in cases):  # cores the machine gives
+            members[CAPACITY] = ParallelCapacity(usable_cores())
         if any(c.remote is not None for c in cases):  # remote: the endpoint's own zero-latency ceiling
             s3 = request.getfixturevalue("s3_endpoint")
             images = max(c.pass_images(profile) for c in cases)
@@ -270,20 +274,25 @@ def case_record(case: matrix.LoaderCase, results: list[PassResult], rotation: Gr
     def ceiling(member: str) -> list[float]:
         return [r.images_per_s for r in rotation.measured[member].results]
 
+    capacities = ([r.extra[K.PARALLEL_CAPACITY] for r in rotation.measured[CAPACITY].results]
+                  if CAPACITY in rotation.measured else None)
+
     if case.remote is not None:  # I/O-bound: the endpoint's ceiling, not a decode ceiling
         info = summarize(results, workers=workers, usable_cores=cores)
-        info.update(endpoint_shares(results, ceiling(ENDPOINT_CEILING)))
+        info.update(endpoint_shares(results, ceiling(ENDPOINT_CEILING), latency_ms=case.remote.latency_ms,
+                                    in_flight_limit=case.remote.in_flight_limit(workers)))
         info.update({K.STRATEGY: case.remote.strategy, K.LATENCY_MS: case.remote.latency_ms,
                      K.CONCURRENCY: case.remote.concurrency, K.IN_FLIGHT_LIMIT: case.remote.in_flight_limit(workers)})
     elif case.pipeline is not None:  # a faster decoder may beat the PIL path's ceiling: shares, no efficiency
-        info = summarize(results, workers=workers, usable_cores=cores)
+        info = summarize(results, workers=workers, usable_cores=cores, capacities=capacities)
         info.update(machine_ceiling_shares(results, pil=ceiling(f"ceiling-{case.transform}"),
-                                           memmap=ceiling(MEMMAP_CEILING), usable_cores=cores))
+                                           memmap=ceiling(MEMMAP_CEILING), usable_cores=cores, capacities=capacities))
         info.update({K.DECODER: case.pipeline.decoder, K.STORAGE: case.pipeline.storage,
                      K.THREADS: case.pipeline.threads, K.OUTPUT: case.pipeline.output,
                      K.OUTPUT_SIZE: case.pipeline.size})
     else:
-        info = summarize(results, ceilings=ceiling(f"ceiling-{case.transform}"), workers=workers, usable_cores=cores)
+        info = summarize(results, ceilings=ceiling(f"ceiling-{case.transform}"), workers=workers, usable_cores=cores,
+                         capacities=capacities)
     return info
 
 

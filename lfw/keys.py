@@ -45,6 +45,8 @@ USABLE_CORES = "usable_cores"
 PER_CORE_IMAGES_PER_S = "per_core_images_per_s"
 CEILING_IMAGES_PER_S = "ceiling_images_per_s"
 EFFICIENCY = "efficiency"
+# Cores the machine gave in the round (lfw.measure.capacity): N x t_1 / t_N of a fixed workload, at most about N.
+PARALLEL_CAPACITY = "parallel_capacity"
 
 # --- CPU of one pass (lfw.measure.loader_pass.PassResult): where the cores went ----------------------------------
 CPU_UTILIZATION = "cpu_utilization"  # tree CPU seconds over wall seconds x usable cores
@@ -116,6 +118,8 @@ FIRST_BYTE_P99_MS = "first_byte_p99_ms"
 LITTLES_LAW_IMAGES_PER_S = "littles_law_images_per_s"  # in-flight limit / mean request time / requests per image
 ENDPOINT_CEILING_IMAGES_PER_S = "endpoint_ceiling_images_per_s"  # zero-latency, fetch-only, same rotation
 ENDPOINT_CEILING_SHARE = "endpoint_ceiling_share"
+# Share of min(endpoint ceiling, in-flight limit / injected latency): what the gate judges for a remote case.
+REMOTE_BOUND_SHARE = "remote_bound_share"
 NEAR_ENDPOINT_CEILING = "near_endpoint_ceiling"  # share >= 0.8: the endpoint, not the strategy, is the limit
 
 # --- a distributed run (lfw.distributed): one case per rank and one for the total ----------------------------

@@ -182,3 +182,18 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def test_a_latency_bound_case_is_judged_against_its_own_bound_not_the_endpoint() -> None:
+    """One request in flight at 100 ms allows 10 images/s whatever the machine; the endpoint's ceiling grows with
+    the machine. Against the bound, the same 9 images/s is the same share on a slow day and a fast one."""
+    from lfw.measure.loader_pass import PassResult
+    from lfw.remote.bench import endpoint_shares
+
+    passes = [PassResult(9, 1, 1.0, 0.1)]
+    slow_day = endpoint_shares(passes, [160.0], in_flight_limit=1, latency_ms=100)
+    fast_day = endpoint_shares(passes, [400.0], in_flight_limit=1, latency_ms=100)
+    assert slow_day["remote_bound_share"] == fast_day["remote_bound_share"] == 0.9
+    assert fast_day["endpoint_ceiling_share"] < slow_day["endpoint_ceiling_share"]
+    at_zero = endpoint_shares(passes, [160.0], in_flight_limit=1, latency_ms=0)
+    assert at_zero["remote_bound_share"] == at_zero["endpoint_ceiling_share"]

@@ -9,6 +9,7 @@ import pytest
 
 from lfw.dataset import LFWDataset
 from lfw.measure import LoaderConfig, LoaderPass
+from lfw.measure.capacity import ParallelCapacity
 from lfw.measure.ceiling import CeilingSweep, spread_indices
 from lfw.measure.loader_pass import PassResult
 from lfw.measure.rotation import LoaderMember, PassClock, Rotation, round_orders
@@ -83,6 +84,25 @@ def test_efficiency_is_paired_by_round() -> None:
     assert info["ceiling_images_per_s"] == 6000.0 and info["per_core_images_per_s_rounds"] == [2000.0, 4000.0]
     with pytest.raises(ValueError, match="paired by round"):
         summarize(results, ceilings=[2000.0], workers=2, usable_cores=2)
+
+
+def test_a_round_in_which_the_machine_gave_one_core_keeps_its_efficiency() -> None:
+    """Round 2 ran with one core given (capacity 1.0): a two-worker case at half the rate is the machine's
+    loss, not the code's, so its efficiency holds; a serialized case at half the rate with both cores given
+    (capacity 2.0) is the code's, and its efficiency halves."""
+    results = [PassResult(100, 2, 0.1, 0.01), PassResult(100, 2, 0.2, 0.01)]
+    lost_core = summarize(results, ceilings=[2000.0, 2000.0], workers=2, usable_cores=2, capacities=[1.95, 1.0])
+    assert lost_core["efficiency_rounds"] == [round(1000 / (2000 * 1.95), 4), 0.25]
+    assert lost_core["parallel_capacity_rounds"] == [1.95, 1.0]
+    serialized = summarize(results, ceilings=[2000.0, 2000.0], workers=2, usable_cores=2, capacities=[2.0, 2.0])
+    assert serialized["efficiency_rounds"] == [0.25, 0.125]
+    one_worker = summarize(results, ceilings=[2000.0, 2000.0], workers=1, usable_cores=2, capacities=[0.7, 2.0])
+    assert one_worker["efficiency_rounds"] == [0.5, 0.25]  # one process always has a core
+
+
+def test_parallel_capacity_measures_a_workload_no_code_under_test_runs() -> None:
+    result = ParallelCapacity(2, units=2).measure()
+    assert result.images == 4 and result.wall_s > 0 and result.extra["parallel_capacity"] > 0
 
 
 def test_pass_clock_replays_recorded_durations() -> None:

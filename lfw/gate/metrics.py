@@ -59,7 +59,9 @@ PIL_SHARE = Metric(K.PIL_CEILING_SHARE, "share of the PIL ceiling", "lower", "re
 # Remote cases: what crossed the proxy per image. Deterministic (one GET per image), so the cost threshold applies:
 # an extra HEAD per GET is +100%.
 REQUESTS = Metric(K.REQUESTS_PER_IMAGE, "requests/image", "higher", "relative", "cost")
-ENDPOINT_SHARE = Metric(K.ENDPOINT_CEILING_SHARE, "share of the endpoint ceiling", "lower", "relative", "throughput")
+# A remote case's rate over min(endpoint ceiling, in-flight limit / latency) of the same round: a case held back
+# by latency does not speed up with the machine, while the endpoint's ceiling does.
+BOUND_SHARE = Metric(K.REMOTE_BOUND_SHARE, "share of the remote bound", "lower", "relative", "throughput")
 TTFB = Metric(K.TTFB_S, "time to first batch", "higher", "relative", "ttfb", " s")
 PSS_GROWTH = Metric(K.PSS_GROWTH_MIB, "tree PSS growth", "higher", "absolute", "memory", " MiB")
 PSS_PEAK = Metric(K.PSS_PEAK_MIB, "tree PSS peak in pass", "higher", "absolute", "memory", " MiB", optional=True)
@@ -76,7 +78,7 @@ NOT_JUDGED = {("remote", K.TTFB_S): "the proxy injects a heavy-tailed delay, and
 MEMORY = (PSS_GROWTH, PSS_PEAK, WORKER_USS, WORKER_USS_GROWTH, LEAK_STEP_USS, LEAK_STEP_PSS)
 # Two files from the same runner class: every layer. From different machines time to first batch does not
 # port. Instruction counts join either set wherever the counted stack matches (lfw.gate.compare decides).
-SAME_MACHINE = (*COUNTED, REQUESTS, EFFICIENCY, PIL_SHARE, ENDPOINT_SHARE, TTFB, *MEMORY, DATA_WAIT)
-PORTABLE = (*COUNTED, REQUESTS, EFFICIENCY, PIL_SHARE, ENDPOINT_SHARE, *MEMORY, DATA_WAIT)
+SAME_MACHINE = (*COUNTED, REQUESTS, EFFICIENCY, PIL_SHARE, BOUND_SHARE, TTFB, *MEMORY, DATA_WAIT)
+PORTABLE = (*COUNTED, REQUESTS, EFFICIENCY, PIL_SHARE, BOUND_SHARE, *MEMORY, DATA_WAIT)
 # Pass-interleaved A/B: the wall-clock figures the two-file gate cannot judge finely.
 AB = (IMAGES_PER_S, TTFB)

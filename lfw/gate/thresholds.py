@@ -27,9 +27,10 @@ decision rule
                  valgrind, Python and the libraries matches, whatever the host CPU), and requests per image
                  through the remote proxy (one GET each): higher by more than --cost-threshold
     wall clock   gross regressions only, cases with 3 or more rounds: efficiency (images/s over the
-                 single-core ceiling measured in the same round; for a decode pipeline, its share of the
-                 PIL path's ceiling; for a remote case, of the endpoint's) lower by more than
-                 --efficiency-threshold;
+                 single-core ceiling measured in the same round, times the cores the machine gave in that
+                 round, measured beside it; for a decode pipeline, its share of the PIL path's ceiling; for a
+                 remote case, of min(the endpoint's ceiling, in-flight limit / injected latency)) lower by
+                 more than --efficiency-threshold;
                  time to first batch higher by more than --ttfb-threshold; finer changes need --ab
     memory       tree PSS growth and in-pass peak: higher by more than --memory-floor-mib AND
                  --memory-ratio x |baseline|; worker USS at the end of a pass and its growth: likewise with

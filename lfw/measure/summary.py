@@ -17,13 +17,27 @@ from lfw.measure.loader_pass import PassResult
 from lfw.spread import coefficient_of_variation
 
 
+def parallel_cores(workers: int, usable_cores: int, capacities: Sequence[float] | None, rounds: int) -> list[float]:
+    """Cores a case with ``workers`` can use in each round: ``min(max(workers, 1), usable_cores)``, and, with the
+    rounds' measured parallel capacity (:mod:`lfw.measure.capacity`), no more than the machine gave (never
+    below one core: a single process always has one)."""
+    wanted = min(max(workers, 1), usable_cores)
+    if capacities is None:
+        return [float(wanted)] * rounds
+    if len(capacities) != rounds:
+        raise ValueError(f"{len(capacities)} capacities for {rounds} rounds: they must be paired by round")
+    return [max(1.0, min(float(wanted), c)) for c in capacities]
+
+
 def summarize(results: Sequence[PassResult], *, ceilings: Sequence[float] | None = None,
-              workers: int | None = None, usable_cores: int | None = None) -> dict[str, Any]:
+              workers: int | None = None, usable_cores: int | None = None,
+              capacities: Sequence[float] | None = None) -> dict[str, Any]:
     """The extra_info record of a case measured as ``results`` (one per round).
 
     With ``ceilings`` (the single-core rate of this transform measured in the same round of the rotation, one
-    per result) it adds ``ceiling_images_per_s = per_core x min(max(workers, 1), usable_cores)`` and
-    ``efficiency``, both per round: round r's rate over round r's ceiling, a paired ratio.
+    per result) it adds ``ceiling_images_per_s = per_core x cores`` and ``efficiency``, both per round: round r's
+    rate over round r's ceiling, a paired ratio. ``cores`` is :func:`parallel_cores`: with ``capacities`` (the
+    parallel capacity of each round) a machine that gave fewer cores lowers the ceiling, not the efficiency.
     """
     if not results:
         raise ValueError("no passes to summarize")
@@ -76,35 +90,40 @@ def summarize(results: Sequence[PassResult], *, ceilings: Sequence[float] | None
         info[K.WORKERS] = workers
     if usable_cores is not None:
         info[K.USABLE_CORES] = usable_cores
+    if capacities is not None:
+        info[K.PARALLEL_CAPACITY] = round(median(capacities), 3)
+        info[K.rounds(K.PARALLEL_CAPACITY)] = [round(c, 3) for c in capacities]
     if ceilings and workers is not None and usable_cores:
         if len(ceilings) != len(results):
             raise ValueError(f"{len(ceilings)} ceilings for {len(results)} rounds: they must be paired by round")
-        parallel = min(max(workers, 1), usable_cores)
-        efficiency = [rate / (ceiling * parallel) for rate, ceiling in zip(rates, ceilings, strict=True)]
+        cores = parallel_cores(workers, usable_cores, capacities, len(results))
+        efficiency = [rate / (ceiling * n) for rate, ceiling, n in zip(rates, ceilings, cores, strict=True)]
         info[K.PER_CORE_IMAGES_PER_S] = round(median(ceilings), 2)
         info[K.rounds(K.PER_CORE_IMAGES_PER_S)] = [round(c, 2) for c in ceilings]
-        info[K.CEILING_IMAGES_PER_S] = round(median(ceilings) * parallel, 2)
+        info[K.CEILING_IMAGES_PER_S] = round(median(c * n for c, n in zip(ceilings, cores, strict=True)), 2)
         info[K.EFFICIENCY] = round(median(efficiency), 4)
         info[K.rounds(K.EFFICIENCY)] = [round(e, 4) for e in efficiency]
     return info
 
 
 def machine_ceiling_shares(results: Sequence[PassResult], *, pil: Sequence[float], memmap: Sequence[float],
-                           usable_cores: int) -> dict[str, Any]:
+                           usable_cores: int, capacities: Sequence[float] | None = None) -> dict[str, Any]:
     """A decode pipeline's rate as a share of the machine's two ceilings, round by round (the decoders group).
 
     ``pil`` and ``memmap`` are the single-core rates of the PIL path and of the decoded memmap measured in the same
-    rounds of the rotation; each ceiling is that rate x ``usable_cores`` (the whole machine, whatever the case's own
-    parallelism), so a share says how close the pipeline gets to what this machine could do.
+    rounds of the rotation; each ceiling is that rate x the machine's cores (``usable_cores``, or fewer where the
+    round's measured capacity says the machine gave fewer; whatever the case's own parallelism), so a share says
+    how close the pipeline gets to what this machine could do.
     """
     if not (len(pil) == len(memmap) == len(results)):
         raise ValueError(f"{len(pil)} and {len(memmap)} ceilings for {len(results)} rounds: pair them by round")
+    cores = parallel_cores(usable_cores, usable_cores, capacities, len(results))
     info: dict[str, Any] = {}
     for key, share_key, per_core in ((K.PIL_CEILING_IMAGES_PER_S, K.PIL_CEILING_SHARE, pil),
                                      (K.MEMMAP_CEILING_IMAGES_PER_S, K.MEMMAP_CEILING_SHARE, memmap)):
-        shares = [r.images_per_s / (c * usable_cores) for r, c in zip(results, per_core, strict=True)]
-        info[key] = round(median(per_core) * usable_cores, 2)
-        info[K.rounds(key)] = [round(c * usable_cores, 2) for c in per_core]
+        shares = [r.images_per_s / (c * n) for r, c, n in zip(results, per_core, cores, strict=True)]
+        info[key] = round(median(c * n for c, n in zip(per_core, cores, strict=True)), 2)
+        info[K.rounds(key)] = [round(c * n, 2) for c, n in zip(per_core, cores, strict=True)]
         info[share_key] = round(median(shares), 4)
         info[K.rounds(share_key)] = [round(s, 4) for s in shares]
     return info

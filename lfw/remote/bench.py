@@ -66,16 +66,27 @@ def traffic(stats: dict[str, Any], images: int, in_flight_limit: int | None = No
     return out
 
 
-def endpoint_shares(results: Sequence[PassResult], ceiling: Sequence[float]) -> dict[str, Any]:
-    """Each round's rate over the endpoint's zero-latency ceiling of the same round."""
+def endpoint_shares(results: Sequence[PassResult], ceiling: Sequence[float], *, in_flight_limit: int,
+                    latency_ms: float) -> dict[str, Any]:
+    """Each round's rate over the endpoint's zero-latency ceiling of the same round, and over the round's
+    remote bound: the lower of that ceiling and ``in_flight_limit / latency`` (Little's law at the injected
+    mean latency).
+
+    The bound is what the gate judges: a case held back by latency does not speed up with the machine while the
+    endpoint's ceiling does, so its share of the ceiling alone falls on a faster day with no change in the code.
+    """
     if len(ceiling) != len(results):
         raise ValueError(f"{len(ceiling)} endpoint ceilings for {len(results)} rounds: pair them by round")
+    latency_bound = in_flight_limit * 1e3 / latency_ms if latency_ms > 0 else float("inf")
     shares = [r.images_per_s / c for r, c in zip(results, ceiling, strict=True)]
+    bound_shares = [r.images_per_s / min(c, latency_bound) for r, c in zip(results, ceiling, strict=True)]
     share = median(shares)
     return {K.ENDPOINT_CEILING_IMAGES_PER_S: round(median(ceiling), 2),
             K.rounds(K.ENDPOINT_CEILING_IMAGES_PER_S): [round(c, 2) for c in ceiling],
             K.ENDPOINT_CEILING_SHARE: round(share, 4),
             K.rounds(K.ENDPOINT_CEILING_SHARE): [round(s, 4) for s in shares],
+            K.REMOTE_BOUND_SHARE: round(median(bound_shares), 4),
+            K.rounds(K.REMOTE_BOUND_SHARE): [round(s, 4) for s in bound_shares],
             K.NEAR_ENDPOINT_CEILING: share >= NEAR_CEILING}
 
 
