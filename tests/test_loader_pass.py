@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import torch
 from torch.utils.data import Dataset
@@ -127,3 +128,39 @@ def test_summary_keeps_rounds_and_computes_efficiency(tiny_tree: Path) -> None:
 def test_coefficient_of_variation() -> None:
     assert coefficient_of_variation([10.0]) == 0.0
     assert coefficient_of_variation([9.0, 10.0, 11.0]) == pytest.approx(0.1)
+
+
+ORPHANED_BEFORE_ITS_LOOP = """
+import multiprocessing, os, sys, time
+from lfw.measure.loader_config import die_with_parent
+
+def worker():
+    time.sleep(1.0)  # the parent is killed here, before the worker loop (and torch's watchdog) starts
+    die_with_parent(0)
+    time.sleep(30)
+
+child = multiprocessing.get_context("fork").Process(target=worker)
+child.start()
+print(child.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_worker_whose_parent_died_before_its_loop_started_ends() -> None:
+    """torch's watchdog reads the parent pid when the worker loop starts: a parent killed before that (a torchrun
+    rank killed while its loader started) left a worker polling forever. The worker's init sees the parent gone."""
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", ORPHANED_BEFORE_ITS_LOOP], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    worker = psutil.Process(int(proc.stdout.readline()))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    try:
+        worker.wait(timeout=10)
+    except psutil.TimeoutExpired:
+        worker.kill()
+        raise AssertionError("the worker outlived its parent, which died before the worker loop started") from None

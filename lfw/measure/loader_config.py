@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
+import signal
+import sys
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -14,6 +18,24 @@ from lfw.errors import LFWError
 
 START_METHODS = ("fork", "forkserver", "spawn")
 DEFAULT_TIMEOUT_S = 120.0
+PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h): a signal the kernel sends when the parent thread exits
+
+
+def die_with_parent(worker_id: int) -> None:
+    """``worker_init_fn`` of every loader lfw-bench builds: a worker ends when the process that started it ends,
+    however that ended (SIGKILL, the OOM killer).
+
+    torch's own watchdog compares the worker's parent pid with the one it reads when the worker loop starts; a
+    parent killed between the fork and that read leaves a worker that polls its queue forever (a torchrun rank
+    killed while its loader started its workers did). On Linux the kernel kills the worker when the thread
+    that forked it exits (``PR_SET_PDEATHSIG``; loaders are iterated from the thread that keeps them); a parent
+    already gone before that is seen through the sentinel multiprocessing keeps of it.
+    """
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    parent = multiprocessing.parent_process()
+    if parent is not None and not parent.is_alive():
+        os._exit(1)
 
 
 @dataclass(frozen=True)
@@ -67,6 +89,7 @@ class LoaderConfig:
             kwargs["persistent_workers"] = self.persistent_workers
             kwargs["prefetch_factor"] = self.prefetch_factor or 2
             kwargs["timeout"] = self.timeout_s
+            kwargs["worker_init_fn"] = die_with_parent
             if self.start_method:
                 kwargs["multiprocessing_context"] = self.start_method
         if collate_fn is None and getattr(dataset, "on_error", "raise") == "skip":
