@@ -4,7 +4,9 @@
 # multi-worker efficiency the gate judges; the other groups are left out with -k, which the gate accepts):
 #   one-core     under taskset -c 0: the affinity gives one core
 #   hog          a busy process at nice -20 pinned to core 1: the machine gives one core, the affinity still two
-#   serialized   every JPEG decode behind one machine-wide lock (benchmarks/gate_rates/serialized_decode/)
+#   serialized   every image load (LFWDataset.__getitem__) behind one machine-wide lock
+#                (benchmarks/gate_rates/serialized_decode/; the workers group only: the decode pipelines do not
+#                load through LFWDataset)
 # Runs, logs and the gate's output go to benchmarks/gate_rates/capacity/; a summary line per run to stdout.
 # Usage: bash docs/capacity_runs.sh [one-core|hog|serialized ...]   (default: all three)
 set -u
@@ -34,7 +36,7 @@ for what in "${@:-one-core hog serialized}"; do
         trap 'kill $hog 2>/dev/null' EXIT
         measure hog env
         kill "$hog"; wait "$hog" 2>/dev/null; trap - EXIT ;;
-      serialized) measure serialized env PYTHONPATH="$PWD/benchmarks/gate_rates/serialized_decode:$PWD" ;;
+      serialized) select=workers_transform measure serialized env PYTHONPATH="$PWD/benchmarks/gate_rates/serialized_decode:$PWD" ;;
       *) echo "unknown run $name" >&2; exit 2 ;;
     esac
   done
