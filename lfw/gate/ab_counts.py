@@ -22,6 +22,7 @@ from lfw.errors import EXIT_USAGE, MeasurementError
 from lfw.gate.compare import Comparison, judge
 from lfw.gate.metrics import COUNTED, INSTRUCTIONS
 from lfw.gate.thresholds import Thresholds
+from lfw.measure.cost import last_line
 
 COST_MODULE = Path("lfw") / "measure" / "cost.py"
 
@@ -29,11 +30,6 @@ COST_MODULE = Path("lfw") / "measure" / "cost.py"
 def count_case(preset: str) -> str:
     """The name a preset's count goes by in verdicts: the cost layer's own test id."""
     return f"test_cost[{preset}]"
-
-
-def last_line(text: str) -> str:
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("==")]
-    return lines[-1].strip() if lines else "no output"
 
 
 def count_sides(commands: dict[str, tuple[list[str], Path, dict[str, str]]], timeout_s: float

@@ -72,6 +72,12 @@ def parse_dumps(folder: Path) -> dict[str, int]:
     return counts
 
 
+def last_line(text: str) -> str:
+    """The last line of a counting process's output that is its own (valgrind's lines start with ``==``)."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("==")]
+    return lines[-1].strip() if lines else "no output"
+
+
 def child_command(root: Path, presets: Sequence[str], batch_size: int, batches: int, out_dir: Path,
                   cache_dir: Path) -> list[str]:
     return ["valgrind", *CALLGRIND_FLAGS, f"--callgrind-out-file={out_dir / 'callgrind.out'}",
@@ -111,9 +117,8 @@ def count_instructions(root: Path, presets: Sequence[str], *, batch_size: int, b
         except subprocess.TimeoutExpired:
             raise MeasurementError(f"instruction counting took longer than {timeout_s:g} s and was stopped") from None
         if result.returncode != 0:
-            lines = [ln for ln in (result.stderr or result.stdout).splitlines() if ln and not ln.startswith("==")]
             raise MeasurementError(f"instruction counting failed (exit {result.returncode}): "
-                                   f"{lines[-1] if lines else 'no output'}")
+                                   f"{last_line(result.stderr or result.stdout)}")
         images = json.loads((out / "images.json").read_text())
         counts = parse_dumps(out)
     missing = [p for p in presets if p not in counts or p not in images]
