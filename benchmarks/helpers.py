@@ -1,23 +1,20 @@
-"""Helpers of the benchmarks, plain functions: what files a dataset reads, which cases a session runs, how
-a case's values go into ``benchmark.extra_info``. The pytest wiring that uses them is :mod:`benchmarks.plugin`.
+"""The pytest side of the benchmarks, plain functions: which cases a session runs, how a case that is left out
+says why, how each case ended, and how a record goes into ``benchmark.extra_info``. The engine they drive is
+:mod:`lfw.suite`; the hooks and fixtures that use them are :mod:`benchmarks.plugin`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import pytest
-import torch
-from torch.utils.data import Subset
 
-from lfw import matrix
-from lfw.index import path_at
-from lfw.measure.ceiling import usable_cores
-from lfw.measure.rotation import Measured
-from lfw.profiles import Profile
+from lfw.results import Outcome, case_key
+from lfw.suite import matrix
+from lfw.suite.skips import Needs, Session, skip_reason
 
 SESSION_FACTS: pytest.StashKey[dict[str, Any]] = pytest.StashKey()  # machine_info additions learned by fixtures
+BENCH_SESSION: pytest.StashKey[Session] = pytest.StashKey()  # what this session can and chose to run
 
 
 class Narrowed(pytest.skip.Exception):  # type: ignore[misc,name-defined]
@@ -31,27 +28,11 @@ def narrow(reason: str) -> NoReturn:
     raise Narrowed(reason)
 
 
-def dataset_files(dataset: Any) -> list[str]:
-    """Every image file a dataset can read (through a ``Subset`` too): what warm and cold cache modes touch.
-
-    All of them, not the first pass's worth: shuffled cases read files from anywhere in the index. A dataset
-    whose files are not one per item (tar shards, a decoded memmap) names the files it reads in ``paths`` too.
-    """
-    if isinstance(dataset, Subset):
-        base = dataset_files(dataset.dataset)
-        if len(base) != len(dataset.dataset):  # not one file per item: every file it reads
-            return base
-        return [base[i] for i in dataset.indices]
-    index = getattr(dataset, "paths", None)
-    return [path_at(index, i) for i in range(len(index))] if index is not None else []
-
-
-def skip_above_cap(workers: int) -> None:
-    """Skip with the reason when ``workers`` exceeds what this machine measures (2 x usable cores)."""
-    cap = matrix.worker_cap(usable_cores())
-    if workers > cap:
-        narrow(f"workers{workers} capped: this machine measures up to {cap} workers "
-                    f"(2 x {usable_cores()} usable cores)")
+def narrow_unless(config: pytest.Config, needs: Needs) -> None:
+    """Skip, as a chosen narrowing, a case this session does not run (:func:`lfw.suite.skips.skip_reason`)."""
+    reason = skip_reason(needs, config.stash[BENCH_SESSION])
+    if reason:
+        narrow(reason)
 
 
 def benchmark_group(item: pytest.Item) -> str | None:
@@ -60,38 +41,39 @@ def benchmark_group(item: pytest.Item) -> str | None:
     return marker.kwargs.get("group") if marker is not None else None
 
 
-def remote_layer_asked(config: pytest.Config) -> bool:
-    """The remote layer joins the quick profile with ``--bench-remote`` or a ``-k`` expression naming it."""
-    return bool(config.getoption("--bench-remote")) or "remote" in (config.getoption("keyword") or "")
+def item_key(item: pytest.Item) -> str | None:
+    """The case key (group and test id) of a benchmark item; None for a plain test."""
+    group = benchmark_group(item)
+    return case_key(group, item.name) if group else None
 
 
-def case_skip_reason(config: pytest.Config, case: matrix.LoaderCase, profile: Profile) -> str | None:
-    """Why this session does not run ``case``: the machine, the profile, or a layer not asked for."""
-    if case.remote is not None and not profile.full_matrix and profile.name != "smoke" \
-            and not remote_layer_asked(config):
-        return (f"{profile.name} profile: the remote layer (a local S3 endpoint, about a minute) runs with "
-                "--bench-remote or -k remote (make remote), and in the smoke and full profiles")
-    return case.skip_reason(profile, usable_cores(), torch.cuda.is_available())
+def item_case(item: pytest.Item) -> matrix.LoaderCase | None:
+    """The matrix case a parametrized benchmark item runs; None for items outside the matrix."""
+    group = matrix.GROUPS.get(benchmark_group(item) or "")
+    callspec = getattr(item, "callspec", None)
+    return group.case_for(callspec.params) if group is not None and callspec is not None else None
 
 
-def selected_cases(session: pytest.Session, group: matrix.Group, profile: Profile) -> list[matrix.LoaderCase]:
-    """The cases of ``group`` this session runs: selected by ``-k``/``-m`` and not skipped on this machine."""
-    cases = []
-    for item in session.items:
-        if benchmark_group(item) == group.name and hasattr(item, "callspec"):
-            case = group.case_for(item.callspec.params)
-            if case_skip_reason(session.config, case, profile) is None:
-                cases.append(case)
-    return cases
+def selected_cases(session: pytest.Session, group: matrix.Group) -> list[matrix.LoaderCase]:
+    """The cases of ``group`` this session runs: selected by ``-k``/``-m`` and not left out by the session."""
+    bench = session.config.stash[BENCH_SESSION]
+    cases = [item_case(item) for item in session.items if benchmark_group(item) == group.name]
+    return [c for c in cases if c is not None and skip_reason(c.needs(), bench) is None]
 
 
-@dataclass
-class GroupRotation:
-    """A group's measured rotation: each member's rounds, and what the report needs to pair them."""
-
-    measured: dict[str, Measured]
-    info: dict[str, Any]
-    shutdown_errors: dict[str, list[str]]
+def outcome_of(report: pytest.TestReport, call: pytest.CallInfo[None]) -> Outcome:
+    """How a case ended, in the words the gate reads: passed, narrowed (a chosen skip), skipped, failed."""
+    if report.skipped:
+        narrowed = call.excinfo is not None and call.excinfo.errisinstance(Narrowed)
+        if call.excinfo is not None and isinstance(call.excinfo.value, pytest.skip.Exception):
+            reason = str(call.excinfo.value.msg)  # the reason alone, without the exception's class path
+        else:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        return Outcome("narrowed" if narrowed else "skipped", reason.removeprefix("Skipped: "))
+    if report.failed:
+        lines = report.longreprtext.strip().splitlines()
+        return Outcome("failed", f"{report.when}: {lines[-1][:300] if lines else 'no message'}")
+    return Outcome("passed")
 
 
 def record(benchmark: Any, info: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from lfw.matrix import GROUPS
+from lfw.suite.matrix import GROUPS
 
 GROUP = GROUPS["batch-size"]
 pytestmark = pytest.mark.benchmark(group=GROUP.name)

@@ -19,29 +19,22 @@ from typing import Any
 
 import pytest
 
-from benchmarks.helpers import SESSION_FACTS, benchmark_group, narrow, record
-from lfw import keys as K
-from lfw.data_root import DataSource
-from lfw.dataset import LFWDataset
-from lfw.matrix import TRANSFORMS
+from benchmarks.helpers import BENCH_SESSION, SESSION_FACTS, benchmark_group, narrow, record
+from lfw.data.dataset import LFWDataset
+from lfw.data.root import DataSource
+from lfw.data.synth import cache_root
 from lfw.measure import LoaderConfig, LoaderPass
 from lfw.measure.callgrind import unavailable_reason, valgrind_version
-from lfw.measure.ceiling import usable_cores
 from lfw.measure.cost import InstructionCount, count_instructions
-from lfw.measure.summary import summarize
-from lfw.profiles import Profile
-from lfw.synth import cache_root
+from lfw.measure.machine import usable_cores
+from lfw.results import keys as K
+from lfw.suite.matrix import TRANSFORMS
+from lfw.suite.profiles import COST, Profile
+from lfw.suite.record import summarize
+from lfw.suite.skips import Needs, skip_reason
 
 GROUP = "cost"
 pytestmark = pytest.mark.benchmark(group=GROUP)
-
-
-def not_asked(config: pytest.Config, profile: Profile) -> str | None:
-    """Why this run leaves the layer out by choice (its profile, no --bench-cost); None when it was asked for."""
-    if not (profile.cost_by_default or config.getoption("--bench-cost")):
-        return (f"{profile.name} profile: the cost layer (valgrind, ~80 s) runs with --bench-cost "
-                "(make gate, make cost) and in the full profile")
-    return None
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +44,7 @@ def counts(request: pytest.FixtureRequest, lfw_source: DataSource, profile: Prof
     A layer left out by choice is a narrowed run; a layer asked for that cannot run (valgrind missing) is a
     plain skip, which the gate reports as a gap.
     """
-    reason = not_asked(request.config, profile)
+    reason = skip_reason(Needs(layer=COST), request.config.stash[BENCH_SESSION])
     if reason:
         request.config.stash[SESSION_FACTS][K.COST_LAYER_SKIPPED] = reason
         narrow(reason)

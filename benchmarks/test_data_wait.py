@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from lfw.matrix import GROUPS
+from lfw.suite.matrix import GROUPS
 
 GROUP = GROUPS["data-wait"]
 pytestmark = pytest.mark.benchmark(group=GROUP.name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from lfw.matrix import GROUPS
+from lfw.suite.matrix import GROUPS
 
 GROUP = GROUPS["index"]
 pytestmark = pytest.mark.benchmark(group=GROUP.name)

@@ -7,7 +7,7 @@ of each epoch with their least-squares slope, and judges the median epoch-to-epo
 is one epoch; the first is the warm-up and is not fitted.
 
 - ``lfw``: the real dataset (decode, ``uint8`` preset) on its first 256 images: must pass.
-- ``control``: :class:`~lfw.memory_datasets.LeakingControlDataset`, which keeps every item it returns
+- ``control``: :class:`~lfw.data.memory_datasets.LeakingControlDataset`, which keeps every item it returns
   (4,096 items x 4 KiB per epoch, ~18 MiB/epoch measured): must be flagged, or the check is broken.
 - ``index`` (full profile): the control's well-behaved twin, the same items without keeping them.
 
@@ -22,17 +22,18 @@ from typing import Any
 import pytest
 from torch.utils.data import Dataset, Subset
 
-from benchmarks.helpers import narrow, skip_above_cap
-from lfw import keys as K
-from lfw.data_root import DataSource
-from lfw.dataset import LFWDataset, scan_images
-from lfw.index import FileIndex, LabelIndex
+from benchmarks.helpers import narrow_unless
+from lfw.data.dataset import LFWDataset, scan_images
+from lfw.data.index import FileIndex, LabelIndex
+from lfw.data.memory_datasets import IndexOnlyDataset, LeakingControlDataset, large_index
+from lfw.data.root import DataSource
 from lfw.measure import LoaderConfig, LoaderPass
-from lfw.measure.ceiling import usable_cores
 from lfw.measure.leak import WARMUP_EPOCHS, leak_check
-from lfw.measure.summary import summarize
-from lfw.memory_datasets import IndexOnlyDataset, LeakingControlDataset, large_index
-from lfw.profiles import Profile
+from lfw.measure.machine import usable_cores
+from lfw.results import keys as K
+from lfw.suite.profiles import Profile
+from lfw.suite.record import summarize
+from lfw.suite.skips import Needs
 
 pytestmark = pytest.mark.benchmark(group="leak")
 
@@ -63,12 +64,13 @@ def make_dataset(case: str, dataset_factory: Callable[..., LFWDataset],
 
 @pytest.mark.parametrize("num_workers", WORKERS, ids=[f"workers{w}" for w in WORKERS])
 @pytest.mark.parametrize("case", CASES)
-def test_leak(benchmark: Any, profile: Profile, dataset_factory: Callable[..., LFWDataset],
-              small_index: tuple[FileIndex, LabelIndex], case: str, num_workers: int) -> None:
-    skip_above_cap(num_workers)
-    if not profile.full_matrix and (num_workers != 2 or case == "index"):
-        narrow(f"{profile.name} profile: lfw and control at workers2 only (full adds 1 and 4 workers and "
-                    "the index twin)")
+def test_leak(request: pytest.FixtureRequest, benchmark: Any, profile: Profile,
+              dataset_factory: Callable[..., LFWDataset], small_index: tuple[FileIndex, LabelIndex], case: str,
+              num_workers: int) -> None:
+    quick = num_workers == 2 and case != "index"
+    narrow_unless(request.config, Needs(
+        workers=num_workers, lfw_only="the index twin is LFW's file index" if case == "index" else None,
+        full_only=None if quick else "lfw and control at workers2 only (full adds 1 and 4 workers and the index twin)"))
     config = LoaderConfig(batch_size=BATCH_SIZE[case], num_workers=num_workers, persistent_workers=True,
                           shuffle=True, seed=0)
     epochs = profile.leak_epochs

@@ -23,16 +23,17 @@ from typing import Any
 
 import pytest
 
-from benchmarks.helpers import narrow, skip_above_cap
-from lfw import keys as K
-from lfw.data_root import DataSource
-from lfw.dataset import scan_images
-from lfw.index import FileIndex, LabelIndex, index_nbytes
+from benchmarks.helpers import narrow_unless
+from lfw.data.dataset import scan_images
+from lfw.data.index import FileIndex, LabelIndex, index_nbytes
+from lfw.data.memory_datasets import IndexOnlyDataset, large_index
+from lfw.data.root import DataSource
 from lfw.measure import LoaderConfig
 from lfw.measure.leak import first_epoch_verdict
 from lfw.measure.memory import frozen_gc
-from lfw.memory_datasets import IndexOnlyDataset, large_index
-from lfw.profiles import Profile
+from lfw.results import keys as K
+from lfw.suite.profiles import Profile
+from lfw.suite.skips import Needs
 
 pytestmark = pytest.mark.benchmark(group="memory-index")
 
@@ -43,6 +44,11 @@ MEMORY_INTERVAL_S = 0.2
 WORKERS = (2, 4)
 CASES = [("list", True), ("numpy", True), ("packed", True), ("numpy", False)]  # (layout, freeze the GC)
 MIN_LIST_OVER_NUMPY = 5.0  # "many times": measured ~20x at 1,000,000 entries (list ~90, numpy ~4 MiB)
+
+
+def needs(workers: int) -> Needs:
+    return Needs(workers=workers, lfw_only="the index experiments measure LFW's own file index",
+                 full_only=None if workers == 2 else "the index comparison runs at workers2 only (full adds workers4)")
 
 
 @pytest.fixture(scope="module")
@@ -73,13 +79,12 @@ def worker_growth() -> dict[tuple[str, int], float]:
 
 @pytest.mark.parametrize("num_workers", WORKERS, ids=[f"workers{w}" for w in WORKERS])
 @pytest.mark.parametrize(("layout", "freeze"), CASES, ids=[k if f else f"{k}-gclive" for k, f in CASES])
-def test_memory_index(run_case: Callable[..., dict[str, Any]], benchmark: Any, profile: Profile,
+def test_memory_index(pytestconfig: pytest.Config, run_case: Callable[..., dict[str, Any]], benchmark: Any,
+                      profile: Profile,
                       index_of: Callable[[str], tuple[FileIndex, LabelIndex, float]],
                       worker_growth: dict[tuple[str, int], float], layout: str, freeze: bool,
                       num_workers: int) -> None:
-    skip_above_cap(num_workers)
-    if num_workers != 2 and not profile.full_matrix:
-        narrow(f"{profile.name} profile: the index comparison runs at workers2 only (full adds workers4)")
+    narrow_unless(pytestconfig, needs(num_workers))
     index, labels, mib = index_of(layout)
     dataset = IndexOnlyDataset(index, labels)
     config = LoaderConfig(batch_size=BATCH_SIZE, num_workers=num_workers, shuffle=True, seed=0)
@@ -111,9 +116,7 @@ def test_list_copies_many_times_more_than_numpy(pytestconfig: pytest.Config, pro
     A test of its own (not a benchmark: it measures nothing, it compares two measurements), so it cannot stop
     silently: when ``-k`` deselected a case, the order changed, or benchmarks are disabled, it skips and says so.
     """
-    skip_above_cap(num_workers)
-    if num_workers != 2 and not profile.full_matrix:
-        narrow(f"{profile.name} profile: the index comparison runs at workers2 only (full adds workers4)")
+    narrow_unless(pytestconfig, needs(num_workers))
     if pytestconfig.getoption("benchmark_disable"):
         pytest.skip("benchmarks disabled: no worker growth was measured to compare")
     missing = [layout for layout in ("list", "numpy") if (layout, num_workers) not in worker_growth]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from lfw.matrix import GROUPS
+from lfw.suite.matrix import GROUPS
 
 GROUP = GROUPS["overhead"]
 pytestmark = pytest.mark.benchmark(group=GROUP.name)

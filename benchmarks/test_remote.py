@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import pytest
 
-from lfw import keys as K
-from lfw.matrix import GROUPS
+from lfw.results import keys as K
+from lfw.suite.matrix import GROUPS
 
 GROUP = GROUPS["remote"]
 pytestmark = pytest.mark.benchmark(group=GROUP.name)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from lfw import keys as K
+from lfw.results import keys as K
 from lfw.results import load_run
 
 

@@ -74,7 +74,7 @@ process_pairs() {  # how much two processes of the same code differ, case by cas
     $PY - "$out/ab" <<'EOF'
 import json, math, sys
 from statistics import median
-from lfw import keys as K
+from lfw.results import keys as K
 from lfw.results import load_run
 folder = sys.argv[1]
 doc = json.load(open(f"{folder}/verdicts.json"))
@@ -103,7 +103,7 @@ EOF
 
 cost() {  # the cost layer's own run: instructions per image of each preset, and how long valgrind takes
   { stamp "python -m lfw.measure.cost (one valgrind process, 16 images per preset, as the quick profile counts)"
-    root=$($PY -c "from lfw.data_root import resolve_root; print(resolve_root(synthetic_images=2000).path)")
+    root=$($PY -c "from lfw.data.root import resolve_root; print(resolve_root(synthetic_images=2000).path)")
     $PY -m lfw.measure.cost --root "$root" --cache-dir "$LFW_CACHE/callgrind" --batch-size 16 --batches 1 \
         none simple heavy uint8
   } > docs/runs/cost.txt 2>&1

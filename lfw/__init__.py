@@ -1,8 +1,8 @@
 """lfw-bench: measure the PyTorch DataLoader on Labeled Faces in the Wild.
 
-Layout: data (:mod:`lfw.dataset`, :mod:`lfw.index`, :mod:`lfw.transforms`, :mod:`lfw.synth`,
-:mod:`lfw.data_root`), measurement (:mod:`lfw.measure`), and the tools built on them (the exercise CLI in
-``python -m lfw``, :mod:`lfw.gate`, :mod:`lfw.report`, :mod:`lfw.diagnose`).
+Layout: data (:mod:`lfw.data`), the one measurement primitive (:mod:`lfw.measure`), the suite engine
+(:mod:`lfw.suite`), saved results and statistics (:mod:`lfw.results`, :mod:`lfw.stats`), and the tools built on
+them (the exercise CLI in ``python -m lfw``, :mod:`lfw.gate`, :mod:`lfw.report`, :mod:`lfw.diagnose`).
 
 The top-level names are imported lazily: tools that only read JSON (the gate, the report) start without
 paying for torch's import.
@@ -18,11 +18,11 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str) -> Any:
     if name == "LFWDataset":
-        from lfw.dataset import LFWDataset
+        from lfw.data.dataset import LFWDataset
 
         return LFWDataset
     if name in ("PRESETS", "get_preset"):
-        from lfw import transforms
+        from lfw.data import transforms
 
         return getattr(transforms, name)
     raise AttributeError(f"module 'lfw' has no attribute {name!r}")

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import torch
 
-from lfw.cli_args import OneLineParser
-from lfw.data_root import resolve_root
-from lfw.dataset import LFWDataset
+from lfw.cli.args import OneLineParser
+from lfw.cli.timing import report_timing
+from lfw.cli.visualize import check_output, save_batch_grid
+from lfw.data.dataset import LFWDataset
+from lfw.data.index import INDEX_KINDS
+from lfw.data.root import resolve_root
+from lfw.data.transforms import PRESETS
 from lfw.errors import cli_entry
-from lfw.index import INDEX_KINDS
 from lfw.measure import LoaderConfig, LoaderPass
 from lfw.measure.mprof import check_path
-from lfw.timing import report_timing
-from lfw.transforms import PRESETS
-from lfw.visualize import check_output, save_batch_grid
 
 MIB = 1024 * 1024
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lfw.synth import synthesize
+from lfw.data.synth import synthesize
 from tests.trees import TINY_IMAGES
 
 

@@ -163,7 +163,7 @@ def test_a_slower_working_tree_is_caught_and_both_sides_are_written(tmp_path: Pa
     compare = subprocess.run([str(Path(sys.executable).parent / "pytest-benchmark"), "compare",
                               str(tmp_path / "out" / "base.json"), str(tmp_path / "out" / "current.json")],
                              capture_output=True, text=True)
-    assert compare.returncode == 0 and "test_workers_transform[workers2-none]" in compare.stdout
+    assert compare.returncode == 0 and "workers-transform[workers2-none]" in compare.stdout
 
 
 def test_same_speed_passes(tmp_path: Path) -> None:

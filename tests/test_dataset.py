@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from lfw.dataset import LFWDataset, collate_skipping, find_image_root
+from lfw.data.collate import collate_skipping
+from lfw.data.dataset import LFWDataset, find_image_root
 from lfw.errors import CorruptImageError, LFWError
 from tests.trees import TINY_IMAGES, first_image, write_jpeg
 

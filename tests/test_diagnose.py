@@ -13,7 +13,7 @@ import pytest
 import torch
 from PIL import Image
 
-from lfw.dataset import LFWDataset
+from lfw.data.dataset import LFWDataset
 from lfw.diagnose.__main__ import main
 from lfw.diagnose.events import MAIN_PROCESS, BatchRecord, LoadStamp, TimedDataset, split_stamp, timed_collate
 from lfw.diagnose.predict import diagnose, worker_gaps
@@ -143,8 +143,9 @@ def _fake(model: PipelineModel, transform: str = "none", batches: int = 40) -> M
     for r in records:
         r.got = r.step_start
     events = [(r.ask, r.got, r.step_start, r.step_end) for r in records]
-    result = PassResult(batches * 8, batches, records[-1].step_end, records[0].got,
-                        [r.wait for r in records[1:]], None, [r.step_end - r.step_start for r in records], events)
+    result = PassResult(images=batches * 8, batches=batches, wall_s=records[-1].step_end, ttfb_s=records[0].got,
+                        waits_s=[r.wait for r in records[1:]], steps_s=[r.step_end - r.step_start for r in records],
+                        events=events)
     return Measurement(result, records, LoaderConfig(batch_size=8, num_workers=model.workers), transform,
                        "sleep", 8)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch.distributed as dist
 
-from lfw.dataset import LFWDataset
+from lfw.data.dataset import LFWDataset
 from lfw.distributed.__main__ import main
 from lfw.distributed.coverage import epoch_coverage, same_order_every_epoch
 from lfw.distributed.rank import measure_rank

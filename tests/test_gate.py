@@ -367,8 +367,8 @@ def test_a_positive_control_is_not_compared_and_the_gate_says_so(doc: dict[str, 
 
 def test_machine_info_records_the_counted_stack() -> None:
     """Every part of the stack that decides an instruction count is recorded, so the gate can name a difference."""
-    from lfw import keys as K
     from lfw.measure.machine import machine_info
+    from lfw.results import keys as K
 
     info = machine_info()
     assert all(info.get(key) for key in K.COUNTED_STACK), {k: info.get(k) for k in K.COUNTED_STACK}

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from lfw.dataset import scan_images
+from lfw.data.dataset import scan_images
+from lfw.data.index import INDEX_KINDS, PackedPaths, index_nbytes, path_at
+from lfw.data.memory_datasets import IndexOnlyDataset, LeakingControlDataset, large_index
 from lfw.errors import LFWError
-from lfw.index import INDEX_KINDS, PackedPaths, index_nbytes, path_at
 from lfw.measure import LoaderConfig, measure_pass
 from lfw.measure.memory import frozen_gc
-from lfw.memory_datasets import IndexOnlyDataset, LeakingControlDataset, large_index
 
 PATHS = ["/data/lfw/Ann/Ann_0001.jpg", "/data/lfw/Bo/Bo_0001.jpg", "/data/lfw/Bo/Bo_0002.jpg"]
 LABELS = [0, 1, 1]

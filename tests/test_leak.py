@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lfw import keys as K
-from lfw.dataset import scan_images
+from lfw.data.dataset import scan_images
+from lfw.data.memory_datasets import IndexOnlyDataset, LeakingControlDataset, large_index
 from lfw.errors import LFWError
 from lfw.measure import LoaderConfig, PassResult
 from lfw.measure.leak import (
@@ -24,7 +24,7 @@ from lfw.measure.leak import (
 )
 from lfw.measure.loader_pass import MemoryStats
 from lfw.measure.memory import TreeSnapshot
-from lfw.memory_datasets import IndexOnlyDataset, LeakingControlDataset, large_index
+from lfw.results import keys as K
 
 TH = LEAK_THRESHOLD_MIB_PER_EPOCH
 
@@ -105,13 +105,17 @@ def test_first_epoch_verdict_reads_worker_uss_growth() -> None:
 def test_epoch_series_uses_each_pass_end_snapshot() -> None:
     def result(uss: float) -> PassResult:
         snap = TreeSnapshot(0.0, 900.0, uss + 400.0, uss, {11: 20.0, 12: 22.0, 99: 500.0})
-        return PassResult(8, 1, 0.1, 0.05, memory=MemoryStats(snap, snap, snap, [], [11, 12]))
+        return PassResult(
+            images=8, batches=1, wall_s=0.1, ttfb_s=0.05, memory=MemoryStats(snap, snap, snap, [], [11, 12])
+        )
 
     points = epoch_series([result(300.0), result(301.5)])
     assert [(p.epoch, p.tree_uss_mib, p.tree_pss_mib, p.worker_uss_mib) for p in points] == [
-        (0, 300.0, 700.0, 21.0), (1, 301.5, 701.5, 21.0)]
+        (0, 300.0, 700.0, 21.0),
+        (1, 301.5, 701.5, 21.0),
+    ]
     with pytest.raises(LFWError, match="memory sampling"):
-        epoch_series([PassResult(8, 1, 0.1, 0.05)])
+        epoch_series([PassResult(images=8, batches=1, wall_s=0.1, ttfb_s=0.05)])
 
 
 def control_and_twin(root: Path) -> tuple[LeakingControlDataset, IndexOnlyDataset]:

@@ -10,11 +10,11 @@ import pytest
 import torch
 from torch.utils.data import Dataset
 
-from lfw.dataset import LFWDataset
+from lfw.data.dataset import LFWDataset
 from lfw.errors import LFWError
 from lfw.measure import LoaderConfig, LoaderPass, measure_pass
-from lfw.measure.summary import summarize
-from lfw.spread import coefficient_of_variation
+from lfw.stats.variation import coefficient_of_variation
+from lfw.suite.record import summarize
 
 
 def test_pass_counts_exactly_k_batches(tiny_tree: Path) -> None:

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from lfw import keys as K
-from lfw.dataset import LFWDataset, pil_loader
+from lfw.data.dataset import LFWDataset, pil_loader
 from lfw.errors import LFWError
 from lfw.measure import LoaderConfig
 from lfw.measure.moves import count_moves
+from lfw.results import keys as K
 
 
 def moves(root: Path, transform: str = "uint8", loader=pil_loader) -> dict[str, float]:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import wilcoxon
 
-from lfw.paired import hodges_lehmann, holm, signed_rank_interval, signed_rank_p, walsh_averages
+from lfw.stats.paired import hodges_lehmann, holm, signed_rank_interval, signed_rank_p, walsh_averages
 
 
 def test_walsh_averages_and_hodges_lehmann() -> None:

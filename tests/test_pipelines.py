@@ -12,14 +12,14 @@ import torch
 from PIL import Image
 from torchvision import transforms as T
 
-from lfw.dataset import LFWDataset
+from lfw.data.dataset import LFWDataset
+from lfw.data.transforms import IMAGENET_MEAN, IMAGENET_STD
 from lfw.errors import CorruptImageError, LFWError
 from lfw.measure import LoaderConfig, LoaderPass
 from lfw.pipelines import Pipeline
 from lfw.pipelines.datasets import JpegFiles, TarShards
 from lfw.pipelines.decoders import DECODERS, decode, read_file
 from lfw.pipelines.storage import decoded_memmap, tar_shards
-from lfw.transforms import IMAGENET_MEAN, IMAGENET_STD
 from tests.trees import TINY_IMAGES, first_image, write_jpeg
 
 FULL_SIZE = [d for d in DECODERS if d != "pil-draft"]

@@ -190,7 +190,7 @@ def test_a_latency_bound_case_is_judged_against_its_own_bound_not_the_endpoint()
     from lfw.measure.loader_pass import PassResult
     from lfw.remote.bench import endpoint_shares
 
-    passes = [PassResult(9, 1, 1.0, 0.1)]
+    passes = [PassResult(images=9, batches=1, wall_s=1.0, ttfb_s=0.1)]
     slow_day = endpoint_shares(passes, [160.0], in_flight_limit=1, latency_ms=100)
     fast_day = endpoint_shares(passes, [400.0], in_flight_limit=1, latency_ms=100)
     assert slow_day["remote_bound_share"] == fast_day["remote_bound_share"] == 0.9

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from lfw.dataset import LFWDataset
+from lfw.data.dataset import LFWDataset
 from lfw.measure import LoaderConfig, LoaderPass
 from lfw.measure.capacity import ParallelCapacity
 from lfw.measure.ceiling import CeilingSweep, spread_indices
 from lfw.measure.loader_pass import PassResult
 from lfw.measure.rotation import LoaderMember, PassClock, Rotation, round_orders
-from lfw.measure.summary import summarize
+from lfw.suite.record import summarize
 
 
 class Recorder:
@@ -24,7 +24,7 @@ class Recorder:
 
     def measure(self) -> PassResult:
         self.log.append(self.name)
-        return PassResult(100, 2, self.seconds, 0.1)
+        return PassResult(images=100, batches=2, wall_s=self.seconds, ttfb_s=0.1)
 
     def close(self) -> None:
         self.closed = True
@@ -43,7 +43,7 @@ def test_rotation_interleaves_warms_up_and_records_positions() -> None:
     measured = Rotation(members, rounds=3, warmup_rounds=1, seed=0, warm=["ceiling-none"]).run()
     assert log[0] == "ceiling-none" and len(log) == 1 + 3 * 4  # the warm pass, one warm-up round, 3 rounds
     for round_start in range(4, len(log), 3):
-        assert sorted(log[round_start:round_start + 3]) == ["a", "b", "ceiling-none"]
+        assert sorted(log[round_start : round_start + 3]) == ["a", "b", "ceiling-none"]
     assert all(len(m.results) == 3 and len(m.positions) == 3 for m in measured.values())
     assert all(member.closed for member in members.values())
 
@@ -78,7 +78,10 @@ def test_spread_indices_cover_the_pass() -> None:
 
 def test_efficiency_is_paired_by_round() -> None:
     """Round 2 ran while the machine was twice as fast: its rate and its ceiling both doubled."""
-    results = [PassResult(100, 2, 0.1, 0.01), PassResult(100, 2, 0.05, 0.01)]
+    results = [
+        PassResult(images=100, batches=2, wall_s=0.1, ttfb_s=0.01),
+        PassResult(images=100, batches=2, wall_s=0.05, ttfb_s=0.01),
+    ]
     info = summarize(results, ceilings=[2000.0, 4000.0], workers=2, usable_cores=2)
     assert info["efficiency_rounds"] == [0.25, 0.25] and info["efficiency"] == 0.25
     assert info["ceiling_images_per_s"] == 6000.0 and info["per_core_images_per_s_rounds"] == [2000.0, 4000.0]
@@ -90,7 +93,10 @@ def test_a_round_in_which_the_machine_gave_one_core_keeps_its_efficiency() -> No
     """Round 2 ran with one core given (capacity 1.0): a two-worker case at half the rate is the machine's
     loss, not the code's, so its efficiency holds; a serialized case at half the rate with both cores given
     (capacity 2.0) is the code's, and its efficiency halves."""
-    results = [PassResult(100, 2, 0.1, 0.01), PassResult(100, 2, 0.2, 0.01)]
+    results = [
+        PassResult(images=100, batches=2, wall_s=0.1, ttfb_s=0.01),
+        PassResult(images=100, batches=2, wall_s=0.2, ttfb_s=0.01),
+    ]
     lost_core = summarize(results, ceilings=[2000.0, 2000.0], workers=2, usable_cores=2, capacities=[1.95, 1.0])
     assert lost_core["efficiency_rounds"] == [round(1000 / (2000 * 1.95), 4), 0.25]
     assert lost_core["parallel_capacity_rounds"] == [1.95, 1.0]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from lfw.data.synth import LFW_IMAGES, LFW_PEOPLE, images_per_person, main, synthesize
 from lfw.errors import LFWError
-from lfw.synth import LFW_IMAGES, LFW_PEOPLE, images_per_person, main, synthesize
 
 
 def digest(root: Path) -> dict[str, str]:
@@ -56,7 +56,7 @@ def test_refuses_non_empty_folder_and_bad_counts(tiny_tree: Path, tmp_path: Path
                                                (["--images", "0"], "--images must be at least 1")])
 def test_bad_seed_and_size_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                args: list[str], message: str) -> None:
-    from lfw.synth import main
+    from lfw.data.synth import main
 
     assert main([str(tmp_path / "out"), *args]) == 2
     err = capsys.readouterr().err

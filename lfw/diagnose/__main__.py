@@ -21,17 +21,17 @@ from pathlib import Path
 
 import torch
 
-from lfw.cli_args import OneLineParser
-from lfw.data_root import resolve_root
-from lfw.dataset import LFWDataset
+from lfw.cli.args import OneLineParser
+from lfw.data.dataset import LFWDataset
+from lfw.data.root import resolve_root
+from lfw.data.transforms import PRESETS
 from lfw.diagnose.predict import Diagnosis, diagnose, workers_text
 from lfw.diagnose.simulator import PipelineModel, simulate, workers_to_end_stalls
 from lfw.diagnose.timeline import Panel, animate_timeline, draw_timeline
 from lfw.diagnose.training import MODELS, Measurement, make_step, measure_training
 from lfw.errors import LFWError, cli_entry
 from lfw.measure import LoaderConfig
-from lfw.measure.ceiling import usable_cores
-from lfw.transforms import PRESETS
+from lfw.measure.machine import usable_cores
 
 DEFAULT_OUT = Path("reports/diagnose")
 DEFAULT_STEP_MS = 100.0
@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 MAX_SIMULATED_S = 3600.0  # an hour of simulated training: far beyond any figure here
-MAX_SIMULATED_BATCHES = 1_000_000  # the event loop's bound: about a minute of simulation
+MAX_SIMULATED_BATCHES = 1_000_000  # the event loop's bound, so a mistyped figure cannot simulate for long
 
 
 def _check(args: argparse.Namespace) -> None:

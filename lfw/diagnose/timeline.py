@@ -50,7 +50,7 @@ class Panel:
 WORKER_PALETTE = (0, 1, 2, 4, 5, 6, 8, 9)  # tab10 without red (stalls) and grey (hand-over)
 
 
-def _worker_color(worker: int) -> tuple[float, ...]:
+def _worker_color(worker: int) -> tuple[float, float, float, float]:
     cmap = matplotlib.colormaps["tab10"]
     return cmap(WORKER_PALETTE[worker % len(WORKER_PALETTE)]) if worker != MAIN_PROCESS else (0.3, 0.3, 0.3, 1.0)
 

@@ -26,7 +26,7 @@ from torch import nn
 from torch.utils.data import Dataset, default_collate
 from tqdm import tqdm
 
-from lfw.dataset import collate_skipping
+from lfw.data.collate import collate_skipping
 from lfw.diagnose.events import BatchRecord, LoadStamp, TimedDataset, split_stamp, timed_collate
 from lfw.errors import LFWError
 from lfw.measure import LoaderConfig, LoaderPass, PassResult

@@ -21,9 +21,9 @@ from datetime import timedelta
 from pathlib import Path
 from types import FrameType
 
-from lfw.cli_args import OneLineParser
+from lfw.cli.args import OneLineParser
 from lfw.errors import LFWError, MeasurementError, cli_entry, one_line
-from lfw.profiles import PROFILES
+from lfw.suite.profiles import PROFILES
 
 EPILOG = """\
 examples:
@@ -99,8 +99,8 @@ def run_rank(args: argparse.Namespace, rank: int, world: int, local_rank: int) -
     import torch
     import torch.distributed as dist
 
-    from lfw.data_root import resolve_root
-    from lfw.dataset import LFWDataset
+    from lfw.data.dataset import LFWDataset
+    from lfw.data.root import resolve_root
     from lfw.distributed.coverage import same_order_every_epoch
     from lfw.distributed.rank import measure_rank
     from lfw.distributed.record import Outcome, gathered_coverage, lines, next_run_path, save

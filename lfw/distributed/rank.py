@@ -56,8 +56,8 @@ class RankEpochs:
 def measure_rank(dataset: Dataset, config: LoaderConfig, epochs: int, *, rank: int, world_size: int,
                  seed: int = 0, set_epoch: bool = True, device: torch.device | None = None) -> RankEpochs:
     """``epochs`` passes over this rank's shard; ``set_epoch=False`` reproduces the classic omission."""
-    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=seed,
-                                 drop_last=False)
+    sampler: DistributedSampler[int] = DistributedSampler(dataset, num_replicas=world_size, rank=rank,
+                                                          shuffle=True, seed=seed, drop_last=False)
     loader = config.build(dataset, sampler=sampler)
     device = device or torch.device("cpu")
     runner = LoaderPass(loader, len(loader), memory_interval_s=None, step=collective_step(device),

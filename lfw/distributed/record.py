@@ -16,9 +16,10 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from lfw import keys as K
+from lfw.cli.table import table
 from lfw.distributed.coverage import Coverage
 from lfw.results import case_record, write_run
+from lfw.results import keys as K
 
 GROUP = "distributed"
 
@@ -59,12 +60,14 @@ def rank_rates(summary: Mapping[str, Any]) -> list[float]:
 
 def lines(outcome: Outcome, header: str) -> list[str]:
     """The printed result: one row per rank, then the straggler, the total, coverage and findings."""
-    out = [header, "rank  images/s per epoch      median  first batch  waited at collective  load s"]
+    rows = []
     for r in outcome.ranks:
         rates = rank_rates(r)
         wall, wait = sum(r["wall_s"]), sum(r["collective_s"])
-        out.append(f"{r['rank']:<4}  {', '.join(f'{v:,.0f}' for v in rates):<22}  {median(rates):6,.0f}  "
-                   f"{median(r['ttfb_s']):9.3f} s  {wait:8.3f} s ({wait / wall:4.0%})     {sum(r['load_s']):6.2f}")
+        rows.append((str(r["rank"]), ", ".join(f"{v:,.0f}" for v in rates), f"{median(rates):,.0f}",
+                     f"{median(r['ttfb_s']):.3f}", f"{wait:.3f} ({wait / wall:.0%})", f"{sum(r['load_s']):.2f}"))
+    out = [header, table(("rank", "images/s per epoch", "median", "first batch s", "waited at collective s",
+                          "load s"), rows, right=range(2, 6))]
     ratios = outcome.straggler_ratios()
     out.append(f"straggler ratio (slowest / fastest rank's load time): {median(ratios):.3f} median over epochs "
                f"({', '.join(f'{v:.3f}' for v in ratios)}); slowest: rank {outcome.straggler()}")

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-from lfw.cli_args import OneLineParser
+from lfw.cli.args import OneLineParser
 from lfw.errors import LFWError, cli_entry
 from lfw.gate.ab import DEFAULT_CASES, ABPlan, parse_cases, run_ab
 from lfw.gate.compare import COST_LAYER, GateReport, compare_runs

@@ -1,8 +1,8 @@
 """Pass-interleaved A/B: the base revision and the working tree, measured in turn, one pass at a time.
 
-Why: a committed baseline was measured on another day, and this VM runs up to 2x faster or slower from one
-session to the next, so two files cannot show a 10% change. Here both revisions run in this job, interleaved at
-pass granularity (about a second a pass), so they share the machine's drift.
+Why: a committed baseline was measured on another day, and the machine's speed drifts from one session to the
+next by more than the changes worth catching, so two files cannot show a small change (docs/gating.md). Here both
+revisions run in this job, interleaved at pass granularity, so they share the machine's drift.
 
 How:
 
@@ -44,7 +44,6 @@ from typing import Any
 
 from tqdm import tqdm
 
-from lfw import keys as K
 from lfw.errors import LFWError, MeasurementError
 from lfw.gate.ab_counts import COST_MODULE, count_sides, judge_counts
 from lfw.gate.compare import Comparison
@@ -52,12 +51,13 @@ from lfw.gate.metrics import AB
 from lfw.gate.paired_rule import INCONCLUSIVE, REGRESSED, PairedComparison, PairedInput, decide, look_points
 from lfw.gate.thresholds import Thresholds
 from lfw.results import case_record, write_run
+from lfw.results import keys as K
 
 BASE, CURRENT = "base", "current"
 QUADS = {"ABBA": (BASE, CURRENT, CURRENT, BASE), "BAAB": (CURRENT, BASE, BASE, CURRENT)}
-# Worker cases: their passes run in freshly forked workers, so a process pair's lasting speed difference is a few
-# percent. Main-process cases (workers0-*) carry it in full (up to 20% here) and need about three times as many
-# pairs for the same precision; name them with -k when that matters.
+# Worker cases: their passes run in freshly forked workers, so they carry little of a process pair's lasting speed
+# difference. Main-process cases (workers0-*) carry it in full and need many more pairs for the same precision
+# (docs/gating.md); name them with -k when that matters.
 DEFAULT_CASES = ("workers2-none", "workers2-uint8")
 SERVER = "lfw.measure.pass_server"
 STARTUP_TIMEOUT_S = 300.0
@@ -207,13 +207,17 @@ class ABRun:
         return 3 if any(v.verdict == INCONCLUSIVE for v in self.verdicts) else 0
 
 
-def fullname(case_id: str) -> tuple[str, str, str, dict[str, Any]]:
-    """(group, name, fullname, params) of a case, as the pytest benchmarks name it."""
-    from lfw import matrix
+def identity(case_id: str) -> tuple[str, str, str, dict[str, Any]]:
+    """(group, name, fullname, params) of a case as the A/B saves it: ``<group>[<id>]`` in ``lfw.gate.ab``.
+
+    A case is its group and id (:func:`lfw.results.case_key`), not the file or test that runs it, so the gate
+    and the report match an A/B side with the benchmarks' own runs of the same case.
+    """
+    from lfw.suite import matrix
 
     group, case = matrix.find_case(case_id)
-    name = f"{group.test}[{case.id}]"
-    return group.name, name, group.fullname(case), dict(case.params)
+    name = f"{group.name}[{case.id}]"
+    return group.name, name, f"{__name__}::{name}", dict(case.params)
 
 
 def measure_pair(run: ABRun, sides: dict[str, Side], rng: random.Random, pair: int) -> None:
@@ -244,7 +248,7 @@ def judge_look(run: ABRun, th: Thresholds, looks: int) -> list[PairedComparison]
     for case in run.cases:
         for metric in AB:
             inputs.append(PairedInput(
-                fullname(case)[2], metric, tuple(run.log_ratios[(case, metric.key)]),
+                identity(case)[2], metric, tuple(run.log_ratios[(case, metric.key)]),
                 tuple(p[metric.key] for p in run.passes[BASE][case]),
                 tuple(p[metric.key] for p in run.passes[CURRENT][case])))
     return decide(inputs, th.ab(), alpha_look=th.alpha / looks)
@@ -260,9 +264,9 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
 
     ``root`` is the image folder both sides read (default: ``LFW_ROOT`` or the profile's synthetic tree).
     """
-    from lfw import matrix
-    from lfw.data_root import resolve_root
-    from lfw.profiles import PROFILES
+    from lfw.data.root import resolve_root
+    from lfw.suite import matrix
+    from lfw.suite.profiles import PROFILES
 
     if plan.profile not in PROFILES:
         raise LFWError(f"unknown profile {plan.profile!r}; choose one of: {', '.join(PROFILES)}")
@@ -336,9 +340,9 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
 
 def measure_counts(run: ABRun, trees: dict[str, Path], root: Path, tmp: Path, th: Thresholds) -> None:
     """Instructions per image of every preset on both sides, counted at once; judged into ``run.counts``."""
-    from lfw.matrix import TRANSFORMS
     from lfw.measure.cost import CHILD_TIMEOUT_S
-    from lfw.profiles import PROFILES
+    from lfw.suite.matrix import TRANSFORMS
+    from lfw.suite.profiles import PROFILES
 
     old = [name for name, tree in trees.items() if not (tree / COST_MODULE).is_file()]
     if old:
@@ -358,7 +362,7 @@ def measure_counts(run: ABRun, trees: dict[str, Path], root: Path, tmp: Path, th
 def side_records(run: ABRun, side: str) -> list[dict[str, Any]]:
     records = []
     for case in run.cases:
-        group, name, full, params = fullname(case)
+        group, name, full, params = identity(case)
         passes = run.passes[side][case]
         extra = {
             K.IMAGES_PER_S: median(p["images_per_s"] for p in passes),

@@ -14,9 +14,10 @@ metric regressed when its change (of the medians over rounds) is beyond the metr
 (:class:`~lfw.gate.thresholds.Thresholds`). What may be compared:
 
 - instruction counts, and what the pipeline moves per image (files opened, read calls, bytes read, batch
-  bytes: :mod:`lfw.measure.moves`), wherever the counted stack (:data:`lfw.keys.COUNTED_STACK`: valgrind, Python and the
-  libraries the counted pass runs) matches, whatever the host CPU: valgrind runs the code on its own emulated
-  CPU, so the host's model does not choose the code path; the gate names the part of the stack that differs;
+  bytes: :mod:`lfw.measure.moves`), wherever the counted stack (:data:`lfw.results.keys.COUNTED_STACK`:
+  valgrind, Python and the libraries the counted pass runs) matches, whatever the host CPU: valgrind runs the
+  code on its own emulated CPU, so the host's model does not choose the code path; the gate names the part of
+  the stack that differs;
 - requests per image always (one GET per image is a protocol fact);
 - efficiency and memory always; time to first batch only on the same runner class and core count.
 """
@@ -29,11 +30,11 @@ from fnmatch import fnmatchcase
 from statistics import median
 from typing import Any, Literal
 
-from lfw import keys as K
 from lfw.gate.metrics import COUNTED, INSTRUCTIONS, NOT_JUDGED, PORTABLE, SAME_MACHINE, Metric
 from lfw.gate.thresholds import Thresholds
-from lfw.results import Case, Run, short_name
-from lfw.spread import coefficient_of_variation
+from lfw.results import Case, Run, pair_cases, short_name
+from lfw.results import keys as K
+from lfw.stats.variation import coefficient_of_variation
 
 # machine_info keys whose difference changes the numbers; the first two make the runs different machines.
 MACHINE_KEYS = ("runner_class", "cpu_model", "usable_cores", "torch", "pillow", "jpeg_library", "dataset_kind",
@@ -194,8 +195,9 @@ def cost_layer_reason(baseline: Run, current: Run) -> str | None:
     return None
 
 
-def match_missing(key: str, case: Case, current: Run, accept: Sequence[str]) -> Missing:
+def match_missing(case: Case, current: Run, accept: Sequence[str]) -> Missing:
     """Why a baseline case is not in the current run, and whether that is a gap (see the module docstring)."""
+    key = case.key
     if any(fnmatchcase(key, p) or fnmatchcase(case.short_name, p) for p in accept):
         return Missing(case.fullname, "accepted as removed (--accept-missing)", gap=False)
     selection = current.selection
@@ -221,13 +223,11 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
                  mode: Mode = "auto", accept_missing: Sequence[str] = ()) -> GateReport:
     """Compare ``current`` against ``baseline`` case by case; see the module docstring for the rule."""
     th = thresholds or Thresholds()
-    base_cases, cur_cases = baseline.by_key(), current.by_key()
+    pairing = pair_cases(baseline, current)
     diffs = machine_diffs(baseline, current)
     portable, metrics, note = choose_metrics(diffs, mode)
-    missing = [match_missing(key, base_cases[key], current, accept_missing)
-               for key in sorted(set(base_cases) - set(cur_cases))]
-    report = GateReport([], sorted(cur_cases[k].fullname for k in set(cur_cases) - set(base_cases)), missing,
-                        diffs, portable, note)
+    missing = [match_missing(case, current, accept_missing) for case in sorted(pairing.missing, key=_by_key)]
+    report = GateReport([], sorted(c.fullname for c in pairing.new), missing, diffs, portable, note)
     reason = cost_layer_reason(baseline, current)
     if reason:
         report.unjudged[COST_LAYER] = reason
@@ -243,8 +243,7 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
     few_rounds = []
     skipped_by_group: dict[tuple[str | None, str], list[str]] = {}
     controls = []
-    for key in sorted(set(base_cases) & set(cur_cases)):
-        b_case, c_case = base_cases[key], cur_cases[key]
+    for b_case, c_case in sorted(pairing.pairs, key=lambda pair: _by_key(pair[1])):
         name = c_case.fullname
         if b_case.fullname != c_case.fullname:
             report.notes.append(f"{short_name(name)}: matched by group and id across a move "
@@ -271,10 +270,14 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
     if controls:
         report.notes.append(f"not compared, positive controls (their own test asserts the check flags them; how much "
                             f"they leak is their design): {', '.join(short_name(n) for n in controls)}")
-    for (group, key), names in skipped_by_group.items():
-        report.notes.append(f"{key} not judged for the {len(names)} cases of group {group}: "
+    for (group, key), skipped in skipped_by_group.items():
+        report.notes.append(f"{key} not judged for the {len(skipped)} cases of group {group}: "
                             f"{NOT_JUDGED[(group, key)]}")
     if few_rounds:
         names = ", ".join(short_name(n) for n in dict.fromkeys(few_rounds))
         report.notes.append(f"wall clock not judged for cases with fewer than {WALL_CLOCK_MIN_ROUNDS} rounds: {names}")
     return report
+
+
+def _by_key(case: Case) -> str:
+    return case.key

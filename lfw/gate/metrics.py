@@ -5,7 +5,7 @@ Metric families and what they mean on a drifting VM:
 - ``cost``: instructions per image of the per-image pipeline, counted under callgrind. Deterministic (repeats
   exactly here), so a tight threshold (3%) is safe two-file, against a baseline from another day.
 - ``throughput`` / ``ttfb``: wall-clock. Two-file, only *gross* regressions can be judged, because the machine
-  itself runs up to 2x faster or slower from one session to the next: throughput is judged as efficiency
+  itself runs faster or slower from one session to the next (docs/gating.md): throughput is judged as efficiency
   (images/s over the single-core ceiling measured in the same round; for a decode pipeline, its share of the PIL
   path's ceiling), which cancels the machine's speed but not a slower decode (that is the cost layer's job).
   A/B mode judges raw images/s and time to first batch of two revisions interleaved pass by pass, where small
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from lfw import keys as K
+from lfw.results import keys as K
 
 Worse = Literal["lower", "higher"]
 Kind = Literal["relative", "absolute"]
@@ -73,8 +73,9 @@ LEAK_STEP_PSS = Metric(K.MEDIAN_STEP_PSS, "leak step, tree PSS", "higher", "abso
 DATA_WAIT = Metric(K.DATA_WAIT_FRACTION, "data-wait fraction", "higher", "absolute", "wait")
 
 # Metrics a group's cases are not judged on two-file, with the reason the gate prints.
-NOT_JUDGED = {("remote", K.TTFB_S): "the proxy injects a heavy-tailed delay, and a first batch waits for its "
-                                   "slowest request: a tail in 2 of 3 rounds moves the median by +200%"}
+NOT_JUDGED: dict[tuple[str | None, str], str] = {
+    ("remote", K.TTFB_S): "the proxy injects a heavy-tailed delay, and a first batch waits for its slowest request: "
+                          "a tail in 2 of 3 rounds moves the median by multiples"}
 MEMORY = (PSS_GROWTH, PSS_PEAK, WORKER_USS, WORKER_USS_GROWTH, LEAK_STEP_USS, LEAK_STEP_PSS)
 # Two files from the same runner class: every layer. From different machines time to first batch does not
 # port. Instruction counts join either set wherever the counted stack matches (lfw.gate.compare decides).

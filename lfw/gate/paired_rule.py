@@ -1,10 +1,10 @@
 """The A/B decision rule: per case and metric, a paired test over process pairs, a minimum effect, and Holm.
 
 The unit of replication is a *process pair*: one fresh process per revision, started together, measured in a
-randomized ABBA or BAAB quad of passes per case. Measured on the project VM, two identical processes differ by a
-stable 2-20% for their whole life (the same code, started a second apart; not address-space layout, which was
-ruled out with ASLR off), while quads within one pair agree to about 1%. So passes of one pair are not
-independent evidence: the pair's log ratio (mean log current minus mean log base over its quad) is one
+randomized ABBA or BAAB quad of passes per case. Two identical processes (the same code, started a second apart)
+differ in speed by a stable amount for their whole life, not from address-space layout (ruled out with ASLR off),
+while quads within one pair agree far more closely (docs/gating.md has the measurements). So passes of one pair
+are not independent evidence: the pair's log ratio (mean log current minus mean log base over its quad) is one
 observation, and a run is ``n`` such pairs.
 
 Per comparison (``worse`` = the log ratio signed so that positive is worse: slower or later):
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from statistics import median
 
 from lfw.gate.metrics import Metric
-from lfw.paired import Interval, hodges_lehmann, holm, signed_rank_interval, signed_rank_p
+from lfw.stats.paired import Interval, hodges_lehmann, holm, signed_rank_interval, signed_rank_p
 
 REGRESSED, OK, INCONCLUSIVE = "regressed", "ok", "inconclusive"
 

@@ -9,19 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from lfw.cli.table import table
 from lfw.gate.compare import Comparison, GateReport
 from lfw.gate.paired_rule import INCONCLUSIVE, REGRESSED, PairedComparison
 from lfw.gate.thresholds import Thresholds
 from lfw.results import short_name
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Left-aligned columns separated by two spaces, with a rule under the headers."""
-    cells = [tuple(headers), *[tuple(r) for r in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 def fmt_value(metric_key: str, unit: str, value: float) -> str:

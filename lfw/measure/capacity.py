@@ -19,8 +19,8 @@ import hashlib
 import os
 import time
 
-from lfw import keys as K
 from lfw.measure.loader_pass import PassResult
+from lfw.results import keys as K
 
 BLOCK = bytes(1 << 20)  # 1 MiB of zeros: hashing it is pure CPU, the same work everywhere
 UNITS = 48  # blocks per process per measurement: tens of milliseconds on a current core
@@ -59,7 +59,8 @@ class ParallelCapacity:
         one = timed_in_processes(1, self.units)
         many = timed_in_processes(self.processes, self.units)
         capacity = self.processes * one / many if many > 0 else float(self.processes)
-        return PassResult(self.processes * self.units, 0, many, 0.0, extra={K.PARALLEL_CAPACITY: capacity})
+        return PassResult(images=self.processes * self.units, batches=0, wall_s=many, ttfb_s=0.0,
+                          extra={K.PARALLEL_CAPACITY: capacity})
 
     def close(self) -> None:
         pass

@@ -9,21 +9,12 @@ round r's passes and efficiency is a paired ratio, not a rate over a number from
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 
 import torch
 
 from lfw.measure.loader_pass import PassResult
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (affinity and cgroup-pinned sets respected), not the machine's total."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 class CeilingSweep:
@@ -47,7 +38,7 @@ class CeilingSweep:
             wall = time.perf_counter() - t0
         finally:
             torch.set_num_threads(threads)
-        return PassResult(len(self.indices), 0, wall, 0.0)
+        return PassResult(images=len(self.indices), batches=0, wall_s=wall, ttfb_s=0.0)
 
     def close(self) -> None:
         pass

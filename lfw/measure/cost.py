@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lfw.cli_args import OneLineParser
+from lfw.cli.args import OneLineParser
 from lfw.errors import LFWError, MeasurementError, cli_entry
 from lfw.measure.callgrind import unavailable_reason, valgrind_version
 
@@ -134,7 +134,7 @@ def run_child(root: Path, presets: Sequence[str], batch_size: int, batches: int,
     count what a pass of each preset moves (:func:`lfw.measure.moves.count_moves`, outside the counted region)."""
     import torch
 
-    from lfw.dataset import LFWDataset
+    from lfw.data.dataset import LFWDataset
     from lfw.measure.callgrind import requests
     from lfw.measure.loader_config import LoaderConfig
     from lfw.measure.loader_pass import LoaderPass

@@ -28,9 +28,9 @@ import numpy as np
 from scipy.stats import linregress
 from torch.utils.data import DataLoader
 
-from lfw import keys as K
 from lfw.errors import LFWError
 from lfw.measure.loader_pass import LoaderPass, PassResult
+from lfw.results import keys as K
 
 # Measured on this 2-core machine, 5 repeats x 6 epochs (epochs 1..5 fitted), quiet machine: well-behaved
 # datasets (LFW decode of 256 images, 2 workers; the control's index-only twin, 1 and 2 workers; 15 runs) had

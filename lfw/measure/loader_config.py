@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from lfw.dataset import collate_skipping
+from lfw.data.collate import collate_skipping
 from lfw.errors import LFWError
 
 START_METHODS = ("fork", "forkserver", "spawn")

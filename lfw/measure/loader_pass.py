@@ -27,9 +27,10 @@ import psutil
 import torch
 from torch.utils.data import DataLoader
 
-from lfw import keys as K
 from lfw.errors import LFWError, one_line
 from lfw.measure.memory import TreeSampler, TreeSnapshot, tree_snapshot
+from lfw.measure.torch_compat import drop_persistent_workers, shutdown_workers, worker_pids
+from lfw.results import keys as K
 
 # Reading PSS costs ~10 ms of CPU per torch process. At 2 s, a pass shorter than that takes no sample while the
 # clock runs (the "before" and "end" snapshots are taken outside it); longer passes pay under 1% of 2 cores.
@@ -95,9 +96,9 @@ class MemoryStats:
         return series
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PassResult:
-    """What one pass measured. Times in seconds; waits are per batch after the first."""
+    """What one pass measured, built by keyword. Times in seconds; waits are per batch after the first."""
 
     images: int
     batches: int
@@ -173,12 +174,6 @@ def _process_cpu(pid: int) -> float:
     except psutil.Error:
         return 0.0
     return times.user + times.system
-
-
-def _workers_of(loader: DataLoader, iterator: Any = None) -> list[int]:
-    """Pids of the loader's live workers: of ``iterator``, else of the loader's persistent iterator."""
-    source = iterator if iterator is not None else getattr(loader, "_iterator", None)
-    return [w.pid for w in getattr(source, "_workers", []) if w.pid is not None]
 
 
 def _to_device(batch: Any, device: torch.device) -> Any:
@@ -259,7 +254,7 @@ class LoaderPass:
         images = batches = first_images = 0
         ttfb = 0.0
         # Persistent workers exist before the pass and carry CPU time from earlier epochs; new ones start at 0.
-        workers_cpu0 = {pid: _process_cpu(pid) for pid in _workers_of(self.loader)}
+        workers_cpu0 = {pid: _process_cpu(pid) for pid in worker_pids(self.loader)}
         cpu0 = time.process_time()
         t0 = time.perf_counter()
         if sampler:
@@ -293,7 +288,7 @@ class LoaderPass:
                 torch.cuda.synchronize(self.device)
             wall = time.perf_counter() - t0
             main_cpu = time.process_time() - cpu0
-            workers_cpu = sum(_process_cpu(pid) - workers_cpu0.get(pid, 0.0) for pid in _workers_of(self.loader,
+            workers_cpu = sum(_process_cpu(pid) - workers_cpu0.get(pid, 0.0) for pid in worker_pids(self.loader,
                                                                                                    iterator))
         except StopIteration:
             raise LFWError("the loader ran out of batches mid-pass; is the dataset empty?") from None
@@ -307,9 +302,10 @@ class LoaderPass:
                 sampler.request_stop()
                 self._sampler = sampler
         self._exhausted = batches >= len(self.loader)
-        result = PassResult(images, batches, wall, ttfb, waits, None, steps, events, t0, first_images, main_cpu,
-                            workers_cpu)
-        self._worker_pids = _workers_of(self.loader, iterator)
+        result = PassResult(images=images, batches=batches, wall_s=wall, ttfb_s=ttfb, waits_s=waits, steps_s=steps,
+                            events=events, t0=t0, first_batch_images=first_images, main_cpu_s=main_cpu,
+                            workers_cpu_s=workers_cpu)
+        self._worker_pids = worker_pids(self.loader, iterator)
         self.results.append(result)
         return result
 
@@ -321,10 +317,9 @@ class LoaderPass:
         in :attr:`shutdown_errors` and the pass's measurements stand.
         """
         iterator, self._iterator = self._iterator, None
-        shutdown = getattr(iterator, "_shutdown_workers", None)
-        if shutdown is not None and not self.loader.persistent_workers:
+        if iterator is not None and not self.loader.persistent_workers:
             try:
-                shutdown()
+                shutdown_workers(iterator)
             except RuntimeError as exc:
                 self.shutdown_errors.append(one_line(exc))
 
@@ -352,11 +347,7 @@ class LoaderPass:
         self._drop_iterator()
         self._before = None
         if stop_workers and self.loader.persistent_workers:
-            iterator = getattr(self.loader, "_iterator", None)
-            shutdown = getattr(iterator, "_shutdown_workers", None)  # torch keeps no public way to do this
-            if shutdown is not None:
-                shutdown()
-            self.loader._iterator = None
+            drop_persistent_workers(self.loader)
 
     def __enter__(self) -> LoaderPass:
         return self

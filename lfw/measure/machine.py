@@ -15,11 +15,17 @@ import numpy as np
 import PIL
 import psutil
 import torch
-import torchvision
 from PIL import features
 
 from lfw.measure.callgrind import valgrind_version
-from lfw.measure.ceiling import usable_cores
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (affinity and cgroup-pinned sets respected), not the machine's total."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def jpeg_library() -> str:
@@ -74,6 +80,8 @@ def cpu_model() -> str:
 
 def machine_info() -> dict[str, Any]:
     """Library versions, decoder, cores, threads, memory and accelerator of this process's machine."""
+    import torchvision  # here, not at import: lfw.measure stays importable without torchvision
+
     return {
         "runner_class": runner_class(),
         "cpu_model": cpu_model(),

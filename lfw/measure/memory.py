@@ -4,9 +4,9 @@ RSS is the wrong number for forked workers: pages shared with the parent count i
 the sum stays flat while copy-on-access turns shared pages into private ones. PSS (each shared page divided
 among its sharers) and USS (pages private to one process) show the real cost, so all three are recorded.
 
-Reading PSS makes the kernel walk every page table of a process (about 10 ms for a process that has imported
-torch, on a 2-core machine), so sampling runs in a background thread at a coarse interval; its cost on
-throughput is measured by ``benchmarks/test_overhead.py``, not assumed.
+Reading PSS makes the kernel walk every page table of a process (milliseconds for a process that has imported
+torch), so sampling runs in a background thread at a coarse interval; its cost on throughput is measured by
+the ``overhead`` benchmark group, not assumed.
 
 :func:`frozen_gc` isolates what a memory experiment measures from a second copy-on-access effect measured here: a
 forked worker's cyclic GC writes the GC header of every tracked object inherited from the parent (torch, pytest,

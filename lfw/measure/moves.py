@@ -28,9 +28,9 @@ import psutil
 import torch
 from torch.utils.data import DataLoader
 
-from lfw import keys as K
 from lfw.errors import LFWError
 from lfw.measure.loader_pass import LoaderPass
+from lfw.results import keys as K
 
 
 class _Opens:
@@ -76,7 +76,7 @@ class MoveCounts:
     batch_bytes: int
 
     def per_image(self) -> dict[str, float]:
-        """The ``extra_info`` record: each count per image (keys in :mod:`lfw.keys`)."""
+        """The ``extra_info`` record: each count per image (keys in :mod:`lfw.results.keys`)."""
         n = max(self.images, 1)
         return {K.FILES_OPENED_PER_IMAGE: round(self.files_opened / n, 4),
                 K.READ_CALLS_PER_IMAGE: round(self.read_calls / n, 4),

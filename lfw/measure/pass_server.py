@@ -1,9 +1,11 @@
 """One side of a pass-interleaved A/B: a long-lived process that measures one pass of a case on request.
 
 ``python -m lfw.gate --ab REV`` starts one of these per revision, each in its own checkout (``PYTHONPATH`` set to
-that tree), and asks them in turn for one pass at a time. The server builds every case from *its own* revision's
-:mod:`lfw.matrix` and measures it with its own :class:`~lfw.measure.LoaderPass`, so each side measures its code
-with its measurement primitive, and the orchestrator only decides the order.
+that tree), and asks them in turn for one pass at a time. The server builds every case with *its own* revision's
+suite engine (:func:`lfw.suite.runner.case_member`) and measures it with its own
+:class:`~lfw.measure.LoaderPass`, so each side measures its code with its measurement primitive, and the
+orchestrator only decides the order. The module path and the protocol stay fixed across revisions: the
+orchestrator of one revision starts the server of another.
 
 Protocol (JSON lines on stdin/stdout, one request, one reply; stderr is the side's log):
 
@@ -37,31 +39,24 @@ def serve(root: Path, profile_name: str, case_ids: Sequence[str], inp: TextIO, o
     import torch
 
     import lfw
-    from lfw import matrix
-    from lfw.dataset import LFWDataset
     from lfw.errors import LFWError, one_line
     from lfw.measure.rotation import LoaderMember
-    from lfw.profiles import PROFILES
+    from lfw.suite import matrix
+    from lfw.suite.profiles import PROFILES
+    from lfw.suite.runner import Datasets, case_member
 
     torch.set_num_threads(1)
     profile = PROFILES[profile_name]
-    datasets: dict[tuple[str, str], LFWDataset] = {}
+    datasets = Datasets(root)
     members: dict[str, LoaderMember] = {}
     unknown = []
-
-    def preset(transform: str, index: str) -> LFWDataset:
-        if (transform, index) not in datasets:
-            datasets[(transform, index)] = LFWDataset(root, transform=transform, index=index)
-        return datasets[(transform, index)]
-
     for case_id in case_ids:
         try:
             _, case = matrix.find_case(case_id)
         except LFWError:
             unknown.append(case_id)
             continue
-        dataset = matrix.case_dataset(case, root, preset, profile)
-        members[case_id] = LoaderMember(matrix.loader_pass(case, dataset, profile))
+        members[case_id] = case_member(case, datasets, profile)  # files warmed once, as the suite does
     reply(out, {"ready": True, "protocol": PROTOCOL, "lfw": str(Path(lfw.__file__).parent), "cases": list(members),
                 "unknown": unknown, "pid": os.getpid()})
     try:
@@ -89,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lfw.measure.pass_server", description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, required=True, help="the image folder both sides read")
     parser.add_argument("--profile", default="quick", help="benchmark profile: pass lengths (default quick)")
-    parser.add_argument("cases", nargs="+", help="case ids from lfw.matrix (workers2-none, bs256, ...)")
+    parser.add_argument("cases", nargs="+", help="case ids from lfw.suite.matrix (workers2-none, bs256, ...)")
     args = parser.parse_args(argv)
     return serve(args.root, args.profile, args.cases, sys.stdin, sys.stdout)
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from torch.utils.data import Dataset, Subset
 
+from lfw.data.dataset import OnError
 from lfw.errors import LFWError
 from lfw.pipelines.datasets import DecodedMemmap, JpegFiles, TarShards, normalize
 from lfw.pipelines.decoders import DECODERS
@@ -55,7 +56,7 @@ class Pipeline:
         if self.threads and self.storage != "files":
             raise LFWError("decode threads apply to loose files only (tar shards stream, a memmap does not decode)")
 
-    def dataset(self, root: str | os.PathLike[str], images: int | None = None, on_error: str = "raise") -> Dataset:
+    def dataset(self, root: str | os.PathLike[str], images: int | None = None, on_error: OnError = "raise") -> Dataset:
         """The dataset over the first ``images`` images of the tree at ``root`` (all when None).
 
         Tar shards are built from exactly those images, so a pass over them is one epoch; the memmap holds the
@@ -70,7 +71,7 @@ class Pipeline:
             data = DecodedMemmap(*decoded_memmap(root), size=self.size, output=loaded)
         else:
             data = JpegFiles(root, self.decoder, self.size, loaded, self.threads, on_error)
-        return Subset(data, range(min(images, len(data)))) if images is not None else data  # type: ignore[arg-type]
+        return Subset(data, range(min(images, len(data)))) if images is not None else data
 
     def consumer_step(self) -> Callable[[Any], None] | None:
         """With ``output="deferred"``: the per-batch normalization the consumer does (the pass's ``step``)."""

@@ -4,7 +4,7 @@ All three give ``(image, label)`` items whose image is a (3, H, W) tensor: ``uin
 normalized with ImageNet statistics (``output="float"``), optionally resized to ``size`` x ``size`` first. They
 plug into the same :class:`~lfw.measure.LoaderConfig` and :class:`~lfw.measure.LoaderPass` as every other case.
 
-- :class:`JpegFiles` is :class:`~lfw.dataset.LFWDataset` with a decoder as its loader and tensor ops as its
+- :class:`JpegFiles` is :class:`~lfw.data.dataset.LFWDataset` with a decoder as its loader and tensor ops as its
   transform (same scan, index and ``on_error``), plus ``threads``: with ``threads > 0`` the DataLoader's batched
   fetch (``__getitems__``) decodes a batch on a thread pool owned by the process that loads it (the main process
   with ``num_workers=0``, each worker otherwise; made lazily, so a forked worker never inherits a pool whose
@@ -29,10 +29,10 @@ import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 from torchvision.transforms.v2 import functional as F
 
-from lfw.dataset import LFWDataset
+from lfw.data.dataset import LFWDataset, OnError
+from lfw.data.transforms import IMAGENET_MEAN, IMAGENET_STD
 from lfw.errors import CorruptImageError, LFWError
 from lfw.pipelines.decoders import check_decoder, decode, read_file
-from lfw.transforms import IMAGENET_MEAN, IMAGENET_STD
 
 OUTPUTS = ("uint8", "float")
 Item = tuple[torch.Tensor, int] | None
@@ -76,16 +76,16 @@ class JpegFiles(LFWDataset):
     """LFW's loose JPEGs through ``decoder``; ``threads`` decode each batch concurrently in the loading process.
 
     Args:
-        root: as for :class:`~lfw.dataset.LFWDataset`.
+        root: as for :class:`~lfw.data.dataset.LFWDataset`.
         decoder: one of :data:`lfw.pipelines.decoders.DECODERS`.
         size: resize to ``size`` x ``size`` after decoding (``pil-draft`` decodes at a reduced scale for it).
         output: ``"uint8"`` or ``"float"`` (normalized in the loading process).
         threads: 0 for one item at a time; N for a pool of N decode threads per loading process.
-        on_error: ``"raise"`` or ``"skip"``, as for :class:`~lfw.dataset.LFWDataset`.
+        on_error: ``"raise"`` or ``"skip"``, as for :class:`~lfw.data.dataset.LFWDataset`.
     """
 
     def __init__(self, root: str | os.PathLike[str], decoder: str = "pil", size: int | None = None,
-                 output: str = "uint8", threads: int = 0, on_error: str = "raise") -> None:
+                 output: str = "uint8", threads: int = 0, on_error: OnError = "raise") -> None:
         if threads < 0:
             raise LFWError(f"threads must be 0 (one item at a time) or more, got {threads}")
         super().__init__(root, transform=TensorOutput(size, output), index="numpy", on_error=on_error,
@@ -119,7 +119,7 @@ class TarShards(IterableDataset):
     """
 
     def __init__(self, shards: Sequence[Path], classes: Sequence[str], images: int, decoder: str = "pil",
-                 size: int | None = None, output: str = "uint8", on_error: str = "raise") -> None:
+                 size: int | None = None, output: str = "uint8", on_error: OnError = "raise") -> None:
         if not shards:
             raise LFWError("no tar shards given; build them with lfw.pipelines.storage.tar_shards(root)")
         if on_error not in ("raise", "skip"):

@@ -38,7 +38,7 @@ OTHER_FORMATS = ((b"\x89PNG", "PNG"), (b"GIF8", "GIF"), (b"BM", "BMP"), (b"RIFF"
 FIX = "replace the file or use on_error='skip'"
 
 # torchvision 0.29 warns on every call that its image codecs are deprecated (superseded by TorchCodec); the
-# decoders still ship and are measured as they are (the module docstring and the README say so), so the notice
+# decoders still ship and are measured as they are (the module docstring says so), so the notice
 # is not repeated for every image.
 warnings.filterwarnings("ignore", message="The image decoding and encoding capabilities of TorchVision",
                         category=DeprecationWarning)

@@ -1,10 +1,10 @@
 """Storage formats made once from an LFW tree into the cache: tar shards and a decoded ``uint8`` memmap.
 
-Both live under ``<cache>/formats/<key>/`` (:func:`lfw.synth.cache_root`, never tracked by git), where the key
+Both live under ``<cache>/formats/<key>/`` (:func:`lfw.data.synth.cache_root`, never tracked by git), where the key
 hashes the tree's path, file count and bytes, so a changed tree gets new ones. Each is written into a staging
 folder and renamed into place when complete, so an interrupted build never leaves a half-written format that a
 later run would trust; a progress bar shows the build (the decoded memmap of full-size LFW is
-13,233 x 250 x 250 x 3 bytes = 2.3 GiB and takes a minute).
+13,233 x 250 x 250 x 3 bytes = 2.3 GiB).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from lfw.dataset import ScanResult, scan_images
+from lfw.data.dataset import ScanResult, scan_images
+from lfw.data.synth import cache_root
 from lfw.errors import LFWError
 from lfw.pipelines.decoders import decode, read_file
-from lfw.synth import cache_root
 
 IMAGES_PER_SHARD = 256
 

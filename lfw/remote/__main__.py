@@ -21,16 +21,16 @@ from statistics import median
 
 import torch
 
-from lfw import keys as K
-from lfw.cli_args import OneLineParser
-from lfw.data_root import resolve_root
+from lfw.cli.args import OneLineParser
+from lfw.cli.timing import report_timing
+from lfw.data.root import resolve_root
 from lfw.errors import cli_entry
 from lfw.measure import LoaderConfig, LoaderPass, PassResult
 from lfw.remote.bench import CONCURRENCY, traffic
 from lfw.remote.client import S3Settings
 from lfw.remote.dataset import S3LFW, STRATEGIES
 from lfw.remote.endpoint import local_s3, upload_tree
-from lfw.timing import report_timing
+from lfw.results import keys as K
 
 
 def parser() -> OneLineParser:

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
-from lfw import keys as K
 from lfw.measure.loader_pass import LoaderPass, PassResult
 from lfw.remote.dataset import S3LFW
 from lfw.remote.endpoint import LocalS3
+from lfw.results import keys as K
 
 CONCURRENCY = {"serial": 1, "threads": 8, "batch": 32}  # requests in flight per loading process
 CEILING_THREADS = 16
@@ -125,7 +125,7 @@ class EndpointCeiling:
         self.s3.shape(latency_ms=0)
         t0 = time.perf_counter()
         list(self.pool.map(self.data.fetch, range(len(self.data))))
-        return PassResult(len(self.data), 0, time.perf_counter() - t0, 0.0)
+        return PassResult(images=len(self.data), batches=0, wall_s=time.perf_counter() - t0, ttfb_s=0.0)
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)

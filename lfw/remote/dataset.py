@@ -103,15 +103,3 @@ class S3LFW(Dataset):
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_pool": None, "_pool_pid": 0, "_pool_size": 0}
 
-
-class FetchOnly(Dataset):
-    """The bytes of each object, no decode: what the endpoint itself can serve (its ceiling member)."""
-
-    def __init__(self, data: S3LFW) -> None:
-        self.data = data
-
-    def __len__(self) -> int:
-        return len(self.data)
-
-    def __getitem__(self, i: int) -> int:
-        return len(self.data.fetch(i))

@@ -25,7 +25,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from lfw.dataset import scan_images
+from lfw.data.dataset import scan_images
 from lfw.errors import LFWError, MeasurementError
 from lfw.remote.client import S3Settings, s3_client
 

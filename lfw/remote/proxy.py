@@ -202,9 +202,9 @@ class Proxy:
             delay = self.delay_s()
             if fault in REASONS:
                 await asyncio.sleep(delay)
-                status, code = REASONS[fault]
+                reason, code = REASONS[fault]
                 payload = ERROR_BODY.format(code=code).encode()
-                writer.write(f"HTTP/1.1 {status}\r\nContent-Type: application/xml\r\nContent-Length: {len(payload)}"
+                writer.write(f"HTTP/1.1 {reason}\r\nContent-Type: application/xml\r\nContent-Length: {len(payload)}"
                              "\r\n\r\n".encode() + payload)
                 await writer.drain()
                 self.done(window, t0, t0 + delay, len(payload))
@@ -337,7 +337,11 @@ async def serve(upstream: tuple[str, int], seed: int) -> None:
             else:
                 answer = asyncio.run_coroutine_threadsafe(_call(proxy, message), loop).result()
             print(json.dumps(answer), flush=True)
-        loop.call_soon_threadsafe(lambda: stop.done() or stop.set_result(None))
+        loop.call_soon_threadsafe(finish)
+
+    def finish() -> None:  # in the loop: stdin closed, stop serving
+        if not stop.done():
+            stop.set_result(None)
 
     threading.Thread(target=read_commands, daemon=True, name="proxy-control").start()
     async with server:

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from lfw.cli_args import OneLineParser
+from lfw.cli.args import OneLineParser
 from lfw.errors import LFWError, cli_entry
 from lfw.report.console import console
 from lfw.report.figures import FORMATS
+from lfw.report.page import write_summary
 from lfw.report.render import build_report
-from lfw.report.summary import write_summary
 from lfw.results import latest_run, load_run
 
 

@@ -15,11 +15,11 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from lfw import keys as K
 from lfw.report.figures import ERRORBAR, bar_height, mark_groups, new_figure
-from lfw.report.verdict import Verdict, pair_cases
-from lfw.results import Case, Run
-from lfw.spread import mean_sd
+from lfw.report.verdict import Verdict
+from lfw.results import Case, Run, pair_cases
+from lfw.results import keys as K
+from lfw.stats.variation import mean_sd
 
 VERDICT_COLOURS = {"regressed": "#d62728", "improved": "#2ca02c", "unchanged": "#1f77b4"}
 BASE_COLOUR = "#8c8c8c"
@@ -32,9 +32,8 @@ def drawn_metric(old: Case, now: Case) -> str:
 
 
 def compare_chart(base: Run, current: Run, verdicts: list[Verdict], judged_by: str = "") -> Figure | None:
-    """Baseline vs current per case matched on ``fullname``, as % of the baseline mean."""
-    pairs, _, _ = pair_cases(base, current)
-    pairs = [(b, c) for b, c in pairs if mean_sd(b.rounds(drawn_metric(b, c)))[0] > 0]
+    """Baseline vs current per case (matched as the gate matches them), as % of the baseline mean."""
+    pairs = [(b, c) for b, c in pair_cases(base, current).pairs if mean_sd(b.rounds(drawn_metric(b, c)))[0] > 0]
     if not pairs:
         return None
     by_case = {v.case: v for v in verdicts}

@@ -12,11 +12,11 @@ from statistics import median
 
 from matplotlib.figure import Figure
 
-from lfw import keys as K
 from lfw.report.figures import bar_height, colour_map, new_figure
 from lfw.report.pipelines import GROUP
 from lfw.results import Run
-from lfw.spread import mean_sd
+from lfw.results import keys as K
+from lfw.stats.variation import mean_sd
 
 
 def decoders_chart(run: Run) -> Figure | None:
@@ -49,8 +49,8 @@ def decoders_chart(run: Run) -> Figure | None:
     rate_ax.set_xlabel("images/s (labels: median, share of the PIL ceiling)")
     rate_ax.legend(loc="lower right", fontsize=8)
     utilization = [100 * (c.number(K.CPU_UTILIZATION) or 0.0) for c in cases]
-    cpu_ax.barh(rows, utilization, color="#9ecae1")
-    cpu_ax.bar_label(cpu_ax.containers[0], [f"{u:.0f}%, {c.number(K.CPU_MS_PER_IMAGE) or 0:.2f} ms/img"
+    bars = cpu_ax.barh(rows, utilization, color="#9ecae1")
+    cpu_ax.bar_label(bars, [f"{u:.0f}%, {c.number(K.CPU_MS_PER_IMAGE) or 0:.2f} ms/img"
                                             for u, c in zip(utilization, cases, strict=True)], padding=4,
                      fontsize=8)
     cpu_ax.axvline(100, color="black", linestyle="--", linewidth=1.2)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from lfw import keys as K
 from lfw.report.figures import new_figure
 from lfw.results import Run
-from lfw.spread import mean_sd
+from lfw.results import keys as K
+from lfw.stats.variation import mean_sd
 
 GROUP = "distributed"
 STRAGGLER, OTHERS = "#d62728", "#1f77b4"

@@ -11,10 +11,10 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from lfw import keys as K
 from lfw.report.figures import bar_height, colour_map, mark_groups, new_figure
 from lfw.results import Run
-from lfw.spread import mean_sd
+from lfw.results import keys as K
+from lfw.stats.variation import mean_sd
 
 
 def efficiency_chart(run: Run) -> Figure | None:

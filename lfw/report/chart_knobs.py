@@ -17,12 +17,12 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from lfw import keys as K
 from lfw.report.figures import ERRORBAR, bar_height, colour_map, dodged_errorbar, new_figure
+from lfw.report.legend import describe, format_value, sort_key, varying_keys
 from lfw.report.ratios import Ratio, ratio
-from lfw.report.stats import describe, format_value, sort_key, varying_keys
 from lfw.results import Case, Run
-from lfw.spread import mean_sd
+from lfw.results import keys as K
+from lfw.stats.variation import mean_sd
 
 METRICS = {
     K.IMAGES_PER_S: ("images/s (higher is better)", 1.0),

@@ -12,11 +12,11 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from lfw import keys as K
 from lfw.report.figures import bar_height, colour_map, mark_groups, new_figure
-from lfw.report.stats import describe, varying_keys
+from lfw.report.legend import describe, varying_keys
 from lfw.results import Case, Run
-from lfw.spread import mean_sd
+from lfw.results import keys as K
+from lfw.stats.variation import mean_sd
 
 TIMELINE_GROUPS = ("memory-index", "index")
 GROWTH_GROUPS = ("memory-index", "index", "leak")
@@ -114,7 +114,7 @@ def growth_chart(run: Run) -> Figure | None:
 
 
 def epoch_series(case: Case) -> dict[str, list[float]]:
-    """The leak check's end-of-epoch memory series (:data:`lfw.keys.EPOCH_SERIES`), MiB, those the case has."""
+    """The leak check's end-of-epoch memory series (:data:`lfw.results.keys.EPOCH_SERIES`), MiB, those the case has."""
     found = {}
     for key in K.EPOCH_SERIES:
         values = case.extra.get(key)
@@ -126,7 +126,7 @@ def epoch_series(case: Case) -> dict[str, list[float]]:
 def leak_chart(run: Run, group: str = "leak") -> Figure | None:
     """Every per-epoch memory series of the leak group against the epoch: colour per case, line style per
     series, the fitted slope the leak check recorded in the legend. Series are drawn as growth since the
-    first epoch, so tree PSS (~900 MiB) and worker USS (~30 MiB) share one readable axis."""
+    first epoch, so tree PSS and worker USS, whose levels differ many times over, share one readable axis."""
     cases = [c for c in run.group(group) if epoch_series(c)]
     if not cases:
         return None

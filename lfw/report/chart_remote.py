@@ -12,11 +12,11 @@ from statistics import median
 
 from matplotlib.figure import Figure
 
-from lfw import keys as K
 from lfw.report.figures import ERRORBAR, colour_map, dodged_errorbar, new_figure
 from lfw.report.remote import remote_cases
 from lfw.results import Run
-from lfw.spread import mean_sd
+from lfw.results import keys as K
+from lfw.stats.variation import mean_sd
 
 
 def remote_chart(run: Run) -> Figure | None:

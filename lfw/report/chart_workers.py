@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from lfw import keys as K
 from lfw.report.figures import ERRORBAR, colour_map, dodge, dodged_errorbar, new_figure
+from lfw.report.legend import sort_key
 from lfw.report.recommend import recommendations, scaling_cases
-from lfw.report.stats import sort_key
 from lfw.results import Run
-from lfw.spread import mean_sd
+from lfw.results import keys as K
+from lfw.stats.variation import mean_sd
 
 
 def workers_chart(run: Run) -> Figure | None:
@@ -31,7 +31,7 @@ def workers_chart(run: Run) -> Figure | None:
         seconds = [mean_sd(c.seconds) for c in cases]
         rates = [mean_sd(c.rounds(K.IMAGES_PER_S)) for c in cases]
         i = list(series).index(transform)
-        sizes = {c.number(K.IMAGES) for c in cases} - {None}
+        sizes = {n for c in cases if (n := c.number(K.IMAGES)) is not None}
         label = f"{transform} ({int(sizes.pop()):,} img/pass)" if len(sizes) == 1 else transform
         style = {"color": colours[transform], "marker": "o", "label": label, **ERRORBAR}
         dodged_errorbar(ax_sec, i, len(series), workers, seconds, **style)
@@ -44,7 +44,7 @@ def workers_chart(run: Run) -> Figure | None:
                          transform=shift)
     all_workers = sorted({w for cases in series.values() for w in (c.value("num_workers") for c in cases)},
                          key=sort_key)
-    images = {c.number(K.IMAGES) for cases in series.values() for c in cases} - {None}
+    images = {n for cases in series.values() for c in cases if (n := c.number(K.IMAGES)) is not None}
     per_pass = f" ({int(images.pop()):,} images)" if len(images) == 1 else ""
     cores = run.machine.get("usable_cores")
     for ax in (ax_sec, ax_rate):

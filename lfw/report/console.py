@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from lfw import keys as K
+from lfw.cli.table import table
 from lfw.report.findings import find
 from lfw.report.render import Report
-from lfw.report.stats import short_name
 from lfw.report.verdict import LABELS
+from lfw.results import keys as K
+from lfw.results import short_name
 
 COLUMNS = ("case", "group", "img/s", "CV", "eff", "TTFB ms", "PSS+ MiB")
 
@@ -30,13 +31,7 @@ def console(report: Report) -> str:
                      _cell(c.number(K.IMAGES_PER_S_CV), "{:.1%}"), _cell(c.number(K.EFFICIENCY), "{:.0%}"),
                      _cell(ttfb * 1000 if ttfb is not None else None, "{:,.0f}"),
                      _cell(c.number(K.PSS_GROWTH_MIB), "{:+,.1f}")))
-    widths = [max(len(r[i]) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
-
-    def line(row: tuple[str, ...]) -> str:
-        return "  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
-                         for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
-
-    out = [line(COLUMNS), line(tuple("-" * w for w in widths)), *(line(r) for r in rows), ""]
+    out = [table(COLUMNS, rows, right=range(2, len(COLUMNS))), ""]
     f = find(report.run, report.verdicts)
     if f.best is not None:
         out.append(f"best: {f.best.label} ({f.best.group}) {f.best.number('images_per_s') or 0:,.0f} img/s"

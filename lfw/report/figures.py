@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import matplotlib
 import numpy as np
@@ -27,7 +27,18 @@ FORMATS = ("png", "svg")
 DPI = 110
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf")
-ERRORBAR = {"capsize": 4, "elinewidth": 1.2, "markersize": 6, "linewidth": 1.8}
+
+
+class ErrorbarStyle(TypedDict):
+    """The keyword arguments every errorbar shares, typed so ``**ERRORBAR`` is checked against ``Axes.errorbar``."""
+
+    capsize: float
+    elinewidth: float
+    markersize: float
+    linewidth: float
+
+
+ERRORBAR: ErrorbarStyle = {"capsize": 4, "elinewidth": 1.2, "markersize": 6, "linewidth": 1.8}
 
 
 @dataclass(frozen=True)

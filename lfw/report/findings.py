@@ -6,17 +6,17 @@ recommended worker count or the largest memory growth.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import median
 
-from lfw import keys as K
 from lfw.report.pipelines import PipelineVerdict, pipeline_verdict
 from lfw.report.ratios import paired, ratio_cv
 from lfw.report.recommend import Recommendation, recommendations
 from lfw.report.remote import RemoteVerdict, remote_verdict
-from lfw.report.stats import best_case, cv_spread, is_loader_case
 from lfw.report.verdict import Verdict
 from lfw.results import Case, Run
+from lfw.results import keys as K
 
 CV_WARN = 0.10  # pyperf warns when the standard deviation exceeds 10% of the mean
 
@@ -39,6 +39,34 @@ class Findings:
     slopes: list[tuple[Case, str]] = field(default_factory=list)
     pipeline: PipelineVerdict | None = None
     remote: RemoteVerdict | None = None
+
+
+def is_loader_case(case: Case) -> bool:
+    """A case that loads LFW images (it has a ceiling), not an index-only memory or leak experiment."""
+    return case.number(K.EFFICIENCY) is not None or case.number(K.PIL_CEILING_SHARE) is not None
+
+
+def best_case(cases: Iterable[Case]) -> Case | None:
+    """The image-loading case with the highest median images/s (index-only memory cases do not count)."""
+    rated = [c for c in cases if c.number(K.IMAGES_PER_S) is not None and is_loader_case(c)]
+    return max(rated, key=lambda c: c.number(K.IMAGES_PER_S) or 0.0) if rated else None
+
+
+def cv_spread(cases: Iterable[Case]) -> tuple[float, float, Case] | None:
+    """Median and worst coefficient of variation of images/s over image-loading cases of two or more rounds.
+
+    A single round has no spread (its CV of 0 would flatter the median), and the memory experiments' images/s
+    is not what they measure.
+    """
+    with_cv: list[tuple[float, Case]] = []
+    for case in cases:
+        cv = case.number(K.IMAGES_PER_S_CV)
+        if cv is not None and is_loader_case(case) and (case.number(K.ROUNDS) or 0) >= 2:
+            with_cv.append((cv, case))
+    if not with_cv:
+        return None
+    worst_cv, worst = max(with_cv, key=lambda item: item[0])
+    return median(cv for cv, _ in with_cv), worst_cv, worst
 
 
 def largest_growth(run: Run) -> list[Growth]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from lfw import keys as K
 from lfw.results import Case, Run
+from lfw.results import keys as K
 
 FOLDER = "mprof"
 WORKERS_SERIES = "1"  # mprof labels a CHLD series by its id; one series: the workers' mean USS

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lfw import keys as K
 from lfw.results import Case, Run
+from lfw.results import keys as K
 
 GROUP = "decoders"
 SMALL = 0.10  # a factor that costs less than this share of the rate is not what stops the pipeline

@@ -2,7 +2,7 @@
 
 Cases of a rotated group ran their rounds interleaved (:mod:`lfw.measure.rotation`), so round r of one case and
 round r of another were measured at the same moments. Their per-round ratio cancels the drift both saw; the
-Hodges-Lehmann estimate of the log ratios and their signed-rank interval (:mod:`lfw.paired`) say how far apart
+Hodges-Lehmann estimate of the log ratios and their signed-rank interval (:mod:`lfw.stats.paired`) say how far apart
 the two configurations are and how sure that is. The level asked for is 85%: with 5 rounds that gives the
 interval between the second-smallest and second-largest Walsh averages, whose real confidence is 87.5% (kept and
 printed); asking 90% would give the full range of the five ratios (93.75%), which a single wild round decides.
@@ -13,9 +13,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lfw import keys as K
-from lfw.paired import hodges_lehmann, signed_rank_interval
 from lfw.results import Case
+from lfw.results import keys as K
+from lfw.stats.paired import hodges_lehmann, signed_rank_interval
+from lfw.stats.variation import coefficient_of_variation
 
 CONFIDENCE = 0.85
 MIN_ROUNDS = 3  # fewer paired rounds give an interval with no useful confidence (2 rounds: 50%)
@@ -68,8 +69,4 @@ def ratio_cv(case: Case, reference: Case, metric: str = K.IMAGES_PER_S) -> float
     if not paired(case, reference) or case is reference:
         return None
     values = [x / y for x, y in zip(case.rounds(metric), reference.rounds(metric), strict=True) if y > 0]
-    if len(values) < 2:
-        return None
-    mean = sum(values) / len(values)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-    return sd / mean if mean else None
+    return coefficient_of_variation(values) if len(values) >= 2 else None

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from lfw import keys as K
 from lfw.report.ratios import Ratio, ratio
 from lfw.results import Case, Run
+from lfw.results import keys as K
 
 GROUP = "workers-transform"
 TOLERANCE = 0.05
@@ -105,7 +105,7 @@ def recommend(transform: str, cases: Iterable[Case], tolerance: float = TOLERANC
         rate = best_case.number(K.IMAGES_PER_S) or 0.0
         knee = next(c for c in candidates if (c.case.number(K.IMAGES_PER_S) or 0.0) >= (1 - tolerance) * rate)
         return Recommendation(transform, knee.workers, best, candidates, paired=False)
-    tied = []
+    tied: list[int] = []
     for c in candidates:
         if c.standing in ("within", "best"):
             if tied:

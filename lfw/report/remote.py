@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lfw import keys as K
 from lfw.report.ratios import Ratio, ratio
 from lfw.results import Case, Run
+from lfw.results import keys as K
 
 GROUP = "remote"
 HIDDEN = 0.80  # at this share of the zero-latency rate the latency counts as hidden

@@ -3,7 +3,8 @@
 The report draws and lists verdicts but decides none: :func:`gate_verdicts` runs the two-file gate
 (:func:`lfw.gate.compare_runs`) on the same loaded runs and turns its comparisons into one verdict per case. A
 case regressed if the gate found any of its metrics regressed (the detail names them); it improved if its
-throughput metric (efficiency) rose by more than the gate's minimum effect. Cases are matched on ``fullname``.
+throughput metric (efficiency) rose by more than the gate's minimum effect. Cases are matched as the gate
+matches them (:func:`lfw.results.pair_cases`); a verdict names the current case by ``fullname``.
 """
 
 from __future__ import annotations
@@ -12,11 +13,18 @@ from dataclasses import dataclass
 
 from lfw.gate.compare import Comparison, GateReport, compare_runs
 from lfw.gate.thresholds import Thresholds
-from lfw.results import Case, Run
+from lfw.results import Run
 
 LABELS = ("regressed", "improved", "unchanged", "not compared", "new", "missing")
-JUDGED_BY = ("lfw.gate, two files: instruction counts +3%, efficiency (gross, -40%), time to first batch (gross), "
-             "memory floors (python -m lfw.gate --help)")
+
+
+def judged_by(th: Thresholds) -> str:
+    """The rule behind the verdicts in one line, from the thresholds the gate applied."""
+    return (f"lfw.gate, two files: instruction counts +{th.cost:.0%}, efficiency (gross, -{th.efficiency:.0%}), "
+            "time to first batch (gross), memory floors (python -m lfw.gate --help)")
+
+
+JUDGED_BY = judged_by(Thresholds())
 
 
 @dataclass(frozen=True)
@@ -27,17 +35,6 @@ class Verdict:
     label: str
     change: float | None = None  # relative change of the case's throughput metric, current / base - 1
     detail: str = ""
-
-
-def pair_cases(base: Run, current: Run) -> tuple[list[tuple[Case, Case]], list[Case], list[Case]]:
-    """Cases matched on group and test id (:attr:`Case.key`, as the gate matches them), plus those only in
-    current (new) and only in base (missing)."""
-    base_by_key = base.by_key()
-    current_keys = {c.key for c in current.cases}
-    pairs = [(base_by_key[c.key], c) for c in current.cases if c.key in base_by_key]
-    new = [c for c in current.cases if c.key not in base_by_key]
-    missing = [c for c in base.cases if c.key not in current_keys]
-    return pairs, new, missing
 
 
 def describe(c: Comparison) -> str:

@@ -11,10 +11,10 @@ than half of an image's work, and two workers overlap one's decode with the othe
 import fcntl
 import os
 
-import lfw.dataset
+import lfw.data.dataset
 
 LOCK = os.environ.get("LFW_SERIALIZE_LOCK", "/tmp/lfw-serialized-decode.lock")
-_getitem = lfw.dataset.LFWDataset.__getitem__
+_getitem = lfw.data.dataset.LFWDataset.__getitem__
 
 
 def _serialized_getitem(self, i):  # type: ignore[no-untyped-def]
@@ -26,4 +26,4 @@ def _serialized_getitem(self, i):  # type: ignore[no-untyped-def]
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-lfw.dataset.LFWDataset.__getitem__ = _serialized_getitem
+lfw.data.dataset.LFWDataset.__getitem__ = _serialized_getitem

@@ -1,6 +1,6 @@
 """A JPEG decode made ~15% slower, for measuring how reliably the gate catches a regression.
 
-``python -m lfw.gate.rates`` puts this folder's file at the root of the *current* side's checkout, which is first
+``python -m tools.gate_rates`` puts this folder's file at the root of the *current* side's checkout, which is first
 on that side's ``PYTHONPATH``, so Python imports it at start-up (``sitecustomize``) and only that side decodes
 slower. It wraps Pillow's ``ImageFile.load``: for every image decoded, ``LFW_SLOW_DECODE`` (default 0.15) of a
 second full decode of the same file is owed, and paid as whole extra decodes when the debt reaches one. The extra

@@ -1,8 +1,8 @@
 """How reliable is the gate on this runner? Run it many times, record every outcome, count.
 
-``python -m lfw.gate.rates KIND --runs N`` (``make gate-rates``) appends one JSON line per run to
+``python -m tools.gate_rates KIND --runs N`` (``make gate-rates``) appends one JSON line per run to
 ``benchmarks/gate_rates/<KIND>.jsonl`` (append-only: earlier outcomes are never rewritten), and
-``python -m lfw.gate.rates summary`` prints the rates the README quotes, from those files only.
+``python -m tools.gate_rates summary`` prints the rates docs/gating.md quotes, from those files only.
 
 Kinds:
 
@@ -38,11 +38,11 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from lfw import keys as K
-from lfw.cli_args import OneLineParser
+from lfw.cli.args import OneLineParser
 from lfw.errors import LFWError, cli_entry
-from lfw.gate.ab import ABPlan
+from lfw.gate.ab import ABPlan, git
 from lfw.gate.thresholds import Thresholds
+from lfw.results import keys as K
 from lfw.results import load_run
 
 KINDS = ("gate", "ab-aa", "ab-slow", "cost-slow")
@@ -54,10 +54,6 @@ EXPECTED = {"gate": 0, "ab-aa": 0, "ab-slow": 1, "cost-slow": 1}
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def git(*args: str, cwd: Path | None = None) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
 
 
 def cache(repo: Path) -> str:
@@ -98,14 +94,14 @@ def gate_record(raw: Path, code: int, seconds: float, log: Path) -> dict[str, An
         record["unjudged"] = report.get("unjudged", {})
     if run_path.exists():
         run = load_run(run_path)
-        record["instructions_per_image"] = {c.value("transform"): c.number("instructions_per_image")
-                                            for c in run.cases if c.number("instructions_per_image")}
+        record["instructions_per_image"] = {c.value(K.TRANSFORM): c.number(K.INSTRUCTIONS_PER_IMAGE)
+                                            for c in run.cases if c.number(K.INSTRUCTIONS_PER_IMAGE)}
         from lfw.report.findings import find
 
         found = find(run)
         record["recommended_workers"] = {r.transform: r.verdict() for r in found.knees}
         record["recommendation_evidence"] = {r.transform: r.evidence() for r in found.knees}
-        efficiencies = [c.number("efficiency") for c in run.cases if c.number("efficiency") is not None]
+        efficiencies = [e for c in run.cases if (e := c.number(K.EFFICIENCY)) is not None]
         record["max_efficiency"] = max(efficiencies, default=None)
         record["cv_median"] = found.cv[0] if found.cv else None
         record["paired_cv_median"] = found.paired_cv
@@ -149,7 +145,7 @@ def clean_checkout(repo: Path, commit: str) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix="lfw-rates-"))
     tree = tmp / "checkout"
     try:
-        git("worktree", "add", "--detach", str(tree), commit, cwd=repo)
+        git(repo, "worktree", "add", "--detach", str(tree), commit)
         yield tree
     finally:
         subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], capture_output=True,
@@ -209,7 +205,7 @@ def run_cost_slow(repo: Path, raw: Path, commit: str, baseline: Path) -> dict[st
 def campaign(kind: str, runs: int, repo: Path, baseline: Path, max_pairs: int, outcomes: Path,
              commit: str = "HEAD") -> None:
     """``runs`` runs of ``kind``, all of ``commit`` as it resolves when the campaign starts."""
-    head = git("rev-parse", "--verify", f"{commit}^{{commit}}", cwd=repo)
+    head = git(repo, "rev-parse", "--verify", f"{commit}^{{commit}}")
     for i in range(1, runs + 1):
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         raw = repo / RAW / kind / stamp
@@ -288,8 +284,8 @@ def baseline_counts(baseline: Path | None) -> dict[str, float]:
     """Instructions per image by preset in ``baseline``; empty when there is none or it has no cost layer."""
     if baseline is None or not baseline.exists():
         return {}
-    return {c.value("transform"): value for c in load_run(baseline).cases
-            if (value := c.number("instructions_per_image"))}
+    return {c.value(K.TRANSFORM): value for c in load_run(baseline).cases
+            if (value := c.number(K.INSTRUCTIONS_PER_IMAGE))}
 
 
 def gate_details(records: list[dict[str, Any]], baseline: dict[str, float] | None = None) -> list[str]:
@@ -357,7 +353,7 @@ def ab_details(records: list[dict[str, Any]]) -> list[str]:
 
 @cli_entry
 def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(prog="python -m lfw.gate.rates", description=__doc__.splitlines()[0],
+    parser = OneLineParser(prog="python -m tools.gate_rates", description=__doc__.splitlines()[0],
                            formatter_class=argparse.RawDescriptionHelpFormatter, epilog="\n".join(
                                __doc__.splitlines()[2:]))
     parser.add_argument("kind", choices=(*KINDS, "summary"))
@@ -371,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--outcomes", type=Path, default=OUTCOMES,
                         help=f"folder of the outcome files (default {OUTCOMES}; calibration runs go elsewhere)")
     args = parser.parse_args(argv)
-    repo = Path(git("rev-parse", "--show-toplevel"))
+    repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
     outcomes = args.outcomes if args.outcomes.is_absolute() else repo / args.outcomes
     if args.kind == "summary":
         print(summary(outcomes, args.baseline, args.commit if args.commit != "HEAD" else None))
@@ -379,8 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1:
         raise LFWError(f"--runs must be at least 1, got {args.runs}")
     try:
-        git("rev-parse", "--verify", f"{args.commit}^{{commit}}", cwd=repo)
-    except subprocess.CalledProcessError:
+        git(repo, "rev-parse", "--verify", f"{args.commit}^{{commit}}")
+    except LFWError:
         raise LFWError(f"unknown commit {args.commit!r}: commit first, or name one that exists") from None
     campaign(args.kind, args.runs, repo, args.baseline, args.max_pairs, outcomes, args.commit)
     print(summary(outcomes, args.baseline))

@@ -1,18 +1,18 @@
-"""``python -m lfw.cache_data --profile quick``: make the synthetic tree a benchmark profile uses, ahead of time."""
+"""``python -m lfw.data.cache --profile quick``: make the synthetic tree a benchmark profile uses, ahead of time."""
 
 from __future__ import annotations
 
 import sys
 
-from lfw.cli_args import OneLineParser
-from lfw.data_root import resolve_root
+from lfw.cli.args import OneLineParser
+from lfw.data.root import resolve_root
 from lfw.errors import cli_entry
-from lfw.profiles import PROFILES
+from lfw.suite.profiles import PROFILES
 
 
 @cli_entry
 def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(prog="python -m lfw.cache_data", description=__doc__)
+    parser = OneLineParser(prog="python -m lfw.data.cache", description=__doc__)
     parser.add_argument("--profile", choices=sorted(PROFILES), default="quick")
     args = parser.parse_args(argv)
     source = resolve_root(synthetic_images=PROFILES[args.profile].synthetic_images)

@@ -19,10 +19,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
-from lfw import keys as K
 from lfw.errors import LFWError
+from lfw.results import keys as K
 
 AUTOSAVE_NAME = re.compile(r"^(\d{4})_.*\.json$")
 SAVE_DATA_HINT = "save runs with --benchmark-save-data or --benchmark-json (pytest.ini sets the first)"
@@ -43,7 +43,8 @@ def case_key(group: str | None, name: str) -> str:
     return f"{group or '-'}/{match.group(1) if match else name}"
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
+    """A finite int or float, not a bool (``True`` is an int to Python, never a measurement here)."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -186,6 +187,24 @@ class Run:
         return {c.key: c for c in self.cases}
 
 
+@dataclass(frozen=True)
+class Pairing:
+    """The cases of a baseline and a current run matched on :attr:`Case.key`, each list in its run's order."""
+
+    pairs: tuple[tuple[Case, Case], ...]  # (baseline, current), in the current run's order
+    new: tuple[Case, ...]  # only in the current run
+    missing: tuple[Case, ...]  # only in the baseline
+
+
+def pair_cases(baseline: Run, current: Run) -> Pairing:
+    """Match two runs' cases on group and test id, not on file: a benchmark moved to another file is the same
+    case. The one pairing of the gate and the report, so they never disagree about which cases correspond."""
+    base_by_key, current_keys = baseline.by_key(), {c.key for c in current.cases}
+    return Pairing(tuple((base_by_key[c.key], c) for c in current.cases if c.key in base_by_key),
+                   tuple(c for c in current.cases if c.key not in base_by_key),
+                   tuple(c for c in baseline.cases if c.key not in current_keys))
+
+
 def _case(where: str, raw: Any, position: int) -> Case:
     if not isinstance(raw, Mapping) or "name" not in raw or not isinstance(raw.get("stats"), Mapping):
         raise LFWError(f"not a pytest-benchmark file: {where} case #{position + 1} has no name or stats")
@@ -226,8 +245,9 @@ def parse_run(doc: Any, where: str, path: Path | None = None) -> Run:
         duplicate = next(k for k in keys if keys.count(k) > 1)
         raise LFWError(f"{where} holds two cases with group and id {duplicate}; give every case of a group its "
                        "own id")
-    commit = doc.get("commit_info") if isinstance(doc.get("commit_info"), Mapping) else {}
-    return Run(path or Path(where), dict(doc["machine_info"]), cases, doc.get("datetime"), dict(commit),
+    commit = doc.get("commit_info")
+    return Run(path or Path(where), dict(doc["machine_info"]), cases, doc.get("datetime"),
+               dict(commit) if isinstance(commit, Mapping) else {},
                parse_selection(doc.get(K.SELECTION), where))
 
 

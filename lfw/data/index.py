@@ -30,7 +30,7 @@ LabelIndex: TypeAlias = "list[int] | np.ndarray"
 class PackedPaths:
     """Paths as one contiguous ``uint8`` buffer plus ``int64`` offsets: two refcounts however many paths.
 
-    ``self[i]`` returns the path as ``bytes`` (a copy), so :func:`lfw.index.path_at` decodes it like a numpy
+    ``self[i]`` returns the path as ``bytes`` (a copy), so :func:`lfw.data.index.path_at` decodes it like a numpy
     entry. Unlike the fixed-width ``S`` array, no path is padded to the longest one.
     """
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lfw import keys as K
 from lfw.report.findings import CV_WARN, Findings, find
+from lfw.report.legend import describe
 from lfw.report.render import MAIN_CHART, Report
-from lfw.report.stats import describe, short_name
-from lfw.results import Case, Run
+from lfw.results import Case, Run, short_name
+from lfw.results import keys as K
 
 MACHINE_KEYS = ("runner_class", "cpu", "usable_cores", "logical_cpus", "total_memory_gib", "python", "torch",
                 "torchvision", "pillow", "numpy", "jpeg_library", "torch_num_threads", "cuda_available",

@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from lfw.dataset import find_image_root, list_dir
-from lfw.synth import cached_tree
+from lfw.data.dataset import find_image_root, list_dir
+from lfw.data.synth import cached_tree
 
 DEFAULT_SYNTHETIC_IMAGES = 2_000
 

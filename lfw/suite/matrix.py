@@ -1,42 +1,36 @@
 """The loader benchmark matrix as data: every configuration the suite compares, by group.
 
-One table serves three readers, so a case means the same DataLoader everywhere:
+One table serves every reader, so a case means the same DataLoader everywhere: the pytest benchmarks parametrize
+from it (ids such as ``workers2-none``), the group runner (:mod:`lfw.suite.runner`) builds and interleaves every
+selected case of a group, and the A/B pass server builds a case by its id in each revision's own checkout. A
+case is identified by its group and id (:func:`lfw.results.case_key`), never by the file of the test that runs it.
 
-- the pytest benchmarks parametrize from it (``benchmarks/test_*.py``: ids such as ``workers2-none``);
-- the rotation fixture builds every selected case of a group and runs their rounds interleaved;
-- the A/B pass server (:mod:`lfw.measure.pass_server`) builds a case by its id in each revision's own checkout.
-
-A case is a :class:`LoaderCase`: the knobs its group varies (pytest ``params``), the
-:class:`~lfw.measure.LoaderConfig` they make, the transform preset and index kind, and what its pass covers.
-Memory experiments, leak checks and the cost layer are not here: they are not comparisons between
-configurations and run on their own (``test_memory_index.py``, ``test_leak.py``, ``test_cost.py``).
+A case is a :class:`LoaderCase`: the knobs its group varies (``params``), the :class:`~lfw.measure.LoaderConfig`
+they make, the transform preset and index kind, what its pass covers and what it needs to run
+(:meth:`LoaderCase.needs`). Memory experiments, leak checks and the cost layer are not here: they are not
+comparisons between configurations and run on their own.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
-
-import torch
-from torch.utils.data import Dataset, Subset
 
 from lfw.errors import LFWError
 from lfw.measure.ceiling import spread_indices
 from lfw.measure.loader_config import LoaderConfig
-from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S, LoaderPass, sleep_step
+from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S
 from lfw.pipelines import Pipeline
-from lfw.profiles import PASS_SCALE, Profile
 from lfw.remote.bench import CONCURRENCY, RemoteCase
+from lfw.suite.profiles import REMOTE, Profile
+from lfw.suite.skips import Needs
 
 WORKER_COUNTS = (0, 1, 2, 4, 8)
 TRANSFORMS = ("none", "simple", "heavy", "uint8")
-
-
-def worker_cap(cores: int) -> int:
-    """Most workers worth measuring: twice the usable cores (at least 2), so 4 on a 2-core machine."""
-    return max(2, 2 * cores)
+# Why a user's own dataset (--bench-dataset) leaves a case out: it runs the knob groups over the factory's items.
+LFW_PRESETS = "the transform presets are LFW's; your factory's items run as they are (the -none cases)"
+LFW_FILES = "needs LFW's own files and index; your dataset runs the knob groups"
 
 
 @dataclass(frozen=True)
@@ -49,7 +43,8 @@ class LoaderCase:
     with CUDA the pass includes the host-to-device copy and a synchronize (pin-memory group). ``pipeline``: the
     case reads through a decode pipeline (:mod:`lfw.pipelines`) instead of the preset ``transform``, which
     then only names the ceiling the case is paired with. ``remote``: the case reads LFW from the S3 endpoint the
-    benchmarks start, through the latency proxy (:mod:`lfw.remote`).
+    benchmarks start, through the latency proxy (:mod:`lfw.remote`). ``lfw_only``: why a user's own dataset
+    does not run the case (it needs LFW's files, presets or index).
     """
 
     group: str
@@ -69,28 +64,19 @@ class LoaderCase:
     pipeline: Pipeline | None = None
     remote: RemoteCase | None = None
     images: int | None = None  # images per pass when the case sets its own (remote: sized by Little's law)
+    lfw_only: str | None = None
 
-    def skip_reason(self, profile: Profile, cores: int, cuda: bool) -> str | None:
-        """Why this machine or profile does not run the case, in words; None when it runs."""
-        cap = worker_cap(cores)
-        if self.config.num_workers > cap:
-            return (f"workers{self.config.num_workers} capped: this machine measures up to {cap} workers "
-                    f"(2 x {cores} usable cores)")
-        if self.needs_cuda and not cuda:
-            return ("pin_memory=True needs a CUDA device to copy to; this machine has none "
-                    "(torch.cuda.is_available() is False)")
-        if self.full_only and not profile.full_matrix:
-            return f"{profile.name} profile: {self.full_only}"
-        if self.remote is not None and profile.name == "smoke" and (self.remote.latency_ms > 20 or
-                                                                      self.config.num_workers > 2):
-            return "smoke profile: remote runs at 0, 5 and 20 ms with up to 2 workers"
-        return None
+    def needs(self) -> Needs:
+        """What the case needs to run (:func:`lfw.suite.skips.skip_reason` decides against a session)."""
+        return Needs(workers=self.config.num_workers, layer=REMOTE if self.remote is not None else None,
+                     full_only=self.full_only, cuda=self.needs_cuda, start_method=self.config.start_method,
+                     lfw_only=self.lfw_only, latency_ms=self.remote.latency_ms if self.remote is not None else None)
 
     def pass_images(self, profile: Profile) -> int:
         """Images in one pass: the case's own count, else the profile's pass length scaled by the transform's cost."""
         if self.images is not None:
             return min(self.images, profile.images_per_pass // 2)
-        return round(profile.images_per_pass * PASS_SCALE.get(self.transform, 1.0))
+        return profile.pass_images(self.transform)
 
     def batches(self, profile: Profile, loader_batches: int) -> int:
         """Batches per pass: a whole epoch, or the profile's pass length (capped), never beyond the loader."""
@@ -104,7 +90,7 @@ class LoaderCase:
 
 @dataclass(frozen=True)
 class Group:
-    """A benchmark group: its pytest test, the knobs it varies and its cases.
+    """A benchmark group: the knobs it varies (``argnames``, in the order a test takes them) and its cases.
 
     ``rounds_quick``: rounds in the quick and smoke profiles when not the profile's own (start-up measurements
     that cost seconds per pass); ``warmup_rounds``: untimed rotation rounds before the timed ones (besides the
@@ -113,8 +99,6 @@ class Group:
     """
 
     name: str
-    path: str
-    test: str
     argnames: tuple[str, ...]
     cases: tuple[LoaderCase, ...]
     rounds_quick: int | None = None
@@ -131,10 +115,6 @@ class Group:
     @property
     def ids(self) -> list[str]:
         return [c.id for c in self.cases]
-
-    def fullname(self, case: LoaderCase) -> str:
-        """The pytest node id of the case: what pytest-benchmark saves as ``fullname``."""
-        return f"{self.path}::{self.test}[{case.id}]"
 
     def case_for(self, params: Mapping[str, Any]) -> LoaderCase:
         """The case whose params are ``params`` (what pytest passes the test)."""
@@ -163,9 +143,9 @@ def _workers_transform() -> Group:
             cases.append(LoaderCase(
                 "workers-transform", f"workers{workers}-{transform}", {"num_workers": workers, "transform": transform},
                 LoaderConfig(batch_size=64, num_workers=workers), transform,
-                full_only=None if quick else f"{transform} runs at workers0 and workers2 only (full crosses all)"))
-    return Group("workers-transform", "benchmarks/test_workers_transforms.py", "test_workers_transform",
-                 ("num_workers", "transform"), tuple(cases))
+                full_only=None if quick else f"{transform} runs at workers0 and workers2 only (full crosses all)",
+                lfw_only=None if transform == "none" else LFW_PRESETS))
+    return Group("workers-transform", ("num_workers", "transform"), tuple(cases))
 
 
 def _one_knob(group: str, knob: str, values: Sequence[Any], ids: Sequence[str]) -> tuple[LoaderCase, ...]:
@@ -202,10 +182,10 @@ def _decoders() -> Group:
         ("simplejpeg-t2-float", Pipeline("simplejpeg", threads=t2, output="float"), 0, False),
         ("simplejpeg-t2-deferred", Pipeline("simplejpeg", threads=t2, output="deferred"), 0, False),
     )
-    return Group("decoders", "benchmarks/test_decoders.py", "test_decoders", ("pipeline",), tuple(
+    return Group("decoders", ("pipeline",), tuple(
         LoaderCase("decoders", case_id, {"pipeline": case_id},
                    LoaderConfig(batch_size=64, num_workers=workers, persistent_workers=workers > 0), "uint8",
-                   epoch_images=True, pipeline=pipeline, memory_interval_s=None,
+                   epoch_images=True, pipeline=pipeline, memory_interval_s=None, lfw_only=LFW_FILES,
                    full_only=None if quick else "the quick profile runs the decoders' headline cases only")
         for case_id, pipeline, workers, quick in cases), rounds_quick=3, warmup_rounds=1)
 
@@ -246,9 +226,9 @@ def _remote() -> Group:
                     {"strategy": strategy, "latency_ms": latency, "num_workers": workers},
                     LoaderConfig(batch_size=REMOTE_BATCH, num_workers=workers, persistent_workers=workers > 0),
                     "uint8", epoch_images=True, remote=spec, images=remote_pass_images(spec, workers),
-                    memory_interval_s=None,
+                    memory_interval_s=None, lfw_only=LFW_FILES,
                     full_only=None if latency in REMOTE_LATENCIES_MS else "50 ms runs in full only"))
-    return Group("remote", "benchmarks/test_remote.py", "test_remote", ("strategy", "latency_ms", "num_workers"),
+    return Group("remote", ("strategy", "latency_ms", "num_workers"),
                  tuple(cases), rounds_quick=3, warmup_rounds=1)
 
 
@@ -262,37 +242,37 @@ DATA_WAIT_MAX_BATCHES = 8  # 8 x 50 ms of sleep per pass already
 
 GROUPS: dict[str, Group] = {g.name: g for g in (
     _workers_transform(),
-    Group("batch-size", "benchmarks/test_batch_size.py", "test_batch_size", ("batch_size",), tuple(
+    Group("batch-size", ("batch_size",), tuple(
         LoaderCase("batch-size", f"bs{b}", {"batch_size": b}, LoaderConfig(batch_size=b, num_workers=2),
                    full_only=(f"bs{b} (two 366 MiB float batches per pass) runs in full only" if b > 256 else None))
         for b in BATCH_SIZES)),
-    Group("pin-memory", "benchmarks/test_pin_memory.py", "test_pin_memory", ("pin_memory",), tuple(
+    Group("pin-memory", ("pin_memory",), tuple(
         LoaderCase("pin-memory", case_id, {"pin_memory": pin}, LoaderConfig(batch_size=64, num_workers=2,
                                                                             pin_memory=pin),
                    copy_to_cuda=True, needs_cuda=pin)
         for pin, case_id in ((False, "nopin"), (True, "pin")))),
-    Group("index", "benchmarks/test_index.py", "test_index", ("index",), tuple(
+    Group("index", ("index",), tuple(
         LoaderCase("index", kind, {"index": kind}, LoaderConfig(batch_size=64, num_workers=2, shuffle=True),
-                   index=kind)
+                   index=kind, lfw_only=LFW_FILES)
         for kind in ("list", "numpy"))),
-    Group("persistent-workers", "benchmarks/test_persistent_workers.py", "test_persistent_workers",
-          ("persistent_workers",), tuple(
+    Group("persistent-workers", ("persistent_workers",), tuple(
         LoaderCase("persistent-workers", case_id, {"persistent_workers": keep},
                    LoaderConfig(batch_size=64, num_workers=2, persistent_workers=keep), epoch_images=True)
         for keep, case_id in ((False, "nonpersistent"), (True, "persistent"))), warmup_rounds=1),
-    Group("prefetch", "benchmarks/test_prefetch.py", "test_prefetch", ("prefetch_factor",),
+    Group("prefetch", ("prefetch_factor",),
           _one_knob("prefetch", "prefetch_factor", PREFETCH, [f"prefetch{p}" for p in PREFETCH])),
-    Group("start-method", "benchmarks/test_start_method.py", "test_start_method", ("start_method",), tuple(
+    Group("start-method", ("start_method",), tuple(
         replace(case, full_only="forkserver (seconds per pass, like spawn) runs in full only")
         if case.id == "forkserver" else case
         for case in _one_knob("start-method", "start_method", START_METHODS, START_METHODS)), rounds_quick=1),
-    Group("data-wait", "benchmarks/test_data_wait.py", "test_data_wait", ("step_ms",), tuple(
+    Group("data-wait", ("step_ms",), tuple(
         LoaderCase("data-wait", f"step{ms}ms", {"step_ms": ms}, LoaderConfig(batch_size=64, num_workers=2),
-                   "uint8", step_ms=ms, max_batches=DATA_WAIT_MAX_BATCHES, memory_interval_s=None)
+                   "uint8", step_ms=ms, max_batches=DATA_WAIT_MAX_BATCHES, memory_interval_s=None,
+                   lfw_only=LFW_PRESETS)
         for ms in STEP_MS), rounds_quick=3),
-    Group("overhead", "benchmarks/test_overhead.py", "test_memory_sampling_overhead", ("sampling",), tuple(
+    Group("overhead", ("sampling",), tuple(
         LoaderCase("overhead", name, {"sampling": name}, LoaderConfig(batch_size=64, num_workers=2),
-                   memory_interval_s=interval, mark_start=mark)
+                   memory_interval_s=interval, mark_start=mark, lfw_only=LFW_FILES)
         for name, (interval, mark) in SAMPLING.items()), rounds_quick=3),
     _decoders(),
     _remote(),
@@ -308,35 +288,7 @@ def find_case(case_id: str) -> tuple[Group, LoaderCase]:
     return found[0]
 
 
-def case_dataset(case: LoaderCase, root: str | os.PathLike[str], presets: Callable[[str, str], Dataset],
-                 profile: Profile) -> Dataset:
-    """What ``case`` reads: its pipeline's dataset over the pass's images, else ``presets(transform, index)``."""
-    if case.remote is not None:
-        raise LFWError(f"{case.id} reads from the S3 endpoint the benchmarks start: run it with "
-                       "pytest benchmarks -k remote (it has no A/B form)")
-    if case.pipeline is not None:
-        return case.pipeline.dataset(root, case.pass_images(profile))
-    return presets(case.transform, case.index)
-
-
-def loader_pass(case: LoaderCase, dataset: Dataset, profile: Profile) -> LoaderPass:
-    """The :class:`LoaderPass` that measures ``case`` over ``dataset`` (built with the case's transform and index,
-    or by :func:`case_dataset`)."""
-    images = case.pass_images(profile)
-    data: Dataset = dataset
-    if case.epoch_images and case.pipeline is None:
-        data = Subset(dataset, range(min(images, len(dataset))))  # type: ignore[arg-type]
-    loader = case.config.build(data)
-    device = "cuda" if case.copy_to_cuda and torch.cuda.is_available() else None
-    step = sleep_step(case.step_ms / 1e3) if case.step_ms is not None else None
-    if case.pipeline is not None:
-        step = case.pipeline.consumer_step()
-    return LoaderPass(loader, case.batches(profile, len(loader)), device=device,
-                      memory_interval_s=case.memory_interval_s, mark_start=case.mark_start, step=step)
-
-
 def ceiling_indices(dataset_size: int, profile: Profile, transform: str) -> list[int]:
     """The images a ceiling sweep decodes: ``profile.ceiling_images`` spread over what a pass of ``transform``
     reads, so the ceiling is measured on the same mix of files as the passes it is compared with."""
-    pass_images = round(profile.images_per_pass * PASS_SCALE.get(transform, 1.0))
-    return spread_indices(min(dataset_size, pass_images), profile.ceiling_images)
+    return spread_indices(min(dataset_size, profile.pass_images(transform)), profile.ceiling_images)

@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from lfw.measure import LoaderPass, PassResult
 from lfw.measure.mprof import INTERVAL_S, record
-from lfw.spread import mean_sd
+from lfw.stats.variation import mean_sd
 
 
 def report_timing(runner: LoaderPass, repetitions: int, mprof: Path | None = None) -> list[PassResult]:

@@ -14,7 +14,7 @@ works on a 1-D array of per-pair log ratios:
 - :func:`signed_rank_p`: the exact one-sided p-value of the signed-rank test.
 - :func:`holm`: Holm's step-down adjustment, so that a run of many comparisons keeps its false-alarm rate.
 
-Kept free of torch imports, like :mod:`lfw.spread`: the gate and the report start fast.
+Kept free of torch imports, like :mod:`lfw.stats.variation`: the gate and the report start fast.
 """
 
 from __future__ import annotations

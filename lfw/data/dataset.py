@@ -22,9 +22,9 @@ import torch
 from PIL import Image, UnidentifiedImageError
 from torch.utils.data import Dataset
 
+from lfw.data.index import IndexKind, check_index_kind, make_index, path_at
+from lfw.data.transforms import get_preset
 from lfw.errors import CorruptImageError, LFWError
-from lfw.index import IndexKind, check_index_kind, make_index, path_at
-from lfw.transforms import get_preset
 
 JPEG_SUFFIXES = (".jpg", ".jpeg")
 IMAGE_DIR_NAMES = ("lfw", "lfw_funneled", "lfw-deepfunneled", "lfw-py")
@@ -83,7 +83,7 @@ def find_image_root(root: str | os.PathLike[str]) -> Path:
     if not root.is_dir():
         raise LFWError(f"LFW path is not a folder: {root}; pass the folder that holds the person folders")
     if not list_dir(root):
-        raise LFWError(f"LFW folder is empty: {root}; extract LFW there or run `python -m lfw.synth {root}`")
+        raise LFWError(f"LFW folder is empty: {root}; extract LFW there or run `python -m lfw.data.synth {root}`")
     if _has_person_folders(root):
         return root
     candidates = [root / name for name in IMAGE_DIR_NAMES]
@@ -126,7 +126,7 @@ class LFWDataset(Dataset):
     Args:
         root: the image folder (``lfw/``, ``lfw_funneled/``, ``lfw-deepfunneled/``, a synthetic tree) or a
             folder holding one of those or torchvision's ``lfw-py/``.
-        transform: a callable on the PIL image, or a preset name from :mod:`lfw.transforms`.
+        transform: a callable on the PIL image, or a preset name from :mod:`lfw.data.transforms`.
         index: ``"numpy"`` (fixed-width bytes, one refcount) or ``"list"`` (Python str per file).
         on_error: ``"raise"`` turns an unreadable image into :class:`CorruptImageError` naming the file;
             ``"skip"`` returns ``None`` for it, which :func:`collate_skipping` drops and counts.
@@ -183,15 +183,3 @@ class LFWDataset(Dataset):
     def __repr__(self) -> str:
         return (f"LFWDataset(root={str(self.root)!r}, images={len(self)}, people={len(self.classes)}, "
                 f"index={self.index_kind!r}, skipped_files={self.skipped_files})")
-
-
-def collate_skipping(batch: list[Any]) -> Any:
-    """Default collation after dropping the ``None`` items of unreadable images (``on_error="skip"``).
-
-    The number of images in the collated batch is what the measurement counts, so skipped files show up as
-    fewer images seen, never as silently substituted ones.
-    """
-    kept = [item for item in batch if item is not None]
-    if not kept:
-        return torch.empty(0), torch.empty(0, dtype=torch.long)
-    return torch.utils.data.default_collate(kept)

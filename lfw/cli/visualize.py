@@ -9,7 +9,7 @@ import matplotlib
 import torch
 from torch.utils.data import DataLoader
 
-from lfw.dataset import LFWDataset
+from lfw.data.dataset import LFWDataset
 from lfw.errors import LFWError
 
 MAX_IMAGES = 16

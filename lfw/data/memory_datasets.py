@@ -2,7 +2,7 @@
 
 The copy-on-access effect is a property of the *index*, not of image decoding, so :class:`IndexOnlyDataset`
 touches only the path and label of an item and decodes nothing: one epoch over a million entries takes seconds,
-and the memory it moves is the index's alone. The index layouts compared are :data:`lfw.index.INDEX_KINDS`
+and the memory it moves is the index's alone. The index layouts compared are :data:`lfw.data.index.INDEX_KINDS`
 (a list of ``str``, a fixed-width numpy array, one packed buffer), made by :func:`large_index`.
 
 :class:`LeakingControlDataset` is a **positive control for the leak check and nothing else**: it keeps every
@@ -17,8 +17,8 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset
 
+from lfw.data.index import FileIndex, IndexKind, LabelIndex, make_index, replicate
 from lfw.errors import LFWError
-from lfw.index import FileIndex, IndexKind, LabelIndex, make_index, replicate
 
 
 def large_index(paths: Sequence[str], labels: Sequence[int], kind: IndexKind,

@@ -1,9 +1,12 @@
-"""Many passes to one record: the ``extra_info`` every benchmark case saves.
+"""The record builder: many passes to the ``extra_info`` record every benchmark case saves.
 
 Throughput, time to first batch and memory are summarized over rounds by the median (memory peaks by the
 maximum), and every per-round value is kept (``*_rounds``) so that the gate can test differences statistically
 and the report can draw error bars.
 The coefficient of variation (``images_per_s_cv``) says how much to trust a case.
+
+:func:`rotated_record` is the whole record of a case measured in its group's rotation (summary, paired
+ceilings, the case's description); :func:`single_record` the record of a case measured on its own.
 """
 
 from __future__ import annotations
@@ -12,9 +15,14 @@ from collections.abc import Sequence
 from statistics import median
 from typing import Any
 
-from lfw import keys as K
+from lfw.measure.loader_config import LoaderConfig
 from lfw.measure.loader_pass import PassResult
-from lfw.spread import coefficient_of_variation
+from lfw.remote.bench import endpoint_shares
+from lfw.results import keys as K
+from lfw.stats.variation import coefficient_of_variation
+from lfw.suite.matrix import LoaderCase
+from lfw.suite.profiles import Profile
+from lfw.suite.runner import ENDPOINT_CEILING, MEMMAP_CEILING, GroupRotation
 
 
 def parallel_cores(workers: int, usable_cores: int, capacities: Sequence[float] | None, rounds: int) -> list[float]:
@@ -66,7 +74,8 @@ def summarize(results: Sequence[PassResult], *, ceilings: Sequence[float] | None
         values = [r.extra[key] for r in results if key in r.extra]
         info[key] = round(median(values), 6)
         info[K.rounds(key)] = [round(v, 6) for v in values]
-    pooled = PassResult(0, 0, 0.0, 0.0, [w for r in results for w in r.waits_s])
+    pooled = PassResult(images=0, batches=0, wall_s=0.0, ttfb_s=0.0,
+                        waits_s=[w for r in results for w in r.waits_s])
     info.update(pooled.wait_percentiles_ms())
     if any(r.steps_s for r in results):
         info[K.DATA_WAIT_FRACTION] = round(median(r.data_wait_fraction for r in results), 4)
@@ -126,4 +135,56 @@ def machine_ceiling_shares(results: Sequence[PassResult], *, pil: Sequence[float
         info[K.rounds(key)] = [round(c * n, 2) for c, n in zip(per_core, cores, strict=True)]
         info[share_key] = round(median(shares), 4)
         info[K.rounds(share_key)] = [round(s, 4) for s in shares]
+    return info
+
+
+def description(*, transform: str, index: str, cache_mode: str, profile: Profile, config: LoaderConfig,
+                device: str = "cpu") -> dict[str, Any]:
+    """What every case record says about the case itself: preset, index, cache mode, profile, loader knobs."""
+    return {K.TRANSFORM: transform, K.INDEX: index, K.CACHE_MODE: cache_mode, K.PROFILE: profile.name,
+            K.CONFIG: config.as_dict(), K.DEVICE: device}
+
+
+def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profile, cache_mode: str, cores: int,
+                   device: str = "cpu") -> dict[str, Any]:
+    """The record of ``case`` measured in ``rotation``: its rounds summarized with its ceilings of the same rounds
+    (efficiency for a preset; shares of the PIL and decode-free ceilings for a decode pipeline; share of the
+    endpoint's ceiling for a remote case), its description and the rotation's schedule."""
+    mine = rotation.measured[case.id]
+    results, workers, capacities = mine.results, case.config.num_workers, rotation.capacities()
+    if case.remote is not None:  # I/O-bound: the endpoint's ceiling, not a decode ceiling
+        limit = case.remote.in_flight_limit(workers)
+        info = summarize(results, workers=workers, usable_cores=cores)
+        info.update(endpoint_shares(results, rotation.ceiling(ENDPOINT_CEILING), latency_ms=case.remote.latency_ms,
+                                    in_flight_limit=limit))
+        info.update({K.STRATEGY: case.remote.strategy, K.LATENCY_MS: case.remote.latency_ms,
+                     K.CONCURRENCY: case.remote.concurrency, K.IN_FLIGHT_LIMIT: limit})
+    elif case.pipeline is not None:  # a faster decoder may beat the PIL path's ceiling: shares, no efficiency
+        info = summarize(results, workers=workers, usable_cores=cores, capacities=capacities)
+        info.update(machine_ceiling_shares(results, pil=rotation.ceiling(f"ceiling-{case.transform}"),
+                                           memmap=rotation.ceiling(MEMMAP_CEILING), usable_cores=cores,
+                                           capacities=capacities))
+        info.update({K.DECODER: case.pipeline.decoder, K.STORAGE: case.pipeline.storage,
+                     K.THREADS: case.pipeline.threads, K.OUTPUT: case.pipeline.output,
+                     K.OUTPUT_SIZE: case.pipeline.size})
+    else:
+        info = summarize(results, ceilings=rotation.ceiling(f"ceiling-{case.transform}"), workers=workers,
+                         usable_cores=cores, capacities=capacities)
+    info.update(description(transform=case.transform, index=case.index, cache_mode=cache_mode, profile=profile,
+                            config=case.config, device=device))
+    info.update({K.ROTATION: rotation.info, K.ROTATION_POSITIONS: mine.positions})
+    if case.step_ms is not None:
+        info[K.STEP_MS] = case.step_ms
+    if case.id in rotation.shutdown_errors:  # workers that died on their way out, after their passes completed
+        info[K.WORKER_SHUTDOWN_ERRORS] = rotation.shutdown_errors[case.id]
+    return info
+
+
+def single_record(results: Sequence[PassResult], *, config: LoaderConfig, transform: str, index: str,
+                  profile: Profile, cache_mode: str, cores: int, shutdown_errors: Sequence[str] = ()) -> dict[str, Any]:
+    """The record of a case measured on its own, rounds back to back (memory experiments, leak checks)."""
+    info = summarize(results, workers=config.num_workers, usable_cores=cores)
+    info.update(description(transform=transform, index=index, cache_mode=cache_mode, profile=profile, config=config))
+    if shutdown_errors:  # workers that died on their way out, after their passes completed
+        info[K.WORKER_SHUTDOWN_ERRORS] = list(shutdown_errors)
     return info

@@ -1,6 +1,6 @@
 """Offline LFW: a deterministic LFW-like tree, since LFW cannot be downloaded at run time.
 
-``python -m lfw.synth DIR --images N --seed S`` writes ``DIR/<Person_Name>/<Person_Name>_0001.jpg`` with:
+``python -m lfw.data.synth DIR --images N --seed S`` writes ``DIR/<Person_Name>/<Person_Name>_0001.jpg`` with:
 
 - the real layout and naming (4-digit, 1-based image numbers);
 - 250x250 RGB JPEGs of about the real size (LFW averages about 13 KB per file) with face-like content: a
@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 from tqdm import tqdm
 
-from lfw.cli_args import OneLineParser
+from lfw.cli.args import OneLineParser
 from lfw.errors import LFWError, cli_entry
 
 LFW_IMAGES = 13_233
@@ -211,7 +211,7 @@ def cached_tree(images: int, seed: int = 0, cache_dir: str | os.PathLike[str] | 
 
 @cli_entry
 def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(prog="python -m lfw.synth", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m lfw.data.synth", description=__doc__.splitlines()[0])
     parser.add_argument("out", help="folder to create (must not exist or be empty)")
     parser.add_argument("--images", type=int, default=LFW_IMAGES, help="number of images (default: LFW's 13,233)")
     parser.add_argument("--seed", type=int, default=0, help="seed; the same seed writes byte-identical files")

@@ -1,7 +1,7 @@
 """The ``extra_info`` schema: every key a benchmark case records, owned here, imported by writers and readers.
 
 A key that a writer builds from a suffix and a reader finds by a regex is a contract nobody holds; here the
-writers (:mod:`lfw.measure.summary`, :mod:`lfw.measure.loader_pass`, :mod:`lfw.measure.leak`, the benchmark
+writers (:mod:`lfw.suite.record`, :mod:`lfw.measure.loader_pass`, :mod:`lfw.measure.leak`, the benchmark
 fixtures) and the readers (the gate, the report) import the same names. Keys are plain strings, the names
 pytest-benchmark saves; renaming one here renames it everywhere (and breaks comparison with older baselines,
 which is why the strings themselves do not change lightly).
@@ -29,7 +29,7 @@ def tree(metric: Tree, point: Point) -> str:
     return f"{metric}_{point}_mib"
 
 
-# --- one pass, summarized over rounds (lfw.measure.summary) --------------------------------------------------
+# --- one pass, summarized over rounds (lfw.suite.record) --------------------------------------------------
 ROUNDS = "rounds"
 IMAGES = "images"
 BATCHES = "batches"

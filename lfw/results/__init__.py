@@ -1,0 +1,25 @@
+"""Saved results: the one model of pytest-benchmark JSON (:mod:`lfw.results.model`) and the ``extra_info``
+schema every benchmark case writes (:mod:`lfw.results.keys`). Import-light: no torch."""
+
+from lfw.results.model import (
+    AUTOSAVE_NAME,
+    SAVE_DATA_HINT,
+    Case,
+    Outcome,
+    Pairing,
+    Run,
+    Selection,
+    case_key,
+    case_record,
+    latest_run,
+    load_run,
+    pair_cases,
+    parse_run,
+    parse_selection,
+    short_name,
+    write_run,
+)
+
+__all__ = ["AUTOSAVE_NAME", "SAVE_DATA_HINT", "Case", "Outcome", "Pairing", "Run", "Selection", "case_key",
+           "case_record", "latest_run", "load_run", "pair_cases", "parse_run", "parse_selection", "short_name",
+           "write_run"]

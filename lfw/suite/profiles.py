@@ -1,0 +1,54 @@
+"""Benchmark profiles: how much data and how many rounds each run spends.
+
+- ``smoke``: every case once on a tiny tree; what ``make test`` runs with ``--benchmark-disable``.
+- ``quick``: every axis, 5 interleaved rounds, a 2,000-image synthetic tree; the default, budgeted at 3 minutes
+  on 2 cores. The cost and remote layers join it when asked for (``--bench-cost``, ``--bench-remote``).
+- ``full``: the nightly matrix: full-size 13,233-image LFW, more rounds, longer passes, more workers and epochs,
+  and every layer.
+
+A *layer* is a family of cases beside the knob matrix that costs more than its share of a quick run: ``cost``
+(instruction counts under valgrind) and ``remote`` (a local S3 endpoint). A profile names the layers it always
+runs; :mod:`lfw.suite.skips` decides the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    synthetic_images: int  # size of the synthetic tree when LFW_ROOT is not set
+    rounds: int  # timed rounds per case
+    images_per_pass: int  # images in one timed pass (batches = images_per_pass // batch_size, at least 2)
+    ceiling_images: int  # images per sweep of the single-core ceiling measurement
+    full_matrix: bool  # cross products (e.g. every worker count x every transform)
+    large_index_size: int  # entries of the replicated index in the copy-on-access case
+    leak_epochs: int  # epochs of the leak check
+    cost_images: int  # images per preset counted under valgrind (one batch)
+    layers: frozenset[str]  # layers this profile always runs (LAYERS); others join when asked for
+    remote_limits: tuple[float, int] | None = None  # (most latency ms, most workers) of the remote cases run
+
+    def pass_images(self, transform: str = "none") -> int:
+        """Images in one pass of ``transform``: ``images_per_pass`` scaled by the transform's cost."""
+        return round(self.images_per_pass * PASS_SCALE.get(transform, 1.0))
+
+    def batches_for(self, batch_size: int, transform: str = "none") -> int:
+        """Batches per pass: about :meth:`pass_images` images, at least two."""
+        return max(2, round(self.pass_images(transform) / batch_size))
+
+
+# Cheap presets get longer passes and costly ones shorter, so every pass lasts roughly as long: long enough
+# that start-up and the memory sampler are a small share, short enough for the time budget.
+PASS_SCALE = {"none": 1.0, "simple": 1.0, "heavy": 0.25, "uint8": 2.0}
+
+
+COST, REMOTE = "cost", "remote"
+LAYERS = (COST, REMOTE)
+
+PROFILES = {
+    "smoke": Profile("smoke", 160, 1, 64, 16, False, 20_000, 3, 4, frozenset(LAYERS), remote_limits=(20, 2)),
+    "quick": Profile("quick", 2_000, 5, 512, 96, False, 1_000_000, 5, 16, frozenset()),
+    "full": Profile("full", 13_233, 7, 2_048, 300, True, 2_000_000, 8, 16, frozenset(LAYERS)),
+}

@@ -1,0 +1,217 @@
+"""The group runner: every selected case of a group and its ceilings, measured as one interleaved rotation.
+
+The suite's central idea lives here, used by the pytest plugin and (through :func:`case_member`) by the A/B pass
+server: a group's cases are built once, then measured round-robin in a new random order each round beside
+
+- ``ceiling-<transform>``: the single-core rate of each preset the cases read (:class:`CeilingSweep`), so
+  efficiency is round r's rate over round r's ceiling;
+- ``ceiling-memmap``: the decode-free ceiling, when a case reads through a decode pipeline;
+- ``capacity``: the cores the machine gives in that round (:class:`ParallelCapacity`), when a case runs
+  more than one worker;
+- ``ceiling-endpoint``: the local S3 endpoint's zero-latency rate, when a case reads from it.
+
+Each case's rounds then become a record (:mod:`lfw.suite.record`). Datasets come from :class:`Datasets`: LFW's
+presets over a root, or the items of a user's own factory (:mod:`lfw.suite.user_dataset`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+import torch
+from torch.utils.data import Dataset, Subset
+
+from lfw.data.index import path_at
+from lfw.errors import LFWError
+from lfw.measure.capacity import ParallelCapacity
+from lfw.measure.ceiling import CeilingSweep
+from lfw.measure.loader_pass import LoaderPass, sleep_step
+from lfw.measure.page_cache import evict, warm
+from lfw.measure.rotation import LoaderMember, Measured, Member, Rotation
+from lfw.pipelines import Pipeline
+from lfw.remote.bench import EndpointCeiling, RemoteMember
+from lfw.remote.dataset import S3LFW
+from lfw.remote.endpoint import LocalS3
+from lfw.results import keys as K
+from lfw.suite.matrix import Group, LoaderCase, ceiling_indices
+from lfw.suite.profiles import Profile
+
+ROTATION_SEED = 20261122
+CEILING = "ceiling-"
+MEMMAP_CEILING = "ceiling-memmap"
+ENDPOINT_CEILING = "ceiling-endpoint"
+CAPACITY = "capacity"
+
+
+class Datasets:
+    """The datasets a session's cases read, each made once and reused by every case.
+
+    Over LFW (``root``): one scanned :class:`~lfw.data.dataset.LFWDataset` per (transform, index). Over a user's
+    dataset (``user``): the factory's dataset for every case, whatever preset the case names (cases that need
+    LFW's presets or files are skipped before they get here, :mod:`lfw.suite.skips`).
+    """
+
+    def __init__(self, root: Path, user: Dataset | None = None) -> None:
+        self.root = Path(root)
+        self.user = user
+        self._made: dict[tuple[str, str], Dataset] = {}
+
+    def preset(self, transform: str = "none", index: str = "numpy") -> Dataset:
+        if self.user is not None:
+            return self.user
+        if (transform, index) not in self._made:
+            from lfw.data.dataset import LFWDataset  # torchvision only where LFW's presets are read
+
+            self._made[(transform, index)] = LFWDataset(self.root, transform=transform, index=index)
+        return self._made[(transform, index)]
+
+    def for_case(self, case: LoaderCase, profile: Profile) -> Dataset:
+        """What ``case`` reads: its pipeline's dataset over the pass's images, else its preset."""
+        if case.remote is not None:
+            raise LFWError(f"{case.id} reads from the S3 endpoint the benchmarks start: run it with "
+                           "pytest benchmarks -k remote (it has no A/B form)")
+        if case.pipeline is not None:
+            return case.pipeline.dataset(self.root, case.pass_images(profile))
+        return self.preset(case.transform, case.index)
+
+
+def dataset_files(dataset: Any) -> list[str]:
+    """Every image file a dataset can read (through a ``Subset`` too): what warm and cold cache modes touch.
+
+    All of them, not the first pass's worth: shuffled cases read files from anywhere in the index. A dataset
+    whose files are not one per item (tar shards, a decoded memmap) names the files it reads in ``paths``;
+    torchvision's ``ImageFolder`` names them in ``samples``; any other dataset reads no file the suite knows of.
+    """
+    if isinstance(dataset, Subset):
+        base = dataset_files(dataset.dataset)
+        if len(base) != len(dataset.dataset):  # type: ignore[arg-type]
+            return base  # not one file per item: every file it reads
+        return [base[i] for i in dataset.indices]
+    index = getattr(dataset, "paths", None)
+    if index is not None:
+        return [path_at(index, i) for i in range(len(index))]
+    samples = getattr(dataset, "samples", None)
+    if isinstance(samples, list) and all(isinstance(s, tuple) and isinstance(s[0], str) for s in samples[:1]):
+        return [s[0] for s in samples]
+    return []
+
+
+def case_pass(case: LoaderCase, dataset: Dataset, profile: Profile) -> LoaderPass:
+    """The :class:`LoaderPass` that measures ``case`` over ``dataset`` (:meth:`Datasets.for_case`)."""
+    images = case.pass_images(profile)
+    data: Dataset = dataset
+    if case.epoch_images and case.pipeline is None:
+        data = Subset(dataset, range(min(images, len(dataset))))  # type: ignore[arg-type]
+    loader = case.config.build(data)
+    device = "cuda" if case.copy_to_cuda and torch.cuda.is_available() else None
+    step = sleep_step(case.step_ms / 1e3) if case.step_ms is not None else None
+    if case.pipeline is not None:
+        step = case.pipeline.consumer_step()
+    return LoaderPass(loader, case.batches(profile, len(loader)), device=device,
+                      memory_interval_s=case.memory_interval_s, mark_start=case.mark_start, step=step)
+
+
+def case_member(case: LoaderCase, datasets: Datasets, profile: Profile, *, cache_mode: str = "warm",
+                warmed: set[tuple[str, ...]] | None = None) -> LoaderMember:
+    """A rotation member measuring ``case``: warm cache (files read once, ahead) or cold (evicted each pass)."""
+    runner = case_pass(case, datasets.for_case(case, profile), profile)
+    paths = dataset_files(runner.loader.dataset)
+    if cache_mode == "warm" and (warmed is None or tuple(paths) not in warmed):
+        warm(paths)
+        if warmed is not None:
+            warmed.add(tuple(paths))
+    return LoaderMember(runner, (lambda: evict(paths)) if cache_mode == "cold" else None)
+
+
+@dataclass
+class GroupRotation:
+    """A group's measured rotation: each member's rounds, and what the report needs to pair them."""
+
+    measured: dict[str, Measured]
+    info: dict[str, Any]
+    shutdown_errors: dict[str, list[str]] = field(default_factory=dict)
+
+    def ceiling(self, member: str) -> list[float]:
+        """A ceiling member's rate in each round."""
+        return [r.images_per_s for r in self.measured[member].results]
+
+    def capacities(self) -> list[float] | None:
+        """The cores the machine gave in each round, when the group measured them."""
+        if CAPACITY not in self.measured:
+            return None
+        return [r.extra[K.PARALLEL_CAPACITY] for r in self.measured[CAPACITY].results]
+
+    def per_core_rates(self) -> dict[str, float]:
+        """Median single-core rate of each ceiling (``none``, ``uint8``, ``memmap``...): a machine fact."""
+        return {key.removeprefix(CEILING): round(median(r.images_per_s for r in m.results), 2)
+                for key, m in self.measured.items() if key.startswith(CEILING) and m.results}
+
+
+@dataclass
+class GroupRunner:
+    """Runs a group's rotation: its selected cases and the ceilings they are paired with.
+
+    ``endpoint`` is called, only when a remote case is run, for the local S3 endpoint the remote members read.
+    ``progress`` wraps the rotation in a progress bar (``progress(total_passes, description)`` returns a context
+    manager with ``update()``).
+    """
+
+    profile: Profile
+    datasets: Datasets
+    cache_mode: str = "warm"
+    cores: int = 1
+    endpoint: Callable[[], LocalS3] | None = None
+    progress: Callable[[int, str], Any] | None = None
+    seed: int = ROTATION_SEED
+    _warmed: set[tuple[str, ...]] = field(default_factory=set)
+
+    def members(self, cases: Iterable[LoaderCase]) -> dict[str, Member]:
+        cases = list(cases)
+        members: dict[str, Member] = {c.id: self._member(c) for c in cases}
+        for transform in dict.fromkeys(c.transform for c in cases if c.remote is None):
+            dataset = self.datasets.preset(transform)
+            members[CEILING + transform] = CeilingSweep(
+                dataset, ceiling_indices(len(dataset), self.profile, transform))  # type: ignore[arg-type]
+        if any(c.pipeline is not None for c in cases):  # decode pipelines: the decode-free ceiling too
+            memmap = Pipeline(storage="memmap").dataset(self.datasets.root)
+            members[MEMMAP_CEILING] = CeilingSweep(memmap, ceiling_indices(len(memmap), self.profile, "uint8"))
+        if any(c.config.num_workers > 1 and c.remote is None for c in cases):  # cores the machine gives
+            members[CAPACITY] = ParallelCapacity(self.cores)
+        if any(c.remote is not None for c in cases):  # remote: the endpoint's own zero-latency ceiling
+            s3 = self._endpoint()
+            members[ENDPOINT_CEILING] = EndpointCeiling(
+                S3LFW(s3.settings, images=max(c.pass_images(self.profile) for c in cases)), s3)
+        return members
+
+    def run(self, group: Group, cases: Iterable[LoaderCase], *, timed: bool = True) -> GroupRotation:
+        """Measure ``cases`` of ``group`` interleaved (``timed=False``: one round, no warm-up, as a smoke run)."""
+        members = self.members(cases)
+        rounds = group.rounds(self.profile) if timed else 1
+        ceilings = [k for k in members if k.startswith(CEILING)]
+        rotation = Rotation(members, rounds, group.warmup_rounds if timed else 0, self.seed,
+                            warm=ceilings if timed else ())
+        bar = self.progress(rotation.passes, f"rotation {group.name}") if self.progress else nullcontext()
+        with bar:
+            measured = rotation.run(progress=(lambda _key: bar.update()) if self.progress else None)
+        info = {"group": group.name, "members": list(members), "rounds": rounds,
+                "warmup_rounds": rotation.warmup_rounds, "seed": self.seed}
+        errors = {key: m.runner.shutdown_errors for key, m in members.items()
+                  if isinstance(m, LoaderMember) and m.runner.shutdown_errors}
+        return GroupRotation(measured, info, errors)
+
+    def _member(self, case: LoaderCase) -> Member:
+        if case.remote is None:
+            return case_member(case, self.datasets, self.profile, cache_mode=self.cache_mode, warmed=self._warmed)
+        s3 = self._endpoint()
+        data = S3LFW(s3.settings, case.remote.strategy, case.remote.concurrency, case.pass_images(self.profile))
+        return RemoteMember(case_pass(case, data, self.profile), s3, case.remote)
+
+    def _endpoint(self) -> LocalS3:
+        if self.endpoint is None:
+            raise LFWError("a remote case needs the local S3 endpoint; this runner was given none")
+        return self.endpoint()

@@ -1,0 +1,89 @@
+"""What a session runs and why it leaves a case out: one rule, :func:`skip_reason`, for every benchmark.
+
+A case states what it needs (:class:`Needs`: workers, a layer, the full matrix, CUDA, a start method, LFW's own
+files); a session states what it has and chose (:class:`Session`: the profile, the layers on, the usable cores,
+CUDA, the dataset). A reason is a sentence a reader of the skip list understands; ``None`` means the case runs.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from dataclasses import dataclass, field
+
+from lfw.suite.profiles import COST, PROFILES, REMOTE, Profile
+
+LAYER_HINTS = {
+    COST: "the cost layer (instruction counts under valgrind) runs with --bench-cost",
+    REMOTE: "the remote layer (a local S3 endpoint) runs with --bench-remote or -k remote (make remote)",
+}
+
+
+def worker_cap(cores: int) -> int:
+    """Most workers worth measuring: twice the usable cores (at least 2), so 4 on a 2-core machine."""
+    return max(2, 2 * cores)
+
+
+def layers_on(profile: Profile, *, cost: bool = False, remote: bool = False, keyword: str = "") -> frozenset[str]:
+    """The layers a session runs: the profile's own, those asked for by flag, and one a ``-k`` names."""
+    asked = {COST} if cost else set()
+    if remote or REMOTE in keyword:
+        asked.add(REMOTE)
+    return profile.layers | asked
+
+
+@dataclass(frozen=True)
+class Session:
+    """What a benchmark session can and chose to run."""
+
+    profile: Profile
+    layers: frozenset[str]
+    cores: int
+    cuda: bool
+    user_dataset: str | None = None  # MODULE:FACTORY when the suite runs on a user's dataset
+    start_methods: tuple[str, ...] = field(default_factory=lambda: tuple(multiprocessing.get_all_start_methods()))
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a case needs to run. ``full_only`` and ``lfw_only`` carry the reason a profile or a user's dataset
+    leaves the case out (None: no such limit)."""
+
+    workers: int = 0
+    layer: str | None = None
+    full_only: str | None = None
+    cuda: bool = False
+    start_method: str | None = None
+    lfw_only: str | None = None
+    latency_ms: float | None = None  # a remote case's injected latency (the smoke profile runs the low ones)
+
+
+def skip_reason(needs: Needs, session: Session) -> str | None:
+    """Why ``session`` does not run a case that needs ``needs``, in words; None when it runs.
+
+    Checked in the order a reader needs: what the machine cannot do, then what the run chose to leave out.
+    """
+    profile = session.profile
+    cap = worker_cap(session.cores)
+    if needs.workers > cap:
+        return (f"workers{needs.workers} capped: this machine measures up to {cap} workers "
+                f"(2 x {session.cores} usable cores)")
+    if needs.cuda and not session.cuda:
+        return "needs a CUDA device to copy to; this machine has none (torch.cuda.is_available() is False)"
+    if needs.start_method is not None and needs.start_method not in session.start_methods:
+        return f"start method {needs.start_method} is not available on this platform"
+    if needs.lfw_only and session.user_dataset:
+        return f"dataset {session.user_dataset}: {needs.lfw_only}"
+    if needs.layer is not None and needs.layer not in session.layers:
+        return f"{profile.name} profile: {LAYER_HINTS[needs.layer]}, and in the {_profiles_with(needs.layer)}"
+    if needs.full_only and not profile.full_matrix:
+        return f"{profile.name} profile: {needs.full_only}"
+    if needs.latency_ms is not None and profile.remote_limits is not None:
+        most_ms, most_workers = profile.remote_limits
+        if needs.latency_ms > most_ms or needs.workers > most_workers:
+            return f"{profile.name} profile: remote runs up to {most_ms:g} ms with up to {most_workers} workers"
+    return None
+
+
+def _profiles_with(layer: str) -> str:
+    names = [p.name for p in PROFILES.values() if layer in p.layers]
+    return " and ".join(names) + (" profiles" if len(names) > 1 else " profile")

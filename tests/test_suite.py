@@ -1,0 +1,131 @@
+"""The suite engine: one skip rule, the suite on a user's own dataset, and a package that stands on its own."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from lfw.errors import LFWError
+from lfw.results import load_run
+from lfw.suite import matrix
+from lfw.suite.profiles import COST, PROFILES, REMOTE
+from lfw.suite.skips import Needs, Session, layers_on, skip_reason
+from lfw.suite.user_dataset import user_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def session(profile: str = "quick", *, cores: int = 2, cuda: bool = False, user: str | None = None,
+            **asked: bool) -> Session:
+    p = PROFILES[profile]
+    return Session(p, layers_on(p, **asked), cores, cuda, user_dataset=user)
+
+
+def test_skip_reason_names_the_machine_the_profile_the_layer_and_the_dataset() -> None:
+    assert skip_reason(Needs(workers=2), session()) is None
+    assert "capped" in (skip_reason(Needs(workers=8), session()) or "")
+    assert skip_reason(Needs(workers=8), session(cores=4)) is None
+    assert "CUDA" in (skip_reason(Needs(cuda=True), session()) or "")
+    assert skip_reason(Needs(cuda=True), session(cuda=True)) is None
+    assert "--bench-cost" in (skip_reason(Needs(layer=COST), session()) or "")
+    assert skip_reason(Needs(layer=COST), session(cost=True)) is None
+    assert skip_reason(Needs(layer=COST), session("full")) is None
+    assert "--bench-remote" in (skip_reason(Needs(layer=REMOTE), session()) or "")
+    assert skip_reason(Needs(layer=REMOTE), session(keyword="remote")) is None
+    assert (skip_reason(Needs(full_only="full only"), session()) or "").endswith("full only")
+    assert skip_reason(Needs(full_only="full only"), session("full")) is None
+    assert "a:b" in (skip_reason(Needs(lfw_only="LFW's files"), session(user="a:b")) or "")
+    assert skip_reason(Needs(lfw_only="LFW's files"), session()) is None
+    remote = Needs(workers=2, layer=REMOTE, latency_ms=100)
+    assert "up to 20 ms" in (skip_reason(remote, session("smoke")) or "")
+    assert skip_reason(remote, session("full")) is None
+
+
+def test_every_matrix_case_states_its_needs_and_a_user_dataset_keeps_the_knob_groups() -> None:
+    kept = {c.group for g in matrix.GROUPS.values() for c in g.cases
+            if skip_reason(c.needs(), session("full", cores=8, cuda=True, user="m:f")) is None}
+    assert kept == {"workers-transform", "batch-size", "pin-memory", "persistent-workers", "prefetch",
+                    "start-method"}
+
+
+def write_module(tmp_path: Path, body: str) -> None:
+    (tmp_path / "userdata.py").write_text(textwrap.dedent(body))
+
+
+@pytest.mark.parametrize(("body", "spec", "message"), [
+    ("", "nomodule:make", "no module 'nomodule'"),
+    ("", "userdata", "expected MODULE:FACTORY"),
+    ("", "userdata:make", "has no attribute 'make'"),
+    ("make = 3\n", "userdata:make", "int, not a callable"),
+    ("def make():\n    return [1, 2]\n", "userdata:make", "returned a list, not a map-style"),
+    ("def make():\n    raise OSError('no such bucket')\n", "userdata:make", "the factory raised"),
+    ("""
+     import torch
+     from torch.utils.data import Dataset
+     class Ragged(Dataset):
+         def __len__(self): return 2
+         def __getitem__(self, i): return torch.zeros(i + 1)
+     def make(): return Ragged()
+     """, "userdata:make", "cannot be batched by the default collate"),
+    ("""
+     from torch.utils.data import Dataset
+     class Empty(Dataset):
+         def __len__(self): return 0
+         def __getitem__(self, i): raise IndexError(i)
+     def make(): return Empty()
+     """, "userdata:make", "is empty"),
+])
+def test_a_bad_factory_is_one_line_naming_the_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str,
+                                                       spec: str, message: str) -> None:
+    write_module(tmp_path, body)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "userdata", raising=False)
+    with pytest.raises(LFWError, match=re.escape(message)) as err:
+        user_dataset(spec)
+    assert "\n" not in str(err.value)
+
+
+def run_pytest(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest", "benchmarks", "-p", "no:cacheprovider", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
+
+
+def test_bench_dataset_error_from_pytest_is_one_line_without_traceback() -> None:
+    proc = run_pytest("--bench-dataset", "examples.imagefolder:nothing", "--collect-only", "-q")
+    assert proc.returncode != 0
+    assert "has no attribute 'nothing'" in proc.stderr and "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_the_suite_runs_on_an_imagefolder_and_the_report_recommends(tiny_tree: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    proc = run_pytest("--bench-profile", "smoke", "--bench-dataset", "examples.imagefolder:faces",
+                      "-k", "workers_transform or batch_size", f"--benchmark-json={out}", "-q",
+                      env={"LFW_ROOT": str(tiny_tree)})
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    run = load_run(out)
+    assert {c.key for c in run.group("workers-transform")} == {
+        f"workers-transform/workers{w}-none" for w in (0, 1, 2, 4)}  # LFW's presets left out, with the reason
+    assert run.machine["dataset_kind"] == "user" and run.machine["dataset_path"] == "examples.imagefolder:faces"
+    report = subprocess.run([sys.executable, "-m", "lfw.report", str(out), "--out", str(tmp_path / "report")],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr
+    assert "recommended num_workers" in report.stdout
+
+
+def test_lfw_measure_imports_without_torchvision() -> None:
+    code = "import sys, lfw.measure, lfw.measure.machine; print('torchvision' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "False", proc.stderr
+
+
+def test_the_package_does_not_know_the_benchmark_tree() -> None:
+    for path in (ROOT / "lfw").rglob("*.py"):
+        text = path.read_text()
+        assert not re.search(r"^\s*(from|import) benchmarks\b", text, re.M), path
+        assert not re.search(r"\btest_\w+\.py\b", text), f"{path} names a test file"
