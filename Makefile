@@ -36,13 +36,13 @@ export LFW_CACHE ?= $(CURDIR)/.cache/lfw-bench
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: venv install data test unit smoke bench remote cost report gate gate-ab gate-rates baseline distributed lint clean \
-	help
+.PHONY: venv install data test unit smoke bench remote cost report gate gate-ab gate-rates baseline distributed lint typecheck \
+	clean help
 
 help:
 	@echo "make bench     the benchmark matrix (PROFILE=quick|full) + remote layer; charts + summary in reports/"
 	@echo "make remote    the remote layer alone: LFW on a local S3 endpoint behind a latency proxy"
-	@echo "make test      ruff, unit tests, then every benchmark once (no timing)"
+	@echo "make test      ruff, mypy, unit tests, then every benchmark once (no timing)"
 	@echo "make gate      quick profile + cost and remote layers, gated against benchmarks/baselines/<runner>.json"
 	@echo "make gate-ab   BASE=origin/main and this tree, interleaved pass by pass in process pairs, gated"
 	@echo "make cost      the cost layer alone: instructions per image under valgrind"
@@ -51,6 +51,7 @@ help:
 	@echo "make distributed NPROC=2: torchrun ranks over DistributedSampler shards; per-rank report"
 	@echo "make report    charts + summary from the newest saved run"
 	@echo "make lint      ruff"
+	@echo "make typecheck mypy over lfw/"
 
 venv: $(STAMP)
 install: $(STAMP)
@@ -83,7 +84,7 @@ unit: $(STAMP) $(ACTIONLINT)
 smoke: $(STAMP)
 	$(PY) -m pytest benchmarks -q --benchmark-disable --bench-profile smoke $(PYTEST_ARGS)
 
-test: lint unit smoke
+test: lint typecheck unit smoke
 
 bench: $(STAMP)
 	$(LOCK) $(PY) -m pytest benchmarks --bench-profile $(PROFILE) $(LAYERS) --benchmark-autosave $(PYTEST_ARGS)
@@ -138,6 +139,10 @@ report: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
+
+# mypy over lfw/ (pyproject.toml holds its settings): part of make test.
+typecheck: $(STAMP)
+	$(PY) -m mypy
 
 clean:
 	rm -rf reports/*.png reports/*.svg reports/README.md .pytest_cache .ruff_cache

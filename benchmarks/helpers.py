@@ -5,13 +5,25 @@ says why, how each case ended, and how a record goes into ``benchmark.extra_info
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import pytest
+import torch
 
+from lfw.data.root import DataSource, tree_stats
+from lfw.measure import LoaderConfig, LoaderPass
+from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S
+from lfw.measure.page_cache import evict, warm
+from lfw.measure.rotation import pass_clock
 from lfw.results import Outcome, case_key
 from lfw.suite import matrix
-from lfw.suite.skips import Needs, Session, skip_reason
+from lfw.suite.record import rotated_record, single_record
+from lfw.suite.runner import Datasets, GroupRotation, dataset_files
+from lfw.suite.skips import Needs, Session, skip_reason, worker_cap
+
+PASS_CLOCK = "lfw.measure.rotation.pass_clock"
 
 SESSION_FACTS: pytest.StashKey[dict[str, Any]] = pytest.StashKey()  # machine_info additions learned by fixtures
 BENCH_SESSION: pytest.StashKey[Session] = pytest.StashKey()  # what this session can and chose to run
@@ -80,3 +92,74 @@ def record(benchmark: Any, info: dict[str, Any]) -> None:
     """Put every value into ``benchmark.extra_info`` (mutated, never rebound: pytest-benchmark keeps the dict)."""
     for key, value in info.items():
         benchmark.extra_info[key] = value
+
+
+def skip_unless_remote_installed() -> None:
+    """Skip (a gap the gate reports, not a chosen narrowing) when the remote layer's packages are missing."""
+    missing = [m for m in ("moto", "boto3", "flask") if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"remote layer not measured: {', '.join(missing)} not installed (the project's dependencies "
+                    "bring moto[s3], boto3, flask and flask-cors)")
+
+
+def dataset_facts(source: DataSource, bench: Session, user: Any) -> dict[str, Any]:
+    """What ``machine_info`` records about the data: LFW's tree (real or synthetic), or the user's dataset."""
+    if bench.user_dataset:
+        facts: dict[str, Any] = {"dataset_kind": "user", "dataset_path": bench.user_dataset, "dataset_files": len(user)}
+    else:
+        files, size = tree_stats(source.path)
+        facts = {"dataset_kind": source.kind, "dataset_path": str(source.path), "dataset_files": files,
+                 "dataset_bytes": size}
+    return {**facts, "worker_cap": worker_cap(bench.cores)}
+
+
+def record_rotated(request: pytest.FixtureRequest, benchmark: Any, bench: Session,
+                   rotations: Callable[[matrix.Group, bool], GroupRotation]) -> dict[str, Any]:
+    """The ``rotated_case`` fixture's work: run (or reuse) the test's group rotation, replay the case's pass times
+    through pytest-benchmark, and record the case's ``extra_info``."""
+    if request.config.getoption("benchmark_timer") != PASS_CLOCK:
+        raise pytest.UsageError(f"rotated benchmarks replay their passes through --benchmark-timer={PASS_CLOCK} "
+                                "(pytest.ini sets it); do not override --benchmark-timer")
+    case = item_case(request.node)
+    if case is None:
+        raise pytest.UsageError(f"{request.node.name} uses rotated_case but is not a case of lfw.suite.matrix")
+    narrow_unless(request.config, case.needs())
+    rotation = rotations(matrix.GROUPS[case.group], benchmark.enabled)
+    mine = rotation.measured[case.id]
+    with pass_clock.replaying([r.wall_s for r in mine.results]) as next_pass:
+        benchmark.pedantic(next_pass, rounds=len(mine.results), iterations=1, warmup_rounds=0)
+    device = "cuda" if case.copy_to_cuda and torch.cuda.is_available() else "cpu"
+    info = rotated_record(case, rotation, profile=bench.profile, cache_mode=bench.cache_mode, cores=bench.cores,
+                          device=device)
+    record(benchmark, info)
+    return info
+
+
+def measure_alone(benchmark: Any, bench: Session, datasets: Datasets, config: LoaderConfig,
+                  transform: str = "none", index: str = "numpy", *, batches: int | None = None, dataset: Any = None,
+                  memory_interval_s: float | None = DEFAULT_MEMORY_INTERVAL_S, mark_start: bool = False,
+                  rounds: int | None = None, warmup_rounds: int = 1) -> dict[str, Any]:
+    """The ``run_case`` fixture's work: ``warmup_rounds`` untimed passes, then ``rounds`` timed ones of one
+    configuration (the memory experiments, which must not share the machine with another configuration's
+    workers); records and returns the case's ``extra_info``."""
+    ds = dataset if dataset is not None else datasets.preset(transform, index)
+    runner = LoaderPass(config.build(ds), batches or bench.profile.batches_for(config.batch_size, transform),
+                        memory_interval_s=memory_interval_s, mark_start=mark_start)
+    paths, n_rounds, cache_mode = dataset_files(ds), rounds or bench.profile.rounds, bench.cache_mode
+    if cache_mode == "warm":
+        warm(paths)
+
+    def setup() -> None:
+        runner.setup()
+        if cache_mode == "cold":
+            evict(paths)
+
+    try:
+        benchmark.pedantic(runner.run, setup=setup, rounds=n_rounds, warmup_rounds=warmup_rounds, iterations=1)
+    finally:
+        runner.close()
+    info = single_record(runner.results[-n_rounds:] if benchmark.enabled else runner.results, config=config,
+                         transform=transform, index=index, profile=bench.profile, cache_mode=cache_mode,
+                         cores=bench.cores, shutdown_errors=runner.shutdown_errors)
+    record(benchmark, info)
+    return info

@@ -16,9 +16,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-import torch
 from PIL import Image, UnidentifiedImageError
 from torch.utils.data import Dataset
 
@@ -28,7 +27,7 @@ from lfw.errors import CorruptImageError, LFWError
 
 JPEG_SUFFIXES = (".jpg", ".jpeg")
 IMAGE_DIR_NAMES = ("lfw", "lfw_funneled", "lfw-deepfunneled", "lfw-py")
-OnError = str  # "raise" | "skip"
+OnError = Literal["raise", "skip"]
 
 
 def pil_loader(path: str) -> Image.Image:
@@ -137,10 +136,10 @@ class LFWDataset(Dataset):
     def __init__(
         self,
         root: str | os.PathLike[str],
-        transform: Callable[[Image.Image], Any] | str | None = "none",
+        transform: Callable[[Any], Any] | str | None = "none",
         index: IndexKind | str = "numpy",
         on_error: OnError = "raise",
-        loader: Callable[[str], Image.Image] = pil_loader,
+        loader: Callable[[str], Any] = pil_loader,
     ) -> None:
         if on_error not in ("raise", "skip"):
             raise LFWError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
@@ -158,7 +157,9 @@ class LFWDataset(Dataset):
     def __len__(self) -> int:
         return len(self.paths)
 
-    def __getitem__(self, i: int) -> tuple[torch.Tensor, int] | None:
+    def __getitem__(self, i: int) -> tuple[Any, int] | None:
+        """``(sample, label)``: the transform's output (a tensor for every preset), or None for an unreadable
+        image under ``on_error="skip"``."""
         path = path_at(self.paths, i)
         try:
             image = self.loader(path)

@@ -79,7 +79,7 @@ def check_index_kind(kind: str) -> IndexKind:
     """``kind`` if it names an index kind, else a user error listing the valid ones."""
     if kind not in INDEX_KINDS:
         raise LFWError(f"unknown index kind {kind!r}; choose one of: {', '.join(INDEX_KINDS)}")
-    return kind  # type: ignore[return-value]
+    return kind
 
 
 def make_index(paths: Sequence[str], labels: Sequence[int], kind: IndexKind) -> tuple[FileIndex, LabelIndex]:

@@ -20,6 +20,7 @@ import itertools
 import math
 import statistics
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from lfw.diagnose.events import MAIN_PROCESS, BatchRecord
 from lfw.diagnose.simulator import PipelineModel, simulate, workers_to_end_stalls
@@ -27,6 +28,7 @@ from lfw.diagnose.training import Measurement
 
 COMPUTE_BOUND_AU = 0.9  # at or above this accelerator utilization the step, not the loader, sets the pace
 SEEDS = 5  # simulations averaged when the measured load times vary
+Bottleneck = Literal["data loading", "the training step"]
 
 
 def workers_text(n: int) -> str:
@@ -111,7 +113,7 @@ class Diagnosis:
     accelerator_utilization: float
     workers_needed: int | None  # smallest worker count that ends the stalls, None for a free step
     predicted_at_needed: float | None  # simulated steady-state batches/s with that many workers
-    bottleneck: str  # "data loading" | "the training step"
+    bottleneck: Bottleneck
     recommendation: str
     worker_overhead_s: float = 0.0  # part of model.load_s spent between batches (see worker_gaps)
 
@@ -139,7 +141,7 @@ def diagnose(m: Measurement, usable_cores: int, *, emulated_step: bool) -> Diagn
     if needed is not None:  # the steady state: over a long run, start-up left out
         at_needed = simulate(replace(model, workers=needed, load_cv=0.0),
                              max_batches=max(200, 8 * needed * model.prefetch_factor)).steady_batches_per_s
-    bottleneck = "the training step" if au >= COMPUTE_BOUND_AU else "data loading"
+    bottleneck: Bottleneck = "the training step" if au >= COMPUTE_BOUND_AU else "data loading"
     budget = max(1, usable_cores - (0 if emulated_step else 1))
     advice = _recommend(m, model, au, needed, budget, usable_cores)
     return Diagnosis(model, m.batches_per_s, predicted, m.result.data_wait_fraction, au, needed, at_needed,

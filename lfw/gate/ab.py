@@ -55,9 +55,9 @@ from lfw.results import keys as K
 
 BASE, CURRENT = "base", "current"
 QUADS = {"ABBA": (BASE, CURRENT, CURRENT, BASE), "BAAB": (CURRENT, BASE, BASE, CURRENT)}
-# Worker cases: their passes run in freshly forked workers, so they carry little of a process pair's lasting speed
-# difference. Main-process cases (workers0-*) carry it in full and need many more pairs for the same precision
-# (docs/gating.md); name them with -k when that matters.
+# Worker cases: their passes run in freshly forked workers, so they carry less of a process pair's lasting speed
+# difference than main-process cases (workers0-*), which carry it in full and need more pairs for the same
+# precision (docs/gating.md); name those with -k when that matters.
 DEFAULT_CASES = ("workers2-none", "workers2-uint8")
 SERVER = "lfw.measure.pass_server"
 STARTUP_TIMEOUT_S = 300.0

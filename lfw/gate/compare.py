@@ -1,13 +1,13 @@
 """Two-file comparison: a current run against a baseline, case by case, layer by layer.
 
-Cases are matched on what identifies them, their group and test id (:attr:`lfw.results.Case.key`), so a
-benchmark moved to another file is still the same case. Nothing compared is never a pass: a baseline case the
-current run should have held but did not (not collected, failed, skipped for a reason other than the run's own
-selection) is a gap with its own exit code, listed case by case; cases the run left out on purpose (``-k``, its
-profile or layers, this machine's cores or devices, as recorded in the run's :class:`~lfw.results.Selection`)
-are named but expected; a comparison of zero metrics is a gap too. pytest-benchmark's own
-``--benchmark-compare-fail`` skips a case missing from the baseline silently, which is how a renamed benchmark
-escapes its gate.
+Cases are matched on what identifies them, their group and test id (:func:`lfw.results.pair_cases`, the report's
+pairing too), so a benchmark moved to another file is still the same case. Nothing compared is never a pass: a
+baseline case the current run should have held but did not (not collected, failed, skipped for a reason other than
+the run's own selection) is a gap with its own exit code, listed case by case; cases the run left out on purpose
+(``-k``, its profile or layers, this machine's cores or devices, as recorded in the run's
+:class:`~lfw.results.Selection`) are named but expected; a comparison of zero metrics is a gap too.
+pytest-benchmark's own ``--benchmark-compare-fail`` skips a case missing from the baseline silently, which is how a
+renamed benchmark escapes its gate.
 
 Each side is one session, and rounds of one session share its speed, so there is no valid test over rounds: a
 metric regressed when its change (of the medians over rounds) is beyond the metric's minimum effect
@@ -226,7 +226,7 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
     pairing = pair_cases(baseline, current)
     diffs = machine_diffs(baseline, current)
     portable, metrics, note = choose_metrics(diffs, mode)
-    missing = [match_missing(case, current, accept_missing) for case in sorted(pairing.missing, key=_by_key)]
+    missing = [match_missing(case, current, accept_missing) for case in sorted(pairing.missing, key=lambda c: c.key)]
     report = GateReport([], sorted(c.fullname for c in pairing.new), missing, diffs, portable, note)
     reason = cost_layer_reason(baseline, current)
     if reason:
@@ -243,7 +243,7 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
     few_rounds = []
     skipped_by_group: dict[tuple[str | None, str], list[str]] = {}
     controls = []
-    for b_case, c_case in sorted(pairing.pairs, key=lambda pair: _by_key(pair[1])):
+    for b_case, c_case in sorted(pairing.pairs, key=lambda pair: pair[1].key):
         name = c_case.fullname
         if b_case.fullname != c_case.fullname:
             report.notes.append(f"{short_name(name)}: matched by group and id across a move "
@@ -277,7 +277,3 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
         names = ", ".join(short_name(n) for n in dict.fromkeys(few_rounds))
         report.notes.append(f"wall clock not judged for cases with fewer than {WALL_CLOCK_MIN_ROUNDS} rounds: {names}")
     return report
-
-
-def _by_key(case: Case) -> str:
-    return case.key

@@ -2,10 +2,9 @@
 
 The unit of replication is a *process pair*: one fresh process per revision, started together, measured in a
 randomized ABBA or BAAB quad of passes per case. Two identical processes (the same code, started a second apart)
-differ in speed by a stable amount for their whole life, not from address-space layout (ruled out with ASLR off),
-while quads within one pair agree far more closely (docs/gating.md has the measurements). So passes of one pair
-are not independent evidence: the pair's log ratio (mean log current minus mean log base over its quad) is one
-observation, and a run is ``n`` such pairs.
+differ in speed by an amount that lasts their whole life, not from address-space layout (ruled out with ASLR off;
+docs/gating.md has the measurements). So passes of one pair are not independent evidence: the pair's log ratio
+(mean log current minus mean log base over its quad) is one observation, and a run is ``n`` such pairs.
 
 Per comparison (``worse`` = the log ratio signed so that positive is worse: slower or later):
 

@@ -30,6 +30,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lfw.cli.args import OneLineParser
 from lfw.errors import LFWError, MeasurementError, cli_entry
@@ -141,7 +142,7 @@ def run_child(root: Path, presets: Sequence[str], batch_size: int, batches: int,
 
     torch.set_num_threads(1)
     req = requests(str(cache_dir))
-    images: dict[str, dict[str, int]] = {}
+    images: dict[str, dict[str, Any]] = {}
     for preset in presets:
         dataset = LFWDataset(root, transform=preset)
         runner = LoaderPass(LoaderConfig(batch_size=batch_size, num_workers=0).build(dataset), batches,

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from torch.utils.data import Dataset, Subset
+from torch.utils.data import Subset
 
 from lfw.data.dataset import OnError
 from lfw.errors import LFWError
@@ -56,8 +56,9 @@ class Pipeline:
         if self.threads and self.storage != "files":
             raise LFWError("decode threads apply to loose files only (tar shards stream, a memmap does not decode)")
 
-    def dataset(self, root: str | os.PathLike[str], images: int | None = None, on_error: OnError = "raise") -> Dataset:
-        """The dataset over the first ``images`` images of the tree at ``root`` (all when None).
+    def dataset(self, root: str | os.PathLike[str], images: int | None = None,
+                on_error: OnError = "raise") -> TarShards | DecodedMemmap | JpegFiles | Subset[Any]:
+        """A sized dataset over the first ``images`` images of the tree at ``root`` (all when None).
 
         Tar shards are built from exactly those images, so a pass over them is one epoch; the memmap holds the
         whole tree and is cut by a ``Subset`` like the loose files.
@@ -66,7 +67,7 @@ class Pipeline:
         if self.storage == "tar":
             shards = tar_shards(root, IMAGES_PER_SHARD, images)
             return TarShards(shards.shards, shards.classes, shards.images, self.decoder, self.size, loaded, on_error)
-        data: Dataset
+        data: DecodedMemmap | JpegFiles
         if self.storage == "memmap":
             data = DecodedMemmap(*decoded_memmap(root), size=self.size, output=loaded)
         else:

@@ -10,7 +10,7 @@ Every decoder turns a JPEG's bytes into an RGB ``uint8`` tensor of shape (3, H, 
   0.29 marks its image decoding deprecated in favour of TorchCodec, and it still ships);
 - ``simplejpeg``: libjpeg-turbo's TurboJPEG API, releasing the GIL, in ``strict`` mode.
 
-Bad files give the same outcome whatever the decoder (checked by ``tests/test_pipelines.py``): the bytes are
+Bad files give the same outcome whatever the decoder (a contract the unit tests hold every decoder to): the bytes are
 sniffed first (an empty file, PNG or GIF data under a ``.jpg`` name are refused before any decoder sees them,
 since Pillow would decode a PNG happily), then any decoder error becomes :class:`~lfw.errors.CorruptImageError`
 naming the file. Truncated files are errors for all four (Pillow's ``LOAD_TRUNCATED_IMAGES`` stays off,

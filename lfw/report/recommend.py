@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from lfw.report.ratios import Ratio, ratio
 from lfw.results import Case, Run
@@ -24,6 +25,7 @@ from lfw.results import keys as K
 
 GROUP = "workers-transform"
 TOLERANCE = 0.05
+Standing = Literal["best", "within", "worse", "unresolved", "unpaired"]  # see the module docstring
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,7 @@ class Candidate:
     workers: int
     case: Case
     ratio: Ratio | None
-    standing: str  # "best", "within", "worse", "unresolved", "unpaired"
+    standing: Standing
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ def scaling_cases(run: Run) -> dict[str, list[Case]]:
     return {t: sorted(cs, key=lambda c: c.value("num_workers")) for t, cs in by_transform.items()}
 
 
-def standing(r: Ratio | None, tolerance: float) -> str:
+def standing(r: Ratio | None, tolerance: float) -> Standing:
     if r is None:
         return "unpaired"
     if r.low >= 1 - tolerance:

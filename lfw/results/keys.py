@@ -139,14 +139,14 @@ AB_SLOT = "ab_slot"  # its position in the pair's ABBA or BAAB quad
 AB_QUAD = "ab_quad"  # the quad's order, "ABBA" or "BAAB"
 AB_SIDE = "ab_side"  # "base" or "current"
 
-# --- the cost layer (benchmarks/test_cost.py) -----------------------------------------------------------------
+# --- the cost layer (the "cost" group: instructions per image under valgrind) ---------------------------------
 INSTRUCTIONS = "instructions"
 INSTRUCTIONS_PER_IMAGE = "instructions_per_image"
 IMAGES_COUNTED = "images_counted"
 VALGRIND = "valgrind"
 NATIVE_INSTRUCTIONS_PER_S = "native_instructions_per_s"
 
-# --- the copy-on-access experiment (benchmarks/test_memory_index.py) -----------------------------------------
+# --- the copy-on-access experiment (the "memory-index" group) ----------------------------------------------------
 INDEX_SIZE = "index_size"  # entries of the replicated path index
 INDEX_MIB = "index_mib"  # its size in the process that built it
 GC_FROZEN = "gc_frozen"

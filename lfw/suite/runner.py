@@ -125,7 +125,10 @@ def case_member(case: LoaderCase, datasets: Datasets, profile: Profile, *, cache
         warm(paths)
         if warmed is not None:
             warmed.add(tuple(paths))
-    return LoaderMember(runner, (lambda: evict(paths)) if cache_mode == "cold" else None)
+    def evict_files() -> None:
+        evict(paths)
+
+    return LoaderMember(runner, evict_files if cache_mode == "cold" else None)
 
 
 @dataclass
@@ -195,9 +198,8 @@ class GroupRunner:
         ceilings = [k for k in members if k.startswith(CEILING)]
         rotation = Rotation(members, rounds, group.warmup_rounds if timed else 0, self.seed,
                             warm=ceilings if timed else ())
-        bar = self.progress(rotation.passes, f"rotation {group.name}") if self.progress else nullcontext()
-        with bar:
-            measured = rotation.run(progress=(lambda _key: bar.update()) if self.progress else None)
+        with self.progress(rotation.passes, f"rotation {group.name}") if self.progress else nullcontext() as bar:
+            measured = rotation.run(progress=(lambda _key: bar.update()) if bar is not None else None)
         info = {"group": group.name, "members": list(members), "rounds": rounds,
                 "warmup_rounds": rotation.warmup_rounds, "seed": self.seed}
         errors = {key: m.runner.shutdown_errors for key, m in members.items()

@@ -40,6 +40,7 @@ class Session:
     cores: int
     cuda: bool
     user_dataset: str | None = None  # MODULE:FACTORY when the suite runs on a user's dataset
+    cache_mode: str = "warm"  # page cache before each pass: warm (read once, ahead) or cold (evicted)
     start_methods: tuple[str, ...] = field(default_factory=lambda: tuple(multiprocessing.get_all_start_methods()))
 
 

@@ -59,7 +59,7 @@ def user_dataset(spec: str) -> Dataset:
     if isinstance(dataset, IterableDataset) or not isinstance(dataset, Dataset) or not hasattr(dataset, "__len__"):
         raise LFWError(f"--bench-dataset {spec!r}: the factory returned a {type(dataset).__name__}, not a map-style "
                        "torch.utils.data.Dataset with __len__ and __getitem__")
-    size = len(dataset)  # type: ignore[arg-type]
+    size = len(dataset)
     if size == 0:
         raise LFWError(f"--bench-dataset {spec!r}: the dataset is empty")
     try:
