@@ -3,8 +3,9 @@
 Counted under valgrind's callgrind with instrumentation switched on only around one pass of ``num_workers=0``
 and one thread (read, decode, transform, collate; see :mod:`lfw.measure.cost`), so the count depends on the
 code, the libraries and the images, not on how fast the machine happens to run: the gate compares it against
-the committed baseline with a 3% threshold. All presets are counted in one valgrind process per session (its
-start-up, importing torch uninstrumented, is most of the ~80 s). The timed part of each case is the same pass
+the committed baseline with the cost threshold (``--cost-threshold``, :class:`lfw.gate.thresholds.Thresholds`).
+All presets are counted in one valgrind process per session (its start-up, importing torch uninstrumented, is
+most of that process's time; measured in docs/gating.md). The timed part of each case is the same pass
 run natively, so the case also records seconds per pass and the instructions per second this session ran at.
 
 Runs in the smoke and full profiles, and in quick with ``--bench-cost`` (``make gate``, ``make cost``). Where

@@ -6,8 +6,9 @@ batch's load hides behind it. A change that breaks prefetching or slows the hand
 the fraction at every step time; ``data_wait_fraction`` (and its per-round values) is saved in extra_info so
 the gate and the report see it like any other measurement. See ``python -m lfw.diagnose`` for the verdict.
 
-Cost: two workers on the cheap ``uint8`` preset (about 30 ms per batch of 64 per worker here, so the three
-step times span data-bound, matched and compute-bound), at most 8 batches per pass, memory sampling off.
+Cost: two workers on the cheap ``uint8`` preset (the step times are chosen around a worker's load time for a
+batch of 64, so the three span data-bound, matched and compute-bound), at most 8 batches per pass, memory
+sampling off.
 The first batch counts (as LoaderPass defines the fraction), so worker start-up is part of every number.
 """
 

@@ -11,8 +11,8 @@ the end and their growth, per round, plus the sampled timeline of the last round
 counts every shared page in every process, so it stays flat while the workers' private memory grows.
 
 The GC is frozen (``gc.freeze()``) before the workers fork, except in the ``gclive`` case: an unfrozen cyclic
-GC in each worker copies the parent's tracked objects (tens of MiB here, whatever the index), which would blur
-the index comparison; ``gclive`` keeps that cost visible on its own.
+GC in each worker copies the parent's tracked objects (tens of MiB, whatever the index; measured in
+docs/methodology.md), which would blur the index comparison; ``gclive`` keeps that cost visible on its own.
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ from lfw.suite.skips import Needs
 pytestmark = pytest.mark.benchmark(group="memory-index")
 
 BATCH_SIZE = 4096  # 245 batches per 1,000,000 entries: the epoch is bounded by item access, not batching
-# A 1,000,000-entry epoch took 1.6 s (numpy) to 2.5 s (list) with 2 workers here, 2,000,000 about twice
-# that: 0.2 s gives 8 to 25 points per epoch while keeping the page-walk cost (~10 ms per process) small.
+# A large-index epoch lasts seconds: a short interval gives the timeline several points per epoch, while each
+# sample's page walk (milliseconds of CPU per torch process) stays small beside it.
 MEMORY_INTERVAL_S = 0.2
 WORKERS = (2, 4)
 CASES = [("list", True), ("numpy", True), ("packed", True), ("numpy", False)]  # (layout, freeze the GC)
-MIN_LIST_OVER_NUMPY = 5.0  # "many times": measured ~20x at 1,000,000 entries (list ~90, numpy ~4 MiB)
+MIN_LIST_OVER_NUMPY = 5.0  # "many times": well below the measured ratio (docs/methodology.md, Memory)
 
 
 def needs(workers: int) -> Needs:

@@ -1,10 +1,12 @@
 """What measuring costs: the same case with process-tree memory sampling off, at the default, and dense.
 
-Reading PSS walks every page table of every process in the tree (about 10 ms per torch process), so the
-sampler thread's own CPU time during the pass is recorded: ``sampler_cpu_fraction`` is its CPU seconds over the
-machine's CPU capacity while the passes ran. The default (2 s, no start mark) takes its snapshots outside the
-clock for passes shorter than the interval; the dense setting (250 ms and a start mark, as the memory cases
-use) shows what sampling would cost every case. Rounds are interleaved, so the three throughputs compare.
+Reading PSS walks every page table of every process in the tree (milliseconds of CPU per torch process), so
+the sampler thread's own CPU time during the pass is recorded: ``sampler_cpu_fraction`` is its CPU seconds over
+the machine's CPU capacity while the passes ran. The default (``DEFAULT_MEMORY_INTERVAL_S`` of
+:mod:`lfw.measure.loader_pass`, no start mark) takes its snapshots outside the clock for passes shorter than the
+interval; the dense setting (``SAMPLING`` in :mod:`lfw.suite.matrix`: a short interval and a start mark, as the
+memory experiments sample) shows what sampling would cost every case. Rounds are interleaved, so the three
+throughputs compare; the measured costs are in docs/methodology.md.
 """
 
 from __future__ import annotations

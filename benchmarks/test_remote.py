@@ -2,15 +2,18 @@
 
 moto's S3 server and a latency/fault proxy run on 127.0.0.1 for the session (``s3_endpoint``, stopped at the end
 whatever happens); LFW is uploaded once, one object per JPEG under LFW's key layout. Each case reads through the
-proxy with one strategy (``serial``: one request at a time per loading process; ``threads``: 4 per process;
-``batch``: the whole batch of 16 in flight), at one injected first-byte latency, with 0, 2 or 4 persistent workers.
-The endpoint's own zero-latency ceiling (fetch only, 16 threads) is a member of the same rotation, so every case
-is also a share of it, paired by round. Each case records the traffic the proxy saw in its pass: requests and
+proxy with one strategy (``serial``: one request at a time per loading process; ``threads``: a pool of threads
+per process; ``batch``: the whole batch in flight), at one injected first-byte latency, in the main process or with
+persistent workers. The values live in one place each: requests in flight per process in
+:data:`lfw.remote.bench.CONCURRENCY`; batch size, latencies and worker counts in :mod:`lfw.suite.matrix`
+(``REMOTE_BATCH``, ``REMOTE_LATENCIES_MS``, ``REMOTE_WORKERS``). The endpoint's own zero-latency ceiling (fetch
+only, ``CEILING_THREADS`` threads of :mod:`lfw.remote.bench`) is a member of the same rotation, so every case is
+also a share of it, paired by round. Each case records the traffic the proxy saw in its pass: requests and
 bytes per image (an extra HEAD per GET shows here), first-byte p50/p99, mean requests in flight and the rate
 Little's law gives for them.
 
-Runs in the smoke (0-20 ms, up to 2 workers) and full profiles, and in quick with ``--bench-remote`` or
-``-k remote``.
+Runs in the smoke (the low latencies and few workers of its ``remote_limits``) and full profiles, and in quick
+with ``--bench-remote`` or ``-k remote``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Time to first batch carries the difference: spawned workers import torch and unpickle the dataset before their
 first item, forked ones start at once. Start-up is the quantity measured here, so there is no warm-up round,
-and the quick profile takes one round of each (a spawn round costs seconds on 2 cores). Memory differs too: forked
+and the quick profile takes one round of each (a spawn round costs seconds). Memory differs too: forked
 workers share the parent's pages (low PSS), spawned ones pay for their own interpreter and imports (higher USS).
 """
 

@@ -2,8 +2,8 @@
 
 Shaped like torchvision's ``datasets/lfw.py`` (argument checks with clear messages, an injectable loader), but
 built for measurement: the file index is a constructor argument (``index="numpy" | "list"``) because it is a
-benchmark axis, and scanning uses ``os.scandir`` only (no per-file open), so 13,233 files scan in well under a
-second.
+benchmark axis, and scanning uses ``os.scandir`` only (no per-file open), so a scan costs one directory listing
+per person, not one open per file.
 
 Accepted roots, whether the user points at the image folder or its parent:
 ``lfw/``, ``lfw_funneled/``, ``lfw-deepfunneled/`` (the public variants), torchvision's ``lfw-py/<images_dir>``,

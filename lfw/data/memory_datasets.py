@@ -1,7 +1,7 @@
 """Datasets of the memory experiments: an index-only dataset over a large index, and a leaking control.
 
 The copy-on-access effect is a property of the *index*, not of image decoding, so :class:`IndexOnlyDataset`
-touches only the path and label of an item and decodes nothing: one epoch over a million entries takes seconds,
+touches only the path and label of an item and decodes nothing: one epoch over a million entries stays short,
 and the memory it moves is the index's alone. The index layouts compared are :data:`lfw.data.index.INDEX_KINDS`
 (a list of ``str``, a fixed-width numpy array, one packed buffer), made by :func:`large_index`.
 
@@ -24,7 +24,8 @@ from lfw.errors import LFWError
 def large_index(paths: Sequence[str], labels: Sequence[int], kind: IndexKind,
                 size: int) -> tuple[FileIndex, LabelIndex]:
     """``paths``/``labels`` replicated to ``size`` entries in layout ``kind`` (labels: list for ``list``,
-    ``int32`` array otherwise). Built once per session: a million-entry list takes about a second."""
+    ``int32`` array otherwise). Built once per session, outside any timed round: a million fresh ``str`` objects
+    are not free."""
     return replicate(*make_index(paths, labels, kind), size)
 
 

@@ -1,17 +1,18 @@
 """The deterministic cost layer: CPU instructions per image of the loading pipeline, counted under callgrind.
 
-Wall-clock rates on a shared VM drift by tens of percent between sessions (and a process can run 10-20% faster or
-slower than its twin started a second later), so a two-file comparison of seconds cannot see a 5% change. The
-number of instructions the pipeline executes does not drift: it depends on the code, the libraries and the data.
-It is what a regression in the per-image work (a slower decode, an extra copy, a costlier transform) changes.
+Wall-clock rates on a shared VM drift between sessions, and a process can run faster or slower than its twin started
+a second later (measured in docs/gating.md), so a two-file comparison of seconds cannot see a change of a few
+percent. The number of instructions the pipeline executes does not drift: it depends on the code, the libraries and
+the data. It is what a regression in the per-image work (a slower decode, an extra copy, a costlier transform)
+changes.
 
 What is counted: one pass of ``batches`` batches through :class:`~lfw.measure.LoaderPass` with ``num_workers=0``
 and one intra-op thread, i.e. read + decode + transform + collate of each image in this process, after an
 uncounted warm-up pass. Instrumentation is switched on only around that pass (see :mod:`lfw.measure.callgrind`),
-so the ~10 G instructions of importing torch are never counted. Seeds, the hash seed and a garbage collection
-before each counted pass make the count repeat; what is left (allocator and page-cache state) moves it by
-well under 0.5% between runs (measured A/A, README). Kernel work (file reads, page faults) is not counted:
-that part of the cost stays with the wall-clock layers.
+so the billions of instructions of importing torch are never counted. Seeds, the hash seed and a garbage
+collection before each counted pass make the count repeat; what is left (allocator and page-cache state) moves it
+far less than the gate's cost threshold between runs (measured in docs/gating.md). Kernel work (file reads, page
+faults) is not counted: that part of the cost stays with the wall-clock layers.
 
 The child process is ``python -m lfw.measure.cost --child ...`` under ``valgrind --tool=callgrind
 --instr-atstart=no``; it dumps one callgrind profile per preset, named by the preset, which the parent parses.

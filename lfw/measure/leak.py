@@ -8,11 +8,12 @@ cyclic GC copying the parent's objects into each worker) and, for tree USS and t
 - the median step, the median of the slopes between consecutive epochs, MiB per epoch: the verdict.
 
 A series is a leak when the median step of USS or PSS exceeds the threshold. The least-squares slope cannot
-be the verdict, because tree USS/PSS include file-backed pages (libtorch alone is ~230 MiB) whose sharing
-changes when *other* processes on the machine map or unmap the same libraries: measured here, tree USS of a
-well-behaved case jumped +303 MiB within one epoch when another torch process exited (a least-squares slope of
-91 MiB/epoch), and fell 90 MiB in another run. A leak moves every step, a one-off jump moves one, so with three
-or more steps the median ignores the jump and still sees the leak (whichever way the jump goes).
+be the verdict, because tree USS/PSS include file-backed pages (libtorch alone is hundreds of MiB) whose sharing
+changes when *other* processes on the machine map or unmap the same libraries: the tree USS of a well-behaved
+case can jump, up or down, by many times the threshold within one epoch when another torch process starts or
+exits, and a least-squares slope over a few epochs turns that one jump into a leak-sized slope. A leak moves
+every step, a one-off jump moves one, so with three or more steps the median ignores the jump and still sees the
+leak (whichever way the jump goes).
 
 Copy-on-access of a large Python index is paid within the *first* epoch (a shuffled epoch touches every
 entry), so it is caught separately, by :func:`first_epoch_verdict` on worker USS growth over one epoch.
@@ -32,19 +33,19 @@ from lfw.errors import LFWError
 from lfw.measure.loader_pass import LoaderPass, PassResult
 from lfw.results import keys as K
 
-# Measured on this 2-core machine, 5 repeats x 6 epochs (epochs 1..5 fitted), quiet machine: well-behaved
-# datasets (LFW decode of 256 images, 2 workers; the control's index-only twin, 1 and 2 workers; 15 runs) had
-# tree-USS least-squares slopes of 0.13..0.43 MiB/epoch, median steps of 0.10..0.31, worker-USS slopes
-# 0.05..0.15; the leaking control (4,096 items x 4 KiB kept per epoch) 18.13..18.19 in all 10 of its runs.
-# 4 MiB/epoch is 9x the largest well-behaved slope and 13x its largest median step, 4.5x below the control.
+# Set from repeated runs of well-behaved datasets (LFW decode; the control's index-only twin) and of the leaking
+# control (benchmarks/test_leak.py): the threshold sits several times above the largest well-behaved slope and
+# median step, and several times below the control's steady growth, so neither noise nor a real leak of the
+# control's size lands near it. The baseline's figures are in docs/methodology.md (Leak check).
 LEAK_THRESHOLD_MIB_PER_EPOCH = 4.0
-# Worker USS growth over the first epoch of a 1,000,000-entry index, GC frozen, mean per worker, 2 workers:
-# numpy 2.5..4.2 MiB, packed 3.2, list 91..100 (from the first batch on). 16 MiB is 4x the numpy growth and
-# 6x below the list.
+# Mean worker USS growth over the first epoch of a large shuffled index, GC frozen: the numpy and packed layouts
+# grow a few MiB, the list layout many times more (copy-on-access, from the first batch on); the threshold sits
+# between them with a margin on both sides. The baseline's figures are in docs/methodology.md (Memory).
 FIRST_EPOCH_THRESHOLD_MIB = 16.0
 WARMUP_EPOCHS = 1
 # Only end-of-epoch snapshots are needed (LoaderPass takes one after each pass, off the clock); an interval longer
-# than the small epochs used here (0.1..0.3 s) keeps the page walks (~10 ms per process) out of the epochs.
+# than the small epochs the leak check runs keeps the page walks (milliseconds of CPU per torch process) out of
+# the epochs.
 LEAK_MEMORY_INTERVAL_S = 1.0
 
 

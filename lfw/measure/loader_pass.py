@@ -32,8 +32,9 @@ from lfw.measure.memory import TreeSampler, TreeSnapshot, tree_snapshot
 from lfw.measure.torch_compat import drop_persistent_workers, shutdown_workers, worker_pids
 from lfw.results import keys as K
 
-# Reading PSS costs ~10 ms of CPU per torch process. At 2 s, a pass shorter than that takes no sample while the
-# clock runs (the "before" and "end" snapshots are taken outside it); longer passes pay under 1% of 2 cores.
+# Reading PSS costs milliseconds of CPU per torch process. At 2 s, a pass shorter than that takes no sample while
+# the clock runs (the "before" and "end" snapshots are taken outside it), and a longer pass pays one page walk per
+# process per interval, a small share of its CPU (the ``overhead`` group measures it; docs/methodology.md).
 DEFAULT_MEMORY_INTERVAL_S = 2.0
 
 

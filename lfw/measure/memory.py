@@ -8,10 +8,11 @@ Reading PSS makes the kernel walk every page table of a process (milliseconds fo
 torch), so sampling runs in a background thread at a coarse interval; its cost on throughput is measured by
 the ``overhead`` benchmark group, not assumed.
 
-:func:`frozen_gc` isolates what a memory experiment measures from a second copy-on-access effect measured here: a
+:func:`frozen_gc` isolates what a memory experiment measures from a second copy-on-access effect: a
 forked worker's cyclic GC writes the GC header of every tracked object inherited from the parent (torch, pytest,
-...), which copied 80..97 MiB into *each* worker within one epoch even with a numpy index. ``gc.freeze()`` before
-the fork moves those objects out of the GC's reach (Python's documented remedy); then numpy workers grew 1..5 MiB.
+...), which copies tens of MiB into *each* worker within one epoch even with a numpy index. ``gc.freeze()``
+before the fork moves those objects out of the GC's reach (Python's documented remedy); then the workers of a
+numpy index barely grow (both measured in docs/methodology.md, Memory).
 """
 
 from __future__ import annotations

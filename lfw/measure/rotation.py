@@ -1,8 +1,8 @@
 """Interleaved rounds: every configuration of a group measured round-robin, in a new random order each round.
 
 The cases a chart or a recommendation compares used to run one after another, each over its own stretch of the
-machine's speed (on the project VM the same decode loop moves 1,160-1,860 images/s within 30 s), so comparing two
-configurations was partly comparing two moments. A rotation (RMIT: randomized multiple interleaved trials,
+machine's speed (on a shared VM the same decode loop's rate moves by tens of percent within a run), so comparing
+two configurations was partly comparing two moments. A rotation (RMIT: randomized multiple interleaved trials,
 Abedi & Brecht 2017) runs round 1 of every member, then round 2, ..., each round in a fresh random order, so every
 member sees the same drift and the ratio of two members can be taken per round: a paired comparison whose unit
 is the round. The single-core ceiling of each transform is a member of the rotation too, so efficiency (rate over

@@ -31,6 +31,8 @@ TRANSFORMS = ("none", "simple", "heavy", "uint8")
 # Why a user's own dataset (--bench-dataset) leaves a case out: it runs the knob groups over the factory's items.
 LFW_PRESETS = "the transform presets are LFW's; your factory's items run as they are (the -none cases)"
 LFW_FILES = "needs LFW's own files and index; your dataset runs the knob groups"
+# Groups that neither the recommendation nor the quick gate rests on, kept out of the quick profile's time budget.
+QUICK_BUDGET = "runs in the full profile (neither the recommendation nor the quick gate rests on it)"
 
 
 @dataclass(frozen=True)
@@ -245,7 +247,7 @@ GROUPS: dict[str, Group] = {g.name: g for g in (
     Group("batch-size", ("batch_size",), tuple(
         LoaderCase("batch-size", f"bs{b}", {"batch_size": b}, LoaderConfig(batch_size=b, num_workers=2),
                    full_only=(f"bs{b} (two 366 MiB float batches per pass) runs in full only" if b > 256 else None))
-        for b in BATCH_SIZES)),
+        for b in BATCH_SIZES), rounds_quick=3),
     Group("pin-memory", ("pin_memory",), tuple(
         LoaderCase("pin-memory", case_id, {"pin_memory": pin}, LoaderConfig(batch_size=64, num_workers=2,
                                                                             pin_memory=pin),
@@ -253,14 +255,16 @@ GROUPS: dict[str, Group] = {g.name: g for g in (
         for pin, case_id in ((False, "nopin"), (True, "pin")))),
     Group("index", ("index",), tuple(
         LoaderCase("index", kind, {"index": kind}, LoaderConfig(batch_size=64, num_workers=2, shuffle=True),
-                   index=kind, lfw_only=LFW_FILES)
+                   index=kind, lfw_only=LFW_FILES, full_only=QUICK_BUDGET)
         for kind in ("list", "numpy"))),
     Group("persistent-workers", ("persistent_workers",), tuple(
         LoaderCase("persistent-workers", case_id, {"persistent_workers": keep},
                    LoaderConfig(batch_size=64, num_workers=2, persistent_workers=keep), epoch_images=True)
         for keep, case_id in ((False, "nonpersistent"), (True, "persistent"))), warmup_rounds=1),
-    Group("prefetch", ("prefetch_factor",),
-          _one_knob("prefetch", "prefetch_factor", PREFETCH, [f"prefetch{p}" for p in PREFETCH])),
+    Group("prefetch", ("prefetch_factor",), tuple(
+        replace(case, full_only="prefetch4 runs in full only (quick compares the default 2 with 8)")
+        if case.id == "prefetch4" else case
+        for case in _one_knob("prefetch", "prefetch_factor", PREFETCH, [f"prefetch{p}" for p in PREFETCH]))),
     Group("start-method", ("start_method",), tuple(
         replace(case, full_only="forkserver (seconds per pass, like spawn) runs in full only")
         if case.id == "forkserver" else case
@@ -272,7 +276,7 @@ GROUPS: dict[str, Group] = {g.name: g for g in (
         for ms in STEP_MS), rounds_quick=3),
     Group("overhead", ("sampling",), tuple(
         LoaderCase("overhead", name, {"sampling": name}, LoaderConfig(batch_size=64, num_workers=2),
-                   memory_interval_s=interval, mark_start=mark, lfw_only=LFW_FILES)
+                   memory_interval_s=interval, mark_start=mark, lfw_only=LFW_FILES, full_only=QUICK_BUDGET)
         for name, (interval, mark) in SAMPLING.items()), rounds_quick=3),
     _decoders(),
     _remote(),

@@ -2,7 +2,7 @@
 # Re-run the commands whose figures the README quotes and keep their output in docs/runs/, one file each, so
 # every figure there traces to a committed output. Each takes the machine on its own (run nothing beside it).
 #
-#   bash docs/record.sh [make-bench|remote|decoders|process-pairs|cost|diagnose|distributed ...]   (default: all)
+#   bash tools/record.sh [make-bench|remote|decoders|process-pairs|cost|diagnose|distributed ...]   (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -10,11 +10,26 @@ export LFW_CACHE="${LFW_CACHE:-$PWD/.cache/lfw-bench}" OMP_NUM_THREADS=1
 mkdir -p docs/runs
 stamp() { echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD): $*"; }
 
-make_bench() {  # the quick profile's wall time (without the remote layer), and the summary make bench ends with
+per_core() {  # the machine's speed when a run was made: per-core images/s of its ceilings, from the newest autosave
+  $PY -c '
+from lfw.results import latest_run, load_run
+run = load_run(latest_run())
+rates = {k.removeprefix("per_core_images_per_s_"): v for k, v in run.machine.items() if k.startswith("per_core")}
+print(f"per-core images/s of that run ({run.path.name}): {rates}; cpu: {run.machine.get(\"cpu\", {}).get(\"brand_raw\")}")'
+}
+
+make_bench() {  # the wall time of make bench LAYERS= (quick profile) and of make bench (with the remote layer)
   { stamp "make bench LAYERS= (the quick profile alone, data cached, virtualenv installed)"
     start=$(date +%s)
     make bench LAYERS= 2>&1 | tr '\r' '\n' | grep -v -e '^rotation ' -e '^ *$' | tail -40
     echo "wall time of the quick profile (make bench LAYERS=): $(( $(date +%s) - start )) s"
+    per_core
+    echo
+    stamp "make bench (the quick profile and the remote layer)"
+    start=$(date +%s)
+    make bench 2>&1 | tr '\r' '\n' | grep -e '^recommended' -e '^  [a-z0-9]*: ' -e '^report:' | tail -8
+    echo "wall time of make bench (quick profile + remote layer): $(( $(date +%s) - start )) s"
+    per_core
   } > docs/runs/make-bench.txt
 }
 

@@ -1,6 +1,6 @@
 """Instruction and move counts of two runs side by side, with each run's CPU model and counted stack.
 
-    python docs/cost_across_cpus.py benchmarks/baselines/cpu-2core.json RUN.json > docs/runs/cost-across-cpus.txt
+    python tools/cost_across_cpus.py benchmarks/baselines/cpu-2core.json RUN.json > docs/runs/cost-across-cpus.txt
 
 The evidence behind the gate's rule that counts compare wherever the counted stack matches, whatever the CPU.
 """

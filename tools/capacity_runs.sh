@@ -8,7 +8,7 @@
 #                (benchmarks/gate_rates/serialized_decode/; the workers group only: the decode pipelines do not
 #                load through LFWDataset)
 # Runs, logs and the gate's output go to benchmarks/gate_rates/capacity/; a summary line per run to stdout.
-# Usage: bash docs/capacity_runs.sh [one-core|hog|serialized ...]   (default: all three)
+# Usage: bash tools/capacity_runs.sh [one-core|hog|serialized ...]   (default: all three)
 set -u
 cd "$(dirname "$0")/.."
 out=benchmarks/gate_rates/capacity
