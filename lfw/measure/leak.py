@@ -34,7 +34,7 @@ from lfw.measure.loader_pass import LoaderPass, PassResult
 from lfw.results import keys as K
 
 # Set from repeated runs of well-behaved datasets (LFW decode; the control's index-only twin) and of the leaking
-# control (benchmarks/test_leak.py): the threshold sits several times above the largest well-behaved slope and
+# control (the "leak" benchmark group): the threshold sits several times above the largest well-behaved slope and
 # median step, and several times below the control's steady growth, so neither noise nor a real leak of the
 # control's size lands near it. The baseline's figures are in docs/methodology.md (Leak check).
 LEAK_THRESHOLD_MIB_PER_EPOCH = 4.0
