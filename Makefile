@@ -6,13 +6,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PROFILE ?= quick
-# Layers beside the quick profile's matrix: the remote layer (a local S3 endpoint, ~3 min) runs in make bench and
+# Layers beside the quick profile's matrix: the remote layer (a local S3 endpoint, at 0 and 100 ms) runs in make bench and
 # make gate; LAYERS= leaves it out. The full profile runs every layer anyway.
 LAYERS ?= --bench-remote
-# make gate and make baseline judge the remote layer at 0 and 100 ms only: what it gates (requests per image, gross
-# throughput) shows there, and the 5 and 20 ms cases would add two minutes to a gate meant to stay under ten.
-# Without the layer there is nothing to select (a -k naming remote would bring it back).
-GATE_SELECT ?= $(if $(strip $(LAYERS)),-k "not remote or -0ms- or -100ms-",)
 PYTEST_ARGS ?=
 GATE_ARGS ?=
 # The runner class names the baseline: cpu-<cores>core or gpu (LFW_RUNNER overrides). A runner class with no
@@ -103,7 +99,7 @@ remote: $(STAMP)
 gate: $(STAMP)
 	@test -f $(BASELINE) || { echo "error: no baseline $(BASELINE); make one with: make baseline" >&2; exit 2; }
 	@mkdir -p reports
-	$(LOCK) $(PY) -m pytest benchmarks --bench-profile $(PROFILE) --bench-cost $(LAYERS) $(GATE_SELECT) \
+	$(LOCK) $(PY) -m pytest benchmarks --bench-profile $(PROFILE) --bench-cost $(LAYERS) \
 	  --benchmark-autosave --benchmark-json=$(GATE_JSON) $(PYTEST_ARGS)
 	$(PY) -m lfw.gate $(BASELINE) $(GATE_JSON) $(GATE_ARGS)
 
@@ -129,7 +125,7 @@ distributed: $(STAMP)
 baseline: $(STAMP)
 	@if [ -e $(OWN_BASELINE) ] && [ "$(FORCE)" != 1 ]; then \
 	  echo "error: $(OWN_BASELINE) exists; refresh it deliberately with: make baseline FORCE=1" >&2; exit 2; fi
-	$(LOCK) $(PY) -m pytest benchmarks --bench-profile $(PROFILE) --bench-cost $(LAYERS) $(GATE_SELECT) \
+	$(LOCK) $(PY) -m pytest benchmarks --bench-profile $(PROFILE) --bench-cost $(LAYERS) \
 	  --benchmark-autosave --benchmark-json=$(OWN_BASELINE).tmp $(PYTEST_ARGS) && mv $(OWN_BASELINE).tmp \
 	  $(OWN_BASELINE)
 	@echo "baseline saved: $(OWN_BASELINE) (commit it with a message that says why it changed)"

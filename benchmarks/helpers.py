@@ -6,11 +6,13 @@ says why, how each case ended, and how a record goes into ``benchmark.extra_info
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
 import pytest
 import torch
+from tqdm import tqdm
 
 from lfw.data.root import DataSource, tree_stats
 from lfw.measure import LoaderConfig, LoaderPass
@@ -18,6 +20,7 @@ from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S
 from lfw.measure.page_cache import evict, warm
 from lfw.measure.rotation import pass_clock
 from lfw.results import Outcome, case_key
+from lfw.results import keys as K
 from lfw.suite import matrix
 from lfw.suite.record import rotated_record, single_record
 from lfw.suite.runner import Datasets, GroupRotation, dataset_files
@@ -92,6 +95,17 @@ def record(benchmark: Any, info: dict[str, Any]) -> None:
     """Put every value into ``benchmark.extra_info`` (mutated, never rebound: pytest-benchmark keeps the dict)."""
     for key, value in info.items():
         benchmark.extra_info[key] = value
+
+
+def progress_bar(total: int, desc: str) -> Any:
+    """A rotation's progress bar, on stderr (pytest's capture is suspended around a rotation)."""
+    return tqdm(total=total, desc=desc, unit="pass", leave=False, file=sys.stderr)
+
+
+def note_machine_rates(config: pytest.Config, rotation: GroupRotation) -> None:
+    """Record a rotation's per-core ceiling rates in ``machine_info`` (the first group to measure one wins)."""
+    for name, rate in rotation.per_core_rates().items():
+        config.stash[SESSION_FACTS].setdefault(K.per_core_machine_key(name), rate)
 
 
 def skip_unless_remote_installed() -> None:

@@ -7,13 +7,11 @@ left out is :func:`lfw.suite.skips.skip_reason`. Thread counts are pinned by the
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 import torch
-from tqdm import tqdm
 
 from benchmarks import helpers as H
 from lfw.data.root import DataSource, resolve_root
@@ -42,12 +40,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="how much data and how many rounds: smoke, quick (default), full")
     group.addoption("--bench-cache-mode", choices=CACHE_MODES, default="warm",
                     help="warm page cache (default) or evict the dataset's files before each round")
-    group.addoption("--bench-cost", action="store_true", help="add the cost layer (instructions per image under "
-                    "valgrind) to the quick profile; the smoke and full profiles always run it")
-    group.addoption("--bench-remote", action="store_true", help="add the remote layer (LFW on a local S3 endpoint "
-                    "behind a latency proxy) to the quick profile; -k remote does too, smoke and full always run it")
-    group.addoption("--bench-dataset", metavar="MODULE:FACTORY", default=None, help="run the knob groups, memory "
-                    "and the leak check on your own map-style Dataset (FACTORY() returns it); LFW by default")
+    group.addoption("--bench-cost", action="store_true", help="add the cost layer (valgrind) to the quick profile")
+    group.addoption("--bench-remote", action="store_true", help="add the remote layer (local S3) to the quick profile")
+    group.addoption("--bench-dataset", metavar="MODULE:FACTORY", help="run the knob groups on your own Dataset")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -136,19 +131,14 @@ def rotations(request: pytest.FixtureRequest, bench: Session,
               datasets: Datasets) -> Callable[[matrix.Group, bool], GroupRotation]:
     """``get(group, timed)``: the group's rotation, run when its first test asks (untimed runs: one round)."""
     capture, done = request.config.pluginmanager.getplugin("capturemanager"), {}
-
-    def bar(total: int, desc: str) -> Any:
-        return tqdm(total=total, desc=desc, unit="pass", leave=False, file=sys.stderr)
-
-    runner = GroupRunner(bench.profile, datasets, bench.cache_mode, bench.cores, progress=bar,
+    runner = GroupRunner(bench.profile, datasets, bench.cache_mode, bench.cores, progress=H.progress_bar,
                          endpoint=lambda: request.getfixturevalue("s3_endpoint"))
 
     def get(group: matrix.Group, timed: bool) -> GroupRotation:
         if group.name not in done:
             with capture.global_and_fixture_disabled():
                 done[group.name] = runner.run(group, H.selected_cases(request.session, group), timed=timed)
-            for name, rate in done[group.name].per_core_rates().items():
-                request.config.stash[H.SESSION_FACTS].setdefault(K.per_core_machine_key(name), rate)
+            H.note_machine_rates(request.config, done[group.name])
         return done[group.name]
 
     return get

@@ -1,8 +1,9 @@
 """Benchmark profiles: how much data and how many rounds each run spends.
 
 - ``smoke``: every case once on a tiny tree; what ``make test`` runs with ``--benchmark-disable``.
-- ``quick``: every axis, 5 interleaved rounds, a 2,000-image synthetic tree; the default, budgeted at 3 minutes
-  on 2 cores. The cost and remote layers join it when asked for (``--bench-cost``, ``--bench-remote``).
+- ``quick``: every knob the recommendation and the quick gate rest on, 5 interleaved rounds, a 2,000-image
+  synthetic tree; the default, budgeted at 3 minutes on 2 cores (``full_only`` cases wait for the full
+  profile). The cost and remote layers join it when asked for (``--bench-cost``, ``--bench-remote``).
 - ``full``: the nightly matrix: full-size 13,233-image LFW, more rounds, longer passes, more workers and epochs,
   and every layer.
 
