@@ -129,3 +129,19 @@ def test_the_package_does_not_know_the_benchmark_tree() -> None:
         text = path.read_text()
         assert not re.search(r"^\s*(from|import) benchmarks\b", text, re.M), path
         assert not re.search(r"\btest_\w+\.py\b", text), f"{path} names a test file"
+
+
+def test_measure_pass_times_any_dataloader() -> None:
+    """The public primitive on a plain TensorDataset: no LFW, no preset, the README's dozen lines."""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from lfw.measure import PassResult, measure_pass
+
+    loader = DataLoader(TensorDataset(torch.zeros(40, 3, 8, 8), torch.arange(40)), batch_size=8, num_workers=1)
+    result = measure_pass(loader, batches=3, memory_interval_s=0.05)
+    assert isinstance(result, PassResult) and result.images == 24 and result.batches == 3
+    assert result.images_per_s > 0 and 0 < result.ttfb_s <= result.wall_s and len(result.waits_s) == 2
+    assert result.memory is not None and result.memory.worker_pids  # the worker was seen in the tree
+    with pytest.raises(TypeError):
+        PassResult(24, 3, 1.0, 0.1)  # keyword-built: positional fields are refused

@@ -15,7 +15,8 @@ per_core() {  # the machine's speed when a run was made: per-core images/s of it
 from lfw.results import latest_run, load_run
 run = load_run(latest_run())
 rates = {k.removeprefix("per_core_images_per_s_"): v for k, v in run.machine.items() if k.startswith("per_core")}
-print(f"per-core images/s of that run ({run.path.name}): {rates}; cpu: {run.machine.get(\"cpu\", {}).get(\"brand_raw\")}")'
+cpu = run.machine.get("cpu", {}).get("brand_raw")
+print(f"per-core images/s of that run ({run.path.name}): {rates}; cpu: {cpu}")'
 }
 
 make_bench() {  # the wall time of make bench LAYERS= (quick profile) and of make bench (with the remote layer)

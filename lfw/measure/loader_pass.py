@@ -358,6 +358,12 @@ class LoaderPass:
 
 
 def measure_pass(loader: DataLoader, batches: int | None = None, **kwargs: Any) -> PassResult:
-    """One measured pass, set up and torn down: the convenience form of :class:`LoaderPass`."""
+    """Time one pass of any DataLoader with the suite's primitive: set up, measured, torn down.
+
+    ``batches`` (default: the whole loader) caps the pass; ``kwargs`` are :class:`LoaderPass`'s (``device``,
+    ``memory_interval_s``, ``mark_start``, ``step``). The clock starts before ``iter(loader)``, so worker
+    start-up is in the pass; the result's memory record is complete when this returns, and the loader's
+    non-persistent workers are stopped.
+    """
     with LoaderPass(loader, batches, **kwargs) as runner:
         return runner.run()
