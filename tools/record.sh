@@ -52,6 +52,18 @@ for case in sorted(run.group(sys.argv[2]), key=lambda c: -(c.number("images_per_
 ' "$@"
 }
 
+bench_dataset() {  # the suite on a user's own dataset: torchvision's ImageFolder over the quick profile's tree
+  out=$(mktemp -d)
+  { stamp "pytest benchmarks --bench-dataset examples.imagefolder:faces -k \"workers or batch\" (quick profile)"
+    start=$(date +%s)
+    $PY -m pytest benchmarks --bench-dataset examples.imagefolder:faces -k "workers or batch" -q -p no:cacheprovider \
+        --benchmark-json="$out/run.json" 2>&1 | tail -1
+    echo "wall time: $(( $(date +%s) - start )) s"
+    $PY -m lfw.report "$out/run.json" --out "$out/report" --format png | grep -v -e '^ *$'
+  } > docs/runs/bench-dataset.txt 2>&1
+  rm -rf "$out"
+}
+
 remote() {  # the remote layer (quick): every strategy x latency x workers, its traffic and the endpoint's ceiling
   out=$(mktemp -d)
   { stamp "pytest benchmarks -k remote --bench-remote (quick profile: 0 and 100 ms x 0, 2, 4 workers)"
@@ -145,6 +157,6 @@ distributed() {  # two ranks against one, the same per-rank configuration
   rm -rf "$out"
 }
 
-for what in "${@:-make-bench remote decoders process-pairs cost diagnose distributed}"; do
+for what in "${@:-make-bench bench-dataset remote decoders process-pairs cost diagnose distributed}"; do
   for one in $what; do "${one//-/_}"; done
 done
