@@ -115,7 +115,7 @@ def test_the_suite_runs_on_an_imagefolder_and_the_report_recommends(tiny_tree: P
     report = subprocess.run([sys.executable, "-m", "lfw.report", str(out), "--out", str(tmp_path / "report")],
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr
-    assert "recommended num_workers" in report.stdout
+    assert "recommended num_workers" in report.stdout and "examples.imagefolder:faces (your dataset): " in report.stdout
 
 
 def test_lfw_measure_imports_without_torchvision() -> None:

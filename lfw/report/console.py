@@ -22,6 +22,14 @@ def _cell(value: float | None, spec: str) -> str:
     return spec.format(value) if value is not None else "-"
 
 
+def _dataset_label(report: Report, transform: str) -> str:
+    """A preset's name, or the user's dataset (``--bench-dataset``), whose items run as they are."""
+    machine = report.run.machine
+    if machine.get("dataset_kind") == "user" and transform == "none":
+        return f"{machine.get('dataset_path')} (your dataset)"
+    return transform
+
+
 def console(report: Report) -> str:
     """The table, the headline lines, the verdicts that are not 'unchanged', and the report path."""
     rows = []
@@ -42,7 +50,7 @@ def console(report: Report) -> str:
         out.append(f"remote storage: {f.remote.sentence().replace('`', '')}")
     if f.knees:
         out.append("recommended num_workers (paired ratio to the best per worker count):")
-        out += [f"  {k.transform}: {k.verdict()}  [{k.evidence()}]" for k in f.knees]
+        out += [f"  {_dataset_label(report, k.transform)}: {k.verdict()}  [{k.evidence()}]" for k in f.knees]
     if f.cv is not None:
         paired = f"; paired-ratio CV median {f.paired_cv:.1%}" if f.paired_cv is not None else ""
         out.append(f"CV of images/s: median {f.cv[0]:.1%}, worst {f.cv[1]:.1%} ({f.cv[2].label}){paired}")
