@@ -76,6 +76,14 @@ def selected_cases(session: pytest.Session, group: matrix.Group) -> list[matrix.
     return [c for c in cases if c is not None and skip_reason(c.needs(), bench) is None]
 
 
+def relabel_narrowed(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
+    """Show a chosen skip as ``<test file>:<line>: narrowed: <reason>`` in pytest's summary, not as the
+    exception's class path at the line that raised it."""
+    if report.skipped and call.excinfo is not None and call.excinfo.errisinstance(Narrowed):
+        path, line, _ = item.location
+        report.longrepr = (path, (line or 0) + 1, f"narrowed: {call.excinfo.value.msg}")
+
+
 def outcome_of(report: pytest.TestReport, call: pytest.CallInfo[None]) -> Outcome:
     """How a case ended, in the words the gate reads: passed, narrowed (a chosen skip), skipped, failed."""
     if report.skipped:

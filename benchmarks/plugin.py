@@ -68,6 +68,7 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """Record how each benchmark case ended (the first thing that went wrong), so the gate knows what to expect."""
     report: pytest.TestReport = (yield).get_result()  # type: ignore[attr-defined]
+    H.relabel_narrowed(item, report, call)
     key, outcomes = H.item_key(item), item.config.stash[OUTCOMES]
     if key is not None and not (report.passed and report.when != "call") and \
             outcomes.get(key, Outcome("passed")).status == "passed":
