@@ -22,7 +22,7 @@ from lfw.measure.rotation import pass_clock
 from lfw.results import Outcome, case_key
 from lfw.results import keys as K
 from lfw.suite import matrix
-from lfw.suite.record import rotated_record, single_record
+from lfw.suite.record import knob_params, rotated_record, single_record
 from lfw.suite.runner import Datasets, GroupRotation, dataset_files
 from lfw.suite.skips import Needs, Session, skip_reason, worker_cap
 
@@ -99,6 +99,11 @@ def outcome_of(report: pytest.TestReport, call: pytest.CallInfo[None]) -> Outcom
     return Outcome("passed")
 
 
+def uniform_params(benchmark: Any, config: LoaderConfig, transform: str | None, index: str | None) -> None:
+    """Give a case measured on its own the same knob params as every other case (its own knob values kept)."""
+    benchmark.params = knob_params(config, transform=transform, index=index, case_params=benchmark.params)
+
+
 def record(benchmark: Any, info: dict[str, Any]) -> None:
     """Put every value into ``benchmark.extra_info`` (mutated, never rebound: pytest-benchmark keeps the dict)."""
     for key, value in info.items():
@@ -148,6 +153,8 @@ def record_rotated(request: pytest.FixtureRequest, benchmark: Any, bench: Sessio
     narrow_unless(request.config, case.needs())
     rotation = rotations(matrix.GROUPS[case.group], benchmark.enabled)
     mine = rotation.measured[case.id]
+    benchmark.params = knob_params(case.config, transform=case.transform, index=case.index,
+                                   case_params=case.params)
     with pass_clock.replaying([r.wall_s for r in mine.results]) as next_pass:
         benchmark.pedantic(next_pass, rounds=len(mine.results), iterations=1, warmup_rounds=0)
     device = "cuda" if case.copy_to_cuda and torch.cuda.is_available() else "cpu"
@@ -170,6 +177,7 @@ def measure_alone(benchmark: Any, bench: Session, datasets: Datasets, config: Lo
     paths, n_rounds, cache_mode = dataset_files(ds), rounds or bench.profile.rounds, bench.cache_mode
     if cache_mode == "warm":
         warm(paths)
+    uniform_params(benchmark, config, transform, index)
 
     def setup() -> None:
         runner.setup()

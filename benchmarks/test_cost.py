@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.helpers import BENCH_SESSION, SESSION_FACTS, benchmark_group, narrow, record
+from benchmarks.helpers import BENCH_SESSION, SESSION_FACTS, benchmark_group, narrow, record, uniform_params
 from lfw.data.dataset import LFWDataset
 from lfw.data.root import DataSource
 from lfw.data.synth import cache_root
@@ -63,9 +63,9 @@ def counts(request: pytest.FixtureRequest, lfw_source: DataSource, profile: Prof
 @pytest.mark.parametrize("transform", TRANSFORMS)
 def test_cost(benchmark: Any, counts: dict[str, InstructionCount], dataset_factory: Callable[..., LFWDataset],
               profile: Profile, transform: str) -> None:
-    count = counts[transform]
-    loader = LoaderConfig(batch_size=profile.cost_images, num_workers=0).build(dataset_factory(transform))
-    runner = LoaderPass(loader, 1, memory_interval_s=None)
+    count, config = counts[transform], cost_config(profile)
+    runner = LoaderPass(config.build(dataset_factory(transform)), 1, memory_interval_s=None)
+    uniform_params(benchmark, config, transform, "numpy")
     try:
         benchmark.pedantic(runner.run, setup=runner.setup, rounds=profile.rounds, warmup_rounds=1, iterations=1)
     finally:
@@ -73,7 +73,7 @@ def test_cost(benchmark: Any, counts: dict[str, InstructionCount], dataset_facto
     info = summarize(runner.results[-profile.rounds:] if benchmark.enabled else runner.results,
                      workers=0, usable_cores=usable_cores())
     seconds = min(r.wall_s for r in runner.results)
-    info.update({K.TRANSFORM: transform, K.PROFILE: profile.name, K.CONFIG: loader_config_dict(profile),
+    info.update({K.TRANSFORM: transform, K.PROFILE: profile.name, K.CONFIG: config.as_dict(),
                  K.INSTRUCTIONS: count.instructions, K.INSTRUCTIONS_PER_IMAGE: round(count.per_image, 1),
                  K.IMAGES_COUNTED: count.images, K.VALGRIND: valgrind_version(),
                  K.NATIVE_INSTRUCTIONS_PER_S: round(count.instructions / seconds) if seconds > 0 else 0,
@@ -82,5 +82,6 @@ def test_cost(benchmark: Any, counts: dict[str, InstructionCount], dataset_facto
     assert count.images == profile.cost_images and count.instructions > 0
 
 
-def loader_config_dict(profile: Profile) -> dict[str, Any]:
-    return LoaderConfig(batch_size=profile.cost_images, num_workers=0).as_dict()
+def cost_config(profile: Profile) -> LoaderConfig:
+    """The loader the cost layer times beside its counts: one batch of ``cost_images``, in the main process."""
+    return LoaderConfig(batch_size=profile.cost_images, num_workers=0)

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from torch.utils.data import Dataset, Subset
 
-from benchmarks.helpers import narrow_unless
+from benchmarks.helpers import narrow_unless, uniform_params
 from lfw.data.dataset import LFWDataset, scan_images
 from lfw.data.index import FileIndex, LabelIndex
 from lfw.data.memory_datasets import IndexOnlyDataset, LeakingControlDataset, large_index
@@ -75,6 +75,8 @@ def test_leak(request: pytest.FixtureRequest, benchmark: Any, profile: Profile,
     config = LoaderConfig(batch_size=BATCH_SIZE[case], num_workers=num_workers, persistent_workers=True,
                           shuffle=True, seed=0)
     epochs = profile.leak_epochs
+
+    uniform_params(benchmark, config, "uint8" if case == "lfw" else "index-only", "numpy")
 
     def timed(runner: LoaderPass) -> None:
         benchmark.pedantic(runner.run, setup=runner.setup, rounds=epochs - WARMUP_EPOCHS,

@@ -110,6 +110,7 @@ class PassResult:
     steps_s: list[float] = field(default_factory=list)  # per-batch time spent in the ``step`` callback
     events: list[tuple[float, float, float, float]] = field(default_factory=list)  # ask, got, step start, step end
     t0: float = 0.0  # perf_counter() at the pass start: puts worker-side stamps on the events' clock
+    started_unix: float = 0.0  # time.time() at the pass start: real timestamps for memory timelines (mprof)
     first_batch_images: int = 0
     main_cpu_s: float | None = None  # CPU seconds of the main process (all its threads) while the clock ran
     workers_cpu_s: float | None = None  # CPU seconds of the DataLoader workers while the clock ran
@@ -257,6 +258,7 @@ class LoaderPass:
         # Persistent workers exist before the pass and carry CPU time from earlier epochs; new ones start at 0.
         workers_cpu0 = {pid: _process_cpu(pid) for pid in worker_pids(self.loader)}
         cpu0 = time.process_time()
+        started_unix = time.time()
         t0 = time.perf_counter()
         if sampler:
             sampler.start(t0)
@@ -304,8 +306,8 @@ class LoaderPass:
                 self._sampler = sampler
         self._exhausted = batches >= len(self.loader)
         result = PassResult(images=images, batches=batches, wall_s=wall, ttfb_s=ttfb, waits_s=waits, steps_s=steps,
-                            events=events, t0=t0, first_batch_images=first_images, main_cpu_s=main_cpu,
-                            workers_cpu_s=workers_cpu)
+                            events=events, t0=t0, started_unix=started_unix, first_batch_images=first_images,
+                            main_cpu_s=main_cpu, workers_cpu_s=workers_cpu)
         self._worker_pids = worker_pids(self.loader, iterator)
         self.results.append(result)
         return result

@@ -77,10 +77,11 @@ class Case:
     def value(self, key: str, default: Any = None) -> Any:
         """A knob or fact of the case: its params first, then ``extra_info``, then the LoaderConfig dict.
 
-        Knobs that a group does not vary are not params, but the config records them, so a chart can still
-        say e.g. which batch size a pin-memory case used.
+        Every case's params carry every knob, None where one does not apply (older runs carry only the knobs
+        their group varied); the config records the rest, so a chart can still say e.g. which batch size a
+        pin-memory case used.
         """
-        if key in self.params:
+        if self.params.get(key) is not None:
             return self.params[key]
         if key in self.extra:
             return self.extra[key]

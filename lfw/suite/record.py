@@ -11,7 +11,7 @@ ceilings, the case's description); :func:`single_record` the record of a case me
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from statistics import median
 from typing import Any
 
@@ -90,7 +90,8 @@ def summarize(results: Sequence[PassResult], *, ceilings: Sequence[float] | None
             if all(key in d for d in per_round):
                 info[K.rounds(key)] = [d[key] for d in per_round]
         info[K.WORKERS_SEEN] = len(with_memory[-1].worker_pids)
-        info[K.TIMELINE] = with_memory[-1].timeline()  # one pass drawn: the last
+        last = next(r for r in reversed(results) if r.memory is not None)
+        info[K.TIMELINE] = {**with_memory[-1].timeline(), "start_unix": round(last.started_unix, 3)}  # the last pass
         # The sampler's own CPU time over the machine's CPU capacity during the passes: what sampling costs.
         capacity = sum(r.wall_s for r in results if r.memory is not None) * (usable_cores or 1)
         sampler_cpu = sum(m.sampler_cpu_s for m in with_memory)
@@ -136,6 +137,24 @@ def machine_ceiling_shares(results: Sequence[PassResult], *, pil: Sequence[float
         info[share_key] = round(median(shares), 4)
         info[K.rounds(share_key)] = [round(s, 4) for s in shares]
     return info
+
+
+# Every case's pytest-benchmark ``params`` carry these knobs, with None where one does not apply, so
+# ``pytest-benchmark compare --group-by=param:NAME`` works on any run (it fails on a case without NAME).
+KNOBS = ("num_workers", "batch_size", "transform", "index", "pin_memory", "persistent_workers", "prefetch_factor",
+         "start_method", "step_ms", "sampling", "pipeline", "strategy", "latency_ms")
+
+
+def knob_params(config: LoaderConfig, *, transform: str | None, index: str | None,
+                case_params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The uniform params of a case: exactly the names of :data:`KNOBS`, from its loader configuration, preset and
+    index, then its own parametrized values where they name a knob (``case_params`` win), None where a knob does
+    not apply. A test's other parameters stay in its id and ``extra_info``."""
+    params: dict[str, Any] = dict.fromkeys(KNOBS)
+    params.update({k: v for k, v in config.as_dict().items() if k in KNOBS})
+    params.update({"transform": transform, "index": index})
+    params.update({k: v for k, v in (case_params or {}).items() if k in KNOBS})
+    return params
 
 
 def description(*, transform: str, index: str, cache_mode: str, profile: Profile, config: LoaderConfig,
