@@ -15,7 +15,7 @@ from lfw.results import load_run
 from lfw.suite.record import KNOBS
 
 ROOT = Path(__file__).resolve().parents[1]
-# The commands docs/gating.md shows ("pytest-benchmark's own tools"), with this test's storage; README shows none.
+# The commands README.md and docs/gating.md show ("pytest-benchmark's own tools"), with this test's storage.
 COMMANDS = (
     ["list"],
     ["compare", "0001", "0002"],
