@@ -40,6 +40,8 @@ def test_skip_reason_names_the_machine_the_profile_the_layer_and_the_dataset() -
     assert skip_reason(Needs(layer=REMOTE), session(keyword="remote")) is None
     assert (skip_reason(Needs(full_only="full only"), session()) or "").endswith("full only")
     assert skip_reason(Needs(full_only="full only"), session("full")) is None
+    assert "budget" in (skip_reason(Needs(not_quick="budget"), session()) or "")
+    assert skip_reason(Needs(not_quick="budget"), session("smoke")) is None  # make test still runs it once
     assert "a:b" in (skip_reason(Needs(lfw_only="LFW's files"), session(user="a:b")) or "")
     assert skip_reason(Needs(lfw_only="LFW's files"), session()) is None
     remote = Needs(workers=2, layer=REMOTE, latency_ms=100)

@@ -2,8 +2,8 @@
 
 - ``smoke``: every case once on a tiny tree; what ``make test`` runs with ``--benchmark-disable``.
 - ``quick``: every knob the recommendation and the quick gate rest on, 5 interleaved rounds, a 2,000-image
-  synthetic tree; the default, budgeted at 3 minutes on 2 cores (``full_only`` cases wait for the full
-  profile). The cost and remote layers join it when asked for (``--bench-cost``, ``--bench-remote``).
+  synthetic tree; the default, budgeted at 3 minutes on 2 cores (``not_quick`` cases are left to smoke and
+  full, ``full_only`` ones to full). The cost and remote layers join it when asked for (``--bench-cost``, ``--bench-remote``).
 - ``full``: the nightly matrix: full-size 13,233-image LFW, more rounds, longer passes, more workers and epochs,
   and every layer.
 
@@ -30,6 +30,7 @@ class Profile:
     cost_images: int  # images per preset counted under valgrind (one batch)
     layers: frozenset[str]  # layers this profile always runs (LAYERS); others join when asked for
     remote_limits: tuple[float, int] | None = None  # (most latency ms, most workers) of the remote cases run
+    budgeted: bool = False  # held to a wall-time budget: cases marked not_quick wait for smoke and full
 
     def pass_images(self, transform: str = "none") -> int:
         """Images in one pass of ``transform``: ``images_per_pass`` scaled by the transform's cost."""
@@ -50,6 +51,6 @@ LAYERS = (COST, REMOTE)
 
 PROFILES = {
     "smoke": Profile("smoke", 160, 1, 64, 16, False, 20_000, 3, 4, frozenset(LAYERS), remote_limits=(20, 2)),
-    "quick": Profile("quick", 2_000, 5, 512, 96, False, 1_000_000, 5, 16, frozenset()),
+    "quick": Profile("quick", 2_000, 5, 512, 96, False, 1_000_000, 5, 16, frozenset(), budgeted=True),
     "full": Profile("full", 13_233, 7, 2_048, 300, True, 2_000_000, 8, 16, frozenset(LAYERS)),
 }

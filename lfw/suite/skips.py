@@ -46,12 +46,13 @@ class Session:
 
 @dataclass(frozen=True)
 class Needs:
-    """What a case needs to run. ``full_only`` and ``lfw_only`` carry the reason a profile or a user's dataset
-    leaves the case out (None: no such limit)."""
+    """What a case needs to run. ``full_only``, ``not_quick`` and ``lfw_only`` carry the reason a profile or a
+    user's dataset leaves the case out (None: no such limit)."""
 
     workers: int = 0
     layer: str | None = None
     full_only: str | None = None
+    not_quick: str | None = None  # the quick profile's time budget leaves it out; smoke and full run it
     cuda: bool = False
     start_method: str | None = None
     lfw_only: str | None = None
@@ -78,6 +79,8 @@ def skip_reason(needs: Needs, session: Session) -> str | None:
         return f"{profile.name} profile: {LAYER_HINTS[needs.layer]}, and in the {_profiles_with(needs.layer)}"
     if needs.full_only and not profile.full_matrix:
         return f"{profile.name} profile: {needs.full_only}"
+    if needs.not_quick and profile.budgeted:
+        return f"{profile.name} profile: {needs.not_quick}"
     if needs.latency_ms is not None and profile.remote_limits is not None:
         most_ms, most_workers = profile.remote_limits
         if needs.latency_ms > most_ms or needs.workers > most_workers:
