@@ -141,4 +141,5 @@ typecheck: $(STAMP)
 	$(PY) -m mypy
 
 clean:
-	rm -rf reports/*.png reports/*.svg reports/README.md .pytest_cache .ruff_cache
+	rm -rf reports/*.png reports/*.svg reports/README.md reports/index.html reports/gate.md reports/history .pytest_cache \
+	  .ruff_cache

@@ -314,3 +314,18 @@ def test_the_decoders_and_remote_groups_get_their_charts_and_findings(full_repor
     rates = full_report.run.group("remote")
     fig = remote_chart(full_report.run)
     assert fig is not None and len(fig.axes) == len({c.value("num_workers") for c in rates})
+
+
+def test_mprof_timestamps_are_real_when_the_pass_recorded_its_start() -> None:
+    """A pass's wall-clock start makes the .dat file's stamps real, so mprof plot's legend shows the run's date."""
+    import dataclasses
+
+    from lfw.report.mprofile import mprofile_text
+
+    case = next(c for c in load_run(FIXTURE).cases if c.short_name == "test_memory_index[list-workers2]")
+    start = 1_795_000_000.0  # a date in 2026
+    timeline = {**case.extra["timeline"], "start_unix": start}
+    text = mprofile_text(dataclasses.replace(case, extra={**case.extra, "timeline": timeline})) or ""
+    stamps = [float(line.split()[2]) for line in text.splitlines() if line.startswith("MEM ")]
+    assert stamps == pytest.approx([start + t for t in timeline["t"]], abs=1e-3)
+    assert "unix time" in text.splitlines()[0]

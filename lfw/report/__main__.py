@@ -1,7 +1,9 @@
-"""``python -m lfw.report [RUN.json ...] --out reports/``: charts and a summary page from saved runs.
+"""``python -m lfw.report [RUN.json ...] --out reports/``: charts, a summary page and an HTML page from saved runs.
 
 No run named: the newest autosaved run under ``.benchmarks/``. One run: its report. Two runs: the first is
 the baseline, the second the current run, and the report adds the comparison and the gate's verdict per case.
+Beside the charts: ``README.md`` (Markdown) and ``index.html`` (the same sections with every chart shown, the
+gate's ``gate.md`` when there is one, and the charts under ``history/``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from lfw.cli.args import OneLineParser
 from lfw.errors import LFWError, cli_entry
 from lfw.report.console import console
 from lfw.report.figures import FORMATS
+from lfw.report.html_page import gate_summary, write_html
 from lfw.report.page import write_summary
 from lfw.report.render import build_report
 from lfw.results import latest_run, load_run
@@ -20,8 +23,9 @@ from lfw.results import latest_run, load_run
 
 def parser() -> OneLineParser:
     p = OneLineParser(prog="python -m lfw.report",
-                      description="Charts (PNG, SVG) and a one-page summary (README.md) from saved pytest-benchmark "
-                                  "runs; with BASE CURRENT also the comparison and a verdict per case.")
+                      description="Charts (PNG, SVG), a one-page summary (README.md) and an HTML page (index.html) "
+                                  "from saved pytest-benchmark runs; with BASE CURRENT also the comparison and a "
+                                  "verdict per case.")
     p.add_argument("runs", nargs="*", type=Path, metavar="RUN.json",
                    help="saved pytest-benchmark runs: none (the newest autosaved run), one, or BASE CURRENT")
     p.add_argument("--out", type=Path, default=Path("reports"), help="output folder, created (default: reports/)")
@@ -29,6 +33,8 @@ def parser() -> OneLineParser:
                    help="where to look for the newest autosaved run when none is named (default: .benchmarks/)")
     p.add_argument("--format", dest="formats", nargs="+", choices=FORMATS, default=list(FORMATS),
                    help="image formats to write (default: png svg)")
+    p.add_argument("--gate-md", type=Path, metavar="PATH",
+                   help="the gate's summary (Markdown) to show in index.html (default: OUT/gate.md if it exists)")
     return p
 
 
@@ -40,8 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = args.runs or [latest_run(args.storage)]
     runs = [load_run(p) for p in paths]
     base, current = (runs[0], runs[1]) if len(runs) == 2 else (None, runs[0])
+    gate_md = gate_summary(args.out, args.gate_md)
     report = build_report(current, args.out, base, tuple(args.formats))
     write_summary(report)
+    write_html(report, gate_md)
     print(console(report))
     return 0
 

@@ -62,5 +62,5 @@ def console(report: Report) -> str:
         out += [f"  {v.label}: {short_name(v.case)}: {v.detail}" for v in report.verdicts if v.label != "unchanged"]
     if report.skipped:
         out.append("skipped charts (group not in this run): " + ", ".join(s.stem for s in report.skipped))
-    out.append(f"report: {report.readme} ({len(report.charts)} charts)")
+    out.append(f"report: {report.readme} ({len(report.charts)} charts); in a browser: {report.index}")
     return "\n".join(out)

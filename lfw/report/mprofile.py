@@ -3,7 +3,9 @@
 Each case with a sampled timeline (the memory-index cases, sampled every 0.2 s through one epoch) becomes one
 ``.dat`` file: ``MEM`` lines hold the process tree's PSS (the tree's real share, which mprof's own RSS sampling
 would overstate with forked workers), one ``CHLD`` series holds the workers' mean USS, and ``CMDLINE`` names the
-case and says what the columns are. Time is seconds from the start of the pass.
+case and says what the columns are. Time stamps are real (the pass's wall-clock start plus the time into the
+pass), as ``mprof run`` writes them, so ``mprof plot`` dates its legend; runs saved before passes recorded their
+start keep times from the start of the pass.
 
     mprof plot reports/mprof/test_memory_index-list-workers2.dat
 """
@@ -29,9 +31,13 @@ def mprofile_text(case: Case) -> str | None:
     timeline = case.extra.get(K.TIMELINE)
     if not isinstance(timeline, dict) or len(timeline.get("t") or []) < 2:
         return None
-    times, pss, workers = timeline["t"], timeline.get("pss") or [], timeline.get("worker_uss") or []
+    start = timeline.get("start_unix")
+    offset = float(start) if isinstance(start, int | float) and start > 0 else 0.0
+    times = [offset + float(t) for t in timeline["t"]]
+    pss, workers = timeline.get("pss") or [], timeline.get("worker_uss") or []
+    clock = "unix time" if offset else "time from the start of the pass"
     lines = [f"CMDLINE lfw-bench {case.fullname}: MEM = process-tree PSS (MiB), CHLD {WORKERS_SERIES} = mean "
-             "DataLoader worker USS (MiB); time from the start of the pass"]
+             f"DataLoader worker USS (MiB); {clock}"]
     lines += [f"MEM {m:.3f} {t:.4f}" for m, t in zip(pss, times, strict=False)]
     lines += [f"CHLD {WORKERS_SERIES} {w:.3f} {t:.4f}" for w, t in zip(workers, times, strict=False) if w > 0]
     return "\n".join(lines) + "\n"

@@ -2,11 +2,14 @@
 
 A reader opening the folder (or the CI artifact) should learn in ten seconds which configuration to use,
 how many workers, whether memory grows, whether anything regressed and how far to trust the numbers.
+This module owns the page's words: each section is a public function returning Markdown lines, and the HTML
+page (:mod:`lfw.report.html_page`) shows the same sections converted, so the two pages cannot disagree.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 from lfw.report.findings import CV_WARN, Findings, find
 from lfw.report.legend import describe
@@ -19,6 +22,7 @@ MACHINE_KEYS = ("runner_class", "cpu", "usable_cores", "logical_cpus", "total_me
                 "cuda_device", "bench_profile", "cache_mode", "dataset_kind", "dataset_files", "worker_cap")
 CONFIG_KEYS = ("batch_size", "num_workers", K.TRANSFORM, "index")
 OPTIONAL_KEYS = ("pin_memory", "persistent_workers", "prefetch_factor", "start_method")
+FOOTER = "Made by `python -m lfw.report`; error bars are the standard deviation over rounds."
 
 
 def knobs(case: Case) -> str:
@@ -27,13 +31,16 @@ def knobs(case: Case) -> str:
     return describe(case, keys)
 
 
-def _run_line(run: Run) -> str:
+def run_line(run: Run) -> str:
+    """The run in one line: its path, date, commit, profile, cache mode and number of cases."""
     facts = [run.datetime or "", f"commit {str(run.commit.get('id') or '?')[:10]}",
              f"profile {run.machine.get('bench_profile', '?')}", f"cache {run.machine.get('cache_mode', '?')}"]
     return f"`{run.path}` ({', '.join(f for f in facts if f)}; {len(run.cases)} cases)"
 
 
-def _findings(f: Findings, report: Report) -> list[str]:
+def findings_section(report: Report, f: Findings | None = None) -> list[str]:
+    """``## Findings``: best configuration, recommendation with its evidence, pipeline, remote, memory, noise."""
+    f = f if f is not None else find(report.run, report.verdicts)
     lines = ["## Findings", ""]
     if f.best is not None:
         eff = f.best.number(K.EFFICIENCY)
@@ -79,11 +86,21 @@ def _findings(f: Findings, report: Report) -> list[str]:
     return [*lines, ""]
 
 
+def format_links(files: list[Path], folder: str = "") -> str:
+    """``[PNG](workers.png) · [SVG](workers.svg)``: a link per file, its URL ``folder + name`` relative to the page."""
+    return " · ".join(f"[{p.suffix.lstrip('.').upper()}]({quote(folder + p.name)})" for p in files)
+
+
 def _charts(report: Report) -> list[str]:
     lines = ["## Charts", ""]
     for spec, files in report.charts:
-        links = " · ".join(f"[{p.suffix.lstrip('.').upper()}]({p.name})" for p in files)
-        lines.append(f"- **{spec.title}** ({links}): {spec.shows}.")
+        lines.append(f"- **{spec.title}** ({format_links(files)}): {spec.shows}.")
+    return [*lines, *chart_notes(report), ""]
+
+
+def chart_notes(report: Report) -> list[str]:
+    """List items after the drawn charts: each skipped chart and why, and the memory timelines for mprof."""
+    lines = []
     for spec in report.skipped:
         lines.append(f"- *{spec.title}*: skipped, this run has no {spec.needs}.")
     if report.mprofiles:
@@ -91,20 +108,22 @@ def _charts(report: Report) -> list[str]:
         example = report.mprofiles[0]
         lines.append(f"- **Memory timelines for memory-profiler** ({names}): tree PSS and mean worker USS over the "
                      f"pass in mprof's format; draw one with `mprof plot {example}`.")
-    return [*lines, ""]
+    return lines
 
 
-def _verdicts(report: Report) -> list[str]:
+def verdicts_section(report: Report) -> list[str]:
+    """``## Against the baseline``: the gate's verdict per case; no lines without a baseline."""
     if report.base is None:
         return []
-    lines = ["## Against the baseline", "", f"Baseline {_run_line(report.base)}; verdict: {report.judged_by}.",
+    lines = ["## Against the baseline", "", f"Baseline {run_line(report.base)}; verdict: {report.judged_by}.",
              "", "| case | verdict | detail |", "|---|---|---|"]
     lines += [f"| `{short_name(v.case)}` | {'**regressed**' if v.label == 'regressed' else v.label} | {v.detail} |"
               for v in report.verdicts]
     return [*lines, ""]
 
 
-def _cases(run: Run) -> list[str]:
+def cases_section(run: Run) -> list[str]:
+    """``## All cases``: the console's per-case table (images/s, CV, efficiency, first batch, PSS growth)."""
     lines = ["## All cases", "", "| case | group | images/s | CV | efficiency | first batch, ms | PSS growth, MiB |",
              "|---|---|---:|---:|---:|---:|---:|"]
     for c in run.cases:
@@ -115,7 +134,8 @@ def _cases(run: Run) -> list[str]:
     return [*lines, ""]
 
 
-def _machine(run: Run) -> list[str]:
+def machine_section(run: Run) -> list[str]:
+    """``## Machine``: the machine facts of the run and its single-core ceilings."""
     info = dict(run.machine)
     if isinstance(info.get("cpu"), dict):
         info["cpu"] = info["cpu"].get("brand_raw", "?")
@@ -139,12 +159,12 @@ def _ms(seconds: float | None) -> float | None:
 def markdown(report: Report) -> str:
     """The whole page as markdown."""
     run = report.run
-    lines = ["# lfw-bench report", "", f"Run {_run_line(run)}.", ""]
+    lines = ["# lfw-bench report", "", f"Run {run_line(run)}.", ""]
     if any(spec.stem == MAIN_CHART for spec, _ in report.charts):
         lines += [f"![Seconds per pass and images/s against num_workers]({MAIN_CHART}.png)", ""]
-    lines += _findings(find(run, report.verdicts), report)
-    lines += _charts(report) + _verdicts(report) + _cases(run) + _machine(run)
-    lines.append("Made by `python -m lfw.report`; error bars are the standard deviation over rounds.")
+    lines += findings_section(report)
+    lines += _charts(report) + verdicts_section(report) + cases_section(run) + machine_section(run)
+    lines.append(FOOTER)
     return "\n".join(lines) + "\n"
 
 

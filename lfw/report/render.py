@@ -33,6 +33,7 @@ from lfw.report.verdict import JUDGED_BY, Verdict, gate_verdicts
 from lfw.results import Run
 
 README = "README.md"
+INDEX = "index.html"  # the HTML page beside README.md (lfw.report.html_page)
 MAIN_CHART = "workers"
 CHARTS = (
     ChartSpec(MAIN_CHART, "Seconds per pass and images/s against num_workers",
@@ -95,6 +96,10 @@ class Report:
     def readme(self) -> Path:
         return self.out / README
 
+    @property
+    def index(self) -> Path:
+        return self.out / INDEX
+
 
 def chart_specs(run: Run) -> list[ChartSpec]:
     """The dedicated charts, then one overview per group that none of them draws."""
@@ -116,7 +121,8 @@ def check_output(out: Path, inputs: list[Path]) -> None:
         raise LFWError(f"--out {out} is a file; give a folder for the report")
     resolved_out = out.resolve()
     for path in inputs:
-        if path.resolve().parent == resolved_out and (path.name == README or path.suffix.lstrip(".") in FORMATS):
+        written = path.name in (README, INDEX) or path.suffix.lstrip(".") in FORMATS
+        if path.resolve().parent == resolved_out and written:
             raise LFWError(f"the report would overwrite its input {path}; choose another --out")
 
 

@@ -1,0 +1,215 @@
+"""The HTML page, ``<out>/index.html``: the summary page's sections with every chart shown, the gate, the history.
+
+One static file beside the charts, read offline from the folder or a CI artifact: no server, no script, no
+network. Images are referenced by relative path (``workers.png``, ``history/<name>.png``), not inlined as data
+URIs: the PNGs are written into the folder anyway, so the page stays tens of KB instead of repeating megabytes
+of base64, and the image on the page is the very chart file beside it. The price: keep the folder together.
+
+The words are :mod:`lfw.report.page`'s (its Markdown sections converted by :mod:`lfw.report.markdown_html`),
+so the HTML and Markdown pages cannot disagree; this module adds only the layout: a section per topic with a
+table of contents, a figure and caption per chart, the gate's summary (``gate.md``) when there is one, and the
+history charts another command writes under ``history/``. Every text is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+from urllib.parse import quote
+
+from lfw.errors import LFWError
+from lfw.report.figures import ChartSpec
+from lfw.report.markdown_html import inline, rebase_links, slug, to_html
+from lfw.report.page import (
+    FOOTER,
+    cases_section,
+    chart_notes,
+    findings_section,
+    format_links,
+    machine_section,
+    run_line,
+    verdicts_section,
+)
+from lfw.report.render import Report
+
+HISTORY = "history"  # <out>/history/*.png: trend charts across saved runs, drawn by the history command
+GATE_MD = "gate.md"  # <out>/gate.md: the gate's summary in Markdown, shown when present
+IMAGE_PREFERENCE = (".png", ".svg")  # what an <img> shows when a chart was written in several formats
+
+STYLE = """
+body { margin: 0; color: #1f2328; background: #fff;
+       font: 15px/1.5 system-ui, "Segoe UI", Helvetica, Arial, sans-serif; }
+header, main, footer { max-width: 1180px; margin: 0 auto; padding: 0 24px; }
+header { padding-top: 16px; }
+h1 { margin: 0 0 4px; font-size: 26px; }
+h2 { margin: 32px 0 8px; padding-bottom: 4px; border-bottom: 1px solid #d0d7de; font-size: 21px; }
+h3, h4, h5, h6 { margin: 20px 0 6px; font-size: 16px; }
+nav { margin: 8px 0 12px; }
+nav a { margin-right: 14px; white-space: nowrap; }
+a { color: #0969da; }
+code { font: 13px ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; background: #f3f4f6;
+       padding: 0 3px; border-radius: 3px; }
+pre { background: #f6f8fa; padding: 8px 12px; overflow-x: auto; }
+pre code { background: none; padding: 0; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 14px; }
+th, td { border: 1px solid #d0d7de; padding: 3px 8px; vertical-align: top; text-align: left; }
+th { background: #f6f8fa; }
+th.r, td.r { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+th.c, td.c { text-align: center; }
+li { margin: 3px 0; }
+figure { margin: 20px 0 28px; }
+figure img { display: block; max-width: 100%; height: auto; border: 1px solid #eaeef2; }
+figcaption { margin-top: 6px; color: #424a53; }
+.note { color: #59636e; }
+footer { margin-top: 32px; padding-bottom: 24px; color: #59636e; }
+footer p { border-top: 1px solid #d0d7de; padding-top: 8px; }
+"""
+
+PAGE = Template("""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
+<title>$title</title>
+<style>$style</style>
+</head>
+<body>
+<header>
+<h1>lfw-bench report</h1>
+<p>$run</p>
+<nav>$nav</nav>
+</header>
+<main>
+$sections
+</main>
+<footer><p>$footer</p></footer>
+</body>
+</html>
+""")
+
+
+@dataclass(frozen=True)
+class Section:
+    """One ``<section>`` of the page: its anchor (``id``), its heading text and its body (HTML, escaped)."""
+
+    id: str
+    title: str
+    body: str
+
+    def html(self) -> str:
+        return (f'<section id="{html.escape(self.id)}">\n<h2>{html.escape(self.title)}</h2>\n{self.body}\n'
+                "</section>")
+
+
+def from_markdown(lines: list[str]) -> Section | None:
+    """A page section (``## Title`` then its body, as :mod:`lfw.report.page` writes them); None for no lines."""
+    if not lines:
+        return None
+    title = lines[0].removeprefix("## ").strip()
+    return Section(slug(title), title, to_html("\n".join(lines[1:])))
+
+
+def image_file(files: list[Path]) -> Path | None:
+    """The file an ``<img>`` shows: PNG when written, else SVG; None when neither was (no image to show)."""
+    for suffix in IMAGE_PREFERENCE:
+        found = next((p for p in files if p.suffix == suffix), None)
+        if found is not None:
+            return found
+    return None
+
+
+def figure(src: str, title: str, caption_md: str, anchor: str) -> str:
+    """A ``<figure>``: the image at relative URL ``src`` (quoted here), alt text ``title``, and a caption
+    written in Markdown (escaped on conversion)."""
+    return (f'<figure id="{html.escape(anchor)}">\n<img src="{html.escape(quote(src))}" alt="{html.escape(title)}">\n'
+            f"<figcaption>{inline(caption_md)}</figcaption>\n</figure>")
+
+
+def chart_figure(spec: ChartSpec, files: list[Path]) -> str:
+    """One chart: the image, then its title, what to read off it, and a link to each format written."""
+    shown = image_file(files)
+    caption = f"**{spec.title}**: {spec.shows}. ({format_links(files)})"
+    if shown is None:
+        return f'<p id="chart-{html.escape(spec.stem)}">{inline(caption)}</p>'
+    return figure(shown.name, spec.title, caption, f"chart-{spec.stem}")
+
+
+def charts_section(report: Report) -> Section:
+    """Every chart drawn, with its caption, in the order the report drew them; then the skipped ones."""
+    parts = [chart_figure(spec, files) for spec, files in report.charts]
+    notes = chart_notes(report)
+    if notes:
+        parts.append(to_html("\n".join(notes)))
+    if not report.charts:
+        parts.insert(0, '<p class="note">No chart: this run has data for none of them.</p>')
+    return Section("charts", "Charts", "\n".join(parts))
+
+
+def history_section(out: Path) -> Section:
+    """The charts found under ``<out>/history/*.png`` (sorted by name, captioned by it; an SVG beside one is
+    linked), or a sentence saying there are none. Whatever is there is shown; nothing is drawn here."""
+    folder = out / HISTORY
+    pngs = sorted(folder.glob("*.png")) if folder.is_dir() else []
+    if not pngs:
+        return Section("history", "History", f'<p class="note">No history charts: <code>{HISTORY}/</code> beside '
+                                              "this page holds no PNG. The report's <code>--history</code> option "
+                                              "draws trends across saved runs there.</p>")
+    parts = []
+    for png in pngs:
+        files = [png, *([svg] if (svg := png.with_suffix(".svg")).is_file() else [])]
+        title = png.stem.replace("-", " ").replace("_", " ")
+        caption = f"**{title[:1].upper()}{title[1:]}** ({format_links(files, HISTORY + '/')})"
+        parts.append(figure(f"{HISTORY}/{png.name}", title, caption, f"history-{slug(png.stem)}"))
+    return Section("history", "History", "\n".join(parts))
+
+
+def gate_summary(out: Path, explicit: Path | None = None) -> Path | None:
+    """The gate summary to show: ``explicit`` (which must exist), else ``<out>/gate.md`` if there, else None."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise LFWError(f"--gate-md {explicit}: not found")
+        return explicit
+    default = out / GATE_MD
+    return default if default.is_file() else None
+
+
+def gate_section(path: Path, out: Path) -> Section:
+    """The gate's summary (Markdown) converted: its headings under the section's own, its relative links
+    rebased from its folder to ``out`` (the page's), its heading ids prefixed ``gate-``."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    folder = Path(os.path.relpath(path.parent.resolve(), out.resolve())).as_posix()
+    text = rebase_links(text, "" if folder == "." else folder + "/")
+    source = f'<p class="note">From <code>{html.escape(str(path))}</code>.</p>'
+    return Section("gate-verdict", "Gate verdict", source + "\n" + to_html(text, top_level=3, id_prefix="gate-"))
+
+
+def sections(report: Report, gate_md: Path | None = None) -> list[Section]:
+    """The page's sections in reading order: findings, the gate, the baseline, charts, history, cases, machine."""
+    found = [from_markdown(findings_section(report)),
+             gate_section(gate_md, report.out) if gate_md is not None else None,
+             from_markdown(verdicts_section(report)),
+             charts_section(report),
+             history_section(report.out),
+             from_markdown(cases_section(report.run)),
+             from_markdown(machine_section(report.run))]
+    return [s for s in found if s is not None]
+
+
+def html_page(report: Report, gate_md: Path | None = None) -> str:
+    """The whole page as one HTML document: no script, images by relative path, all text escaped."""
+    parts = sections(report, gate_md)
+    nav = "".join(f'<a href="#{html.escape(s.id)}">{html.escape(s.title)}</a>' for s in parts)
+    return PAGE.substitute(title=html.escape(f"lfw-bench report: {report.run.path.name}"), style=STYLE,
+                           run=inline(f"Run {run_line(report.run)}."), nav=nav,
+                           sections="\n".join(s.html() for s in parts), footer=inline(FOOTER))
+
+
+def write_html(report: Report, gate_md: Path | None = None) -> Path:
+    """Write ``<out>/index.html`` (replacing any) and return its path; ``gate_md`` as :func:`gate_summary` gives."""
+    report.index.write_text(html_page(report, gate_md), encoding="utf-8")
+    return report.index
