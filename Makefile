@@ -93,14 +93,16 @@ remote: $(STAMP)
 
 # The two-file gate: the quick profile plus the cost layer (instruction counts under valgrind) and the remote layer
 # (requests per image through the proxy), judged against this runner's committed baseline by lfw.gate (cost and
-# requests +3%, memory floors, wall clock for gross regressions only).
+# requests +3%, memory floors, wall clock for gross regressions only). The run's charts are drawn first, so the
+# verdict page (reports/gate.md, the CI job summary and PR comment) links them; a drawing failure does not stop it.
 # pytest-benchmark's own --benchmark-compare-fail is not used: it judges absolute seconds, and this machine runs up
-# to 2x faster or slower from one session to the next (README, "Regression gating").
+# to 2x faster or slower from one session to the next (docs/gating.md).
 gate: $(STAMP)
 	@test -f $(BASELINE) || { echo "error: no baseline $(BASELINE); make one with: make baseline" >&2; exit 2; }
 	@mkdir -p reports
 	$(LOCK) $(PY) -m pytest benchmarks --bench-profile $(PROFILE) --bench-cost $(LAYERS) \
 	  --benchmark-autosave --benchmark-json=$(GATE_JSON) $(PYTEST_ARGS)
+	-$(PY) -m lfw.report $(GATE_JSON) --out reports > /dev/null
 	$(PY) -m lfw.gate $(BASELINE) $(GATE_JSON) $(GATE_ARGS)
 
 # Pass-interleaved A/B against a base revision: the wall-clock verdict on a runner whose speed drifts.
@@ -141,5 +143,5 @@ typecheck: $(STAMP)
 	$(PY) -m mypy
 
 clean:
-	rm -rf reports/*.png reports/*.svg reports/README.md reports/index.html reports/gate.md reports/history .pytest_cache \
-	  .ruff_cache
+	rm -rf reports/*.png reports/*.svg reports/README.md reports/index.html reports/gate.md reports/gate-ab.md \
+	  reports/history .pytest_cache .ruff_cache

@@ -32,6 +32,14 @@ def doc() -> dict[str, Any]:
     return json.loads(FIXTURE.read_text())
 
 
+@pytest.fixture(autouse=True)
+def page_elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every gate run writes its Markdown page (reports/gate.md, $GITHUB_STEP_SUMMARY): here into tmp_path, never
+    into the checkout's reports/ or the CI job's own summary (tests/test_gate_summary.py checks the page)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
 def changed(doc: dict[str, Any], fullname: str, key: str, change: Callable[[float], float]) -> dict[str, Any]:
     """A copy of ``doc`` with ``key`` (scalar and per-round list) of one case transformed by ``change``."""
     out = copy.deepcopy(doc)
@@ -383,3 +391,24 @@ def test_what_a_pass_moves_is_judged_like_instructions(doc: dict[str, Any]) -> N
     current = changed(base, COST, "batch_bytes_per_image", lambda v: v * 4)
     flagged = [(c.case, c.metric.key) for c in compare_runs(parse_run(base, "b"), parse_run(current, "c")).regressions]
     assert flagged == [(COST, "batch_bytes_per_image")]
+
+
+@pytest.mark.parametrize(("key", "factor", "improved"), [
+    ("instructions_per_image", 0.96, True), ("instructions_per_image", 0.98, False),
+    ("efficiency", 1.7, True), ("efficiency", 1.5, False)])
+def test_a_notable_improvement_is_the_rule_the_other_way(doc: dict[str, Any], key: str, factor: float,
+                                                         improved: bool) -> None:
+    """3% more instructions regress, 1/1.03 of them (-2.9%) improve; 40% less efficiency regresses, 1/0.6 of it
+    (+67%) improves. Reported beside the verdict, never part of it."""
+    name = COST if key == "instructions_per_image" else W2
+    report = compare_runs(parse_run(doc, "b"), parse_run(changed(doc, name, key, lambda v: v * factor), "c"))
+    [c] = [c for c in report.comparisons if c.case == name and c.metric.key == key]
+    assert (c.improved, c.regressed, report.exit_code) == (improved, False, 0)
+    assert c.improvement_rule == ("-3%" if key == "instructions_per_image" else "+67%")
+
+
+def test_less_memory_by_the_floor_and_share_is_an_improvement(doc: dict[str, Any]) -> None:
+    base = changed(doc, W2, "pss_growth_mib", lambda v: v + 300)
+    report = compare_runs(parse_run(base, "b"), parse_run(doc, "c"))
+    [c] = [c for c in report.comparisons if c.case == W2 and c.metric.key == "pss_growth_mib"]
+    assert c.improved and c.improvement_rule == "-100 MiB and 25%"

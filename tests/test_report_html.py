@@ -33,7 +33,7 @@ from lfw.report.html_page import HISTORY
 from lfw.report.markdown_html import inline, rebase_links, to_html
 
 FIXTURE = Path(__file__).parent / "fixtures" / "quick_run.json"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 BROWSER_TIMEOUT_S = 30.0
 GATE_MD = """<!-- lfw-bench-gate -->
 ### lfw-bench gate, two files: REGRESSED (exit 1)
@@ -208,7 +208,7 @@ def dump_dom(url: str, work: Path) -> tuple[str, str]:
     return stdout.read_text(errors="replace"), log
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (Debian: apt-get install chromium)")
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium or google-chrome on PATH (Debian: apt-get install chromium)")
 def test_every_image_loads_and_the_console_stays_clean_in_chromium(out: Path, tmp_path: Path) -> None:
     page = (out / "index.html").read_text()
     checked = out / "index.checked.html"  # beside the page, so relative image paths resolve the same way

@@ -3,6 +3,10 @@
 Exit codes: 0 no regression, 1 regression, 2 unusable input, 3 A/B inconclusive (noisy: rerun),
 4 measurement failed, 5 incomplete: a baseline case the run should have held is missing, or nothing was
 compared. The decision rule is :data:`lfw.gate.thresholds.RULE_TEXT` (printed by ``--help``).
+
+Every run that reaches a verdict (and an A/B run whose measurement failed) also writes its verdict as Markdown
+(:mod:`lfw.gate.summary`): ``reports/gate.md``, A/B ``reports/gate-ab.md``, or ``--summary-md PATH``, appended
+to ``$GITHUB_STEP_SUMMARY`` when that is set. A usage error writes nothing.
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ from pathlib import Path
 from types import FrameType
 
 from lfw.cli.args import OneLineParser
-from lfw.errors import LFWError, cli_entry
+from lfw.errors import EXIT_MEASUREMENT, LFWError, MeasurementError, cli_entry
 from lfw.gate.ab import DEFAULT_CASES, ABPlan, parse_cases, run_ab
 from lfw.gate.compare import COST_LAYER, GateReport, compare_runs
-from lfw.gate.table import render, render_paired
+from lfw.gate.summary import AB_PATH, TWO_FILE_PATH, ab_markdown, failure_markdown, two_file_markdown, write_summary
+from lfw.gate.table import machine_diff_text, render, render_paired
 from lfw.gate.thresholds import RULE_TEXT, Thresholds
 from lfw.results import load_run
 
@@ -97,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     o = p.add_argument_group("output")
     o.add_argument("--all", action="store_true", help="print every two-file comparison, not only regressions")
     o.add_argument("--json-report", type=Path, metavar="PATH", help="also write the two-file report as JSON")
+    o.add_argument("--summary-md", type=Path, metavar="PATH",
+                   help=f"the verdict as Markdown (default {TWO_FILE_PATH}, A/B {AB_PATH}), written whatever the "
+                        "verdict and appended to $GITHUB_STEP_SUMMARY when set")
     o.add_argument("--accept-missing", action="append", default=[], metavar="PATTERN",
                    help="accept baseline cases missing from the run (a removal): group/id or test name, shell "
                         "wildcards allowed, repeatable; refreshing the baseline is the lasting fix")
@@ -112,8 +120,8 @@ def thresholds_from(args: argparse.Namespace) -> Thresholds:
 
 
 def warn_machine(report: GateReport) -> None:
-    if report.machine_diffs:
-        named = ", ".join(f"{k} ({b!r} -> {c!r})" for k, (b, c) in report.machine_diffs.items())
+    named = machine_diff_text(report)
+    if named:
         print(f"warning: machine info differs: {named}", file=sys.stderr)
 
 
@@ -126,9 +134,13 @@ def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
         raise LFWError("--ab takes no baseline or current file: it measures both sides itself")
     plan = ABPlan(args.ab, parse_cases(args.cases), args.min_pairs, args.max_pairs, args.look_every,
                   args.bench_profile, args.seed, count=not args.no_counts)
+    summary = args.summary_md or AB_PATH
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         run = run_ab(plan, Path.cwd(), th, args.ab_out)
+    except MeasurementError as exc:  # no verdict, but the page must not keep saying the last push's
+        write_summary(failure_markdown("A/B", EXIT_MEASUREMENT, str(exc)), summary)
+        raise
     finally:
         signal.signal(signal.SIGTERM, previous)
     tree = "working tree (uncommitted changes included)" if run.current_dirty else "working tree"
@@ -138,6 +150,8 @@ def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
     if run.new_cases:
         header += f"\nnew cases, not in the base revision (not compared): {', '.join(run.new_cases)}"
     print(render_paired(run.verdicts, header=header, counts=run.counts, counts_unjudged=run.counts_unjudged))
+    current = load_run(run.out / "current.json") if run.out else None
+    write_summary(ab_markdown(run, current, summary), summary)
     return run.exit_code
 
 
@@ -157,8 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     print(render(report, th, show_all=args.all))
     if args.json_report:
         args.json_report.write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+    summary = args.summary_md or TWO_FILE_PATH
     if args.require_cost_layer and COST_LAYER in report.unjudged:
-        raise LFWError(f"--require-cost-layer: the cost layer was not judged: {report.unjudged[COST_LAYER]}")
+        error = f"--require-cost-layer: the cost layer was not judged: {report.unjudged[COST_LAYER]}"
+        write_summary(two_file_markdown(report, baseline, current, summary, exit_code=2, error=error), summary)
+        raise LFWError(error)
+    write_summary(two_file_markdown(report, baseline, current, summary, exit_code=report.exit_code), summary)
     return report.exit_code
 
 

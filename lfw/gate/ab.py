@@ -46,7 +46,7 @@ from tqdm import tqdm
 
 from lfw.errors import LFWError, MeasurementError
 from lfw.gate.ab_counts import COST_MODULE, count_sides, judge_counts
-from lfw.gate.compare import Comparison
+from lfw.gate.compare import EXIT_INCOMPLETE, Comparison
 from lfw.gate.metrics import AB
 from lfw.gate.paired_rule import INCONCLUSIVE, REGRESSED, PairedComparison, PairedInput, decide, look_points
 from lfw.gate.thresholds import Thresholds
@@ -204,6 +204,8 @@ class ABRun:
     def exit_code(self) -> int:
         if any(v.verdict == REGRESSED for v in self.verdicts) or any(c.regressed for c in self.counts):
             return 1
+        if not self.verdicts and not self.counts:
+            return EXIT_INCOMPLETE  # nothing compared is never a pass
         return 3 if any(v.verdict == INCONCLUSIVE for v in self.verdicts) else 0
 
 

@@ -59,6 +59,9 @@ class Comparison:
     rule: str  # the minimum effect in words, e.g. "-35%" or "+100 MiB and 25%"
     baseline_spread: float  # CV (relative metrics) or range (absolute) of the baseline's rounds
     regressed: bool
+    # A notable improvement: as large a change the good way (reported, never part of the verdict), and its rule
+    improved: bool = False
+    improvement_rule: str = ""
 
     @property
     def worse_by(self) -> float:
@@ -161,7 +164,12 @@ def spread(metric: Metric, values: list[float]) -> float:
 
 
 def judge(case: str, metric: Metric, baseline: list[float], current: list[float], th: Thresholds) -> Comparison:
-    """Compare the medians of one metric of one case under its family's minimum effect."""
+    """Compare the medians of one metric of one case under its family's minimum effect.
+
+    A notable improvement mirrors the rule: a relative metric moved by the same factor the good way (3% more
+    instructions is a regression, 1/1.03 of them an improvement; 40% less efficiency against 1/0.6 more), an
+    absolute one down by the floor and the share. It is reported, never part of the verdict.
+    """
     base, cur = float(median(baseline)), float(median(current))
     if metric.kind == "relative":
         change = cur / base - 1.0 if base else 0.0
@@ -169,13 +177,19 @@ def judge(case: str, metric: Metric, baseline: list[float], current: list[float]
         worse = change if metric.worse == "higher" else -change
         regressed = worse > limit
         rule = f"{'+' if metric.worse == 'higher' else '-'}{limit:.0%}"
+        better = 1 / (1 + limit) - 1 if metric.worse == "higher" else 1 / (1 - limit) - 1  # limit < 1: Thresholds
+        improved = bool(base) and (change < better if metric.worse == "higher" else change > better)
+        improvement_rule = f"{better:+.0%}"
     else:
         change = cur - base
         floor, ratio = th.absolute(metric)
         increase = change if metric.worse == "higher" else -change
         regressed = increase > floor and increase > ratio * abs(base)
+        improved = -increase > floor and -increase > ratio * abs(base)
         rule = f"+{floor:g}{metric.unit} and {ratio:.0%}"
-    return Comparison(case, metric, base, cur, change, rule, spread(metric, baseline), regressed)
+        improvement_rule = f"-{floor:g}{metric.unit} and {ratio:.0%}"
+    return Comparison(case, metric, base, cur, change, rule, spread(metric, baseline), regressed,
+                      improved=improved, improvement_rule=improvement_rule)
 
 
 def cost_layer_reason(baseline: Run, current: Run) -> str | None:

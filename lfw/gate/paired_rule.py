@@ -65,6 +65,21 @@ class PairedComparison:
     def regressed(self) -> bool:
         return self.verdict == REGRESSED
 
+    @property
+    def improvement_bound(self) -> float:
+        """The ratio current/base a notable improvement must pass: the threshold's factor the other way
+        (images/s at least 1/0.95 of the base, time to first batch at most 1/1.25)."""
+        return math.exp(-worse_sign(self.metric) * worse_limit(self.metric, self.threshold))
+
+    @property
+    def improved(self) -> bool:
+        """A notable improvement, reported beside the verdicts and never part of them: the estimate beyond
+        :attr:`improvement_bound` and the whole interval on the better side of no change."""
+        sign = worse_sign(self.metric)
+        estimate = sign * math.log(self.ratio)
+        worst = max(sign * math.log(self.ratio_low), sign * math.log(self.ratio_high))
+        return estimate < -worse_limit(self.metric, self.threshold) and worst < 0
+
 
 def worse_sign(metric: Metric) -> int:
     """+1 when a higher value is worse (time to first batch), -1 when lower is worse (images/s)."""

@@ -39,6 +39,25 @@ def thresholds_line(th: Thresholds) -> str:
             f"and {th.wait_ratio:.0%}")
 
 
+def machine_diff_text(report: GateReport) -> str | None:
+    """The machine_info keys that matter and differ, ``key (baseline -> current)``; None when none do."""
+    if not report.machine_diffs:
+        return None
+    return ", ".join(f"{k} ({b!r} -> {c!r})" for k, (b, c) in report.machine_diffs.items())
+
+
+def verdict_line(report: GateReport) -> str:
+    """The two-file verdict in one line; "no regression" only when comparisons ran and nothing is missing."""
+    summary = f"{len(report.comparisons)} comparisons in {report.case_count} cases"
+    if report.regressions:
+        return f"REGRESSED: {len(report.regressions)} of {summary}"
+    if not report.comparisons:
+        return "INCOMPLETE: nothing compared (no case and metric on both sides); that is never a pass"
+    if report.gaps:
+        return f"INCOMPLETE: {len(report.gaps)} baseline cases missing; no regression in {summary}"
+    return f"no regression: {summary}"
+
+
 def render(report: GateReport, th: Thresholds, *, show_all: bool = False) -> str:
     """The two-file gate's text (machine-info warnings go to stderr separately)."""
     out = [f"compared: {report.metrics_note}", thresholds_line(th)]
@@ -54,15 +73,7 @@ def render(report: GateReport, th: Thresholds, *, show_all: bool = False) -> str
         out.append(f"MISSING: {len(report.gaps)} baseline cases this run should have held:")
         out.extend(f"  {short_name(m.case)}: {m.why}" for m in report.gaps)
     out.extend(f"note: {n}" for n in report.notes)
-    summary = f"{len(report.comparisons)} comparisons in {report.case_count} cases"
-    if report.regressions:
-        out.append(f"REGRESSED: {len(report.regressions)} of {summary}")
-    elif not report.comparisons:
-        out.append("INCOMPLETE: nothing compared (no case and metric on both sides); that is never a pass")
-    elif report.gaps:
-        out.append(f"INCOMPLETE: {len(report.gaps)} baseline cases missing; no regression in {summary}")
-    else:
-        out.append(f"no regression: {summary}")
+    out.append(verdict_line(report))
     rows = report.comparisons if show_all else report.regressions
     if rows:
         out.append(table(("case", "metric", "baseline", "current", "change", "minimum effect", "verdict"), [
@@ -76,28 +87,40 @@ def fmt_ratio(c: PairedComparison) -> str:
     return (f"{(c.ratio - 1) * 100:+.1f}% [{(c.ratio_low - 1) * 100:+.1f}, {(c.ratio_high - 1) * 100:+.1f}]")
 
 
+def fmt_threshold(c: PairedComparison) -> str:
+    return f"{'-' if c.metric.worse == 'lower' else '+'}{c.threshold:.0%}"
+
+
+def paired_verdict_line(comparisons: Sequence[PairedComparison], counts: Sequence[Comparison] = ()) -> str:
+    """The A/B verdict in one line, wall-clock pairs and exact counts together."""
+    regressed = [c for c in comparisons if c.verdict == REGRESSED]
+    noisy = [c for c in comparisons if c.verdict == INCONCLUSIVE]
+    counted_worse = [c for c in counts if c.regressed]
+    total = len(comparisons) + len(counts)
+    if regressed or counted_worse:
+        return f"REGRESSED: {len(regressed) + len(counted_worse)} of {total} comparisons"
+    if noisy:
+        return (f"noisy: rerun: {len(noisy)} of {total} comparisons can neither rule out nor show "
+                "a regression of the threshold's size")
+    if not total:
+        return "INCOMPLETE: nothing compared; that is never a pass"
+    return f"no regression: {total} comparisons, each ruling out a change of its threshold's size"
+
+
 def render_paired(comparisons: Sequence[PairedComparison], *, header: str, show_all: bool = True,
                   counts: Sequence[Comparison] = (), counts_unjudged: str | None = None) -> str:
     """The A/B verdict table: every comparison by default (an A/B run has few), the paired wall-clock rows and
     the instruction counts of both sides (exact: no interval, no pairs, no p-value) in one table."""
     regressed = [c for c in comparisons if c.verdict == REGRESSED]
     noisy = [c for c in comparisons if c.verdict == INCONCLUSIVE]
-    counted_worse = [c for c in counts if c.regressed]
-    total = len(comparisons) + len(counts)
-    if regressed or counted_worse:
-        summary = f"REGRESSED: {len(regressed) + len(counted_worse)} of {total} comparisons"
-    elif noisy:
-        summary = (f"noisy: rerun: {len(noisy)} of {total} comparisons can neither rule out nor show "
-                   "a regression of the threshold's size")
-    else:
-        summary = f"no regression: {total} comparisons, each ruling out a change of its threshold's size"
+    summary = paired_verdict_line(comparisons, counts)
     rows = comparisons if show_all else [*regressed, *noisy]
     confidence = min((c.confidence for c in comparisons), default=0.9)
     body = table(("case", "metric", "base", "current", f"change [{confidence:.0%} interval]", "threshold",
                   "pairs", "p (Holm)", "verdict"), [
         *[(short_name(c.case), c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.base_median),
            fmt_value(c.metric.key, c.metric.unit, c.current_median), fmt_ratio(c),
-           f"{'-' if c.metric.worse == 'lower' else '+'}{c.threshold:.0%}", str(c.pairs), f"{c.p_holm:.4f}",
+           fmt_threshold(c), str(c.pairs), f"{c.p_holm:.4f}",
            c.verdict.upper() if c.verdict == REGRESSED else c.verdict) for c in rows],
         *[(c.case, c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.baseline),
            fmt_value(c.metric.key, c.metric.unit, c.current), f"{fmt_change(c)} (exact count)", c.rule, "-", "-",

@@ -7,9 +7,21 @@ the summary page ``README.md`` (:mod:`.page`) and the same as HTML, ``index.html
 a current run it also draws the comparison and a verdict per case, the regression gate's own (:mod:`.verdict`).
 """
 
-from lfw.report.html_page import write_html
-from lfw.report.page import write_summary
-from lfw.report.render import Report, build_report
+from __future__ import annotations
+
+from typing import Any
+
 from lfw.results import Case, Run, latest_run, load_run
 
 __all__ = ["Case", "Report", "Run", "build_report", "latest_run", "load_run", "write_html", "write_summary"]
+_LAZY = {"Report": "render", "build_report": "render", "write_html": "html_page", "write_summary": "page"}
+
+
+def __getattr__(name: str) -> Any:
+    """The drawing side is imported on first use, so a reader of one submodule (the gate's summary reads the
+    recommendation) does not pay for every chart module and matplotlib's start-up."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"lfw.report.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'lfw.report' has no attribute {name!r}")
