@@ -32,7 +32,8 @@ export LFW_CACHE ?= $(CURDIR)/.cache/lfw-bench
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: venv install data test unit smoke bench remote cost report gate gate-ab gate-rates baseline distributed lint typecheck \
+.PHONY: venv install data test unit smoke bench remote cost report history bisect gate gate-ab gate-rates baseline \
+	distributed lint typecheck \
 	clean help
 
 help:
@@ -46,6 +47,8 @@ help:
 	@echo "make baseline  save this runner's baseline (refuses to overwrite; FORCE=1 to replace)"
 	@echo "make distributed NPROC=2: torchrun ranks over DistributedSampler shards; per-rank report"
 	@echo "make report    charts + summary from the newest saved run"
+	@echo "make history   SOURCE=.benchmarks|<store>: every judged metric against commits, with change points"
+	@echo "make bisect    GOOD=<rev> BAD=<rev> [CASES=..]: the first commit whose instructions per image moved"
 	@echo "make lint      ruff"
 	@echo "make typecheck mypy over lfw/"
 
@@ -134,6 +137,19 @@ baseline: $(STAMP)
 
 report: $(STAMP)
 	$(PY) -m lfw.report --out reports
+
+# The benchmark history (SOURCE: a store folder, <runner>.jsonl, or .benchmarks/ autosaves) against commits, with
+# change points: exact steps for counts, PELT with a per-summary test for wall clock and memory (docs/history.md).
+SOURCE ?= .benchmarks
+history: $(STAMP)
+	$(PY) -m lfw.history show $(SOURCE) --out reports
+
+# The first commit between GOOD and BAD whose instructions per image moved beyond the cost threshold: each step
+# counted under valgrind in a temporary worktree (CASES: cost presets, default all).
+bisect: $(STAMP)
+	@test -n "$(GOOD)" -a -n "$(BAD)" || { echo "error: make bisect GOOD=<rev> BAD=<rev> [CASES=none,uint8]" >&2; \
+	  exit 2; }
+	$(LOCK) $(PY) -m lfw.gate --bisect $(GOOD) $(BAD) $(if $(CASES),-k "$(CASES)")
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -84,10 +84,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"A/B rise of time to first batch (default {d.ab_ttfb})")
     t.add_argument("--alpha", type=float, default=d.alpha,
                    help=f"A/B false-alarm rate per run (default {d.alpha})")
+    b = p.add_argument_group("bisect")
+    b.add_argument("--bisect", nargs=2, metavar=("GOOD", "BAD"),
+                   help="the first commit between GOOD and BAD whose instructions per image moved beyond "
+                        "--cost-threshold, each step counted under valgrind in a temporary worktree")
     ab = p.add_argument_group("A/B mode")
     ab.add_argument("--ab", metavar="BASE_REV", help="measure BASE_REV against the working tree, pass-interleaved")
-    ab.add_argument("-k", dest="cases", default=", ".join(DEFAULT_CASES),
-                    help=f"case ids, comma- or 'or'-separated (default {', '.join(DEFAULT_CASES)})")
+    ab.add_argument("-k", dest="cases", default=None,
+                    help=f"case ids, comma- or 'or'-separated (A/B default {', '.join(DEFAULT_CASES)}; --bisect "
+                         "default: every cost preset)")
     ab.add_argument("--min-pairs", type=int, default=plan.min_pairs, help=f"first look (default {plan.min_pairs})")
     ab.add_argument("--max-pairs", type=int, default=plan.max_pairs,
                     help=f"pair budget (default {plan.max_pairs})")
@@ -132,8 +137,9 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
     if args.baseline or args.current:
         raise LFWError("--ab takes no baseline or current file: it measures both sides itself")
-    plan = ABPlan(args.ab, parse_cases(args.cases), args.min_pairs, args.max_pairs, args.look_every,
-                  args.bench_profile, args.seed, count=not args.no_counts)
+    cases = parse_cases(args.cases or ", ".join(DEFAULT_CASES))
+    plan = ABPlan(args.ab, cases, args.min_pairs, args.max_pairs, args.look_every, args.bench_profile, args.seed,
+                  count=not args.no_counts)
     summary = args.summary_md or AB_PATH
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
@@ -159,6 +165,10 @@ def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     th = thresholds_from(args)
+    if args.bisect:
+        from lfw.gate.bisect import bisect_command
+
+        return bisect_command(*args.bisect, cases=args.cases, threshold=args.cost_threshold)
     if args.ab:
         return main_ab(args, th)
     if not (args.baseline and args.current):

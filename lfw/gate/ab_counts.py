@@ -14,13 +14,13 @@ times out is a measurement failure.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
 from lfw.errors import EXIT_USAGE, MeasurementError
 from lfw.gate.compare import Comparison, judge
-from lfw.gate.metrics import COUNTED, INSTRUCTIONS
+from lfw.gate.counting import kill_group, per_image_counts
+from lfw.gate.metrics import COUNTED
 from lfw.gate.thresholds import Thresholds
 from lfw.measure.cost import last_line
 
@@ -37,7 +37,7 @@ def count_sides(commands: dict[str, tuple[list[str], Path, dict[str, str]]], tim
     """Run each side's cost command (argv, cwd, env) at once; (by side, preset and metric key the per-image
     counts: instructions and what a pass moves, or the reason the layer cannot be judged)."""
     procs = {name: subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True) for name, (argv, cwd, env) in commands.items()}
+                                    text=True, start_new_session=True) for name, (argv, cwd, env) in commands.items()}
     outputs: dict[str, tuple[str, str]] = {}
     try:
         for name, proc in procs.items():
@@ -48,9 +48,7 @@ def count_sides(commands: dict[str, tuple[list[str], Path, dict[str, str]]], tim
                                        "and was stopped") from None
     finally:
         for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            kill_group(proc)  # valgrind and its child too, on an interrupt as well
     counts: dict[str, dict[str, dict[str, float]]] = {}
     for name, (out, err) in outputs.items():
         code = procs[name].returncode
@@ -58,13 +56,7 @@ def count_sides(commands: dict[str, tuple[list[str], Path, dict[str, str]]], tim
             return {}, f"the {name} side could not count: {last_line(err).removeprefix('error: ')}"
         if code != 0:
             raise MeasurementError(f"the {name} side's instruction count failed (exit {code}): {last_line(err)}")
-        try:
-            found = json.loads(out.strip().splitlines()[-1])["counts"]
-            counts[name] = {p: {INSTRUCTIONS.key: c["instructions"] / c["images"], **c.get("moves", {})}
-                            for p, c in found.items()}
-        except (IndexError, KeyError, TypeError, ValueError, ZeroDivisionError):
-            raise MeasurementError(f"the {name} side's instruction count wrote no counts: "
-                                   f"{last_line(out)[:120]}") from None
+        counts[name] = per_image_counts(out, f"the {name} side")
     return counts, None
 
 

@@ -33,6 +33,9 @@ def parser() -> OneLineParser:
                    help="where to look for the newest autosaved run when none is named (default: .benchmarks/)")
     p.add_argument("--format", dest="formats", nargs="+", choices=FORMATS, default=list(FORMATS),
                    help="image formats to write (default: png svg)")
+    p.add_argument("--history", type=Path, metavar="SOURCE",
+                   help="also draw the history: a store folder, <runner>.jsonl or .benchmarks/ autosaves; charts "
+                        "with change points into OUT/history/")
     p.add_argument("--gate-md", type=Path, metavar="PATH",
                    help="the gate's summary (Markdown) to show in index.html (default: OUT/gate.md if it exists)")
     return p
@@ -47,6 +50,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = [load_run(p) for p in paths]
     base, current = (runs[0], runs[1]) if len(runs) == 2 else (None, runs[0])
     gate_md = gate_summary(args.out, args.gate_md)
+    if args.history:  # drawn first, so the HTML page's history section shows it
+        from lfw.history import history_report
+
+        print(history_report(args.history, args.out).summary)
     report = build_report(current, args.out, base, tuple(args.formats))
     write_summary(report)
     write_html(report, gate_md)

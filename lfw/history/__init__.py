@@ -1,0 +1,22 @@
+"""The history of saved runs: a store of one line per run and runner class (:mod:`.store`), charts of every
+judged metric against commits (:mod:`.chart`) and the change points in them (:mod:`.changepoints`,
+:mod:`.series`), summarized by :func:`history_report`. Docs: docs/history.md.
+
+The drawing side (matplotlib, ruptures) is imported on first use, so ``python -m lfw.history append`` stays light.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lfw.history.store import JUDGED, History, HistoryRecord, append_run, load_history
+
+__all__ = ["JUDGED", "History", "HistoryRecord", "HistoryReport", "append_run", "history_report", "load_history"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("HistoryReport", "history_report"):
+        from lfw.history import report
+
+        return getattr(report, name)
+    raise AttributeError(f"module 'lfw.history' has no attribute {name!r}")

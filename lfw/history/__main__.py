@@ -1,0 +1,58 @@
+"""``python -m lfw.history``: append runs to the history store, or chart a history with its change points.
+
+    python -m lfw.history append RUN.json [RUN.json ...] --store DIR [--runner CLASS]
+    python -m lfw.history show SOURCE [--out reports]
+
+``append`` adds one line per run to ``DIR/<runner class>.jsonl`` and says when a run (same commit and date) is
+there already. ``show`` reads a store folder, one ``.jsonl`` file or a folder of autosaved runs (``.benchmarks/``),
+writes the charts and ``summary.txt`` into ``<out>/history/`` and prints the summary. Exit 0 done, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from lfw.cli.args import OneLineParser
+from lfw.errors import cli_entry
+
+
+def parser() -> OneLineParser:
+    p = OneLineParser(prog="python -m lfw.history",
+                      description="A history of saved runs per runner class, and its change points.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    a = sub.add_parser("append", help="append runs to DIR/<runner class>.jsonl (a run already there is kept once)")
+    a.add_argument("runs", nargs="+", type=Path, metavar="RUN.json",
+                   help="saved pytest-benchmark runs (a folder: its newest autosaved run)")
+    a.add_argument("--store", type=Path, required=True, help="the store folder (e.g. a checkout of the data branch)")
+    a.add_argument("--runner", help="runner class to file the run under (default: the run's machine_info)")
+    s = sub.add_parser("show", help="charts and change points of a history")
+    s.add_argument("source", type=Path, help="a store folder, one <runner>.jsonl, or a folder of autosaved runs")
+    s.add_argument("--out", type=Path, default=Path("reports"), help="charts go to OUT/history/ (default: reports)")
+    return p
+
+
+@cli_entry
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.command == "append":
+        from lfw.history.store import append_run
+
+        for run in args.runs:
+            done = append_run(run, args.store, args.runner)
+            r = done.record
+            what = f"commit {r.short}, run {r.date or r.run}, {len(r.cases)} cases"
+            if done.appended:
+                print(f"appended to {done.path}: {what}")
+            else:
+                print(f"already in {done.path}, not appended again: {what}")
+        return 0
+    from lfw.history.report import history_report
+
+    print(history_report(args.source, args.out).summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Change points in a history: where a judged figure stepped, and the first commit after the step.
+
+Two rules, chosen by what the gate knows about each metric family (:mod:`lfw.gate.metrics`):
+
+- **Counts** (family ``cost``: instructions and what a pass moves per image, requests per image) repeat within
+  0.06% between runs of the same code (docs/gating.md), so a step is exact: consecutive runs whose values differ
+  by more than the gate's cost threshold (3%), in either direction. No statistics, and nothing smaller: a creep of
+  1% per commit is no step here (the gate against the baseline sees its sum).
+- **Wall clock and memory** are noisy, and one run is one session whose rounds share its speed, so each run gives
+  one value (its median) and a change point needs several runs on each side. Two stages:
+
+  1. *propose*: PELT (ruptures' C implementation: ``KernelCPD`` with the linear kernel, which is the ``l2`` cost,
+     a change in the mean; at least 2 runs per segment) on the logarithm of relative metrics (their noise is
+     multiplicative) and on the values of absolute ones (MiB), with the SIC penalty ``2 σ² ln n`` (two
+     parameters per change, a location and a mean, at ``σ² ln n`` each in the units of the l2 cost), σ estimated
+     from the median absolute first difference (``1.4826 MAD / √2``), which a few steps barely move;
+  2. *confirm*: each proposed change point must separate its two neighbouring segments by Welch's t-test at
+     ``alpha / (m (n - 1))``: Bonferroni over the ``m`` series judged this way in one summary and over the
+     ``n - 1`` places PELT could have put it, since it chose the place on the same data. The least significant
+     change point that fails is dropped and the rest re-tested, until all pass.
+
+  On its own the penalty names a step in a good share of pure-noise series (σ from a few differences is itself
+  noisy; measured in docs/history.md), and a summary judges hundreds of series; the confirmation holds the
+  chance of one false step in a whole summary near ``alpha``. A change point in a wall-clock series can be the
+  runner (another CPU, a slower day) as well as the code; the A/B gate (``make gate-ab``) tells which.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from lfw.gate.metrics import Metric
+
+EXACT, PELT = "exact step", "PELT"
+ALPHA = 0.05  # chance of naming one false step in a summary's statistical series
+MIN_SEGMENT = 2  # runs on each side of a statistical change point
+MIN_RUNS = 2 * MIN_SEGMENT
+
+
+@dataclass(frozen=True)
+class Step:
+    """A change point at ``at`` (the index of the first run on the new level) of one series.
+
+    ``before``/``after`` are the two consecutive values (exact rule) or the medians of the two neighbouring
+    segments (PELT), over ``runs_before`` and ``runs_after`` runs; ``change`` is relative (``after / before - 1``)
+    for relative metrics and a difference in the metric's unit for absolute ones; ``p_value`` is the
+    confirmation's (None for exact steps).
+    """
+
+    at: int
+    before: float
+    after: float
+    change: float
+    method: str
+    p_value: float | None = None
+    runs_before: int = 1
+    runs_after: int = 1
+
+
+def change_of(metric: Metric, before: float, after: float) -> float:
+    """Relative change for relative metrics (``inf`` from zero to non-zero), difference for absolute ones."""
+    if metric.kind == "absolute":
+        return after - before
+    if before == 0:
+        return 0.0 if after == 0 else math.copysign(math.inf, after)
+    return after / before - 1.0
+
+
+def exact_steps(metric: Metric, values: Sequence[float], threshold: float) -> list[Step]:
+    """Consecutive values that differ by more than ``threshold`` relative to the earlier one (either way)."""
+    out = []
+    for i in range(1, len(values)):
+        change = change_of(metric, values[i - 1], values[i])
+        if abs(change) > threshold:
+            out.append(Step(i, values[i - 1], values[i], change, EXACT))
+    return out
+
+
+def noise_sigma(x: np.ndarray) -> float:
+    """σ of the noise, from the median absolute first difference: steps are few, so they barely move it."""
+    diffs = np.diff(x)
+    mad = float(np.median(np.abs(diffs - np.median(diffs))))
+    return 1.4826 * mad / math.sqrt(2)
+
+
+def welch_p(left: np.ndarray, right: np.ndarray) -> float:
+    """Two-sided p-value of Welch's t-test; two constant segments are a certain step if their levels differ."""
+    m1, m2 = float(left.mean()), float(right.mean())
+    v1, v2 = float(left.var(ddof=1)) / len(left), float(right.var(ddof=1)) / len(right)
+    if v1 + v2 == 0:
+        return 0.0 if m1 != m2 else 1.0
+    t = (m2 - m1) / math.sqrt(v1 + v2)
+    df = (v1 + v2) ** 2 / ((v1 ** 2 / (len(left) - 1) if v1 else 0.0) + (v2 ** 2 / (len(right) - 1) if v2 else 0.0))
+    return float(2 * stats.t.sf(abs(t), df))
+
+
+def propose(x: np.ndarray) -> list[int]:
+    """PELT's change points of ``x`` (indices where a new segment starts), SIC penalty from the noise σ."""
+    import ruptures as rpt  # type: ignore[import-untyped]
+
+    n = len(x)
+    sigma = max(noise_sigma(x), 1e-12 * max(1.0, float(np.abs(x).max())))
+    penalty = 2 * sigma ** 2 * math.log(n)
+    # KernelCPD with the linear kernel is PELT with the l2 cost, in C: the same change points as
+    # rpt.Pelt(model="l2"), and a 1,000-run series in milliseconds instead of seconds (docs/history.md).
+    ends = rpt.KernelCPD(kernel="linear", min_size=MIN_SEGMENT, jump=1).fit(x.reshape(-1, 1)).predict(pen=penalty)
+    return [int(b) for b in ends[:-1]]
+
+
+def confirm(x: np.ndarray, starts: list[int], level: float) -> list[tuple[int, float]]:
+    """The proposed change points that pass Welch's test at ``level`` against their neighbouring segments, with
+    their p-values; the least significant failure is dropped and the rest re-tested."""
+    starts = sorted(starts)
+    while starts:
+        bounds = [0, *starts, len(x)]
+        ps = [welch_p(x[bounds[i]:bounds[i + 1]], x[bounds[i + 1]:bounds[i + 2]]) for i in range(len(starts))]
+        worst = int(np.argmax(ps))
+        if ps[worst] <= level:
+            return list(zip(starts, ps, strict=True))
+        del starts[worst]
+    return []
+
+
+def statistical_steps(metric: Metric, values: Sequence[float], series_count: int,
+                      alpha: float = ALPHA) -> list[Step]:
+    """PELT-proposed, Welch-confirmed change points of a noisy series (module docstring); ``series_count`` is the
+    number of series judged this way in the same summary (the Bonferroni family). Fewer than :data:`MIN_RUNS`
+    values give none."""
+    n = len(values)
+    if n < MIN_RUNS:
+        return []
+    raw = np.asarray(values, dtype=float)
+    logged = metric.kind == "relative" and bool((raw > 0).all())
+    x = np.log(raw) if logged else raw
+    level = alpha / (max(series_count, 1) * (n - 1))
+    found = confirm(x, propose(x), level)
+    steps = []
+    bounds = [0, *(s for s, _ in found), n]
+    for i, (start, p) in enumerate(found):
+        before = float(np.median(raw[bounds[i]:start]))
+        after = float(np.median(raw[start:bounds[i + 2]]))
+        steps.append(Step(start, before, after, change_of(metric, before, after), PELT, p, start - bounds[i],
+                          bounds[i + 2] - start))
+    return steps

@@ -1,0 +1,136 @@
+"""``history_report(SOURCE, OUT)``: charts of every judged metric against commits, change points, a text summary.
+
+The front ends (``python -m lfw.history show``, and ``python -m lfw.report --history``) call
+:func:`history_report` and print :attr:`HistoryReport.summary`. The summary names, per runner class, metric and
+case, each change point with its first commit, the commit before it and the size of the step, or says "no change
+point" (or "too few runs" where the statistical rule cannot judge): it never names a step the rule did not find.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+
+from lfw.gate.metrics import Metric
+from lfw.gate.table import fmt_value
+from lfw.gate.thresholds import Thresholds
+from lfw.history.changepoints import ALPHA, MIN_RUNS, MIN_SEGMENT
+from lfw.history.chart import draw_history
+from lfw.history.series import ChangePoint, Series, by_metric, change_points, is_exact, series_of, statistical_family
+from lfw.history.store import HistoryRecord, load_history
+
+WIDTH = 120
+
+
+@dataclass
+class HistoryReport:
+    """What :func:`history_report` wrote and found: the chart paths, the change points and the summary text
+    (also written to ``<out>/history/summary.txt``)."""
+
+    out_dir: Path
+    charts: list[Path] = field(default_factory=list)
+    points: list[ChangePoint] = field(default_factory=list)
+    series_count: int = 0
+    summary: str = ""
+
+
+def fmt_change(metric: Metric, change: float) -> str:
+    """``+5.0%`` for relative metrics, ``+12.3 MiB`` for absolute ones; a step from zero is ``from 0``."""
+    if metric.kind == "relative":
+        return "from 0" if math.isinf(change) else f"{change * 100:+.1f}%"
+    return f"{change:+.1f}{metric.unit}" if "MiB" in metric.unit else f"{change:+.3f}{metric.unit}"
+
+
+def point_line(p: ChangePoint) -> str:
+    """One change point: first commit after it, the commit before, the step and what it was judged on."""
+    m, s = p.metric, p.step
+    values = f"{fmt_value(m.key, m.unit, s.before)} -> {fmt_value(m.key, m.unit, s.after)}"
+    if s.p_value is not None:
+        values += f", medians of {s.runs_before} and {s.runs_after} runs, p = {s.p_value:.1g}"
+    line = f"  {p.case}: at {p.commit.short} (after {p.previous.short}): {fmt_change(m, s.change)} ({values})"
+    return line + "".join(f"; {n}" for n in p.notes)
+
+
+def _listing(label: str, cases: Sequence[str]) -> list[str]:
+    if not cases:
+        return []
+    return textwrap.wrap(f"{label} ({len(cases)} cases): {', '.join(cases)}", WIDTH, initial_indent="  ",
+                         subsequent_indent="      ", break_on_hyphens=False)
+
+
+def metric_block(metric: Metric, series: Sequence[Series], points: Sequence[ChangePoint], th: Thresholds) -> list[str]:
+    """The summary lines of one metric of one runner: its rule, each change point, then the cases without."""
+    rule = f"exact steps beyond {th.cost:.0%}" if is_exact(metric) else "PELT + Welch"
+    lines = [f"{metric.label} [{metric.key}; {rule}]"]
+    found = by_metric(points)
+    quiet: list[str] = []
+    short: list[str] = []
+    for s in series:
+        mine = found.get((metric.key, s.case), [])
+        lines += [point_line(p) for p in mine]
+        if not mine:
+            (short if not is_exact(metric) and len(s.values) < MIN_RUNS else quiet).append(s.case)
+    lines += _listing("no change point", quiet)
+    lines += _listing(f"too few runs to judge (fewer than {MIN_RUNS})", short)
+    return lines
+
+
+def runner_header(runner: str, records: Sequence[HistoryRecord]) -> str:
+    commits = len({r.commit for r in records})
+    machines = sorted({f"{r.cpu or 'CPU not recorded'}, {r.usable_cores or '?'} usable cores" for r in records})
+    first, last = records[0], records[-1]
+    return (f"runner {runner}: {len(records)} runs of {commits} commits, {first.short} ({first.date[:10]}) .. "
+            f"{last.short} ({last.date[:10]}); {'; '.join(machines)}")
+
+
+def rules_text(th: Thresholds, family_size: int) -> str:
+    try:
+        ruptures = f"ruptures {version('ruptures')}"
+    except Exception:  # metadata missing: the import itself will say so
+        ruptures = "ruptures"
+    return textwrap.fill(
+        f"rules: counts (instructions, moves and requests per image) step where consecutive runs differ by more "
+        f"than the gate's cost threshold ({th.cost:.0%}); wall clock and memory: PELT ({ruptures}, l2 cost on log "
+        f"values of relative metrics, SIC penalty 2 sigma^2 ln n, at least {MIN_SEGMENT} runs a side) confirmed "
+        f"by Welch's t-test at {ALPHA:g} / ({family_size} series x (n - 1) places); a wall-clock change point may "
+        "be the runner rather than the code: make gate-ab tells which", WIDTH, subsequent_indent="  ")
+
+
+def history_report(source: Path, out: Path, thresholds: Thresholds | None = None) -> HistoryReport:
+    """Read the history at ``source`` (:func:`lfw.history.store.load_history`), write one PNG per runner class
+    and metric family and ``summary.txt`` into ``<out>/history/``, and return the report.
+
+    Raises:
+        LFWError: the source is missing or holds no history (one line).
+    """
+    th = thresholds or Thresholds()
+    history = load_history(source)
+    out_dir = out / "history"
+    report = HistoryReport(out_dir)
+    per_runner = {name: series_of(name, records) for name, records in history.runners.items()}
+    family_size = sum(statistical_family(s) for s in per_runner.values())
+    blocks = []
+    for runner, records in history.runners.items():
+        series = per_runner[runner]
+        points = change_points(records, series, th, family_size)
+        report.points += points
+        report.series_count += len(series)
+        report.charts += draw_history(runner, records, series, points, out_dir)
+        block = [runner_header(runner, records)]
+        for metric in dict.fromkeys(s.metric for s in series):
+            block += metric_block(metric, [s for s in series if s.metric == metric], points, th)
+        blocks.append("\n".join(block))
+    exact = sum(1 for p in report.points if is_exact(p.metric))
+    head = [*history.notes, rules_text(th, family_size),
+            f"charts: {', '.join(str(p) for p in report.charts)}"]
+    tail = (f"{len(report.points)} change points in {report.series_count} series ({exact} exact steps, "
+            f"{len(report.points) - exact} by PELT + Welch)" if report.points
+            else f"no change point in {report.series_count} series")
+    report.summary = "\n\n".join(["\n".join(head), *blocks, tail])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "summary.txt").write_text(report.summary + "\n", encoding="utf-8")
+    return report

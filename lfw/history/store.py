@@ -1,0 +1,289 @@
+"""The history store: one compact JSON line per saved run, in ``<store>/<runner class>.jsonl``, append-only.
+
+A baseline says how one run looked; the history says when a figure moved. Each line holds what the gate judges of
+one run (:data:`JUDGED`: the gate's own metric lists, :data:`lfw.gate.metrics.SAME_MACHINE` and
+:data:`lfw.gate.metrics.AB`, so the history never judges a second list), per case (:func:`lfw.results.case_key`),
+as the median over the case's rounds, the value :func:`lfw.gate.compare.judge` compares; and, beside them, what
+places the run: its commit (id, time, dirty), its date, the machine (CPU model, usable cores) and the counted
+stack (:data:`lfw.results.keys.COUNTED_STACK`), which decides whether two instruction counts compare.
+
+The figures the gate leaves out are left out here too: positive controls, the pairs of
+:data:`lfw.gate.metrics.NOT_JUDGED`, wall clock of cases with fewer than
+:data:`lfw.gate.compare.WALL_CLOCK_MIN_ROUNDS` rounds.
+
+Runs of different runner classes do not compare (docs/gating.md), so each class has its own file. A run is
+identified by its commit and its date (pytest-benchmark's ``datetime``, the same in the autosave and in the
+``--benchmark-json`` copy of one session): appending a run already present leaves the file as it is.
+
+A folder of autosaved runs (``.benchmarks/``) is a history too: :func:`load_history` reads either.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from lfw.errors import LFWError
+from lfw.gate.compare import WALL_CLOCK_MIN_ROUNDS
+from lfw.gate.metrics import AB, NOT_JUDGED, SAME_MACHINE, Metric
+from lfw.results import AUTOSAVE_NAME, Run, load_run
+from lfw.results import keys as K
+
+SCHEMA = 1
+# What the gate judges, each metric once, in the gate's order (SAME_MACHINE, then A/B's images/s).
+JUDGED: tuple[Metric, ...] = tuple(dict.fromkeys((*SAME_MACHINE, *AB)))
+JUDGED_BY_KEY: dict[str, Metric] = {m.key: m for m in JUDGED}
+RUNNER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+SIGNIFICANT_DIGITS = 7  # counts repeat within 0.06%: 7 digits keep every step and keep lines short
+
+
+@dataclass(frozen=True)
+class HistoryRecord:
+    """One run in the history: where it sits (commit, date, machine, counted stack) and its judged figures.
+
+    ``cases`` maps a case key (``cost/none``) to ``{metric key: median over rounds}``; a metric a case does not
+    record is absent, never zero.
+    """
+
+    runner: str
+    commit: str
+    commit_time: str | None
+    dirty: bool
+    date: str
+    run: str  # what identifies the run beside its commit: its datetime, else a hash of its file
+    cpu: str | None
+    usable_cores: int | None
+    stack: Mapping[str, str | None]
+    cases: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        """(commit, run): a record with the same identity is the same run."""
+        return self.commit, self.run
+
+    @property
+    def short(self) -> str:
+        """The commit's first 10 hex digits, ``*`` appended when the tree was dirty (not what the commit holds)."""
+        return self.commit[:10] + ("*" if self.dirty else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"v": SCHEMA, "runner": self.runner,
+                "commit": {"id": self.commit, "time": self.commit_time, "dirty": self.dirty},
+                "date": self.date, "run": self.run,
+                "machine": {"cpu": self.cpu, "usable_cores": self.usable_cores},
+                "stack": dict(self.stack), "cases": {k: dict(v) for k, v in self.cases.items()}}
+
+    @classmethod
+    def from_dict(cls, raw: Any, where: str) -> HistoryRecord:
+        """Check one stored line; every problem is one :class:`LFWError` naming ``where`` (file:line)."""
+        try:
+            if raw["v"] != SCHEMA:
+                raise LFWError(f"{where}: history schema {raw['v']!r}, this lfw-bench reads {SCHEMA}")
+            commit, machine = raw["commit"], raw["machine"]
+            cases = {str(key): {str(m): float(v) for m, v in figures.items()} for key, figures in raw["cases"].items()}
+            return cls(str(raw["runner"]), str(commit["id"]), commit.get("time"), bool(commit.get("dirty", False)),
+                       str(raw["date"]), str(raw["run"]), machine.get("cpu"), machine.get("usable_cores"),
+                       dict(raw.get("stack", {})), cases)
+        except (KeyError, TypeError, AttributeError, ValueError):
+            raise LFWError(f"{where}: not a history record (commit, date, run, machine and cases expected); "
+                           "history lines are written by python -m lfw.history append") from None
+
+
+def runner_of(run: Run) -> str:
+    """The run's runner class, as :func:`lfw.measure.machine.runner_class` named it when the run was saved:
+    ``machine_info["runner_class"]``; for a run saved without it, ``gpu`` or ``cpu-<usable cores>core``."""
+    recorded = run.machine.get("runner_class")
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    if run.machine.get("cuda_available") is True:
+        return "gpu"
+    cpu = run.machine.get("cpu")
+    cores = run.machine.get(K.USABLE_CORES) or (cpu.get("count") if isinstance(cpu, Mapping) else None)
+    if isinstance(cores, int) and cores > 0:
+        return f"cpu-{cores}core"
+    raise LFWError(f"{run.path}: cannot tell the runner class (no runner_class, usable_cores or cpu count in "
+                   "machine_info); name it with --runner")
+
+
+def _compact(value: float) -> float:
+    return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
+
+
+def judged_figures(run: Run) -> dict[str, dict[str, float]]:
+    """Per case key, the median over rounds of each :data:`JUDGED` metric the case records and the gate judges."""
+    out: dict[str, dict[str, float]] = {}
+    for case in run.cases:
+        if case.value(K.POSITIVE_CONTROL) is True:
+            continue
+        figures = {}
+        for metric in JUDGED:
+            values = case.rounds(metric.key)
+            if not values or (case.group, metric.key) in NOT_JUDGED:
+                continue
+            if metric.family in ("throughput", "ttfb") and len(values) < WALL_CLOCK_MIN_ROUNDS:
+                continue
+            figures[metric.key] = _compact(float(median(values)))
+        if figures:
+            out[case.key] = figures
+    return out
+
+
+def run_identity(run: Run) -> str:
+    """The run's datetime; for a file saved without one, a hash of its content (the same file, the same run)."""
+    if run.datetime:
+        return str(run.datetime)
+    return "sha256:" + hashlib.sha256(run.path.read_bytes()).hexdigest()[:16]
+
+
+def record_of(run: Run, runner: str | None = None) -> HistoryRecord:
+    """The history record of a loaded run (``runner`` overrides the runner class it names).
+
+    Raises:
+        LFWError: the run has no commit id (saved outside a git checkout), a bad ``runner`` name, or a runner
+            class that cannot be told.
+    """
+    runner = runner or runner_of(run)
+    if not RUNNER_NAME.match(runner):
+        raise LFWError(f"runner class {runner!r} is not a file name (letters, digits, '.', '_', '-')")
+    commit = run.commit.get("id")
+    if not isinstance(commit, str) or not commit:
+        raise LFWError(f"{run.path}: no commit_info.id; a history places runs on commits, so save runs from a git "
+                       "checkout")
+    cpu = run.machine.get("cpu")
+    brand = run.machine.get("cpu_model") or (cpu.get("brand_raw") if isinstance(cpu, Mapping) else None)
+    cores = run.machine.get(K.USABLE_CORES)
+    return HistoryRecord(runner, commit, run.commit.get("time"), bool(run.commit.get("dirty", False)),
+                         str(run.datetime or ""), run_identity(run), brand,
+                         cores if isinstance(cores, int) else None,
+                         {key: run.machine.get(key) for key in K.COUNTED_STACK}, judged_figures(run))
+
+
+def read_store(path: Path) -> list[HistoryRecord]:
+    """Every record of one ``<runner>.jsonl`` file, in file order (a missing file is an empty history)."""
+    if not path.exists():
+        return []
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise LFWError(f"{path}:{number}: corrupt history line ({exc.msg}); the store is append-only, so "
+                           "restore the file from its branch") from None
+        records.append(HistoryRecord.from_dict(raw, f"{path}:{number}"))
+    return records
+
+
+@dataclass(frozen=True)
+class Appended:
+    """What :func:`append_run` did: the file, the record, and whether it was new (False: already present)."""
+
+    path: Path
+    record: HistoryRecord
+    appended: bool
+
+
+def append_run(run_path: Path, store: Path, runner: str | None = None) -> Appended:
+    """Append the record of the run at ``run_path`` to ``store/<runner class>.jsonl`` unless that commit and run
+    are there already. The file is only ever appended to: one line, written whole, ending in a newline."""
+    record = record_of(load_run(run_path), runner)
+    path = store / f"{record.runner}.jsonl"
+    if any(r.identity == record.identity for r in read_store(path)):
+        return Appended(path, record, False)
+    store.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(record.to_dict(), separators=(",", ":")) + "\n"
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(line)
+    return Appended(path, record, True)
+
+
+def _moment(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def chronological(records: Iterable[HistoryRecord]) -> list[HistoryRecord]:
+    """Records by commit time, then run date (a commit measured twice keeps both runs, in the order they ran);
+    records without a readable commit time sort by their run date."""
+    floor = datetime.min.replace(tzinfo=timezone.utc)
+
+    def key(r: HistoryRecord) -> tuple[datetime, datetime]:
+        run_date = _moment(r.date) or floor
+        return _moment(r.commit_time) or run_date, run_date
+
+    return sorted(records, key=key)
+
+
+@dataclass
+class History:
+    """Runs per runner class, each list chronological, duplicates (same commit and run) dropped; ``notes`` says
+    what was read and what was left out, and why."""
+
+    source: Path
+    runners: dict[str, list[HistoryRecord]]
+    notes: list[str] = field(default_factory=list)
+
+
+def _dedupe(records: Iterable[HistoryRecord]) -> tuple[list[HistoryRecord], int]:
+    seen: dict[tuple[str, str, str], HistoryRecord] = {}
+    total = 0
+    for r in records:
+        total += 1
+        seen.setdefault((r.runner, *r.identity), r)
+    return list(seen.values()), total - len(seen)
+
+
+def load_history(source: Path) -> History:
+    """A history from a store folder (``*.jsonl``), one ``<runner>.jsonl`` file, or a folder of autosaved
+    pytest-benchmark runs (``NNNN_*.json`` anywhere under it, such as ``.benchmarks/``).
+
+    An autosaved run that cannot be used (no per-round data, no commit, not a pytest-benchmark file) is left out
+    and named in ``notes``; a corrupt store line is an error, since a store is written only by :func:`append_run`.
+
+    Raises:
+        LFWError: the source does not exist or holds no history.
+    """
+    notes: list[str] = []
+    if source.is_file() and source.suffix == ".jsonl":
+        records = read_store(source)
+        what = f"history file {source}"
+    elif source.is_dir() and sorted(source.glob("*.jsonl")):
+        files = sorted(source.glob("*.jsonl"))
+        records = [r for f in files for r in read_store(f)]
+        what = f"history store {source} ({', '.join(f.name for f in files)})"
+    elif source.is_dir():
+        saved = sorted(p for p in source.rglob("*.json") if AUTOSAVE_NAME.match(p.name))
+        records = []
+        for path in saved:
+            try:
+                records.append(record_of(load_run(path)))
+            except LFWError as exc:
+                notes.append(f"left out {path}: {exc}")
+        what = f"{len(saved)} autosaved runs under {source}"
+    elif not source.exists():
+        raise LFWError(f"history source not found: {source}")
+    else:
+        raise LFWError(f"{source} is not a history: name a store folder (*.jsonl), one <runner>.jsonl file, or a "
+                       "folder of autosaved runs (.benchmarks/)")
+    records, duplicates = _dedupe(records)
+    if not records:
+        raise LFWError(f"no runs in {what}: append runs with python -m lfw.history append RUN.json --store DIR")
+    notes.insert(0, f"read {what}" + (f"; {duplicates} duplicate runs (same commit and date) counted once"
+                                      if duplicates else ""))
+    runners: dict[str, list[HistoryRecord]] = {}
+    for r in records:
+        runners.setdefault(r.runner, []).append(r)
+    return History(source, {name: chronological(rs) for name, rs in sorted(runners.items())}, notes)
