@@ -183,3 +183,22 @@ def test_unusable_autosaves_are_left_out_and_named(tmp_path: Path) -> None:
     history = load_history(tmp_path / ".benchmarks")
     assert len(history.runners["cpu-2core"]) == RUNS
     assert any(n.startswith(f"left out {folder / '0011_deadbeef_20261102_000000.json'}") for n in history.notes)
+
+
+def test_export_is_bencher_metric_format_valid_against_the_published_schema(tmp_path: Path) -> None:
+    """python -m lfw.history export: the gate's judged metrics per case, valid against docs/schema/bmf.schema.json."""
+    import jsonschema
+
+    from lfw.history.store import judged_figures
+
+    out = tmp_path / "metrics.json"
+    assert main(["export", str(FIXTURE), "--out", str(out)]) == 0
+    metrics = json.loads(out.read_text())
+    schema = json.loads((Path(__file__).parents[1] / "docs" / "schema" / "bmf.schema.json").read_text())
+    jsonschema.validate(metrics, schema)
+    medians = judged_figures(load_run(FIXTURE))
+    assert set(metrics) == set(medians)  # the same cases and metrics the history keeps
+    for key, measures in metrics.items():
+        assert set(measures) == set(medians[key])
+        for figure in measures.values():
+            assert figure["lower_value"] <= figure["value"] <= figure["upper_value"]

@@ -2,10 +2,12 @@
 
     python -m lfw.history append RUN.json [RUN.json ...] --store DIR [--runner CLASS]
     python -m lfw.history show SOURCE [--out reports]
+    python -m lfw.history export RUN.json [--out metrics.json]
 
 ``append`` adds one line per run to ``DIR/<runner class>.jsonl`` and says when a run (same commit and date) is
 there already. ``show`` reads a store folder, one ``.jsonl`` file or a folder of autosaved runs (``.benchmarks/``),
-writes the charts and ``summary.txt`` into ``<out>/history/`` and prints the summary. Exit 0 done, 2 bad input.
+writes the charts and ``summary.txt`` into ``<out>/history/`` and prints the summary. ``export`` writes a run's
+judged metrics in Bencher's Metric Format (:mod:`lfw.history.export`). Exit 0 done, 2 bad input.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ def parser() -> OneLineParser:
     s = sub.add_parser("show", help="charts and change points of a history")
     s.add_argument("source", type=Path, help="a store folder, one <runner>.jsonl, or a folder of autosaved runs")
     s.add_argument("--out", type=Path, default=Path("reports"), help="charts go to OUT/history/ (default: reports)")
+    e = sub.add_parser("export", help="a run's judged metrics in Bencher's Metric Format (JSON)")
+    e.add_argument("run", type=Path, metavar="RUN.json", help="a saved pytest-benchmark run")
+    e.add_argument("--out", type=Path, help="write here (default: stdout)")
     return p
 
 
@@ -47,6 +52,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"appended to {done.path}: {what}")
             else:
                 print(f"already in {done.path}, not appended again: {what}")
+        return 0
+    if args.command == "export":
+        import json
+
+        from lfw.history.export import bencher_metrics, describe
+        from lfw.results import load_run
+
+        metrics = bencher_metrics(load_run(args.run))
+        text = json.dumps(metrics, indent=2, sort_keys=True) + "\n"
+        if args.out is None:
+            sys.stdout.write(text)
+        else:
+            args.out.write_text(text)
+            print(f"wrote {args.out}: {describe(metrics)} in Bencher's Metric Format", file=sys.stderr)
         return 0
     from lfw.history.report import history_report
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -116,22 +116,26 @@ def _compact(value: float) -> float:
     return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
 
 
-def judged_figures(run: Run) -> dict[str, dict[str, float]]:
-    """Per case key, the median over rounds of each :data:`JUDGED` metric the case records and the gate judges."""
-    out: dict[str, dict[str, float]] = {}
+def judged_rounds(run: Run) -> Iterator[tuple[str, Metric, list[float]]]:
+    """(case key, metric, per-round values) of each :data:`JUDGED` metric a case records and the gate judges:
+    positive controls, metrics the gate leaves out for a group, and wall clock with too few rounds skipped."""
     for case in run.cases:
         if case.value(K.POSITIVE_CONTROL) is True:
             continue
-        figures = {}
         for metric in JUDGED:
             values = case.rounds(metric.key)
             if not values or (case.group, metric.key) in NOT_JUDGED:
                 continue
             if metric.family in ("throughput", "ttfb") and len(values) < WALL_CLOCK_MIN_ROUNDS:
                 continue
-            figures[metric.key] = _compact(float(median(values)))
-        if figures:
-            out[case.key] = figures
+            yield case.key, metric, [float(v) for v in values]
+
+
+def judged_figures(run: Run) -> dict[str, dict[str, float]]:
+    """Per case key, the median over rounds of each metric :func:`judged_rounds` yields."""
+    out: dict[str, dict[str, float]] = {}
+    for key, metric, values in judged_rounds(run):
+        out.setdefault(key, {})[metric.key] = _compact(float(median(values)))
     return out
 
 
