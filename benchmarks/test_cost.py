@@ -29,7 +29,7 @@ from lfw.measure.callgrind import unavailable_reason, valgrind_version
 from lfw.measure.cost import InstructionCount, count_instructions
 from lfw.measure.machine import usable_cores
 from lfw.results import keys as K
-from lfw.suite.matrix import TRANSFORMS
+from lfw.suite.matrix import LFW_FILES, TRANSFORMS
 from lfw.suite.profiles import COST, Profile
 from lfw.suite.record import summarize
 from lfw.suite.skips import Needs, skip_reason
@@ -45,7 +45,7 @@ def counts(request: pytest.FixtureRequest, lfw_source: DataSource, profile: Prof
     A layer left out by choice is a narrowed run; a layer asked for that cannot run (valgrind missing) is a
     plain skip, which the gate reports as a gap.
     """
-    reason = skip_reason(Needs(layer=COST), request.config.stash[BENCH_SESSION])
+    reason = skip_reason(Needs(layer=COST, lfw_only=LFW_FILES), request.config.stash[BENCH_SESSION])
     if reason:
         request.config.stash[SESSION_FACTS][K.COST_LAYER_SKIPPED] = reason
         narrow(reason)

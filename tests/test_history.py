@@ -202,3 +202,14 @@ def test_export_is_bencher_metric_format_valid_against_the_published_schema(tmp_
         assert set(measures) == set(medians[key])
         for figure in measures.values():
             assert figure["lower_value"] <= figure["value"] <= figure["upper_value"]
+
+
+def test_a_full_profile_run_files_a_series_of_its_own(tmp_path: Path) -> None:
+    """Nightly full runs and the quick runs of every push do not share a series: their passes differ."""
+    doc = json.loads(FIXTURE.read_text())
+    doc["machine_info"]["bench_profile"] = "full"
+    doc.pop("lfw_selection", None)
+    full = tmp_path / "full.json"
+    full.write_text(json.dumps(doc))
+    assert record_of(load_run(full)).runner == "cpu-2core-full"
+    assert record_of(load_run(FIXTURE)).runner == "cpu-2core"

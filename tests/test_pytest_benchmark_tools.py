@@ -48,7 +48,7 @@ def test_every_saved_case_carries_every_knob(storage: Path) -> None:
     groups = {c.group for c in run.cases}
     assert {"workers-transform", "batch-size", "decoders", "persistent-workers"} <= groups
     for case in run.cases:
-        assert set(case.params) == set(KNOBS), case.fullname
+        assert set(KNOBS) <= set(case.params), case.fullname
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c))

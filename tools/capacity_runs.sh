@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # "A lost core is the machine, not the code", both sides, measured on this machine and gated against the committed
-# baseline (README, "Regression gating"). Each run is the quick profile's workers and decoders groups (the
+# baseline (docs/gating.md). Each run is the quick profile's workers and decoders groups (the
 # multi-worker efficiency the gate judges; the other groups are left out with -k, which the gate accepts):
 #   one-core     under taskset -c 0: the affinity gives one core
 #   hog          a busy process at nice -20 pinned to core 1: the machine gives one core, the affinity still two

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Re-run the commands whose figures the README quotes and keep their output in docs/runs/, one file each, so
+# Re-run the commands whose figures the README and docs/ quote and keep their output in docs/runs/, one file each, so
 # every figure there traces to a committed output. Each takes the machine on its own (run nothing beside it).
 #
 #   bash tools/record.sh [make-bench|remote|decoders|process-pairs|cost|diagnose|distributed ...]   (default: all)

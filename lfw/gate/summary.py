@@ -12,8 +12,8 @@ group, and links to the charts drawn from the current run.
 Its first line is :data:`MARKER`, a hidden HTML comment: CI's pull-request comment finds its own comment by it
 and updates that one instead of adding another on every push (``.github/workflows/ci.yml``).
 
-The recommendation is :mod:`lfw.report.recommend`'s, imported only when a page is written: importing it runs
-``lfw/report/__init__.py``, which loads matplotlib, so ``import lfw.gate`` and ``--help`` stay without it.
+The recommendation is :mod:`lfw.report.recommend`'s (the report's own rule, not a second one), imported only
+when a page is written, so ``import lfw.gate`` and ``--help`` stay light.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def recommendation(current: Run | None) -> list[str]:
     """The recommended num_workers per preset, as the report decides it, when the run holds a worker sweep."""
     if current is None:
         return []
-    from lfw.report.recommend import GROUP, recommendations  # loads matplotlib: see the module docstring
+    from lfw.report.recommend import GROUP, recommendations  # imported when a page is written: see the docstring
 
     found = [r for r in recommendations(current) if len(r.candidates) > 1]  # one worker count is no sweep
     if not found:

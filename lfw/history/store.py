@@ -112,6 +112,14 @@ def runner_of(run: Run) -> str:
                    "machine_info); name it with --runner")
 
 
+def profile_suffix(run: Run) -> str:
+    """``-full`` or ``-smoke`` for a run of another profile than ``quick``: its passes, tree and rounds differ, so
+    its figures make a series of their own (a nightly full run beside the quick runs of every push would step
+    at each alternation); ``""`` for the quick profile and for runs that do not say."""
+    profile = run.selection.profile if run.selection is not None else run.machine.get("bench_profile")
+    return f"-{profile}" if isinstance(profile, str) and profile and profile != "quick" else ""
+
+
 def _compact(value: float) -> float:
     return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
 
@@ -153,7 +161,7 @@ def record_of(run: Run, runner: str | None = None) -> HistoryRecord:
         LFWError: the run has no commit id (saved outside a git checkout), a bad ``runner`` name, or a runner
             class that cannot be told.
     """
-    runner = runner or runner_of(run)
+    runner = (runner or runner_of(run)) + profile_suffix(run)
     if not RUNNER_NAME.match(runner):
         raise LFWError(f"runner class {runner!r} is not a file name (letters, digits, '.', '_', '-')")
     commit = run.commit.get("id")

@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = args.runs or [latest_run(args.storage)]
     runs = [load_run(p) for p in paths]
     base, current = (runs[0], runs[1]) if len(runs) == 2 else (None, runs[0])
-    gate_md = gate_summary(args.out, args.gate_md)
+    gate_md = gate_summary(args.out, args.gate_md, run=paths[-1])
     if args.history:  # drawn first, so the HTML page's history section shows it
         from lfw.history import history_report
 

@@ -168,14 +168,18 @@ def history_section(out: Path) -> Section:
     return Section("history", "History", "\n".join(parts))
 
 
-def gate_summary(out: Path, explicit: Path | None = None) -> Path | None:
-    """The gate summary to show: ``explicit`` (which must exist), else ``<out>/gate.md`` if there, else None."""
+def gate_summary(out: Path, explicit: Path | None = None, run: Path | None = None) -> Path | None:
+    """The gate summary to show: ``explicit`` (which must exist), else ``<out>/gate.md`` when it was written after
+    ``run`` was saved (a verdict of this run, not one left by an earlier gate), else None."""
     if explicit is not None:
         if not explicit.is_file():
             raise LFWError(f"--gate-md {explicit}: not found")
         return explicit
     default = out / GATE_MD
-    return default if default.is_file() else None
+    if not default.is_file() or (run is not None and run.is_file()
+                                 and default.stat().st_mtime < run.stat().st_mtime):
+        return None
+    return default
 
 
 def gate_section(path: Path, out: Path) -> Section:

@@ -160,7 +160,8 @@ def _one_knob(group: str, knob: str, values: Sequence[Any], ids: Sequence[str]) 
 
 
 def _decoders() -> Group:
-    """Decode pipelines against the machine's two ceilings (:mod:`lfw.pipelines`; the README explains the pick).
+    """Decode pipelines against the machine's two ceilings (:mod:`lfw.pipelines`; docs/decoders.md explains the
+    pick).
 
     Every pass is one epoch over the same 1,024 images with persistent workers (started in the warm-up round),
     so the group compares steady pipelines, not worker start-up; batch 64, uint8 output unless named. Memory is

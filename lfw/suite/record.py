@@ -148,12 +148,13 @@ KNOBS = ("num_workers", "batch_size", "transform", "index", "pin_memory", "persi
 def knob_params(config: LoaderConfig, *, transform: str | None, index: str | None,
                 case_params: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The uniform params of a case: exactly the names of :data:`KNOBS`, from its loader configuration, preset and
-    index, then its own parametrized values where they name a knob (``case_params`` win), None where a knob does
-    not apply. A test's other parameters stay in its id and ``extra_info``."""
+    index, then the test's own parametrized values (``case_params`` win, and a test's other parameters, such as
+    the memory experiments' ``layout`` and ``freeze``, are kept beside the knobs), None where a knob does not
+    apply."""
     params: dict[str, Any] = dict.fromkeys(KNOBS)
     params.update({k: v for k, v in config.as_dict().items() if k in KNOBS})
     params.update({"transform": transform, "index": index})
-    params.update({k: v for k, v in (case_params or {}).items() if k in KNOBS})
+    params.update(case_params or {})
     return params
 
 
