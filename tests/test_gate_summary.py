@@ -184,6 +184,19 @@ def test_charts_of_this_run_are_linked_and_older_ones_are_not(tmp_path: Path, st
     assert "- [reports/workers.png](workers.png)" in page and "leak.png" not in page
 
 
+def test_in_github_actions_the_charts_are_named_not_linked(tmp_path: Path, step_summary: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relative link leads nowhere in a job summary or a pull-request comment: the artifact's files are named."""
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    run = tmp_path / "reports" / "gate-run.json"
+    run.parent.mkdir()
+    run.write_bytes(UNCHANGED.read_bytes())
+    (tmp_path / "reports" / "workers.png").write_bytes(b"png")
+    assert main([str(BASELINE), "reports/gate-run.json"]) == 0
+    page = step_summary.read_text()
+    assert "uploaded `reports` artifact: `workers.png`" in page and "](workers.png)" not in page
+
+
 def test_a_paired_improvement_needs_the_threshold_the_other_way_and_the_whole_interval() -> None:
     faster, about_same = pairs(1.10, 0.01, 10, seed=1), pairs(1.02, 0.01, 10, seed=2)
     later = pairs(1.5, 0.01, 10, seed=3)

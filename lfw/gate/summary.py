@@ -132,8 +132,13 @@ def charts_beside(summary: Path, since: float) -> list[Path]:
 
 
 def chart_links(charts: Sequence[Path], summary: Path, hint: str) -> list[str]:
+    """Links to the run's charts, relative to the page. In GitHub Actions the page is read as the job summary and
+    a pull-request comment, where a relative link leads nowhere: the charts are named, in the uploaded artifact."""
     if not charts:
         return ["#### Charts", "", f"no chart of this run in {summary.parent}/ ({hint})", ""]
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        names = ", ".join(f"`{p.name}`" for p in charts)
+        return ["#### Charts", "", f"in this job's uploaded `{summary.parent.name}` artifact: {names}", ""]
     links = [f"- [{p.as_posix()}]({os.path.relpath(p, summary.parent)})" for p in charts]
     return ["#### Charts", "", *links, ""]
 
