@@ -99,6 +99,15 @@ PIL_CEILING_IMAGES_PER_S = "pil_ceiling_images_per_s"
 PIL_CEILING_SHARE = "pil_ceiling_share"
 MEMMAP_CEILING_IMAGES_PER_S = "memmap_ceiling_images_per_s"
 MEMMAP_CEILING_SHARE = "memmap_ceiling_share"
+# Where the CPU of a decode pipeline goes: stage name -> ms of CPU per image, timed inside the workers and the
+# main process (lfw.measure.stages), and how much of the measured tree CPU per image the timed stages account for.
+STAGE_MS_PER_IMAGE = "stage_ms_per_image"
+STAGE_COVERAGE = "stage_coverage"  # sum of the timed stages / cpu_ms_per_image, per round in rounds_stage_coverage
+# A pipeline's rate over usable cores x the single-core rate of its own decoder (its ``ceiling-decode-*`` member,
+# measured in the same rotation), per round; the interval is the rounds' lowest and highest share.
+OWN_DECODER_IMAGES_PER_S = "own_decoder_images_per_s"  # usable cores x the decoder's single-core rate
+OWN_DECODER_SHARE = "own_decoder_share"
+OWN_DECODER = "own_decoder"  # the ceiling member the share is taken against
 
 # --- remote storage (the remote group): the case, the traffic through the proxy, the endpoint's ceiling -------
 STRATEGY = "strategy"
@@ -197,3 +206,11 @@ SELECTION = "lfw_selection"  # what the run was asked to run and how each select
 
 def per_core_machine_key(transform: str) -> str:
     return f"{PER_CORE_MACHINE_PREFIX}{transform}"
+
+
+# --- start-up cost (the startup group): the dataset object each worker receives --------------------------------
+INDEX_ENTRIES = "index_entries"
+PICKLED_DATASET_BYTES = "pickled_dataset_bytes"  # len(pickle.dumps(dataset)): what spawn/forkserver send each worker
+
+# --- thread-based map (the thread-map group): torchdata.nodes ParallelMapper -----------------------------------
+MAP_METHOD = "map_method"  # "thread" or "process" (ParallelMapper), "dataloader" for the reference
