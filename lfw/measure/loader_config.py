@@ -79,7 +79,9 @@ class LoaderConfig:
     def build(self, dataset: Dataset, collate_fn: Any = None, sampler: Sampler | None = None) -> DataLoader:
         """The DataLoader for ``dataset``; worker-only options are passed only when there are workers.
 
-        ``sampler`` (e.g. a ``DistributedSampler``) decides the order itself, so ``shuffle`` must then be off.
+        ``sampler`` (e.g. a ``DistributedSampler``) decides the order itself, so ``shuffle`` must then be off. A
+        dataset whose ``yields_batches`` is true (:class:`~lfw.pipelines.slots.SlotBatches`) makes its own batches
+        of ``batch_size``: the loader then batches nothing (``batch_size=None``) and collates nothing.
         """
         if sampler is not None and self.shuffle:
             raise LFWError("a sampler decides the order: build it with shuffle=False (the sampler shuffles)")
@@ -94,9 +96,10 @@ class LoaderConfig:
                 kwargs["multiprocessing_context"] = self.start_method
         if collate_fn is None and getattr(dataset, "on_error", "raise") == "skip":
             collate_fn = collate_skipping
+        batched = getattr(dataset, "yields_batches", False)  # items are whole batches of batch_size already
         return DataLoader(
             dataset,
-            batch_size=self.batch_size,
+            batch_size=None if batched else self.batch_size,
             shuffle=self.shuffle,
             num_workers=self.num_workers,
             pin_memory=self.pin_memory and torch.cuda.is_available(),

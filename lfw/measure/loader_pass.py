@@ -29,6 +29,7 @@ from torch.utils.data import DataLoader
 
 from lfw.errors import LFWError, one_line
 from lfw.measure.memory import TreeSampler, TreeSnapshot, tree_snapshot
+from lfw.measure.stages import RECEIVE, StageClock, StageTotals
 from lfw.measure.torch_compat import drop_persistent_workers, shutdown_workers, worker_pids
 from lfw.results import keys as K
 
@@ -115,6 +116,7 @@ class PassResult:
     main_cpu_s: float | None = None  # CPU seconds of the main process (all its threads) while the clock ran
     workers_cpu_s: float | None = None  # CPU seconds of the DataLoader workers while the clock ran
     extra: dict[str, float] = field(default_factory=dict)  # what a member measured beside the pass (an endpoint's)
+    stages: StageTotals | None = None  # CPU seconds per stage, when the dataset times its stages
 
     @property
     def cpu_s(self) -> float | None:
@@ -197,11 +199,14 @@ class LoaderPass:
             is measured from there rather than from before the pass; costs one in-pass sample.
         step: called with each batch inside the timed pass, as a training step would be (``lfw.diagnose``);
             its durations and the per-batch event times (relative to the pass start) are recorded.
+        stages: the dataset's :class:`~lfw.measure.stages.StageClock`: zeroed before each pass, read after it,
+            with the main thread's CPU inside ``next()`` that no stage claimed added as ``receive``
+            (:attr:`PassResult.stages`).
     """
 
     def __init__(self, loader: DataLoader, batches: int | None = None, *, device: str | None = None,
                  memory_interval_s: float | None = DEFAULT_MEMORY_INTERVAL_S, mark_start: bool = False,
-                 step: Callable[[Any], None] | None = None) -> None:
+                 step: Callable[[Any], None] | None = None, stages: StageClock | None = None) -> None:
         if batches is not None and batches <= 0:
             raise LFWError(f"batches to check must be a positive integer, got {batches}")
         self.loader = loader
@@ -212,6 +217,7 @@ class LoaderPass:
         self.memory_interval_s = memory_interval_s
         self.mark_start = mark_start
         self.step = step
+        self.stages = stages
         self.results: list[PassResult] = []
         self.shutdown_errors: list[str] = []
         self._iterator: Iterator[Any] | None = None
@@ -257,6 +263,9 @@ class LoaderPass:
         ttfb = 0.0
         # Persistent workers exist before the pass and carry CPU time from earlier epochs; new ones start at 0.
         workers_cpu0 = {pid: _process_cpu(pid) for pid in worker_pids(self.loader)}
+        if self.stages is not None:
+            self.stages.reset()
+        next_cpu = 0.0  # main-thread CPU inside next(): the receive stage once the stages it ran are taken out
         cpu0 = time.process_time()
         started_unix = time.time()
         t0 = time.perf_counter()
@@ -266,9 +275,10 @@ class LoaderPass:
             iterator = iter(self.loader)
             self._iterator, self._exhausted = iterator, False
             while batches < self.batches:
-                t_ask = time.perf_counter()
+                t_ask, c_ask = time.perf_counter(), time.thread_time()
                 batch = next(iterator)
                 t_got = time.perf_counter()
+                next_cpu += time.thread_time() - c_ask
                 if self.device is not None:
                     batch = _to_device(batch, self.device)
                 if batches == 0:
@@ -305,9 +315,14 @@ class LoaderPass:
                 sampler.request_stop()
                 self._sampler = sampler
         self._exhausted = batches >= len(self.loader)
+        stages = None
+        if self.stages is not None:
+            self.stages.add_main_seconds(RECEIVE, max(0.0, next_cpu - self.stages.main_thread_seconds()))
+            stages = self.stages.totals()
         result = PassResult(images=images, batches=batches, wall_s=wall, ttfb_s=ttfb, waits_s=waits, steps_s=steps,
                             events=events, t0=t0, started_unix=started_unix, first_batch_images=first_images,
-                            main_cpu_s=main_cpu, workers_cpu_s=workers_cpu)
+                            main_cpu_s=main_cpu, workers_cpu_s=workers_cpu,
+                            stages=stages)
         self._worker_pids = worker_pids(self.loader, iterator)
         self.results.append(result)
         return result

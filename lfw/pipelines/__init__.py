@@ -10,7 +10,10 @@ A :class:`Pipeline` names one way of getting LFW from storage into a batch, on f
   thread pool in each loading process (the main process when there are no workers);
 - ``output``: ``uint8``; ``float`` (normalized where the image is loaded); ``deferred`` (uint8 through the
   loader, normalized per batch by the consumer: on the GPU when the pass copies there, in the main process
-  otherwise).
+  otherwise);
+- ``batching``: ``items`` (the DataLoader collates decoded images into a new batch, which workers hand over
+  through a new shared-memory segment each time) or ``slots`` (whole batches decoded straight into reusable
+  shared-memory slots, :mod:`lfw.pipelines.slots`).
 
 Its :meth:`Pipeline.dataset` is an ordinary map-style or iterable dataset, so a pipeline is measured by the same
 :class:`~lfw.measure.LoaderPass` as every other configuration.
@@ -29,10 +32,12 @@ from lfw.data.dataset import OnError
 from lfw.errors import LFWError
 from lfw.pipelines.datasets import DecodedMemmap, JpegFiles, TarShards, normalize
 from lfw.pipelines.decoders import DECODERS
+from lfw.pipelines.slots import SlotBatches
 from lfw.pipelines.storage import decoded_memmap, tar_shards
 
 STORAGES = ("files", "tar", "memmap")
 PIPELINE_OUTPUTS = ("uint8", "float", "deferred")
+BATCHINGS = ("items", "slots")
 IMAGES_PER_SHARD = 128  # a pass of 1,024 images reads 8 shards: 4 per worker with 2 workers
 
 
@@ -45,6 +50,7 @@ class Pipeline:
     threads: int = 0
     output: str = "uint8"
     size: int | None = None
+    batching: str = "items"
 
     def __post_init__(self) -> None:
         if self.decoder not in DECODERS:
@@ -53,16 +59,24 @@ class Pipeline:
             raise LFWError(f"unknown storage {self.storage!r}; choose one of: {', '.join(STORAGES)}")
         if self.output not in PIPELINE_OUTPUTS:
             raise LFWError(f"unknown output {self.output!r}; choose one of: {', '.join(PIPELINE_OUTPUTS)}")
+        if self.batching not in BATCHINGS:
+            raise LFWError(f"unknown batching {self.batching!r}; choose one of: {', '.join(BATCHINGS)}")
+        if self.batching == "slots" and (self.storage, self.threads, self.output, self.size) != ("files", 0, "uint8",
+                                                                                                None):
+            raise LFWError("slot batches decode loose files to uint8 at their own size, one image at a time")
         if self.threads and self.storage != "files":
             raise LFWError("decode threads apply to loose files only (tar shards stream, a memmap does not decode)")
 
-    def dataset(self, root: str | os.PathLike[str], images: int | None = None,
-                on_error: OnError = "raise") -> TarShards | DecodedMemmap | JpegFiles | Subset[Any]:
+    def dataset(self, root: str | os.PathLike[str], images: int | None = None, on_error: OnError = "raise",
+                batch_size: int = 64) -> TarShards | DecodedMemmap | JpegFiles | SlotBatches | Subset[Any]:
         """A sized dataset over the first ``images`` images of the tree at ``root`` (all when None).
 
         Tar shards are built from exactly those images, so a pass over them is one epoch; the memmap holds the
-        whole tree and is cut by a ``Subset`` like the loose files.
+        whole tree and is cut by a ``Subset`` like the loose files. Slot batches are batches of ``batch_size``
+        (the DataLoader then runs with ``batch_size=None``) and stop at the first bad file whatever ``on_error``.
         """
+        if self.batching == "slots":
+            return SlotBatches(root, self.decoder, batch_size, images)
         loaded = "uint8" if self.output == "deferred" else self.output
         if self.storage == "tar":
             shards = tar_shards(root, IMAGES_PER_SHARD, images)
@@ -96,4 +110,6 @@ class Pipeline:
             words.append(f"r{self.size}")
         if self.output != "uint8":
             words.append(self.output)
+        if self.batching == "slots":
+            words.append("slots")
         return "-".join(words)

@@ -32,6 +32,7 @@ from torchvision.transforms.v2 import functional as F
 from lfw.data.dataset import LFWDataset, OnError
 from lfw.data.transforms import IMAGENET_MEAN, IMAGENET_STD
 from lfw.errors import CorruptImageError, LFWError
+from lfw.measure.stages import DECODE, READ, TRANSFORM, StageClock, now
 from lfw.pipelines.decoders import check_decoder, decode, read_file
 
 OUTPUTS = ("uint8", "float")
@@ -45,31 +46,46 @@ def normalize(images: torch.Tensor) -> torch.Tensor:
 
 class TensorOutput:
     """What follows the decode: resize to ``size`` (antialiased, on the uint8 tensor), then ``uint8`` or
-    normalized ``float32``. A class, not a closure, so spawned workers can unpickle it."""
+    normalized ``float32``, timed as the ``transform`` stage on ``clock``. A class, not a closure, so spawned
+    workers can unpickle it."""
 
-    def __init__(self, size: int | None = None, output: str = "uint8") -> None:
+    def __init__(self, size: int | None = None, output: str = "uint8", clock: StageClock | None = None) -> None:
         if output not in OUTPUTS:
             raise LFWError(f"unknown output {output!r}; choose one of: {', '.join(OUTPUTS)}")
         if size is not None and size <= 0:
             raise LFWError(f"output size must be a positive number of pixels, got {size}")
         self.size = size
         self.output = output
+        self.clock = clock
 
     def __call__(self, image: torch.Tensor) -> torch.Tensor:
+        t = now()
         if self.size is not None:
             image = F.resize(image, [self.size, self.size], antialias=True)
-        return normalize(image) if self.output == "float" else image
+        out = normalize(image) if self.output == "float" else image
+        if self.clock is not None:
+            self.clock.add(TRANSFORM, t)
+        return out
 
 
 class DecodeFile:
-    """The loader of :class:`JpegFiles`: a path to a (3, H, W) uint8 tensor through ``decoder``."""
+    """The loader of :class:`JpegFiles`: a path to a (3, H, W) uint8 tensor through ``decoder``; the ``read`` and
+    ``decode`` stages are timed on ``clock``."""
 
-    def __init__(self, decoder: str, size: int | None = None) -> None:
+    def __init__(self, decoder: str, size: int | None = None, clock: StageClock | None = None) -> None:
         self.decoder = check_decoder(decoder)
         self.size = size
+        self.clock = clock
 
     def __call__(self, path: str) -> torch.Tensor:
-        return decode(self.decoder, read_file(path), path, self.size)
+        if self.clock is None:
+            return decode(self.decoder, read_file(path), path, self.size)
+        t = now()
+        data = read_file(path)
+        t = self.clock.add(READ, t, images=1)
+        image = decode(self.decoder, data, path, self.size)
+        self.clock.add(DECODE, t)
+        return image
 
 
 class JpegFiles(LFWDataset):
@@ -88,8 +104,10 @@ class JpegFiles(LFWDataset):
                  output: str = "uint8", threads: int = 0, on_error: OnError = "raise") -> None:
         if threads < 0:
             raise LFWError(f"threads must be 0 (one item at a time) or more, got {threads}")
-        super().__init__(root, transform=TensorOutput(size, output), index="numpy", on_error=on_error,
-                         loader=DecodeFile(decoder, size if decoder == "pil-draft" else None))
+        self.stage_clock = StageClock()
+        super().__init__(root, transform=TensorOutput(size, output, self.stage_clock), index="numpy",
+                         on_error=on_error,
+                         loader=DecodeFile(decoder, size if decoder == "pil-draft" else None, self.stage_clock))
         self.threads = threads
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
@@ -130,7 +148,8 @@ class TarShards(IterableDataset):
         self.images = images
         self.decoder = check_decoder(decoder)
         self.draft = size if decoder == "pil-draft" else None
-        self.finish = TensorOutput(size, output)
+        self.stage_clock = StageClock()
+        self.finish = TensorOutput(size, output, self.stage_clock)
         self.on_error = on_error
         self.bad_files = 0
 
@@ -148,22 +167,28 @@ class TarShards(IterableDataset):
 
     def _read(self, shard: Path) -> Iterator[Item]:
         try:
+            clock = self.stage_clock
+            t = now()
             with tarfile.open(shard, mode="r|") as tar:  # a stream: one sequential read of the shard
-                for member in tar:
+                for member in tar:  # the read stage: from the end of the last item to this member's bytes
                     if not member.isfile():
                         continue
                     handle = tar.extractfile(member)
                     data = handle.read() if handle is not None else b""
                     person = member.name.split("/", 1)[0]
+                    t = clock.add(READ, t, images=1)
                     try:
                         image = decode(self.decoder, data, f"{shard.name}:{member.name}", self.draft)
+                        t = clock.add(DECODE, t)
                     except CorruptImageError:
                         if self.on_error == "raise":
                             raise
                         self.bad_files += 1
                         yield None
                         continue
-                    yield self.finish(image), self.label_of.get(person, -1)
+                    item = self.finish(image), self.label_of.get(person, -1)
+                    yield item
+                    t = now()
         except (tarfile.TarError, EOFError, OSError) as exc:
             raise CorruptImageError(f"cannot read tar shard {shard}: {exc}; rebuild it (delete the file and "
                                     "run again) or replace it") from None
@@ -183,14 +208,20 @@ class DecodedMemmap(Dataset):
         if self.images.ndim != 4 or self.images.dtype != np.uint8 or len(self.labels) != len(self.images):
             raise LFWError(f"{images} is not a decoded LFW memmap (N x H x W x 3 uint8 with N labels); delete it "
                            "and run again to rebuild it")
-        self.finish = TensorOutput(size, output)
+        self.stage_clock = StageClock()
+        self.finish = TensorOutput(size, output, self.stage_clock)
 
     def __len__(self) -> int:
         return len(self.images)
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
-        return self.finish(torch.from_numpy(np.array(self.images[i])).permute(2, 0, 1)), int(self.labels[i])
+        t = now()
+        image = torch.from_numpy(np.array(self.images[i])).permute(2, 0, 1)
+        self.stage_clock.add(READ, t, images=1)
+        return self.finish(image), int(self.labels[i])
 
     def __getitems__(self, indices: Sequence[int]) -> list[tuple[torch.Tensor, int]]:
+        t = now()
         batch = torch.from_numpy(self.images[np.asarray(indices)]).permute(0, 3, 1, 2)
+        self.stage_clock.add(READ, t, images=len(indices))
         return [(self.finish(image), int(self.labels[i])) for image, i in zip(batch, indices, strict=True)]

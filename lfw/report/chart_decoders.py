@@ -1,22 +1,74 @@
 """Chart: images/s per decode pipeline against the machine's two ceilings, and where its CPU went.
 
-Left: images/s per pipeline (mean ± sd over rounds), fastest first, with the two ceilings of the same rotation as
-vertical lines: usable cores x the PIL path's single-core rate, and usable cores x the decoded memmap's
-(decode-free) rate. Right: the process tree's CPU utilization during the pass (cores busy / cores) beside the
-CPU time per image, the two measurements that say what stops a pipeline (:mod:`lfw.report.pipelines`).
+Left: images/s per pipeline (mean ± sd over rounds), fastest first, labelled with its share of usable cores x
+its own decoder's single-core rate, and the two ceilings of the same rotation as vertical lines: usable cores
+x the PIL path's single-core rate, and usable cores x the decoded memmap's (decode-free) rate. Right: where
+each image's CPU went, stage by stage (``stage_ms_per_image``, stacked), the measured CPU no stage claimed
+(hatched, in workers and in the main process) and the measured CPU per image of the process tree (a black
+tick): the bars reach the tick when the stages add up. Labels give the stages' coverage of the measured CPU
+and the cores' utilization (:mod:`lfw.report.pipelines`).
 """
 
 from __future__ import annotations
 
 from statistics import median
 
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from lfw.report.figures import bar_height, colour_map, new_figure
 from lfw.report.pipelines import GROUP
-from lfw.results import Run
+from lfw.results import Case, Run
 from lfw.results import keys as K
 from lfw.stats.variation import mean_sd
+
+STAGE_COLOURS = {"read": "#9ecae1", "decode": "#3182bd", "transform": "#fdae6b", "collate": "#e6550d",
+                 "receive": "#756bb1"}
+
+
+def _own(case: Case) -> str:
+    share = case.number(K.OWN_DECODER_SHARE)
+    return f"{share:.0%} of own decoder" if share is not None else f"{case.number(K.PIL_CEILING_SHARE) or 0:.0%} of PIL"
+
+
+def stage_panel(ax: Axes, cases: list[Case], cores: int) -> None:
+    """Stacked stage ms per image, the unclaimed gap hatched, and the measured CPU per image as a tick."""
+    rows = range(len(cases))
+    used: set[str] = set()
+    for row, case in zip(rows, cases, strict=True):
+        stages = case.extra.get(K.STAGE_MS_PER_IMAGE) or {}
+        gaps = case.extra.get(K.STAGE_GAP_MS_PER_IMAGE) or {}
+        left = 0.0
+        for name, colour in STAGE_COLOURS.items():
+            width = float(stages.get(name, 0.0))
+            if width <= 0:
+                continue
+            ax.barh(row, width, left=left, color=colour, label=name if name not in used else None)
+            used.add(name)
+            left += width
+        for where in ("workers", "main"):
+            width = float(gaps.get(where, 0.0))
+            if width > 0:
+                label = f"not in a stage ({where})"
+                ax.barh(row, width, left=left, color="white", edgecolor="grey", hatch="//" if where == "workers"
+                        else "..", label=label if label not in used else None)
+                used.add(label)
+                left += width
+        measured = case.number(K.CPU_MS_PER_IMAGE)
+        if measured is not None:
+            ax.plot([measured, measured], [row - 0.4, row + 0.4], color="black", linewidth=2,
+                    label="measured CPU per image" if "tick" not in used else None)
+            used.add("tick")
+        coverage, util = case.number(K.STAGE_COVERAGE), case.number(K.CPU_UTILIZATION)
+        words = ([f"stages {coverage:.0%} of CPU"] if coverage is not None else []) + (
+            [f"{util:.0%} of {cores} cores busy"] if util is not None else [])
+        ax.text(max(left, measured or 0.0) * 1.02 + 0.01, row, ", ".join(words), va="center", fontsize=8)
+    ax.set_yticks(list(rows), [""] * len(cases))
+    ax.set_ylim(len(cases) - 0.5, -0.5)
+    widest = max((c.number(K.CPU_MS_PER_IMAGE) or 0.0) for c in cases)
+    ax.set_xlim(0, max(widest, 0.1) * 1.7)
+    ax.set_xlabel("CPU ms per image, by stage (tick: the process tree's measured CPU per image)")
+    ax.legend(loc="lower right", fontsize=7)
 
 
 def decoders_chart(run: Run) -> Figure | None:
@@ -31,8 +83,8 @@ def decoders_chart(run: Run) -> Figure | None:
     bars = rate_ax.barh(rows, [m for m, _ in points], xerr=[s for _, s in points], capsize=3,
                         color=[colours[c.value(K.DECODER) if c.value(K.STORAGE) != "memmap" else "memmap"]
                                for c in cases])
-    rate_ax.bar_label(bars, [f"{c.number(K.IMAGES_PER_S) or 0:,.0f} ({c.number(K.PIL_CEILING_SHARE) or 0:.0%})"
-                             for c in cases], padding=4, fontsize=8)
+    rate_ax.bar_label(bars, [f"{c.number(K.IMAGES_PER_S) or 0:,.0f} ({_own(c)})" for c in cases], padding=4,
+                      fontsize=8)
     cores = int(cases[0].number(K.USABLE_CORES) or 1)
     pil = median(c.number(K.PIL_CEILING_IMAGES_PER_S) or 0.0 for c in cases)
     memmap = median(c.number(K.MEMMAP_CEILING_IMAGES_PER_S) or 0.0 for c in cases)
@@ -46,18 +98,9 @@ def decoders_chart(run: Run) -> Figure | None:
     rate_ax.set_yticks(rows, [c.label for c in cases])
     rate_ax.set_ylim(len(cases) - 0.5, -0.5)
     rate_ax.set_xlim(0, right)
-    rate_ax.set_xlabel("images/s (labels: median, share of the PIL ceiling)")
+    rate_ax.set_xlabel("images/s (labels: median, share of cores x its own decoder's single-core rate)")
     rate_ax.legend(loc="lower right", fontsize=8)
-    utilization = [100 * (c.number(K.CPU_UTILIZATION) or 0.0) for c in cases]
-    bars = cpu_ax.barh(rows, utilization, color="#9ecae1")
-    cpu_ax.bar_label(bars, [f"{u:.0f}%, {c.number(K.CPU_MS_PER_IMAGE) or 0:.2f} ms/img"
-                                            for u, c in zip(utilization, cases, strict=True)], padding=4,
-                     fontsize=8)
-    cpu_ax.axvline(100, color="black", linestyle="--", linewidth=1.2)
-    cpu_ax.set_yticks(rows, [""] * len(cases))
-    cpu_ax.set_ylim(len(cases) - 0.5, -0.5)
-    cpu_ax.set_xlim(0, 150)
-    cpu_ax.set_xlabel(f"CPU utilization of the process tree, % of {cores} cores (labels: CPU ms per image)")
-    fig.suptitle("Decode pipelines: images/s against the machine's ceilings (mean ± sd over rounds), and where the "
-                 "CPU went", fontweight="bold")
+    stage_panel(cpu_ax, cases, cores)
+    fig.suptitle("Decode pipelines: images/s against the machine's ceilings (mean ± sd over rounds), and where "
+                 "each image's CPU went", fontweight="bold")
     return fig

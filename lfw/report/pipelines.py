@@ -1,18 +1,22 @@
 """The decoders group read for its answer: the fastest pipeline, how close it gets, and what stops it.
 
-"What stops it" is taken from measurements of the same rotation, not guessed. The fastest pipeline's rate on
-``cores`` cores is ``cores x utilization / cpu_per_image``; the same decoder in the main process alone (its
-``<decoder>-w0`` case: one thread, no workers, no threads) spends ``reference_cpu`` per image, so the best this
-decoder could do on the machine is ``cores / reference_cpu``, and the shortfall splits into two measured factors:
+"What stops it" is taken from measurements of the same rotation, not guessed. The best a pipeline could do on
+``cores`` cores is ``cores`` x its own decoder's single-core rate (the ``ceiling-decode-*`` member of the same
+rotation: the same decode, one image at a time in one thread, no DataLoader), so its share of that limit
+(``own_decoder_share``) splits into two measured factors:
 
 - **idle cores** (``1 - utilization``): CPU seconds of the process tree over wall seconds x cores during the
   pass. Cores left idle mean something serializes: the GIL between decode threads, or the main process that
   receives and hands on every batch;
-- **CPU overhead** (``cpu_per_image / reference_cpu - 1``): work parallelism adds beside the decode: pickling and
-  shared-memory copies of every batch between worker and main process (IPC), thread hand-offs, collation twice.
+- **CPU overhead** (``cpu_per_image / decoder_cpu_per_image - 1``): work beside the decode, which the stage
+  breakdown (``stage_ms_per_image``) names: collating into a new batch, handing it between processes, thread
+  hand-offs.
 
+Runs saved before the own-decoder member existed fall back to the same decoder's ``-w0`` case as the reference.
 Memory bandwidth is judged by the decode-free ceiling of the same rotation (the uint8 memmap): a pipeline far
 below it is not bound by moving bytes. When both factors are small the cores are simply busy decoding.
+
+Every share printed says what it is a share of, with the rounds' lowest and highest value beside the median.
 """
 
 from __future__ import annotations
@@ -24,6 +28,26 @@ from lfw.results import keys as K
 
 GROUP = "decoders"
 SMALL = 0.10  # a factor that costs less than this share of the rate is not what stops the pipeline
+STAGE_LABELS = {"read": "read (open + bytes)", "decode": "decode", "transform": "transform", "collate": "collate",
+                "receive": "receive (main process)"}
+
+
+def share_text(case: Case, key: str) -> str:
+    """``93% (rounds 91-95%)``: a share's median and the interval of its rounds."""
+    median = case.number(key) or 0.0
+    rounds = [float(v) for v in case.rounds(key) or []]
+    if len(rounds) < 2:
+        return f"{median:.0%}"
+    return f"{median:.0%} (rounds {min(rounds):.0%}-{max(rounds):.0%})"
+
+
+def largest_stage(case: Case) -> tuple[str, float] | None:
+    """The stage with the most CPU per image, and its ms; None when the case timed no stages."""
+    stages = case.extra.get(K.STAGE_MS_PER_IMAGE)
+    if not isinstance(stages, dict) or not stages:
+        return None
+    name = max(stages, key=lambda s: float(stages[s]))
+    return name, float(stages[name])
 
 
 @dataclass(frozen=True)
@@ -32,7 +56,7 @@ class PipelineVerdict:
 
     best: Case
     cores: int
-    reference: Case | None  # the same decoder and storage in the main process, one thread
+    reference: Case | None  # the same decoder and storage in the main process, one thread (older runs)
 
     @property
     def images_per_s(self) -> float:
@@ -43,15 +67,25 @@ class PipelineVerdict:
         return self.best.number(K.CPU_UTILIZATION)
 
     @property
+    def decoder_cpu_ms(self) -> float | None:
+        """CPU ms per image of the decoder alone: from its own single-core rate, else the reference case's."""
+        limit = self.best.number(K.OWN_DECODER_IMAGES_PER_S)
+        if limit:
+            return 1e3 * self.cores / limit
+        return self.reference.number(K.CPU_MS_PER_IMAGE) if self.reference is not None else None
+
+    @property
     def overhead(self) -> float | None:
-        """Extra CPU per image over the same decoder alone in the main process (0.25: a quarter more)."""
-        mine = self.best.number(K.CPU_MS_PER_IMAGE)
-        alone = self.reference.number(K.CPU_MS_PER_IMAGE) if self.reference is not None else None
+        """Extra CPU per image over the same decoder alone (0.25: a quarter more)."""
+        mine, alone = self.best.number(K.CPU_MS_PER_IMAGE), self.decoder_cpu_ms
         return mine / alone - 1 if mine and alone else None
 
     @property
     def own_ceiling_share(self) -> float | None:
-        """Rate over ``cores`` x the same decoder's single-core rate: utilization / (1 + overhead)."""
+        """Rate over ``cores`` x the same decoder's single-core rate: measured, else utilization / (1 + overhead)."""
+        measured = self.best.number(K.OWN_DECODER_SHARE)
+        if measured is not None:
+            return measured
         if self.utilization is None or self.overhead is None:
             return None
         return self.utilization / (1 + self.overhead)
@@ -63,7 +97,7 @@ class PipelineVerdict:
         workers = int(self.best.value("num_workers") or 0)
         threads = int(self.best.value(K.THREADS) or 0)
         if idle is None or overhead is None:
-            return "not measured (no CPU accounting or no single-thread case of the same decoder in this run)"
+            return "not measured (no CPU accounting or no single-core rate of the same decoder in this run)"
         lost_idle, lost_overhead = idle, 1 - 1 / (1 + overhead) if overhead > 0 else 0.0
         if max(lost_idle, lost_overhead) < SMALL:
             return "decode: the cores are busy decoding (idle and overhead both under 10%)"
@@ -87,14 +121,38 @@ class PipelineVerdict:
         return (f"the decode-free memmap path would allow {ceiling:,.0f} images/s ({1 / share:.1f}x): memory "
                 "bandwidth is not the limit")
 
+    def own_text(self) -> str:
+        """The share of its own decoder's limit, with the limit spelt out so a reader can check it."""
+        b = self.best
+        limit = b.number(K.OWN_DECODER_IMAGES_PER_S)
+        if limit and b.number(K.OWN_DECODER_SHARE) is not None:
+            return (f"{share_text(b, K.OWN_DECODER_SHARE)} of its own decoder's limit ({self.cores} cores x "
+                    f"{limit / self.cores:,.0f} images/s, the {b.value(K.DECODER)} decode's single-core rate in "
+                    f"the same rounds = {limit:,.0f})")
+        own = self.own_ceiling_share
+        if own is not None and self.reference is not None:
+            return f"{own:.0%} of {self.cores} x its own decoder's single-core rate (`{self.reference.label}`)"
+        return "its own decoder's limit not measured"
+
+    def stage_text(self) -> str:
+        """The largest stage and how well the timed stages add up to the measured CPU per image."""
+        largest = largest_stage(self.best)
+        if largest is None:
+            return ""
+        name, ms = largest
+        total = self.best.number(K.CPU_MS_PER_IMAGE) or 0.0
+        coverage = self.best.number(K.STAGE_COVERAGE)
+        added = f"; the timed stages add up to {share_text(self.best, K.STAGE_COVERAGE)} of it" if coverage else ""
+        return (f" Largest stage: {STAGE_LABELS.get(name, name)}, {ms:.3f} of {total:.3f} ms of CPU per image"
+                f"{added}.")
+
     def sentence(self) -> str:
         b = self.best
-        own = self.own_ceiling_share
-        own_text = (f", {own:.0%} of {self.cores} x its own decoder's single-core rate "
-                    f"(`{self.reference.label}`)" if own is not None and self.reference is not None else "")
-        return (f"`{b.label}`: {self.images_per_s:,.0f} images/s, {b.number(K.PIL_CEILING_SHARE) or 0:.0%} of "
-                f"{self.cores} x the PIL path's single-core rate ({b.number(K.PIL_CEILING_IMAGES_PER_S) or 0:,.0f} "
-                f"images/s){own_text}. What stops it: {self.limit()}; {self.memory_bandwidth()}.")
+        pil = b.number(K.PIL_CEILING_IMAGES_PER_S) or 0.0
+        return (f"`{b.label}`: {self.images_per_s:,.0f} images/s (median of {len(b.rounds(K.IMAGES_PER_S) or [])} "
+                f"rounds), {self.own_text()}; {share_text(b, K.PIL_CEILING_SHARE)} of the PIL path's limit "
+                f"({self.cores} x {pil / self.cores:,.0f} = {pil:,.0f} images/s).{self.stage_text()} "
+                f"What stops it: {self.limit()}; {self.memory_bandwidth()}.")
 
 
 def reference_for(case: Case, cases: list[Case]) -> Case | None:

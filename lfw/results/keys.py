@@ -92,6 +92,7 @@ STORAGE = "storage"
 THREADS = "threads"
 OUTPUT = "output"
 OUTPUT_SIZE = "output_size"  # pixels per side after the resize; None: as stored
+BATCHING = "batching"  # "items" (collated by the DataLoader) or "slots" (decoded into reusable shared slots)
 # Machine ceilings measured in the same rotation, x usable cores: the single-core rate of the PIL path
 # (decode + PILToTensor) and the decode-free rate of the uint8 memmap. A pipeline's share of the PIL ceiling may
 # exceed 1 (a faster decoder); of the memmap ceiling it should not.
@@ -103,6 +104,7 @@ MEMMAP_CEILING_SHARE = "memmap_ceiling_share"
 # main process (lfw.measure.stages), and how much of the measured tree CPU per image the timed stages account for.
 STAGE_MS_PER_IMAGE = "stage_ms_per_image"
 STAGE_COVERAGE = "stage_coverage"  # sum of the timed stages / cpu_ms_per_image, per round in rounds_stage_coverage
+STAGE_GAP_MS_PER_IMAGE = "stage_gap_ms_per_image"  # {"workers": ms, "main": ms}: measured CPU no stage claimed
 # A pipeline's rate over usable cores x the single-core rate of its own decoder (its ``ceiling-decode-*`` member,
 # measured in the same rotation), per round; the interval is the rounds' lowest and highest share.
 OWN_DECODER_IMAGES_PER_S = "own_decoder_images_per_s"  # usable cores x the decoder's single-core rate

@@ -181,7 +181,10 @@ def _decoders() -> Group:
         ("simplejpeg-w2t2", Pipeline("simplejpeg", threads=t2), 2, False),
         ("pil-tar-w2", Pipeline("pil", "tar"), 2, False),
         ("memmap-w0", Pipeline("pil", "memmap"), 0, True),
-        ("memmap-w2", Pipeline("pil", "memmap"), 2, False),
+        ("memmap-w2", Pipeline("pil", "memmap"), 2, True),
+        ("simplejpeg-slots-w0", Pipeline("simplejpeg", batching="slots"), 0, False),
+        ("simplejpeg-slots-w2", Pipeline("simplejpeg", batching="slots"), 2, True),
+        ("pil-slots-w2", Pipeline("pil", batching="slots"), 2, False),
         ("pil-r112-w2", Pipeline("pil", size=draft), 2, False),
         ("pil-draft-r112-w2", Pipeline("pil-draft", size=draft), 2, False),
         ("simplejpeg-t2-float", Pipeline("simplejpeg", threads=t2, output="float"), 0, False),
@@ -192,7 +195,7 @@ def _decoders() -> Group:
                    LoaderConfig(batch_size=64, num_workers=workers, persistent_workers=workers > 0), "uint8",
                    epoch_images=True, pipeline=pipeline, memory_interval_s=None, lfw_only=LFW_FILES,
                    full_only=None if quick else "the quick profile runs the decoders' headline cases only")
-        for case_id, pipeline, workers, quick in cases), rounds_quick=3, warmup_rounds=1)
+        for case_id, pipeline, workers, quick in cases), rounds_quick=5, warmup_rounds=1)
 
 
 REMOTE_LATENCIES_MS = (0, 100)  # quick: the two the gate judges; full adds 5, 20 and 50

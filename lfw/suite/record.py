@@ -22,7 +22,7 @@ from lfw.results import keys as K
 from lfw.stats.variation import coefficient_of_variation
 from lfw.suite.matrix import LoaderCase
 from lfw.suite.profiles import Profile
-from lfw.suite.runner import ENDPOINT_CEILING, MEMMAP_CEILING, GroupRotation
+from lfw.suite.runner import ENDPOINT_CEILING, MEMMAP_CEILING, GroupRotation, own_decoder_member
 
 
 def parallel_cores(workers: int, usable_cores: int, capacities: Sequence[float] | None, rounds: int) -> list[float]:
@@ -139,6 +139,47 @@ def machine_ceiling_shares(results: Sequence[PassResult], *, pil: Sequence[float
     return info
 
 
+def own_decoder_shares(results: Sequence[PassResult], *, per_core: Sequence[float], member: str,
+                       usable_cores: int, capacities: Sequence[float] | None = None) -> dict[str, Any]:
+    """A pipeline's rate over ``usable_cores`` x its own decoder's single-core rate, round by round.
+
+    ``per_core`` is the single-core rate of the same decode (``member``, :func:`~lfw.suite.runner.own_decoder_member`)
+    measured in the same rounds; the cores are the machine's, lowered where a round's measured capacity says
+    it gave fewer. The record keeps the median share and every round's (the interval a report prints).
+    """
+    if len(per_core) != len(results):
+        raise ValueError(f"{len(per_core)} ceilings for {len(results)} rounds: pair them by round")
+    cores = parallel_cores(usable_cores, usable_cores, capacities, len(results))
+    limits = [c * n for c, n in zip(per_core, cores, strict=True)]
+    shares = [r.images_per_s / limit for r, limit in zip(results, limits, strict=True)]
+    return {K.OWN_DECODER: member, K.OWN_DECODER_IMAGES_PER_S: round(median(limits), 2),
+            K.rounds(K.OWN_DECODER_IMAGES_PER_S): [round(v, 2) for v in limits],
+            K.OWN_DECODER_SHARE: round(median(shares), 4), K.rounds(K.OWN_DECODER_SHARE): [round(v, 4) for v in shares]}
+
+
+def stage_breakdown(results: Sequence[PassResult]) -> dict[str, Any]:
+    """Where the CPU per image went (:mod:`lfw.measure.stages`): each timed stage's median ms per image over the
+    rounds, the share of the measured tree CPU per image the timed stages add up to (per round and median), and
+    the part no stage claimed, by process: ``workers`` (pickling, handing shared memory over, the worker loop)
+    and ``main`` (whatever the main process did outside ``next()``). Empty when the passes timed no stages."""
+    timed = [r for r in results if r.stages is not None and r.stages.images and r.cpu_s]
+    if not timed:
+        return {}
+    per_round = [r.stages.per_image_ms() for r in timed if r.stages is not None]
+    stages = {s: round(median(d[s] for d in per_round), 4) for s in per_round[0]}
+    coverage, gap_workers, gap_main = [], [], []
+    for r in timed:
+        assert r.stages is not None and r.cpu_s
+        n = r.stages.images
+        coverage.append(sum(r.stages.per_image_ms().values()) / (1e3 * r.cpu_s / n))
+        gap_workers.append(1e3 * ((r.workers_cpu_s or 0.0) - sum(r.stages.workers.values())) / n)
+        main_cpu = r.cpu_s - (r.workers_cpu_s or 0.0)
+        gap_main.append(1e3 * (main_cpu - sum(r.stages.main.values())) / n)
+    return {K.STAGE_MS_PER_IMAGE: stages, K.STAGE_COVERAGE: round(median(coverage), 4),
+            K.rounds(K.STAGE_COVERAGE): [round(c, 4) for c in coverage],
+            K.STAGE_GAP_MS_PER_IMAGE: {"workers": round(median(gap_workers), 4), "main": round(median(gap_main), 4)}}
+
+
 # Every case's pytest-benchmark ``params`` carry these knobs, with None where one does not apply, so
 # ``pytest-benchmark compare --group-by=param:NAME`` works on any run (it fails on a case without NAME).
 KNOBS = ("num_workers", "batch_size", "transform", "index", "pin_memory", "persistent_workers", "prefetch_factor",
@@ -184,9 +225,13 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
         info.update(machine_ceiling_shares(results, pil=rotation.ceiling(f"ceiling-{case.transform}"),
                                            memmap=rotation.ceiling(MEMMAP_CEILING), usable_cores=cores,
                                            capacities=capacities))
+        member = own_decoder_member(case.pipeline)
+        info.update(own_decoder_shares(results, per_core=rotation.ceiling(member), member=member,
+                                       usable_cores=cores, capacities=capacities))
+        info.update(stage_breakdown(results))
         info.update({K.DECODER: case.pipeline.decoder, K.STORAGE: case.pipeline.storage,
                      K.THREADS: case.pipeline.threads, K.OUTPUT: case.pipeline.output,
-                     K.OUTPUT_SIZE: case.pipeline.size})
+                     K.OUTPUT_SIZE: case.pipeline.size, K.BATCHING: case.pipeline.batching})
     else:
         info = summarize(results, ceilings=rotation.ceiling(f"ceiling-{case.transform}"), workers=workers,
                          usable_cores=cores, capacities=capacities)

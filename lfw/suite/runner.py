@@ -29,10 +29,11 @@ from torch.utils.data import Dataset, Subset
 from lfw.data.index import path_at
 from lfw.errors import LFWError
 from lfw.measure.capacity import ParallelCapacity
-from lfw.measure.ceiling import CeilingSweep
+from lfw.measure.ceiling import CeilingSweep, spread_indices
 from lfw.measure.loader_pass import LoaderPass, sleep_step
 from lfw.measure.page_cache import evict, warm
 from lfw.measure.rotation import LoaderMember, Measured, Member, Rotation
+from lfw.measure.stages import TimedCollate, stage_clock_of
 from lfw.pipelines import Pipeline
 from lfw.remote.bench import EndpointCeiling, RemoteMember
 from lfw.remote.dataset import S3LFW
@@ -45,7 +46,30 @@ ROTATION_SEED = 20261122
 CEILING = "ceiling-"
 MEMMAP_CEILING = "ceiling-memmap"
 ENDPOINT_CEILING = "ceiling-endpoint"
+DECODE_CEILING = "ceiling-decode-"
 CAPACITY = "capacity"
+
+
+def own_decoder_member(pipeline: Pipeline) -> str:
+    """The rotation member holding a pipeline's own decoder's single-core rate: the decoded memmap's for the
+    memmap, else ``ceiling-decode-<decoder>[-r<size>][-float]`` (the same decode, resize and output on loose
+    files, one image at a time in the main process, no DataLoader)."""
+    if pipeline.storage == "memmap":
+        return MEMMAP_CEILING
+    name = DECODE_CEILING + pipeline.decoder
+    if pipeline.size:
+        name += f"-r{pipeline.size}"
+    return name + ("-float" if pipeline.output == "float" else "")
+
+
+OWN_DECODER_SWEEP = 3  # x the profile's ceiling images: a share's denominator, so a longer, steadier sweep
+
+
+def _own_decoder_sweep(pipeline: Pipeline, root: Path, profile: Profile) -> CeilingSweep:
+    files = Pipeline(pipeline.decoder, size=pipeline.size,
+                     output="float" if pipeline.output == "float" else "uint8").dataset(root)
+    images = min(len(files), profile.pass_images("uint8"))
+    return CeilingSweep(files, spread_indices(images, OWN_DECODER_SWEEP * profile.ceiling_images))
 
 
 class Datasets:
@@ -76,7 +100,7 @@ class Datasets:
             raise LFWError(f"{case.id} reads from the S3 endpoint the benchmarks start: run it with "
                            "pytest benchmarks -k remote (it has no A/B form)")
         if case.pipeline is not None:
-            return case.pipeline.dataset(self.root, case.pass_images(profile))
+            return case.pipeline.dataset(self.root, case.pass_images(profile), batch_size=case.config.batch_size)
         return self.preset(case.transform, case.index)
 
 
@@ -107,13 +131,15 @@ def case_pass(case: LoaderCase, dataset: Dataset, profile: Profile) -> LoaderPas
     data: Dataset = dataset
     if case.epoch_images and case.pipeline is None:
         data = Subset(dataset, range(min(images, len(dataset))))  # type: ignore[arg-type]
-    loader = case.config.build(data)
+    clock = stage_clock_of(data)
+    collate = TimedCollate(clock) if clock is not None and not getattr(data, "yields_batches", False) else None
+    loader = case.config.build(data, collate)
     device = "cuda" if case.copy_to_cuda and torch.cuda.is_available() else None
     step = sleep_step(case.step_ms / 1e3) if case.step_ms is not None else None
     if case.pipeline is not None:
         step = case.pipeline.consumer_step()
     return LoaderPass(loader, case.batches(profile, len(loader)), device=device,
-                      memory_interval_s=case.memory_interval_s, mark_start=case.mark_start, step=step)
+                      memory_interval_s=case.memory_interval_s, mark_start=case.mark_start, step=step, stages=clock)
 
 
 def case_member(case: LoaderCase, datasets: Datasets, profile: Profile, *, cache_mode: str = "warm",
@@ -183,6 +209,10 @@ class GroupRunner:
         if any(c.pipeline is not None for c in cases):  # decode pipelines: the decode-free ceiling too
             memmap = Pipeline(storage="memmap").dataset(self.datasets.root)
             members[MEMMAP_CEILING] = CeilingSweep(memmap, ceiling_indices(len(memmap), self.profile, "uint8"))
+            for pipeline in dict.fromkeys(c.pipeline for c in cases if c.pipeline is not None):
+                key = own_decoder_member(pipeline)
+                if key not in members:  # each decoder's own single-core rate (own_decoder_share)
+                    members[key] = _own_decoder_sweep(pipeline, self.datasets.root, self.profile)
         if any(c.config.num_workers > 1 and c.remote is None for c in cases):  # cores the machine gives
             members[CAPACITY] = ParallelCapacity(self.cores)
         if any(c.remote is not None for c in cases):  # remote: the endpoint's own zero-latency ceiling

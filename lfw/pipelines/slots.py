@@ -1,0 +1,170 @@
+"""Batches decoded straight into reusable shared-memory slots: the transfer between processes reduced to a slot number.
+
+Through the DataLoader's usual path every batch is built twice and moved once: a worker decodes each image into
+its own tensor, ``default_collate`` copies them into a fresh shared-memory tensor (a new segment per batch, its
+pages faulted in anew), the worker pickles it and hands its file descriptor to the main process, which maps it,
+and the segment is unmapped when the batch is dropped. :class:`SlotBatches` removes all of that but the decode:
+
+- the dataset's items are whole batches (the DataLoader runs with ``batch_size=None``, :attr:`yields_batches`);
+- each loading process owns a ring of ``ring`` batch buffers, ``(ring, batch, H, W, 3)`` uint8, made once
+  (in shared memory in a worker) and reused; the decoder writes each image straight into its slot
+  (simplejpeg's ``buffer=``; other decoders decode and copy once);
+- a worker returns a :class:`SlotBatch`: the slot number and the labels, pickled in a few hundred bytes; the first
+  one a worker sends also carries its ring, whose memory the main process maps once and keeps
+  (:func:`receive_slot`). The main process gets ``(images, labels)``: ``images`` a view of the slot, shape
+  (B, 3, H, W) in ``torch.channels_last`` memory order, ``labels`` int64.
+
+Contract: a batch is a view of a slot that its process reuses ``ring`` batches later. With ``prefetch_factor``
+P, a worker has at most P batches in flight while the consumer holds one, so a ring of P + 2 leaves one slot
+spare; a consumer that keeps a batch beyond the next one must ``clone()`` it. Every image must decode to the
+same size (LFW's 250 x 250): one that does not is a one-line error naming the file.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import uuid
+from typing import Any
+
+import numpy as np
+import psutil
+import torch
+from torch.utils.data import Dataset, get_worker_info
+
+from lfw.data.index import path_at
+from lfw.errors import CorruptImageError, LFWError
+from lfw.measure.stages import DECODE, READ, now
+from lfw.pipelines.datasets import JpegFiles
+from lfw.pipelines.decoders import FIX, decode, not_jpeg, read_file
+
+RING = 4  # prefetch_factor 2 + the batch the consumer holds + one spare
+_ATTACHED: dict[tuple[str, int], torch.Tensor] = {}  # (dataset key, worker pid) -> that worker's ring, mapped here
+
+
+def receive_slot(key: str, pid: int, slot: int, n: int, labels: np.ndarray,
+                 ring: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Unpickle a :class:`SlotBatch` in the main process: ``(images, labels)``, the images a view of the slot.
+
+    A ring that arrives is kept for the worker's later batches; rings of this dataset's workers that have
+    exited are let go then (their memory is unmapped once no batch refers to it).
+    """
+    if ring is not None:
+        for gone in [k for k in _ATTACHED if k[0] == key and not psutil.pid_exists(k[1])]:
+            del _ATTACHED[gone]
+        _ATTACHED[(key, pid)] = ring
+    mine = _ATTACHED.get((key, pid))
+    if mine is None:
+        raise LFWError(f"a slot batch from worker pid {pid} arrived before its ring; batches of one worker must "
+                       "arrive in order (in_order=True)")
+    return mine[slot, :n].permute(0, 3, 1, 2), torch.from_numpy(labels)
+
+
+class SlotBatch:
+    """What a worker returns for a batch: where the images are, the labels, and its ring the first time."""
+
+    def __init__(self, key: str, pid: int, slot: int, n: int, labels: np.ndarray,
+                 ring: torch.Tensor | None) -> None:
+        self.key, self.pid, self.slot, self.n, self.labels, self.ring = key, pid, slot, n, labels, ring
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return receive_slot, (self.key, self.pid, self.slot, self.n, self.labels, self.ring)
+
+
+class SlotBatches(Dataset):
+    """LFW's loose JPEGs as batches of ``batch_size`` decoded into reusable slots (see the module docstring).
+
+    Args:
+        root: LFW folder (as for :class:`~lfw.data.dataset.LFWDataset`).
+        decoder: one of :data:`lfw.pipelines.decoders.DECODERS`; ``simplejpeg`` decodes into the slot itself.
+        batch_size: images per batch (the last batch may be shorter).
+        images: the first ``images`` images of the tree (all when None).
+        ring: slots per loading process.
+    """
+
+    yields_batches = True  # items are whole batches: build the DataLoader with batch_size=None
+
+    def __init__(self, root: str | os.PathLike[str], decoder: str = "simplejpeg", batch_size: int = 64,
+                 images: int | None = None, ring: int = RING) -> None:
+        if batch_size <= 0:
+            raise LFWError(f"batch size must be a positive integer, got {batch_size}")
+        if ring < 2:
+            raise LFWError(f"a slot ring needs at least 2 slots (one decoding, one held), got {ring}")
+        self.files = JpegFiles(root, decoder)
+        self.stage_clock = self.files.stage_clock
+        self.decoder = decoder
+        self.images = len(self.files) if images is None else min(images, len(self.files))
+        if self.images == 0:
+            raise LFWError(f"no images to batch under {root}")
+        self.batch_size = batch_size
+        self.ring_size = ring
+        self.paths = [path_at(self.files.paths, i) for i in range(self.images)]  # what cache modes touch
+        self.labels = np.asarray(self.files.labels[: self.images], dtype=np.int64)
+        first = self.paths[0]
+        height, width = decode(self.decoder, read_file(first), first).shape[1:]
+        self.shape = (int(height), int(width))
+        self.key = uuid.uuid4().hex
+        self._ring: torch.Tensor | None = None
+        self._ring_pid = 0
+        self._next = 0
+        self._sent = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.update(_ring=None, _ring_pid=0, _next=0, _sent=False)  # a worker makes and announces its own ring
+        return state
+
+    def __len__(self) -> int:
+        return math.ceil(self.images / self.batch_size)
+
+    def _slot(self, in_worker: bool) -> tuple[torch.Tensor, int]:
+        if self._ring is None or self._ring_pid != os.getpid():
+            ring = torch.empty((self.ring_size, self.batch_size, *self.shape, 3), dtype=torch.uint8)
+            self._ring = ring.share_memory_() if in_worker else ring
+            self._ring_pid, self._next, self._sent = os.getpid(), 0, False
+        slot, self._next = self._next, (self._next + 1) % self.ring_size
+        return self._ring, slot
+
+    def _decode_into(self, out: np.ndarray, path: str) -> None:
+        t = now()
+        data = read_file(path)
+        t = self.stage_clock.add(READ, t, images=1)
+        if self.decoder == "simplejpeg":
+            import simplejpeg
+
+            reason = not_jpeg(data)
+            if reason is not None:
+                raise CorruptImageError(f"cannot decode image {path}: {reason}; {FIX}")
+            try:
+                image = simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True, buffer=out)
+            except (ValueError, RuntimeError) as exc:
+                raise CorruptImageError(f"cannot decode image {path}: truncated, corrupt or not {self.shape[0]} x "
+                                        f"{self.shape[1]} ({' '.join(str(exc).split())[:100]}); {FIX}") from None
+            decoded = image.shape[:2]
+        else:
+            tensor = decode(self.decoder, data, path)
+            decoded = tuple(tensor.shape[1:])
+            if decoded == self.shape:
+                out[...] = tensor.permute(1, 2, 0).numpy()
+        if tuple(decoded) != self.shape:
+            raise CorruptImageError(f"image {path} is {decoded[0]} x {decoded[1]}, not {self.shape[0]} x "
+                                    f"{self.shape[1]}: slot batches need one image size; resize the tree or use "
+                                    "the per-image pipeline")
+        self.stage_clock.add(DECODE, t)
+
+    def __getitem__(self, b: int) -> tuple[torch.Tensor, torch.Tensor] | SlotBatch:
+        if not 0 <= b < len(self):
+            raise IndexError(f"batch {b} out of range (0..{len(self) - 1})")
+        start, stop = b * self.batch_size, min((b + 1) * self.batch_size, self.images)
+        in_worker = get_worker_info() is not None
+        ring, slot = self._slot(in_worker)
+        block = ring[slot].numpy()
+        for j, i in enumerate(range(start, stop)):
+            self._decode_into(block[j], self.paths[i])
+        labels = self.labels[start:stop].copy()
+        n = stop - start
+        if not in_worker:
+            return ring[slot, :n].permute(0, 3, 1, 2), torch.from_numpy(labels)
+        announce = None if self._sent else ring
+        self._sent = True
+        return SlotBatch(self.key, os.getpid(), slot, n, labels, announce)
