@@ -61,7 +61,7 @@ def test_bad_files_and_sizes_are_one_line_errors(tree_copy: Path) -> None:
 
     Image.new("RGB", (100, 120), (1, 2, 3)).save(victims[6], format="JPEG")
     for decoder in ("simplejpeg", "pil"):
-        with pytest.raises(CorruptImageError, match="one image size|not 250 x 250"):
+        with pytest.raises(CorruptImageError, match=r"one image size|not 250 x 250"):
             SlotBatches(tree_copy, decoder, batch_size=8)[0]
     with pytest.raises(LFWError, match="batch size"):
         SlotBatches(tree_copy, batch_size=0)

@@ -26,6 +26,7 @@ from lfw.report.chart_knobs import (
 )
 from lfw.report.chart_memory import growth_chart, leak_chart, timeline_chart
 from lfw.report.chart_remote import remote_chart
+from lfw.report.chart_startup import startup_chart
 from lfw.report.chart_workers import workers_chart
 from lfw.report.figures import FORMATS, ChartSpec, save_figure
 from lfw.report.mprofile import write_mprofiles
@@ -49,6 +50,10 @@ CHARTS = (
               prefetch_chart),
     ChartSpec("start-method", "Time to first batch per start method",
               "worker start-up cost of fork, forkserver and spawn", "group 'start-method'", start_method_chart),
+    ChartSpec("startup", "Time to first batch against the pickled dataset size",
+              "start-up cost of the dataset object handed to each worker, per start method and workers: fork "
+              "shares it, spawn and forkserver pickle it to every worker",
+              "group 'startup' (the full profile runs it)", startup_chart),
     ChartSpec("efficiency", "Efficiency against the ceiling per configuration",
               "how much of the single-core ceiling times usable cores each configuration reaches",
               "cases with a measured ceiling (extra_info 'efficiency')", efficiency_chart),
@@ -75,7 +80,7 @@ CHARTS = (
               "group 'leak' with per-epoch series in extra_info", leak_chart),
 )
 DRAWN_GROUPS = {"workers-transform", "batch-size", "pin-memory", "prefetch", "start-method", "memory-index",
-                "leak", "distributed", "decoders", "remote"}
+                "leak", "distributed", "decoders", "remote", "startup"}
 COMPARE_STEM = "compare"
 
 
