@@ -1,9 +1,11 @@
 """``python -m lfw.diagnose``: is training data-bound? Measure, predict, show.
 
 Measure (default): a training loop over the LFW loader whose step sleeps ``--step-ms`` or trains a small CNN
-(``--model cnn``). Prints the data-wait fraction, accelerator utilization, batches/s, the bottleneck, the
-simulator's prediction next to the measurement, the worker count that ends the stalls and a recommendation,
-and writes the timeline chart (measured and simulated side by side) to ``--out``.
+(``--model cnn``). The loader reads a transform preset (``--transform``) or a decode pipeline (``--pipeline``: a
+decoders case id such as ``simplejpeg-w2``, or a spec such as ``decoder=simplejpeg,threads=2``). Prints the
+data-wait fraction, accelerator utilization, batches/s, the bottleneck, the simulator's prediction next to the
+measurement, the worker count that ends the stalls and a recommendation, and writes the timeline chart (measured
+and simulated side by side) to ``--out``.
 
 Simulate (``--simulate``): the pipeline model alone, e.g. the seed article's first figure::
 
@@ -18,27 +20,44 @@ import re
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import torch
+from torch.utils.data import Subset
 
 from lfw.cli.args import OneLineParser
 from lfw.data.dataset import LFWDataset
-from lfw.data.root import resolve_root
+from lfw.data.root import DataSource, resolve_root
 from lfw.data.transforms import PRESETS
 from lfw.diagnose.predict import Diagnosis, diagnose, workers_text
 from lfw.diagnose.simulator import PipelineModel, simulate, workers_to_end_stalls
 from lfw.diagnose.timeline import Panel, animate_timeline, draw_timeline
-from lfw.diagnose.training import MODELS, Measurement, make_step, measure_training
+from lfw.diagnose.training import (
+    DEFAULT_WORKERS,
+    MODELS,
+    SPEC_EXAMPLE,
+    Measurement,
+    PipelineSetup,
+    make_step,
+    measure_pipeline,
+    measure_training,
+    pipeline_dataset,
+    pipeline_setup,
+)
 from lfw.errors import LFWError, cli_entry
 from lfw.measure import LoaderConfig
 from lfw.measure.machine import usable_cores
 
 DEFAULT_OUT = Path("reports/diagnose")
 DEFAULT_STEP_MS = 100.0
+DEFAULT_BATCH_SIZE = 64
+DEFAULT_PREFETCH = 2
+DEFAULT_TRANSFORM = "none"
 DESCRIPTION = "Is training data-bound? Measure the wait for data, predict it with a simulator, draw the timeline."
 EXAMPLES = """examples:
   python -m lfw.diagnose --workers 2 --step-ms 50          # emulated 50 ms step (a sleep)
   python -m lfw.diagnose --workers 2 --model cnn --gif     # a real CPU (or CUDA) step, plus an animation
+  python -m lfw.diagnose --pipeline simplejpeg-w2 --step-ms 25   # a decode pipeline of the decoders group
   python -m lfw.diagnose --simulate --workers 7 --load-ms 2000 --step-ms 100 --seconds 30
 """
 
@@ -47,15 +66,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m lfw.diagnose", description=DESCRIPTION, epilog=EXAMPLES,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--simulate", action="store_true", help="run the simulator only (needs --load-ms)")
-    p.add_argument("--workers", type=int, default=2, help="DataLoader workers / simulated loaders (default 2)")
+    p.add_argument("--workers", type=int, default=None,
+                   help=f"DataLoader workers / simulated loaders (default {DEFAULT_WORKERS}; a --pipeline case "
+                        "runs its own)")
     p.add_argument("--step-ms", type=float, default=None,
                    help=f"step time in ms: a sleep when measuring (default {DEFAULT_STEP_MS:g})")
     p.add_argument("--model", default=None, help=f"a real training step instead of a sleep: {', '.join(MODELS)}")
-    p.add_argument("--prefetch-factor", type=int, default=2, help="batches per worker in flight (default 2)")
+    p.add_argument("--prefetch-factor", type=int, default=None,
+                   help=f"batches per worker in flight (default {DEFAULT_PREFETCH})")
     m = p.add_argument_group("measuring")
     m.add_argument("--path", default=None, help="LFW folder (default: $LFW_ROOT, else a cached synthetic tree)")
-    m.add_argument("--batch-size", type=int, default=64, help="images per batch (default 64)")
-    m.add_argument("--transform", default="none", help=f"preset: {', '.join(PRESETS)} (default none)")
+    m.add_argument("--batch-size", type=int, default=None, help=f"images per batch (default {DEFAULT_BATCH_SIZE})")
+    m.add_argument("--transform", default=None, help=f"preset: {', '.join(PRESETS)} (default {DEFAULT_TRANSFORM})")
+    m.add_argument("--pipeline", default=None, metavar="ID",
+                   help=f"a decode pipeline instead of a preset: a decoders case id (simplejpeg-w2, pil-w0, ...) "
+                        f"or a spec key=value,... ({SPEC_EXAMPLE}; --workers sets its workers)")
     m.add_argument("--batches", type=int, default=30, help="batches in the measured pass (default 30)")
     m.add_argument("--threads", type=int, default=1,
                    help="intra-op threads of a CNN step (default 1: the workers need the other cores)")
@@ -90,7 +115,7 @@ def _check(args: argparse.Namespace) -> None:
     for flag in ("load_cv", "desync_ms", "transfer_ms"):
         if getattr(args, flag) < 0:
             raise LFWError(f"--{flag.replace('_', '-')} must be 0 or more, got {getattr(args, flag):g}")
-    if args.workers < 0:
+    if args.workers is not None and args.workers < 0:
         raise LFWError(f"--workers must be 0 (load in the main loop) or more, got {args.workers}")
     if args.step_ms is not None and args.step_ms < 0:
         raise LFWError(f"--step-ms must be 0 or more, got {args.step_ms:g}")
@@ -108,6 +133,28 @@ def _check(args: argparse.Namespace) -> None:
         raise LFWError("--load-ms is for --simulate; a measurement takes the load time from the workers")
     if args.threads < 1:
         raise LFWError(f"--threads must be 1 or more, got {args.threads}")
+    if args.pipeline is not None and args.simulate:
+        raise LFWError("--pipeline is measured; --simulate takes the load time itself (--load-ms)")
+    if args.pipeline is not None and args.transform is not None:
+        raise LFWError("give --transform (a preset) or --pipeline (a decode pipeline), not both")
+    if args.batches < 1:
+        raise LFWError(f"--batches must be 1 or more, got {args.batches}")
+    if args.batch_size is not None and args.batch_size < 1:
+        raise LFWError(f"--batch-size must be 1 or more, got {args.batch_size}")
+    if args.prefetch_factor is not None and args.prefetch_factor < 1:
+        raise LFWError(f"--prefetch-factor must be 1 or more, got {args.prefetch_factor}")
+
+
+def _defaults(args: argparse.Namespace) -> argparse.Namespace:
+    """The flags left unset, filled in; a --pipeline case keeps its own workers, batch size and prefetch instead."""
+    if args.pipeline is not None:
+        return args
+    return argparse.Namespace(**{**vars(args),
+                                 "workers": DEFAULT_WORKERS if args.workers is None else args.workers,
+                                 "batch_size": DEFAULT_BATCH_SIZE if args.batch_size is None else args.batch_size,
+                                 "prefetch_factor": DEFAULT_PREFETCH if args.prefetch_factor is None
+                                 else args.prefetch_factor,
+                                 "transform": DEFAULT_TRANSFORM if args.transform is None else args.transform})
 
 
 def _slug(text: str) -> str:
@@ -160,29 +207,59 @@ def _print_needed(model: PipelineModel) -> None:
           f"state {check.steady_batches_per_s:.2f} batches/s, data wait {check.steady_data_wait_fraction:.1%})")
 
 
-def run_measurement(args: argparse.Namespace) -> int:
-    step_ms = DEFAULT_STEP_MS if args.step_ms is None and args.model is None else args.step_ms
-    source = resolve_root(args.path)
-    dataset = LFWDataset(source.path, transform=args.transform)
-    config = LoaderConfig(batch_size=args.batch_size, num_workers=args.workers,
-                          prefetch_factor=args.prefetch_factor if args.workers else None)
+def _classes(dataset: Any) -> int:
+    """Classes a dataset labels with (through a ``Subset``), for the CNN's head; 2 when it does not say."""
+    while isinstance(dataset, Subset):
+        dataset = dataset.dataset
+    for attr in ("classes", "label_of"):
+        named = getattr(dataset, attr, None)
+        if named is not None:
+            return len(named)
+    inner = getattr(dataset, "files", None)  # a dataset of whole batches over loose files
+    return _classes(inner) if inner is not None else 2
+
+
+def measure(args: argparse.Namespace, source: DataSource, setup: PipelineSetup | None,
+            step_ms: float | None) -> Measurement:
+    """The measured pass the flags describe: a preset through LFWDataset, or ``setup``'s decode pipeline."""
     if args.model is not None:
         torch.set_num_threads(args.threads)
-    step, label = make_step(args.model, step_ms, len(dataset.classes))
-    measurement = measure_training(dataset, config, args.batches, step, transform=args.transform,
-                                   step_label=label, progress=not args.quiet)
+    if setup is None:
+        dataset: Any = LFWDataset(source.path, transform=args.transform)
+        step, label = make_step(args.model, step_ms, len(dataset.classes))
+        config = LoaderConfig(batch_size=args.batch_size, num_workers=args.workers,
+                              prefetch_factor=args.prefetch_factor if args.workers else None)
+        return measure_training(dataset, config, args.batches, step, transform=args.transform, step_label=label,
+                                progress=not args.quiet)
+    dataset = pipeline_dataset(setup, source.path, args.batches * setup.config.batch_size)
+    step, label = make_step(args.model, step_ms, _classes(dataset))
+    return measure_pipeline(setup, source.path, args.batches, step, dataset=dataset, step_label=label,
+                            progress=not args.quiet)
+
+
+def run_measurement(args: argparse.Namespace) -> int:
+    step_ms = DEFAULT_STEP_MS if args.step_ms is None and args.model is None else args.step_ms
+    setup = None
+    if args.pipeline is not None:
+        setup = pipeline_setup(args.pipeline, workers=args.workers, batch_size=args.batch_size,
+                               prefetch_factor=args.prefetch_factor)
+    source = resolve_root(args.path)
+    measurement = measure(args, source, setup, step_ms)
+    config, label = measurement.config, measurement.step_label
+    workers = config.num_workers
     result = diagnose(measurement, usable_cores(), emulated_step=args.model is None)
     _report(measurement, result, source.kind, str(source.path))
     sim = simulate(result.model, max_batches=measurement.result.batches)
     panels = [
         Panel(f"measured: {measurement.result.batches} batches, {measurement.batches_per_s:.2f} batches/s",
-              measurement.records, args.workers, config.num_workers * args.prefetch_factor or None),
+              measurement.records, workers, workers * (config.prefetch_factor or DEFAULT_PREFETCH) or None),
         Panel(f"simulated from the measured times: {result.predicted_batches_per_s:.2f} batches/s",
-              sim.records, args.workers, result.model.capacity or None),
+              sim.records, workers, result.model.capacity or None),
     ]
-    title = (f"{workers_text(args.workers)}, batch {args.batch_size}, transform {args.transform}, step {label} "
-             f"({source.kind} LFW)")
-    name = f"timeline-w{args.workers}-b{args.batch_size}-{args.transform}-{label}"
+    reads = f"pipeline {setup.label}" if setup is not None else f"transform {args.transform}"
+    title = f"{workers_text(workers)}, batch {config.batch_size}, {reads}, step {label} ({source.kind} LFW)"
+    what = setup.label if setup is not None else args.transform
+    name = f"timeline-w{workers}-b{config.batch_size}-{what}-{label}"
     for path in _charts(args, panels, _slug(name), title):
         print(f"chart      : {path}")
     return 0
@@ -190,7 +267,8 @@ def run_measurement(args: argparse.Namespace) -> int:
 
 def _report(m: Measurement, d: Diagnosis, kind: str, path: str) -> None:
     r, model = m.result, d.model
-    print(f"diagnose   : {r.batches} batches of {m.batch_size}, transform {m.transform}, "
+    reads = f"pipeline {m.extra['pipeline']}" if "pipeline" in m.extra else f"transform {m.transform}"
+    print(f"diagnose   : {r.batches} batches of {m.batch_size}, {reads}, "
           f"{workers_text(m.config.num_workers)}, step {m.step_label}; {kind} data at {path}")
     print(f"measured   : {d.measured_batches_per_s:.2f} batches/s, data wait {d.data_wait_fraction:.1%} of the "
           f"pass, accelerator utilization {d.accelerator_utilization:.1%} (first step excluded), "
@@ -214,6 +292,7 @@ def _report(m: Measurement, d: Diagnosis, kind: str, path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _check(args)
+    args = _defaults(args)
     return run_simulation(args) if args.simulate else run_measurement(args)
 
 

@@ -163,10 +163,12 @@ def _recommend(m: Measurement, model: PipelineModel, au: float, needed: int | No
         target_ms = budget * (model.step_s + model.transfer_s) * 1e3
         hint = {"heavy": "'simple' or 'uint8'", "simple": "'uint8' (no resize, no float)",
                 "none": "'uint8' (no float conversion)"}.get(m.transform, "pre-decoded or smaller images")
+        what, hint = ("transform", f"try transform {hint}") if "pipeline" not in m.extra else (
+            "pipeline", "compare the decoders group's pipelines (python -m lfw.report) for a faster one")
         more = f"raise workers to {budget}, then " if workers < budget else ""
-        return (f"{more}a cheaper transform: {workers_text(needed)} would be needed but only {budget} can get a "
+        return (f"{more}a cheaper {what}: {workers_text(needed)} would be needed but only {budget} can get a "
                 f"core; a batch must load in <= {target_ms:.0f} ms per worker at {workers_text(budget)} "
-                f"(now {model.load_s * 1e3:.0f} ms); try transform {hint}")
+                f"(now {model.load_s * 1e3:.0f} ms); {hint}")
     cycle = model.step_s + model.transfer_s
     if model.transfer_s / cycle > 1 - COMPUTE_BOUND_AU:
         smaller = "transform 'uint8' (a quarter of float32's bytes)" if m.transform != "uint8" else "smaller batches"

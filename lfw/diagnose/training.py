@@ -11,26 +11,39 @@ the steps (``step=``), exactly as the benchmarks do. This module adds the two th
 
 Worker stamps are absolute ``perf_counter`` times (CLOCK_MONOTONIC, shared by all processes on Linux);
 LoaderPass's events are relative to the pass start ``PassResult.t0`` on the same clock.
+
+Any dataset is instrumented, not only the presets' map-style one: a dataset with its own batched fetch
+(``__getitems__``: a decode thread pool, a memmap read) keeps it; an ``IterableDataset`` (tar shards) notes a
+batch's start when its first item is asked for; a dataset whose items are whole batches (``yields_batches``,
+built with ``batch_size=None``) notes it when the item is asked for. :func:`measure_pipeline` measures a decode
+pipeline (:mod:`lfw.pipelines`) this way, named by a decoders case id or a spec (:func:`pipeline_setup`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 import statistics
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
-from torch.utils.data import Dataset, default_collate
+from torch.utils.data import Dataset, IterableDataset, default_collate, get_worker_info
 from tqdm import tqdm
 
 from lfw.data.collate import collate_skipping
-from lfw.diagnose.events import BatchRecord, LoadStamp, TimedDataset, split_stamp, timed_collate
+from lfw.diagnose.events import MAIN_PROCESS, BatchRecord, LoadStamp, split_stamp, timed_collate
 from lfw.errors import LFWError
 from lfw.measure import LoaderConfig, LoaderPass, PassResult
 from lfw.measure.loader_pass import sleep_step
+
+if TYPE_CHECKING:
+    from lfw.pipelines import Pipeline
 
 MODELS = ("cnn",)
 
@@ -160,11 +173,11 @@ def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step:
     """One LoaderPass over ``batches`` batches with ``step`` as the training step, workers instrumented.
 
     Memory sampling is off: its background thread would compete with the step for the same cores. The step
-    moves the batch to its device itself, so a host-to-device copy counts as step time.
+    moves the batch to its device itself, so a host-to-device copy counts as step time. The loader's workers are
+    stopped when the pass ends, persistent ones included.
     """
-    skipping = getattr(dataset, "on_error", "raise") == "skip"
-    collate = timed_collate(collate_skipping if skipping else default_collate)
-    loader = config.build(TimedDataset(dataset), collate_fn=collate)
+    timed, collate = instrument(dataset, config.batch_size)
+    loader = config.build(timed, collate_fn=collate)
     total = min(batches, len(loader))
     desc = f"training {step_label or 'loop'} with {config.num_workers} workers"
     with tqdm(total=total, unit="batch", desc=desc, disable=not progress, leave=False) as bar:
@@ -172,6 +185,267 @@ def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step:
         with LoaderPass(loader, batches, memory_interval_s=None, step=recorder) as runner:
             runner.setup()
             result = runner.run()
+            runner.close(stop_workers=True)  # persistent workers too: one pass, and none left to a later one
     records = _records(result, recorder.stamps)
     return Measurement(result, records, config, transform, step_label, config.batch_size)
 
+
+# --- instrumentation of any dataset ----------------------------------------------------------------------------
+_batch_start = math.nan  # per process: when the batch this process is loading was first asked for
+
+
+def _mark_start() -> None:
+    global _batch_start
+    _batch_start = time.perf_counter()
+
+
+class _StartedBatch(list[Any]):
+    """The samples of one batch and when their loading started (what :func:`timed_collate` reads)."""
+
+    start: float = math.nan
+
+
+class _BatchedTimedDataset(Dataset):
+    """Like :class:`~lfw.diagnose.events.TimedDataset`, but a dataset with its own ``__getitems__`` (a decode
+    thread pool, one memmap read per batch) keeps it instead of being asked for its items one by one."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        self.dataset = dataset
+        self.on_error = getattr(dataset, "on_error", "raise")
+
+    def __len__(self) -> int:
+        return len(self.dataset)  # type: ignore[arg-type]
+
+    def __getitem__(self, i: int) -> Any:
+        return self.dataset[i]
+
+    def __getitems__(self, indices: Sequence[int]) -> _StartedBatch:
+        start = time.perf_counter()
+        fetch = getattr(self.dataset, "__getitems__", None)
+        samples = _StartedBatch(fetch(list(indices)) if callable(fetch) else (self.dataset[i] for i in indices))
+        samples.start = start
+        return samples
+
+
+class _TimedIterable(IterableDataset):
+    """An ``IterableDataset`` whose every ``batch_size``-th item marks a batch's start in the loading process.
+
+    The DataLoader's iterable fetcher asks a process's iterator for ``batch_size`` items per batch, so the first
+    of them is where the batch starts loading.
+    """
+
+    def __init__(self, dataset: IterableDataset, batch_size: int) -> None:
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.on_error = getattr(dataset, "on_error", "raise")
+
+    def __len__(self) -> int:
+        return len(self.dataset)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[Any]:
+        items = iter(self.dataset)
+        n = 0
+        while True:
+            if n % self.batch_size == 0:
+                _mark_start()
+            try:
+                item = next(items)
+            except StopIteration:
+                return
+            n += 1
+            yield item
+
+
+class _TimedWholeBatches(Dataset):
+    """A dataset whose items are whole batches (``yields_batches``): asking for an item marks its start."""
+
+    yields_batches = True
+
+    def __init__(self, dataset: Dataset) -> None:
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)  # type: ignore[arg-type]
+
+    def __getitem__(self, i: int) -> Any:
+        _mark_start()
+        return self.dataset[i]
+
+
+def _with_stamp(batch: Any, stamp: LoadStamp) -> list[Any]:
+    """``[*batch, stamp]``: the layout :func:`~lfw.diagnose.events.split_stamp` takes apart."""
+    parts = list(batch) if isinstance(batch, list | tuple) else [batch]
+    return [*parts, stamp]
+
+
+class _Stamped:
+    """A worker's whole batch that becomes a batch only when the main process unpickles it (a slot batch),
+    with its stamp: unpickled as ``[*batch, stamp]``."""
+
+    def __init__(self, batch: Any, stamp: LoadStamp) -> None:
+        self.batch, self.stamp = batch, stamp
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return _with_stamp, (self.batch, self.stamp)
+
+
+class _StampFromMark:
+    """The collate of :class:`_TimedIterable` and :class:`_TimedWholeBatches`: the start is the one this process
+    marked. ``inner`` collates items; None when the item is a whole batch already. Picklable (a class)."""
+
+    def __init__(self, inner: Callable[[list[Any]], Any] | None) -> None:
+        self.inner = inner
+        self.timed = timed_collate(inner) if inner is not None else None
+
+    def __call__(self, samples: Any) -> Any:
+        start = _batch_start if not math.isnan(_batch_start) else time.perf_counter()
+        if self.timed is not None:
+            started = _StartedBatch(samples)
+            started.start = start
+            return self.timed(started)
+        info = get_worker_info()
+        stamp = LoadStamp(info.id if info is not None else MAIN_PROCESS, os.getpid(), start, time.perf_counter())
+        if info is not None and not isinstance(samples, list | tuple):
+            return _Stamped(samples, stamp)
+        return _with_stamp(samples, stamp)
+
+
+def instrument(dataset: Dataset, batch_size: int) -> tuple[Dataset, Callable[[Any], Any]]:
+    """The dataset and collate function that stamp every batch with who loaded it and when (module docstring).
+
+    Items are collated by ``default_collate``, or by the skipping collate when the dataset skips bad files.
+    """
+    inner = collate_skipping if getattr(dataset, "on_error", "raise") == "skip" else default_collate
+    if getattr(dataset, "yields_batches", False):
+        return _TimedWholeBatches(dataset), _StampFromMark(None)
+    if isinstance(dataset, IterableDataset):
+        return _TimedIterable(dataset, batch_size), _StampFromMark(inner)
+    return _BatchedTimedDataset(dataset), timed_collate(inner)
+
+
+# --- decode pipelines ------------------------------------------------------------------------------------------
+DECODERS_GROUP = "decoders"
+DEFAULT_WORKERS = 2
+SPEC_EXAMPLE = "decoder=simplejpeg,threads=2"
+
+
+@dataclass(frozen=True)
+class PipelineSetup:
+    """A decode pipeline to measure: what names it (a decoders case id or a spec), the pipeline, the loader."""
+
+    name: str
+    pipeline: Pipeline
+    config: LoaderConfig
+
+    @property
+    def label(self) -> str:
+        """``simplejpeg-w2`` for a case; the pipeline's label and worker count for a spec."""
+        return self.name if "=" not in self.name else f"{self.pipeline.label}-w{self.config.num_workers}"
+
+
+def _spec(text: str) -> Pipeline:
+    """A :class:`~lfw.pipelines.Pipeline` from ``key=value,...`` over its fields (``decoder=pil,storage=tar``)."""
+    from lfw.pipelines import Pipeline
+
+    fields = {f.name: f for f in dataclasses.fields(Pipeline)}
+    values: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, raw = part.partition("=")
+        key, raw = key.strip(), raw.strip()
+        if not sep or key not in fields:
+            raise LFWError(f"pipeline spec {text!r}: {part!r} is not one of {', '.join(f'{k}=...' for k in fields)}")
+        if "int" in str(fields[key].type):
+            if raw.lower() == "none" and "None" in str(fields[key].type):
+                values[key] = None
+                continue
+            try:
+                values[key] = int(raw)
+            except ValueError:
+                raise LFWError(f"pipeline spec {text!r}: {key} must be a whole number, got {raw!r}") from None
+        else:
+            values[key] = raw
+    return Pipeline(**values)
+
+
+def spec_of(pipeline: Pipeline) -> str:
+    """The spec that names ``pipeline``: its decoder and every field that differs from the default."""
+    from lfw.pipelines import Pipeline
+
+    default = Pipeline()
+    parts = [f"{f.name}={getattr(pipeline, f.name)}" for f in dataclasses.fields(pipeline)
+             if f.name == "decoder" or getattr(pipeline, f.name) != getattr(default, f.name)]
+    return ",".join(parts)
+
+
+def pipeline_setup(text: str, *, workers: int | None = None, batch_size: int | None = None,
+                   prefetch_factor: int | None = None) -> PipelineSetup:
+    """The pipeline and loader that ``text`` names.
+
+    ``text`` is a decoders case id (``simplejpeg-w2``: the suite's pipeline and LoaderConfig, workers included;
+    ``workers`` must then be None or the case's own) or a spec ``key=value,...`` over the pipeline's fields
+    (``decoder=simplejpeg,threads=2``: ``workers`` workers, default 2, persistent like the decoders group's).
+    ``batch_size`` and ``prefetch_factor`` replace the case's when given. Raises :class:`LFWError` (one line) on
+    an unknown id, a bad spec or a worker count that contradicts the case.
+    """
+    if "=" in text:
+        pipeline = _spec(text)
+        n = DEFAULT_WORKERS if workers is None else workers
+        config = LoaderConfig(batch_size=64 if batch_size is None else batch_size, num_workers=n,
+                              persistent_workers=n > 0, prefetch_factor=prefetch_factor if n else None)
+        return PipelineSetup(text, pipeline, config)
+    from lfw.suite.matrix import GROUPS  # the benchmark matrix: imported only when a pipeline is asked for
+
+    group = GROUPS[DECODERS_GROUP]
+    if text not in group.ids:
+        other = next((g.name for g in GROUPS.values() if text in g.ids), None)
+        what = f"{text!r} is a {other} case, not a decode pipeline" if other else f"unknown pipeline {text!r}"
+        raise LFWError(f"{what}; give a decoders case ({', '.join(group.ids)}) or a spec such as {SPEC_EXAMPLE}")
+    case = group.case(text)
+    if case.pipeline is None:
+        raise LFWError(f"decoders case {text!r} has no pipeline")
+    if workers is not None and workers != case.config.num_workers:
+        raise LFWError(f"--workers {workers} contradicts case {text}, which runs {case.config.num_workers}; give "
+                       f"its pipeline as a spec to choose the workers: --pipeline {spec_of(case.pipeline)} "
+                       f"--workers {workers}")
+    config = case.config if batch_size is None else dataclasses.replace(case.config, batch_size=batch_size)
+    if prefetch_factor is not None and config.num_workers:
+        config = dataclasses.replace(config, prefetch_factor=prefetch_factor)
+    return PipelineSetup(text, case.pipeline, config)
+
+
+def pipeline_dataset(setup: PipelineSetup, root: str | os.PathLike[str], images: int) -> Dataset:
+    """The pipeline's dataset over the first ``images`` images under ``root`` (batches of the loader's size
+    where the pipeline makes its own batches)."""
+    import inspect
+
+    make: Callable[..., Dataset] = setup.pipeline.dataset
+    sized = {"batch_size": setup.config.batch_size} if "batch_size" in inspect.signature(make).parameters else {}
+    return make(Path(root), images, **sized)
+
+
+def _then(first: Callable[[Any], None], second: Callable[[Any], None]) -> Callable[[Any], None]:
+    def both(batch: Any) -> None:
+        first(batch)
+        second(batch)
+
+    return both
+
+
+def measure_pipeline(setup: PipelineSetup, root: str | os.PathLike[str], batches: int, step: Callable[[Any], None],
+                     *, dataset: Dataset | None = None, step_label: str = "",
+                     progress: bool = True) -> Measurement:
+    """One measured training pass (:func:`measure_training`) through a decode pipeline.
+
+    The dataset (``dataset``, else :func:`pipeline_dataset` under ``root``) covers ``batches x batch_size``
+    images (fewer when the tree holds fewer: the pass is then one epoch). A ``deferred`` pipeline's per-batch
+    normalization runs at the start of the step, so it counts as step time, as on an accelerator.
+    ``extra["pipeline"]`` names the pipeline.
+    """
+    if dataset is None:
+        dataset = pipeline_dataset(setup, root, batches * setup.config.batch_size)
+    consumer = setup.pipeline.consumer_step()
+    full_step = step if consumer is None else _then(consumer, step)
+    m = measure_training(dataset, setup.config, batches, full_step, transform=setup.pipeline.label,
+                         step_label=step_label, progress=progress)
+    m.extra["pipeline"] = setup.label
+    return m

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import quote
 
+from lfw.report.accelerators import accelerators_section
 from lfw.report.findings import CV_WARN, Findings, find
 from lfw.report.legend import describe
 from lfw.report.render import MAIN_CHART, Report
@@ -64,6 +65,7 @@ def findings_section(report: Report, f: Findings | None = None) -> list[str]:
         lines.append("")
     if f.pipeline is not None:
         lines.append(f"- **Fastest decode pipeline:** {f.pipeline.sentence()}")
+    lines += accelerators_section(report.run)
     if f.remote is not None:
         lines.append(f"- **Remote storage:** {f.remote.sentence()}")
     names = {K.PSS_GROWTH_MIB: "tree PSS", K.WORKER_USS_MAX_GROWTH_MIB: "USS of one worker"}

@@ -1,0 +1,239 @@
+"""How many accelerators a decode pipeline keeps busy: accelerator utilization (AU) >= 90% from a measured rate.
+
+AU is MLPerf Storage's (DLIO's): compute time over total time, the first step excluded, as
+:attr:`lfw.diagnose.training.Measurement.accelerator_utilization` measures it and ``1 -``
+:attr:`~lfw.diagnose.simulator.SimResult.steady_data_wait_fraction` simulates it.
+
+The model. N accelerators, fed round-robin by one host pipeline, each take a batch of ``batch`` images every
+``step_s``: the host hands a batch on every ``step_s / N``, so one pipeline feeding N accelerators is one consumer
+whose step is ``step_s / N``, and that consumer's AU is each accelerator's. A pipeline measured at ``rate``
+images/s with ``workers`` workers becomes the simulator's :class:`~lfw.diagnose.simulator.PipelineModel`:
+
+- ``load_s = max(workers, 1) x batch / rate``: each worker's batch load time at the measured rate (without workers
+  the main loop loads, and the consumer's step comes on top of the load);
+- ``transfer_s = handover_s``: the main process's own time per batch beside the step (receiving a batch from a
+  worker: unpickling, mapping its shared memory, handing out the next index). The consumer spends it between two
+  steps, so at small ``step_s / N`` it caps AU at ``step / (step + handover)`` per batch whatever the workers
+  supply. A run gives it as the main process's CPU per image x ``batch`` (its share of the tree's CPU x the tree's
+  CPU per image); 0 without workers, where the load time already holds the main loop's work;
+- ``prefetch_factor`` as configured (2 when unset), ``load_cv`` the variation of load times when known (a run
+  records only the rate's variation over rounds, :data:`~lfw.results.keys.IMAGES_PER_S_CV`, which stands in for it).
+
+:func:`accelerators_fed` is the largest N whose simulated AU over ``batches`` steps is at least ``target``, averaged
+over seeds when loads vary; the simulator adds start-up, variance and in-order delivery to the closed form.
+
+Closed form (no variance, start-up left out): the consumer gets ``min(workers / load_s, 1 / (handover_s + step_s /
+N))`` batches/s and computes ``step_s / N`` of each, so AU >= target holds while
+
+- ``N <= rate x step_s / (batch x target)`` (what the workers supply: :func:`throughput_bound`), and
+- ``N <= step_s x (1 - target) / (target x handover_s)`` (the hand-over), or, without workers,
+  ``N <= step_s x (1 - target) / (target x load_s)`` (load and step take turns in the main loop);
+
+:func:`closed_form_fed` is the smaller of the two. The model assumes a consumer that blocks for its step, as the
+measured check does (``tools/feeds_check.py`` runs ``lfw.diagnose`` with a sleep of ``step_s / N``); an
+accelerator that computes asynchronously while the host receives the next batch pays the hand-over only when
+``N x handover_s`` exceeds ``step_s``, so for it the throughput bound is the figure.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from lfw.diagnose.simulator import PipelineModel, simulate
+from lfw.errors import LFWError
+from lfw.results import Case, Run
+from lfw.results import keys as K
+
+AU_TARGET = 0.9  # the same threshold as lfw.diagnose.predict.COMPUTE_BOUND_AU: at or above it, compute-bound
+BATCH = 64
+STEP_TIMES_MS = (10.0, 25.0, 50.0, 100.0)
+HEADLINE_STEP_MS = 50.0
+STEADY_BATCHES = 400  # simulated steps: a prefetch queue filled before the first step is about 1% of them
+SEEDS = 5  # simulations averaged when load times vary (the same seeds for every N: common random numbers)
+DECODERS_GROUP = "decoders"
+_EPS = 1e-9  # a bound that lands on a whole number within rounding still admits it
+
+
+@dataclass(frozen=True)
+class Feed:
+    """A measured pipeline as the model takes it (module docstring): rate, workers and what shapes delivery."""
+
+    rate: float  # images/s the pipeline delivered with no step
+    workers: int
+    prefetch_factor: int = 2
+    handover_s: float = 0.0  # main-process time per batch beside the step
+    load_cv: float = 0.0
+    batch: int = BATCH
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.rate) and self.rate > 0):
+            raise LFWError(f"the measured rate must be a positive number of images/s, got {self.rate:g}")
+        if self.workers < 0:
+            raise LFWError(f"workers must be 0 (load in the main loop) or more, got {self.workers}")
+        if self.batch < 1:
+            raise LFWError(f"batch size must be a positive integer, got {self.batch}")
+        if self.prefetch_factor < 1:
+            raise LFWError(f"prefetch_factor must be a positive integer, got {self.prefetch_factor}")
+        if not (math.isfinite(self.handover_s) and self.handover_s >= 0):
+            raise LFWError(f"the hand-over time must be 0 or more seconds, got {self.handover_s:g}")
+        if not (math.isfinite(self.load_cv) and self.load_cv >= 0):
+            raise LFWError(f"the load-time variation must be 0 or more, got {self.load_cv:g}")
+
+    @property
+    def load_s(self) -> float:
+        """Batch load time per loading process: ``max(workers, 1) x batch / rate``."""
+        return max(self.workers, 1) * self.batch / self.rate
+
+    def model(self, step_s: float, accelerators: int) -> PipelineModel:
+        """The simulator's model of this pipeline feeding ``accelerators`` that each step for ``step_s``."""
+        if accelerators < 1:
+            raise LFWError(f"accelerators must be 1 or more, got {accelerators}")
+        return PipelineModel(workers=self.workers, load_s=self.load_s, step_s=step_s / accelerators,
+                             prefetch_factor=self.prefetch_factor,
+                             transfer_s=self.handover_s if self.workers else 0.0, load_cv=self.load_cv)
+
+
+def _check_step(step_s: float, target: float) -> None:
+    if not (math.isfinite(step_s) and step_s > 0):
+        raise LFWError(f"the step time must be a positive number of seconds, got {step_s:g}")
+    if not 0 < target < 1:
+        raise LFWError(f"the AU target must lie between 0 and 1, got {target:g}")
+
+
+def throughput_bound(rate: float, step_s: float, batch: int = BATCH, target: float = AU_TARGET) -> int:
+    """``floor(rate x step_s / (batch x target))``: accelerators the measured rate alone can keep at ``target``."""
+    _check_step(step_s, target)
+    return max(0, math.floor(rate * step_s / (batch * target) + _EPS))
+
+
+def closed_form_fed(feed: Feed, step_s: float, target: float = AU_TARGET) -> int:
+    """The closed form's largest N (module docstring): the throughput bound, and the hand-over bound with
+    workers or the load-and-step bound without; 0 when one accelerator already falls below ``target``."""
+    _check_step(step_s, target)
+    share = step_s * (1 - target) / target  # the most serial time per batch that still leaves AU >= target
+    if feed.workers == 0:
+        bound = share / feed.load_s
+    else:
+        bound = feed.rate * step_s / (feed.batch * target)
+        if feed.handover_s > 0:
+            bound = min(bound, share / feed.handover_s)
+    return max(0, math.floor(bound + _EPS))
+
+
+def simulated_au(feed: Feed, step_s: float, accelerators: int, batches: int = STEADY_BATCHES,
+                 seeds: int = SEEDS) -> float:
+    """AU of ``accelerators`` fed by ``feed``, simulated over ``batches`` steps (first step excluded); the mean
+    over ``seeds`` seeds when load times vary, one run when they do not."""
+    if batches < 2:
+        raise LFWError(f"AU needs at least 2 simulated steps (the first is excluded), got {batches}")
+    model = feed.model(step_s, accelerators)
+    runs = range(max(seeds, 1)) if model.load_cv > 0 else range(1)
+    return statistics.fmean(1.0 - simulate(replace(model, seed=s), max_batches=batches).steady_data_wait_fraction
+                            for s in runs)
+
+
+def fed(feed: Feed, step_s: float, *, target: float = AU_TARGET, batches: int = STEADY_BATCHES,
+        seeds: int = SEEDS) -> int:
+    """The largest N whose simulated AU (:func:`simulated_au`) is at least ``target``; 0 when even one
+    accelerator falls below it. The search starts at the closed form and walks down, then up, one N at a time."""
+    _check_step(step_s, target)
+    known: dict[int, float] = {}
+
+    def au(n: int) -> float:
+        if n not in known:
+            known[n] = simulated_au(feed, step_s, n, batches, seeds)
+        return known[n]
+
+    n = max(closed_form_fed(feed, step_s, target), 1)
+    while n > 0 and au(n) < target:
+        n -= 1
+    ceiling = 2 * n + 8  # the simulator never doubles the closed form; the bound only guards the walk
+    while 0 < n < ceiling and au(n + 1) >= target:
+        n += 1
+    return n
+
+
+def accelerators_fed(rate: float, workers: int, step_s: float, batch: int = BATCH, *, prefetch_factor: int = 2,
+                     handover_s: float = 0.0, load_cv: float = 0.0, target: float = AU_TARGET,
+                     batches: int = STEADY_BATCHES) -> int:
+    """Accelerators that one pipeline measured at ``rate`` images/s with ``workers`` workers keeps at AU >=
+    ``target`` when each steps for ``step_s`` per batch of ``batch`` (:func:`fed` on a :class:`Feed`).
+
+    Raises :class:`LFWError` (one line) on a rate, step, batch, worker count or variation that cannot be.
+    """
+    feed = Feed(rate, workers, prefetch_factor, handover_s, load_cv, batch)
+    return fed(feed, step_s, target=target, batches=batches)
+
+
+# --- a run's decoders group ------------------------------------------------------------------------------------
+def feed_of(case: Case) -> Feed | None:
+    """A case's :class:`Feed`: its median images/s, workers, prefetch factor and batch size from its config, the
+    main process's CPU per batch as the hand-over (0 when not recorded), the rate's CV over rounds as the load
+    variation. None for a case without a rate."""
+    rate = case.number(K.IMAGES_PER_S)
+    if rate is None or rate <= 0:
+        return None
+    workers = int(case.value("num_workers") or 0)
+    batch = int(case.value("batch_size") or BATCH)
+    handover = 0.0
+    share, cpu_ms = case.number(K.MAIN_CPU_SHARE), case.number(K.CPU_MS_PER_IMAGE)
+    if workers and share is not None and cpu_ms is not None:
+        handover = max(0.0, share * cpu_ms * batch / 1e3)
+    return Feed(rate, workers, int(case.value("prefetch_factor") or 2), handover,
+                max(0.0, case.number(K.IMAGES_PER_S_CV) or 0.0), batch)
+
+
+@dataclass(frozen=True)
+class FeedRow:
+    """One pipeline of the table: its feed, and N per step time (simulated, and the closed form)."""
+
+    label: str
+    feed: Feed
+    fed: tuple[int, ...]
+    closed_form: tuple[int, ...]
+    throughput: tuple[int, ...]  # the rate alone (throughput_bound)
+    decodes: bool  # False for the decode-free memmap reference
+
+
+@dataclass(frozen=True)
+class FeedsTable:
+    """Accelerators fed at AU >= ``target`` per pipeline (rows, fastest first) and step time (columns)."""
+
+    steps_ms: tuple[float, ...]
+    target: float
+    rows: tuple[FeedRow, ...]
+
+    def column(self, step_ms: float) -> int:
+        if step_ms not in self.steps_ms:
+            have = ", ".join(f"{s:g}" for s in self.steps_ms)
+            raise LFWError(f"the table has no {step_ms:g} ms column; it has {have}")
+        return self.steps_ms.index(step_ms)
+
+    def best(self, step_ms: float = HEADLINE_STEP_MS) -> FeedRow | None:
+        """The decoding pipeline that feeds the most accelerators at ``step_ms`` (the faster one on a tie)."""
+        i = self.column(step_ms)
+        decoding = [r for r in self.rows if r.decodes]
+        return max(decoding, key=lambda r: (r.fed[i], r.feed.rate)) if decoding else None
+
+
+def feeds_table(run: Run, steps_ms: Sequence[float] = STEP_TIMES_MS, *, target: float = AU_TARGET,
+                batches: int = STEADY_BATCHES) -> FeedsTable | None:
+    """The table over the run's decoders group (every case with a rate, the memmap reference included, fastest
+    first); None when the run has no such case."""
+    rows = []
+    for case in run.group(DECODERS_GROUP):
+        feed = feed_of(case)
+        if feed is None:
+            continue
+        steps = [ms / 1e3 for ms in steps_ms]
+        rows.append(FeedRow(case.label, feed, tuple(fed(feed, s, target=target, batches=batches) for s in steps),
+                            tuple(closed_form_fed(feed, s, target) for s in steps),
+                            tuple(throughput_bound(feed.rate, s, feed.batch, target) for s in steps),
+                            case.value(K.STORAGE) != "memmap"))
+    if not rows:
+        return None
+    rows.sort(key=lambda r: -r.feed.rate)
+    return FeedsTable(tuple(steps_ms), target, tuple(rows))

@@ -1,0 +1,69 @@
+"""The decoders group at scale: how many accelerators each decode pipeline keeps at AU >= 90%.
+
+A list item of the findings with an indented table (rows: pipelines, fastest first; columns: step times; cells:
+accelerators fed, :func:`lfw.diagnose.feeds.feeds_table`) and one sentence naming the pipeline that feeds the most
+at 50 ms per step. Nothing for a run without a decoders group. The model and its measured check are in
+docs/diagnose.md ("How many accelerators a pipeline feeds").
+
+The computation lives in :mod:`lfw.diagnose.feeds`, imported on first use: :mod:`lfw.diagnose` imports torch,
+which the rest of the report does not need.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lfw.results import Run
+
+if TYPE_CHECKING:
+    from lfw.diagnose.feeds import FeedRow, FeedsTable
+
+GROUP = "decoders"
+TITLE = "Accelerators fed at AU >= 90%"
+
+
+def _accelerators(n: int) -> str:
+    return f"{n} accelerator{'' if n == 1 else 's'}"
+
+
+def headline(table: FeedsTable) -> str:
+    """``at 50 ms per step, `simplejpeg-w2` feeds 2 accelerators`` (with what holds it below the rate alone)."""
+    from lfw.diagnose.feeds import HEADLINE_STEP_MS
+
+    step = HEADLINE_STEP_MS if HEADLINE_STEP_MS in table.steps_ms else table.steps_ms[-1]
+    best = table.best(step)
+    if best is None:
+        return "no decoding pipeline in this run (the memmap reference only)"
+    i = table.column(step)
+    n, alone = best.fed[i], best.throughput[i]
+    text = f"at {step:g} ms per step, `{best.label}` feeds **{_accelerators(n)}**"
+    if alone > n:
+        held = (f"the main process's hand-over of {best.feed.handover_s * 1e3:.1f} ms per batch"
+                if best.closed_form[i] < alone else "uneven load times and in-order delivery")
+        text += f" (its {best.feed.rate:,.0f} images/s alone would feed {alone}; held to {n} by {held})"
+    return text
+
+
+def _row(row: FeedRow) -> str:
+    what = f"`{row.label}`" + ("" if row.decodes else " (decode-free reference)")
+    return f"  | {what} | {row.feed.rate:,.0f} | {' | '.join(str(n) for n in row.fed)} |"
+
+
+def accelerators_section(run: Run) -> list[str]:
+    """The findings item and its table; no lines when the run has no decoders case with a rate."""
+    if not run.group(GROUP):
+        return []
+    from lfw.diagnose.feeds import feeds_table
+
+    table = feeds_table(run)
+    if table is None:
+        return []
+    steps = " | ".join(f"{s:g} ms" for s in table.steps_ms)
+    lines = [f"- **{TITLE}:** {headline(table)}. Each cell: the accelerators one pipeline keeps at accelerator "
+             "utilization >= 90% (compute / time, first step excluded), each taking a batch of 64 per step of the "
+             "column's length; simulated from the measured images/s, workers, prefetch factor and the main "
+             "process's time per batch, for a loop that blocks for its step. Without workers the loop loads and "
+             "steps in turn, so a batch must load in under a ninth of the step (docs/diagnose.md).",
+             "", f"  | pipeline | images/s | {steps} |", f"  |---|---:|{'---:|' * len(table.steps_ms)}"]
+    lines += [_row(r) for r in table.rows]
+    return [*lines, ""]

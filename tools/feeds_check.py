@@ -1,0 +1,214 @@
+"""Accelerators fed, checked: the model's AU at N and N + 1 accelerators against a measured lfw.diagnose run.
+
+    python tools/feeds_check.py > docs/runs/feeds-check.txt                 # the committed check
+    python tools/feeds_check.py --pipeline pil-tar-w2 --step-ms 25          # another pipeline, another step
+    python tools/feeds_check.py --run benchmarks/baselines/cpu-2core.json   # rates from a saved run instead
+
+For each pipeline (a decoders case id, or a spec such as ``decoder=simplejpeg,threads=2``):
+
+1. its rate: a warm-up pass and ``--passes`` timed passes of 1,024 images (the decoders group's epoch) through
+   :class:`~lfw.measure.LoaderPass` with the case's LoaderConfig, persistent workers as in the suite; the images/s
+   median, the main process's CPU per batch (the hand-over) and the rate's CV over the passes. With ``--run``
+   the same three figures come from the run's decoders case instead (:func:`lfw.diagnose.feeds.feed_of`);
+2. N, the accelerators it keeps at AU >= 90% at ``--step-ms`` (:func:`lfw.diagnose.feeds.fed`, the table's
+   figure), beside the closed form and the rate-alone bound;
+3. the simulated AU at N and N + 1 consumers over the measured run's steps, with and without the hand-over;
+4. the measured AU: ``lfw.diagnose``'s measurement path (:func:`lfw.diagnose.training.measure_pipeline`) with a
+   sleep of ``step / N`` (and ``step / (N + 1)``) per batch, ``--batches`` batches.
+
+It prints plain text to stdout (progress bars go to stderr) and exits 0 when every point agrees within 10%
+(relative to the measured AU), 1 when one does not, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from tqdm import tqdm
+
+from lfw.cli.args import OneLineParser
+from lfw.data.root import DataSource, resolve_root
+from lfw.diagnose.feeds import (
+    AU_TARGET,
+    DECODERS_GROUP,
+    Feed,
+    closed_form_fed,
+    fed,
+    feed_of,
+    simulated_au,
+    throughput_bound,
+)
+from lfw.diagnose.training import PipelineSetup, measure_pipeline, pipeline_dataset, pipeline_setup
+from lfw.errors import LFWError, cli_entry
+from lfw.measure import LoaderPass
+from lfw.measure.loader_pass import sleep_step
+from lfw.results import Run, load_run
+
+DEFAULT_PIPELINES = ("simplejpeg-w2", "pil-w2", "simplejpeg-t2")
+RATE_IMAGES = 1024  # the decoders group's epoch in the quick profile
+TOLERANCE = 0.10  # |predicted - measured| / measured
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured point: ``accelerators`` consumers of ``step / accelerators`` each."""
+
+    accelerators: int
+    predicted: float
+    predicted_free_handover: float
+    measured: float
+    steps: int
+
+    @property
+    def error(self) -> float:
+        return (self.predicted - self.measured) / self.measured if self.measured > 0 else math.inf
+
+    @property
+    def agrees(self) -> bool:
+        return abs(self.error) <= TOLERANCE
+
+
+def measure_feed(setup: PipelineSetup, root: Path, passes: int, quiet: bool) -> Feed:
+    """Rate, hand-over and variation of ``setup`` from ``passes`` timed passes after a warm-up pass."""
+    dataset = pipeline_dataset(setup, root, RATE_IMAGES)
+    loader = setup.config.build(dataset)
+    results = []
+    with LoaderPass(loader, memory_interval_s=None, step=setup.pipeline.consumer_step()) as runner:
+        for _ in tqdm(range(passes + 1), desc=f"rate of {setup.label}", unit="pass", leave=False, disable=quiet):
+            runner.setup()
+            results.append(runner.run())
+        runner.close(stop_workers=True)
+    timed = results[1:]
+    rates = [r.images_per_s for r in timed]
+    handover = 0.0
+    if setup.config.num_workers:
+        handover = statistics.median((r.main_cpu_s or 0.0) / r.batches for r in timed if r.batches)
+    cv = statistics.pstdev(rates) / statistics.fmean(rates) if len(rates) > 1 else 0.0
+    return Feed(statistics.median(rates), setup.config.num_workers, setup.config.prefetch_factor or 2, handover, cv,
+                setup.config.batch_size)
+
+
+def run_feed(run: Run, setup: PipelineSetup) -> Feed:
+    """The case's feed as the saved run recorded it."""
+    case = next((c for c in run.group(DECODERS_GROUP) if c.label == setup.name), None)
+    feed = feed_of(case) if case is not None else None
+    if feed is None:
+        raise LFWError(f"{run.path} has no {DECODERS_GROUP} case {setup.name!r} with a rate; measure it here "
+                       "(leave out --run) or name a case the run holds")
+    return feed
+
+
+def check(setup: PipelineSetup, feed: Feed, source: DataSource, step_ms: float, batches: int,
+          quiet: bool) -> tuple[int, list[Point]]:
+    """N at ``step_ms`` and the measured points at N and N + 1 (N + 1 only when N is 0)."""
+    step_s = step_ms / 1e3
+    n = fed(feed, step_s)
+    points = []
+    for k in (n, n + 1):
+        if k < 1:
+            continue
+        m = measure_pipeline(setup, source.path, batches, sleep_step(step_s / k),
+                             step_label=f"sleep {step_ms / k:.3g} ms", progress=not quiet)
+        steps = m.result.batches
+        points.append(Point(k, simulated_au(feed, step_s, k, steps),
+                            simulated_au(replace(feed, handover_s=0.0), step_s, k, steps),
+                            m.accelerator_utilization, steps))
+    return n, points
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = OneLineParser(prog="python tools/feeds_check.py", description=__doc__.split("\n")[0],
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pipeline", action="append", default=None, metavar="ID",
+                   help=f"a decoders case id or a pipeline spec; repeat for more "
+                        f"(default: {', '.join(DEFAULT_PIPELINES)})")
+    p.add_argument("--step-ms", type=float, default=50.0, help="each accelerator's step per batch (default 50)")
+    p.add_argument("--batches", type=int, default=30, help="batches per measured run (default 30)")
+    p.add_argument("--passes", type=int, default=3, help="timed passes for the rate (default 3, after a warm-up)")
+    p.add_argument("--run", default=None, help="take the rates from this saved run's decoders group instead")
+    p.add_argument("--path", default=None, help="LFW folder (default: $LFW_ROOT, else the cached synthetic tree)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    return p
+
+
+def _commit() -> str:
+    """The checkout's short commit, ``+`` when it has uncommitted changes; ``?`` outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).parent).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, check=True, cwd=Path(__file__).parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+    return head + ("+" if dirty else "")
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if not (math.isfinite(args.step_ms) and args.step_ms > 0):
+        raise LFWError(f"--step-ms must be a positive number of milliseconds, got {args.step_ms:g}")
+    if args.batches < 2:
+        raise LFWError(f"--batches must be 2 or more (AU leaves the first step out), got {args.batches}")
+    if args.passes < 1:
+        raise LFWError(f"--passes must be 1 or more, got {args.passes}")
+
+
+@cli_entry
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _check_args(args)
+    setups = [pipeline_setup(name) for name in (args.pipeline or DEFAULT_PIPELINES)]
+    run = load_run(args.run) if args.run else None
+    saved = {s.name: run_feed(run, s) for s in setups} if run is not None else {}  # bad input fails before output
+    source = resolve_root(args.path)
+    rates_from = (f"the decoders group of {args.run}" if args.run else
+                  f"measured here: a warm-up pass and {args.passes} timed passes of {RATE_IMAGES:,} images each")
+    print(f"# {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}, commit {_commit()}: python tools/feeds_check.py "
+          f"{' '.join(sys.argv[1:] if argv is None else argv)}".rstrip())
+    print(f"# step {args.step_ms:g} ms per batch of 64 per accelerator, AU target {AU_TARGET:.0%} (first step "
+          f"excluded); {args.batches} measured batches per point; {source.kind} data at {source.path}")
+    print(f"# rates: {rates_from}")
+    print(f"# N: largest count with simulated AU >= {AU_TARGET:.0%} over a long run; predicted AU: the same model "
+          "over the measured run's steps; agree: within 10% of the measured AU")
+    print()
+    print(f"{'pipeline':<24}{'images/s':>9}{'workers':>8}{'hand-over':>11}{'cv':>6}{'N':>4}"
+          f"{'closed form':>13}{'rate alone':>12}")
+    results = []
+    for setup in setups:
+        feed = saved.get(setup.name) or measure_feed(setup, source.path, args.passes, args.quiet)
+        step_s = args.step_ms / 1e3
+        n, points = check(setup, feed, source, args.step_ms, args.batches, args.quiet)
+        results.append((setup, n, points))
+        print(f"{setup.label:<24}{feed.rate:>9,.0f}{feed.workers:>8}{feed.handover_s * 1e3:>8.1f} ms"
+              f"{feed.load_cv:>6.2f}{n:>4}{closed_form_fed(feed, step_s):>13}"
+              f"{throughput_bound(feed.rate, step_s, feed.batch):>12}", flush=True)
+    print()
+    print(f"{'pipeline':<24}{'accelerators':>13}{'step/N':>10}{'predicted AU':>14}{'no hand-over':>14}"
+          f"{'measured AU':>13}{'error':>8}  agree")
+    agreed = total = 0
+    confirmed = []
+    for setup, n, points in results:
+        for pt in points:
+            total += 1
+            agreed += pt.agrees
+            print(f"{setup.label:<24}{pt.accelerators:>13}{args.step_ms / pt.accelerators:>7.1f} ms"
+                  f"{pt.predicted:>14.1%}{pt.predicted_free_handover:>14.1%}{pt.measured:>13.1%}"
+                  f"{pt.error:>+8.1%}  {'yes' if pt.agrees else 'NO'}")
+        at_n = [p for p in points if p.accelerators == n]
+        above = [p for p in points if p.accelerators == n + 1]
+        holds = all(p.measured >= AU_TARGET for p in at_n) and all(p.measured < AU_TARGET for p in above)
+        confirmed.append(f"{setup.label} {'yes' if holds else 'no'}")
+    print()
+    print(f"agree within 10%: {agreed} of {total} points")
+    print(f"measured AU confirms N (>= {AU_TARGET:.0%} at N, below at N + 1): {', '.join(confirmed)}")
+    return 0 if agreed == total else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
