@@ -4,29 +4,59 @@ torch keeps no public way to list a loader's worker processes or to stop them on
 private attributes its iterators have carried since torch 1.x (``_workers``, ``_shutdown_workers``, a loader's
 persistent ``_iterator``). Each function degrades to "nothing there" rather than failing when an attribute is
 missing, so a torch release that renames one shows as missing worker figures, not as a crash mid-run.
+
+A loader that is not a DataLoader (:class:`lfw.pipelines.nodes.NodesLoader`, a torchdata.nodes pipeline) is
+measured through two hooks instead of those attributes:
+
+- ``loader.worker_pids(iterator)``: the pids of the worker *processes* serving ``iterator`` (the object its
+  ``iter()`` returned), or, with ``iterator=None``, of those alive between passes (persistent ones); only
+  processes the loader itself started, never another child of this process, and none for work done on threads
+  of this process (the main process's CPU time counts it already). ``LoaderPass`` sums these processes' CPU time
+  into ``workers_cpu_s`` and reports their USS; the memory of the whole tree is sampled whatever the hook says.
+- ``iterator.close()``: stop the iterator's workers now; a ``RuntimeError`` raised after stopping them says
+  something had to be forced, and propagates as ``_shutdown_workers``'s does.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Protocol
 
 from torch.utils.data import DataLoader
 
 
-def persistent_iterator(loader: DataLoader) -> Any:
+class MeasuredLoader(Protocol):
+    """What :class:`~lfw.measure.LoaderPass` reads of a loader: a ``DataLoader`` has it, and so does
+    :class:`lfw.pipelines.nodes.NodesLoader` (with the hooks of the module docstring)."""
+
+    num_workers: int
+    persistent_workers: bool
+    timeout: float
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+def persistent_iterator(loader: DataLoader | MeasuredLoader) -> Any:
     """The iterator a loader with persistent workers keeps between epochs; None when it has none."""
     return getattr(loader, "_iterator", None)
 
 
-def worker_pids(loader: DataLoader, iterator: Any = None) -> list[int]:
-    """Pids of the live workers of ``iterator``, else of the loader's persistent iterator."""
+def worker_pids(loader: DataLoader | MeasuredLoader, iterator: Any = None) -> list[int]:
+    """Pids of the live workers of ``iterator``, else of the loader's persistent iterator; a loader with the
+    ``worker_pids`` hook (module docstring) answers for itself."""
+    hook = getattr(loader, "worker_pids", None)
+    if callable(hook):
+        return [int(pid) for pid in hook(iterator)]
     source = iterator if iterator is not None else persistent_iterator(loader)
     return [w.pid for w in getattr(source, "_workers", []) if w.pid is not None]
 
 
 def shutdown_workers(iterator: Any) -> None:
-    """Stop an iterator's workers now (a ``RuntimeError`` from a worker dying on its way out propagates)."""
-    shutdown = getattr(iterator, "_shutdown_workers", None)
+    """Stop an iterator's workers now (a ``RuntimeError`` from a worker dying on its way out propagates): a
+    DataLoader iterator's ``_shutdown_workers``, else the ``close()`` hook (module docstring)."""
+    shutdown = getattr(iterator, "_shutdown_workers", None) or getattr(iterator, "close", None)
     if shutdown is not None:
         shutdown()
 

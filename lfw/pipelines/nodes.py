@@ -1,0 +1,378 @@
+"""A torchdata.nodes pipeline over a map-style dataset, shaped so that :class:`~lfw.measure.LoaderPass` measures it.
+
+The pipeline is the one torchdata's documentation builds for a map-style dataset, with the map made parallel::
+
+    IterableWrapper(indices) -> ParallelMapper(GetItem(dataset), num_workers, method) -> Batcher(batch_size)
+        -> Mapper(collate) -> Loader
+
+``method="thread"`` runs ``dataset[i]`` on ``num_workers`` threads of the main process: it pays where the item's
+work releases the GIL (:mod:`lfw.pipelines.decoders`: simplejpeg and Pillow decode with the GIL released), and
+then it spares the processes, the pickling of every image and the copies between them. ``method="process"`` runs
+it in ``num_workers`` processes of the platform's default start method (as a DataLoader's workers), each image
+coming back on its own through shared memory; the batch is collated in the main process in both.
+
+:class:`NodesLoader` is the adapter: it has what ``LoaderPass`` reads of a ``DataLoader`` (``len()``,
+``num_workers``, ``persistent_workers``, ``timeout``), builds a fresh pipeline on each ``iter()`` (the workers
+start inside the pass's clock, as a non-persistent DataLoader's do) and exposes the ``worker_pids`` hook that
+:func:`lfw.measure.torch_compat.worker_pids` calls, so the pass counts its worker processes' CPU time. The
+iterator it returns (:class:`NodesPass`) has ``close()``, which :func:`lfw.measure.torch_compat.shutdown_workers`
+calls when ``LoaderPass`` ends a pass, after a failure too.
+
+torchdata has no public way to stop a pipeline or list its workers: the pass reaches the private
+``_ParallelMapperIter`` (its ``_shutdown()``, ``_workers`` and ``_stop``; torchdata 0.11) through
+:func:`mapper_iter`, and degrades to "nothing found" if a release renames them (the unit tests
+fail then, not the measurement). torchdata itself has no timeout on a batch, nor notices a worker process
+that died: a pass watches for both (``timeout_s``) and ends with a ``RuntimeError`` instead of waiting forever.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import multiprocessing.queues
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Literal
+
+from torch.utils.data import Dataset, default_collate
+
+from lfw.data.collate import collate_skipping
+from lfw.errors import LFWError
+from lfw.measure.loader_config import DEFAULT_TIMEOUT_S, START_METHODS, die_with_parent
+
+MapMethod = Literal["thread", "process"]
+MAP_METHODS: tuple[MapMethod, ...] = ("thread", "process")
+WATCH_INTERVAL_S = 0.5  # how often a pass checks its worker processes and its batch timeout
+STOP_GRACE_S = 2.0  # how long a worker process that outlived torchdata's own shutdown gets after SIGTERM
+THREAD_JOIN_S = 5.0  # how long the reader and ordering threads get to see the stop event (they poll every 0.1 s)
+
+
+def torchdata_missing() -> str | None:
+    """Why the nodes pipeline cannot run here (torchdata not importable), or None."""
+    try:
+        import torchdata.nodes  # noqa: F401
+    except ImportError as exc:
+        return f"torchdata is not installed ({exc}); pip install torchdata"
+    return None
+
+
+# (pid, thread id) of a thread starting a pipeline, while it does: a fork from it then is a map worker.
+_starting: tuple[int, int] | None = None
+
+
+def _arm_forked_worker() -> None:
+    """``os.register_at_fork`` hook, in every forked child: a map worker forked while its pipeline started ends
+    when the process that started it ends (:func:`~lfw.measure.loader_config.die_with_parent`, which every
+    DataLoader lfw-bench builds uses too). torchdata's worker loop only polls its queue for a stop event, so a
+    worker whose parent was killed would otherwise poll forever, idle workers included. Any other fork is left
+    alone."""
+    global _starting
+    started, _starting = _starting, None
+    if started is not None and started[0] != os.getpid() and started[1] == threading.get_ident():
+        die_with_parent(0)
+        if os.getppid() != started[0]:  # the parent died before the signal was armed
+            os._exit(1)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_arm_forked_worker)
+
+
+class GetItem:
+    """The map function: an index to ``dataset[index]``. A class, not a closure, so a spawned worker can unpickle
+    it; a worker that does (``spawn``, ``forkserver``) arms ``die_with_parent`` then, as a forked one does when
+    it starts (:func:`_arm_forked_worker`)."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        self.dataset = dataset
+        self.owner_pid = os.getpid()
+
+    def __call__(self, index: int) -> Any:
+        return self.dataset[index]
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if os.getpid() != self.owner_pid and multiprocessing.parent_process() is not None:
+            die_with_parent(0)
+
+
+def mapper_iter(mapper: Any) -> Any:
+    """The live ``_ParallelMapperIter`` (threads or processes) behind a ``ParallelMapper`` node, else None.
+
+    Private to torchdata (0.11: ``ParallelMapper._it._it``); None when the node has not started or a release
+    moved it.
+    """
+    impl = getattr(mapper, "_it", None)
+    return getattr(impl, "_it", None)
+
+
+def map_processes(mapper: Any) -> list[multiprocessing.process.BaseProcess]:
+    """The worker processes of a ``ParallelMapper`` (none for ``method="thread"`` or before it started)."""
+    workers = getattr(mapper_iter(mapper), "_workers", None) or []
+    return [w for w in workers if isinstance(w, multiprocessing.process.BaseProcess)]
+
+
+def exit_status(pid: int) -> int | None:
+    """The exit code of a child process that has ended (negative: killed by that signal), or None while it runs.
+
+    Read with ``WNOWAIT``: the child is not reaped, so its CPU times stay readable until ``LoaderPass`` has them.
+    """
+    try:
+        ended = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # reaped already, or not a child of this process
+        return None
+    if ended is None:
+        return None
+    return -ended.si_status if ended.si_code in (os.CLD_KILLED, os.CLD_DUMPED) else ended.si_status
+
+
+class NodesPass(Iterator[Any]):
+    """One pass of a :class:`NodesLoader`: the batches of a pipeline started for it, and its end.
+
+    Creating it starts the pipeline (reader thread, map workers, ordering thread); a failure to start stops
+    whatever did start before it propagates. ``next()`` gives the collated batches (``[images, labels]`` as the
+    DataLoader gives them), then StopIteration. A batch that takes longer than ``timeout_s``, or a map worker
+    process that ends with a non-zero code, ends the pass with a ``RuntimeError`` (the former's message says
+    "timed out", which ``LoaderPass`` reports with the loader's ``timeout``). :meth:`close` stops every thread
+    and process the pipeline started.
+    """
+
+    def __init__(self, loader: Any, mapper: Any, timeout_s: float) -> None:
+        self._mapper = mapper
+        self._timeout_s = timeout_s
+        self._waiting_since: float | None = None
+        self._failure: str | None = None
+        self._closed = threading.Event()
+        self._watch: threading.Thread | None = None
+        global _starting
+        _starting = (os.getpid(), threading.get_ident())
+        try:
+            self._it = iter(loader)  # torchdata starts the pipeline here
+        except BaseException:
+            self._closed.set()
+            self._stop_pipeline()
+            raise
+        finally:
+            _starting = None
+        self._watch = threading.Thread(target=self._watchdog, name="lfw-nodes-watchdog", daemon=True)
+        self._watch.start()
+
+    def __next__(self) -> Any:
+        if self._closed.is_set():
+            raise StopIteration
+        self._waiting_since = time.monotonic()
+        try:
+            batch = next(self._it)
+        except StopIteration:
+            self._raise_failure()
+            raise
+        finally:
+            self._waiting_since = None
+        self._raise_failure()  # a stopped mapper lets the batcher return a short batch: not a batch of the pass
+        return batch
+
+    def worker_pids(self) -> list[int]:
+        """Pids of this pass's map worker processes, in start order (empty for ``method="thread"``: the threads
+        belong to the main process, whose CPU time the pass counts already)."""
+        return [p.pid for p in map_processes(self._mapper) if p.pid is not None]
+
+    def threads(self) -> list[threading.Thread]:
+        """The pipeline's threads in this process (reader, ordering, thread workers) that are still running."""
+        it = mapper_iter(self._mapper)
+        found = [getattr(it, "_read_thread", None), getattr(it, "_sort_thread", None),
+                 *(getattr(it, "_workers", None) or [])]
+        return [t for t in found if isinstance(t, threading.Thread) and t.is_alive()]
+
+    def close(self) -> None:
+        """Stop the pipeline now; idempotent.
+
+        The pipeline's threads are stopped first, then torchdata's own shutdown stops the workers (stop events,
+        then a short join of each); a worker process still alive after it gets SIGTERM, then SIGKILL, and every
+        one is joined, so none outlives the pass. Raises ``RuntimeError`` (after the clean-up) when a process had
+        to be stopped that way or a thread still runs (a thread cannot be stopped from outside: it is a daemon and
+        ends after its current item); the pass's measurements stand, and ``LoaderPass`` records the message as a
+        shutdown error.
+        """
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        if self._watch is not None:
+            self._watch.join()
+        problems = self._stop_pipeline()
+        self._release()
+        if problems:
+            raise RuntimeError("; ".join(problems))
+
+    def _stop_pipeline(self) -> list[str]:
+        """torchdata's shutdown, then the stragglers stopped by signal; what had to be forced, in words.
+
+        The threads of this process stop first, the worker processes after them: torchdata's own shutdown stops
+        both at once, and its ordering thread, still unpickling an image whose shared memory the worker that sent
+        it hands over, then fails on a worker that has just exited (an exception in a thread, the item lost).
+        """
+        it = mapper_iter(self._mapper)
+        stop = getattr(it, "_stop", None)
+        if isinstance(stop, threading.Event):
+            stop.set()
+            for name in ("_sort_thread", "_read_thread"):
+                thread = getattr(it, name, None)
+                if isinstance(thread, threading.Thread) and thread.is_alive():
+                    thread.join(THREAD_JOIN_S)
+        shutdown = getattr(it, "_shutdown", None)
+        if callable(shutdown):
+            shutdown()
+        problems = []
+        for proc in map_processes(self._mapper):
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(STOP_GRACE_S)
+                if proc.is_alive():
+                    proc.kill()
+                    proc.join()
+                problems.append(f"map worker {proc.pid} outlived the pipeline's shutdown and was stopped by signal")
+            else:
+                proc.join()  # reap it
+        return problems + [f"pipeline thread {t.name} still running after the pipeline stopped" for t in self.threads()]
+
+    def _release(self) -> None:
+        """Let go of the stopped pipeline now, as torchdata's own ``reset()`` lets go of a finished one.
+
+        Its worker list is emptied (they are joined already: torchdata's ``__del__`` has nothing left to join,
+        which in a process forked later, one that inherited the pipeline as garbage, fails an assertion in
+        torchdata 0.11), its inter-process queues are closed (their feeder threads end now, not at the next
+        garbage collection), and the node drops it (``Loader`` and its iterator refer to each other, so without
+        this it would wait for the cyclic GC).
+        """
+        it = mapper_iter(self._mapper)
+        if it is not None:
+            if isinstance(getattr(it, "_workers", None), list):
+                it._workers = []
+            for name in ("_in_q", "_intermed_q"):
+                q = getattr(it, name, None)
+                if isinstance(q, multiprocessing.queues.Queue):
+                    q.cancel_join_thread()  # never block on a pipe nobody reads any more
+                    q.close()
+            impl = getattr(self._mapper, "_it", None)
+            if impl is not None:
+                impl._it = None
+        self._it = iter(())
+        self._watch = None
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise RuntimeError(self._failure)
+
+    def _watchdog(self) -> None:
+        """Until the pass closes: stop the mapper (its own stop event) on a dead worker or a late batch."""
+        while not self._closed.wait(WATCH_INTERVAL_S):
+            codes = [(p.pid, exit_status(p.pid)) for p in map_processes(self._mapper) if p.pid is not None]
+            dead = [(pid, code) for pid, code in codes if code not in (None, 0)]
+            waiting = self._waiting_since
+            if dead:
+                pid, code = dead[0]
+                self._failure = (f"map worker {pid} exited unexpectedly (exit code {code}): killed, or crashed in "
+                                 "the map function")
+            elif waiting is not None and time.monotonic() - waiting > self._timeout_s:
+                self._failure = (f"no batch came from the map workers within {self._timeout_s:g} s: timed out "
+                                 "(a worker is stuck or far too slow)")
+            else:
+                continue
+            stop = getattr(mapper_iter(self._mapper), "_stop", None)
+            if stop is not None:
+                stop.set()  # the mapper's next() sees it within its queue timeout and stops
+            return
+
+
+class NodesLoader:
+    """A torchdata.nodes pipeline over ``dataset`` that :class:`~lfw.measure.LoaderPass` measures like a DataLoader.
+
+    Items are ``dataset[i]`` for ``i`` in ``indices`` (default: every index in order), mapped by
+    ``num_workers`` threads or processes (``method``), batched by ``batch_size`` (the last batch may be short, as
+    with ``drop_last=False``) and collated in the main process by ``collate_fn`` (default: what
+    :meth:`lfw.measure.LoaderConfig.build` picks, ``collate_skipping`` for a dataset with ``on_error="skip"``).
+
+    What ``LoaderPass`` reads: ``len()`` (batches per epoch), ``num_workers``, ``persistent_workers`` (always False:
+    a pipeline and its workers live for one pass), ``timeout`` (``timeout_s``, the longest wait for one batch) and
+    the :meth:`worker_pids` hook. Each ``iter()`` builds and starts a new pipeline and returns a
+    :class:`NodesPass`; one pass at a time: a new ``iter()`` closes the previous pass first.
+
+    Args:
+        dataset: a sized map-style dataset whose items the collate function batches; picklable for
+            ``method="process"`` with a ``multiprocessing_context`` other than fork.
+        num_workers: threads or processes of the map (at least 1).
+        method: ``"thread"`` or ``"process"``.
+        batch_size: items per batch.
+        max_concurrent: items in flight in the map at once (torchdata's default, None, is ``2 * num_workers``).
+        multiprocessing_context: ``fork``, ``forkserver`` or ``spawn`` for ``method="process"``; None: the
+            platform's default (as a DataLoader's).
+        timeout_s: the longest wait for one batch before the pass fails.
+    """
+
+    persistent_workers = False
+
+    def __init__(self, dataset: Dataset, *, num_workers: int, method: MapMethod = "thread", batch_size: int = 64,
+                 indices: Sequence[int] | None = None, collate_fn: Callable[[list[Any]], Any] | None = None,
+                 max_concurrent: int | None = None, multiprocessing_context: str | None = None,
+                 timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        missing = torchdata_missing()
+        if missing:
+            raise LFWError(missing)
+        if method not in MAP_METHODS:
+            raise LFWError(f"unknown map method {method!r}; choose one of: {', '.join(MAP_METHODS)}")
+        if num_workers < 1:
+            raise LFWError(f"a parallel map needs at least 1 worker, got num_workers={num_workers}")
+        if batch_size <= 0:
+            raise LFWError(f"batch size must be a positive integer, got {batch_size}")
+        if multiprocessing_context is not None and multiprocessing_context not in START_METHODS:
+            raise LFWError(f"unknown start method {multiprocessing_context!r}; choose one of: "
+                           f"{', '.join(START_METHODS)}")
+        if timeout_s <= 0:
+            raise LFWError(f"timeout must be a positive number of seconds, got {timeout_s:g}")
+        self.dataset = dataset
+        self.indices = list(indices) if indices is not None else list(range(len(dataset)))  # type: ignore[arg-type]
+        if not self.indices:
+            raise LFWError("the dataset is empty: a nodes pipeline needs at least one item")
+        self.num_workers = num_workers
+        self.method = method
+        self.batch_size = batch_size
+        self.max_concurrent = max_concurrent
+        self.multiprocessing_context = multiprocessing_context
+        self.timeout = timeout_s
+        if collate_fn is None:
+            collate_fn = collate_skipping if getattr(dataset, "on_error", "raise") == "skip" else default_collate
+        self.collate_fn = collate_fn
+        self.map_fn = GetItem(dataset)
+        self._current: NodesPass | None = None
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.indices) / self.batch_size)
+
+    def __iter__(self) -> NodesPass:
+        self.close()
+        from torchdata.nodes import Batcher, IterableWrapper, Loader, Mapper, ParallelMapper
+
+        mapper = ParallelMapper(IterableWrapper(self.indices), self.map_fn, num_workers=self.num_workers,
+                                in_order=True, method=self.method,
+                                multiprocessing_context=self.multiprocessing_context,
+                                max_concurrent=self.max_concurrent)
+        root = Mapper(Batcher(mapper, batch_size=self.batch_size, drop_last=False), self.collate_fn)
+        self._current = NodesPass(Loader(root, restart_on_stop_iteration=False), mapper, self.timeout)
+        return self._current
+
+    def worker_pids(self, iterator: Any = None) -> list[int]:
+        """The hook :func:`lfw.measure.torch_compat.worker_pids` calls: the map's worker processes serving
+        ``iterator`` (a :class:`NodesPass` of this loader); none with ``iterator=None``, since no worker outlives
+        its pass, nor for ``method="thread"``."""
+        return iterator.worker_pids() if isinstance(iterator, NodesPass) else []
+
+    def close(self) -> None:
+        """Stop the current pass's pipeline, if any (:meth:`NodesPass.close`)."""
+        current, self._current = self._current, None
+        if current is not None:
+            current.close()
+
+    def __repr__(self) -> str:
+        return (f"NodesLoader(method={self.method!r}, num_workers={self.num_workers}, "
+                f"batch_size={self.batch_size}, items={len(self.indices)})")
