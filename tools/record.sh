@@ -30,6 +30,8 @@ make_bench() {  # the wall time of make bench LAYERS= (quick profile) and of mak
     start=$(date +%s)
     make bench 2>&1 | tr '\r' '\n' | grep -e '^recommended' -e '^  [a-z0-9]*: ' -e '^report:' | tail -8
     echo "wall time of make bench (quick profile + remote layer): $(( $(date +%s) - start )) s"
+    echo "decode pipelines of that run, stage by stage (tools/stage_table.py):"
+    $PY tools/stage_table.py
     per_core
   } > docs/runs/make-bench.txt
 }

@@ -1,0 +1,59 @@
+"""Print a saved run's decode pipelines with their stage breakdown, reconciliation and own-decoder share.
+
+    python tools/stage_table.py [RUN.json]        (default: the newest autosave)
+
+One row per decoders case, fastest first: images/s, share of usable cores x its own decoder's single-core rate
+(median and the rounds' range), share of the PIL path's limit, CPU utilization, measured CPU ms per image, each
+timed stage in ms per image, what the stages add up to against the measured CPU, and the CPU no stage claimed in
+the workers and in the main process.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from lfw.measure.stages import STAGES
+from lfw.report.pipelines import GROUP, pipeline_verdict
+from lfw.results import latest_run, load_run
+from lfw.results import keys as K
+
+
+def pct_range(case: object, key: str) -> str:
+    values = case.rounds(key)  # type: ignore[attr-defined]
+    median = case.number(key)  # type: ignore[attr-defined]
+    if median is None:
+        return "-"
+    return f"{median:.0%} ({min(values):.0%}-{max(values):.0%})" if values else f"{median:.0%}"
+
+
+def main(argv: list[str]) -> int:
+    run = load_run(argv[0] if argv else latest_run())
+    cases = sorted(run.group(GROUP), key=lambda c: -(c.number(K.IMAGES_PER_S) or 0.0))
+    if not cases:
+        print(f"{run.path.name}: no decoders group")
+        return 1
+    print(f"run {run.path.name}; machine: {run.machine.get('cpu', {}).get('brand_raw')}, "
+          f"{cases[0].number(K.USABLE_CORES):.0f} usable cores; rounds {cases[0].number(K.ROUNDS):.0f}")
+    head = ["pipeline", "images/s", "own decoder", "PIL limit", "busy", "CPU ms", *STAGES, "stages/CPU",
+            "gap wrk", "gap main"]
+    print(" | ".join(head))
+    for c in cases:
+        stages = c.extra.get(K.STAGE_MS_PER_IMAGE) or {}
+        gaps = c.extra.get(K.STAGE_GAP_MS_PER_IMAGE) or {}
+        cells = [c.label, f"{c.number(K.IMAGES_PER_S) or 0:,.0f}", pct_range(c, K.OWN_DECODER_SHARE),
+                 pct_range(c, K.PIL_CEILING_SHARE), f"{c.number(K.CPU_UTILIZATION) or 0:.0%}",
+                 f"{c.number(K.CPU_MS_PER_IMAGE) or 0:.3f}", *(f"{float(stages.get(s, 0)):.3f}" for s in STAGES),
+                 pct_range(c, K.STAGE_COVERAGE), f"{float(gaps.get('workers', 0)):.3f}",
+                 f"{float(gaps.get('main', 0)):.3f}"]
+        print(" | ".join(cells))
+    own = {c.value(K.OWN_DECODER): c.number(K.OWN_DECODER_IMAGES_PER_S) for c in cases}
+    print("own-decoder limits (usable cores x single-core rate, median of rounds):",
+          ", ".join(f"{k} {v:,.0f}" for k, v in own.items() if v))
+    verdict = pipeline_verdict(run)
+    if verdict is not None:
+        print("report:", verdict.sentence().replace("`", ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
