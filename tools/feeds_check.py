@@ -6,7 +6,7 @@
 
 For each pipeline (a decoders case id, or a spec such as ``decoder=simplejpeg,threads=2``):
 
-1. its rate: a warm-up pass and ``--passes`` timed passes of 1,024 images (the decoders group's epoch) through
+1. its rate: a warm-up pass and ``--passes`` timed passes of 4,096 images (four of the quick decoders epochs) through
    :class:`~lfw.measure.LoaderPass` with the case's LoaderConfig, persistent workers as in the suite; the images/s
    median, the main process's CPU per batch (the hand-over) and the rate's CV over the passes. With ``--run``
    the same three figures come from the run's decoders case instead (:func:`lfw.diagnose.feeds.feed_of`);
@@ -14,7 +14,9 @@ For each pipeline (a decoders case id, or a spec such as ``decoder=simplejpeg,th
    figure), beside the closed form and the rate-alone bound;
 3. the simulated AU at N and N + 1 consumers over the measured run's steps, with and without the hand-over;
 4. the measured AU: ``lfw.diagnose``'s measurement path (:func:`lfw.diagnose.training.measure_pipeline`) with a
-   sleep of ``step / N`` (and ``step / (N + 1)``) per batch, ``--batches`` batches.
+   sleep of ``step / N`` (and ``step / (N + 1)``) per batch, ``--batches`` batches after an untimed warm-up epoch
+   (the model's rate is a steady one: workers started, buffers touched), ``--repeats`` runs (the median AU,
+   with the runs' range: a run of a second moves with the machine).
 
 It prints plain text to stdout (progress bars go to stderr) and exits 0 when every point agrees within 10%
 (relative to the measured AU), 1 when one does not, 2 on bad input.
@@ -52,7 +54,7 @@ from lfw.measure.loader_pass import sleep_step
 from lfw.results import Run, load_run
 
 DEFAULT_PIPELINES = ("simplejpeg-w2", "pil-w2", "simplejpeg-t2")
-RATE_IMAGES = 1024  # the decoders group's epoch in the quick profile
+RATE_IMAGES = 4096  # passes of a second or more: a rate steadier than one quick decoders epoch gives
 TOLERANCE = 0.10  # |predicted - measured| / measured
 
 
@@ -65,6 +67,7 @@ class Point:
     predicted_free_handover: float
     measured: float
     steps: int
+    measured_range: tuple[float, float] = (0.0, 0.0)
 
     @property
     def error(self) -> float:
@@ -106,7 +109,7 @@ def run_feed(run: Run, setup: PipelineSetup) -> Feed:
 
 
 def check(setup: PipelineSetup, feed: Feed, source: DataSource, step_ms: float, batches: int,
-          quiet: bool) -> tuple[int, list[Point]]:
+          quiet: bool, repeats: int = 1) -> tuple[int, list[Point]]:
     """N at ``step_ms`` and the measured points at N and N + 1 (N + 1 only when N is 0)."""
     step_s = step_ms / 1e3
     n = fed(feed, step_s)
@@ -114,12 +117,14 @@ def check(setup: PipelineSetup, feed: Feed, source: DataSource, step_ms: float, 
     for k in (n, n + 1):
         if k < 1:
             continue
-        m = measure_pipeline(setup, source.path, batches, sleep_step(step_s / k),
-                             step_label=f"sleep {step_ms / k:.3g} ms", progress=not quiet)
-        steps = m.result.batches
+        runs = [measure_pipeline(setup, source.path, batches, sleep_step(step_s / k),
+                                 step_label=f"sleep {step_ms / k:.3g} ms", progress=not quiet, warmup=True)
+                for _ in range(repeats)]
+        steps = runs[0].result.batches
+        measured = [m.accelerator_utilization for m in runs]
         points.append(Point(k, simulated_au(feed, step_s, k, steps),
                             simulated_au(replace(feed, handover_s=0.0), step_s, k, steps),
-                            m.accelerator_utilization, steps))
+                            statistics.median(measured), steps, (min(measured), max(measured))))
     return n, points
 
 
@@ -130,8 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"a decoders case id or a pipeline spec; repeat for more "
                         f"(default: {', '.join(DEFAULT_PIPELINES)})")
     p.add_argument("--step-ms", type=float, default=50.0, help="each accelerator's step per batch (default 50)")
-    p.add_argument("--batches", type=int, default=30, help="batches per measured run (default 30)")
-    p.add_argument("--passes", type=int, default=3, help="timed passes for the rate (default 3, after a warm-up)")
+    p.add_argument("--batches", type=int, default=150,
+                   help="batches per measured run (default 150; one epoch when the tree holds fewer)")
+    p.add_argument("--repeats", type=int, default=3, help="measured runs per point, median AU (default 3)")
+    p.add_argument("--passes", type=int, default=5, help="timed passes for the rate (default 5, after a warm-up)")
     p.add_argument("--run", default=None, help="take the rates from this saved run's decoders group instead")
     p.add_argument("--path", default=None, help="LFW folder (default: $LFW_ROOT, else the cached synthetic tree)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -155,6 +162,8 @@ def _check_args(args: argparse.Namespace) -> None:
         raise LFWError(f"--step-ms must be a positive number of milliseconds, got {args.step_ms:g}")
     if args.batches < 2:
         raise LFWError(f"--batches must be 2 or more (AU leaves the first step out), got {args.batches}")
+    if args.repeats < 1:
+        raise LFWError(f"--repeats must be 1 or more, got {args.repeats}")
     if args.passes < 1:
         raise LFWError(f"--passes must be 1 or more, got {args.passes}")
 
@@ -172,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}, commit {_commit()}: python tools/feeds_check.py "
           f"{' '.join(sys.argv[1:] if argv is None else argv)}".rstrip())
     print(f"# step {args.step_ms:g} ms per batch of 64 per accelerator, AU target {AU_TARGET:.0%} (first step "
-          f"excluded); {args.batches} measured batches per point; {source.kind} data at {source.path}")
+          f"excluded); {args.batches} measured batches per run, {args.repeats} runs per point (median, range); "
+          f"{source.kind} data at {source.path}")
     print(f"# rates: {rates_from}")
     print(f"# N: largest count with simulated AU >= {AU_TARGET:.0%} over a long run; predicted AU: the same model "
           "over the measured run's steps; agree: within 10% of the measured AU")
@@ -183,14 +193,14 @@ def main(argv: list[str] | None = None) -> int:
     for setup in setups:
         feed = saved.get(setup.name) or measure_feed(setup, source.path, args.passes, args.quiet)
         step_s = args.step_ms / 1e3
-        n, points = check(setup, feed, source, args.step_ms, args.batches, args.quiet)
+        n, points = check(setup, feed, source, args.step_ms, args.batches, args.quiet, args.repeats)
         results.append((setup, n, points))
         print(f"{setup.label:<24}{feed.rate:>9,.0f}{feed.workers:>8}{feed.handover_s * 1e3:>8.1f} ms"
               f"{feed.load_cv:>6.2f}{n:>4}{closed_form_fed(feed, step_s):>13}"
               f"{throughput_bound(feed.rate, step_s, feed.batch):>12}", flush=True)
     print()
     print(f"{'pipeline':<24}{'accelerators':>13}{'step/N':>10}{'predicted AU':>14}{'no hand-over':>14}"
-          f"{'measured AU':>13}{'error':>8}  agree")
+          f"{'measured AU':>13}{'runs':>15}{'error':>8}  agree")
     agreed = total = 0
     confirmed = []
     for setup, n, points in results:
@@ -199,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             agreed += pt.agrees
             print(f"{setup.label:<24}{pt.accelerators:>13}{args.step_ms / pt.accelerators:>7.1f} ms"
                   f"{pt.predicted:>14.1%}{pt.predicted_free_handover:>14.1%}{pt.measured:>13.1%}"
+                  f"{f'{pt.measured_range[0]:.0%}-{pt.measured_range[1]:.0%}':>15}"
                   f"{pt.error:>+8.1%}  {'yes' if pt.agrees else 'NO'}")
         at_n = [p for p in points if p.accelerators == n]
         above = [p for p in points if p.accelerators == n + 1]

@@ -14,8 +14,8 @@ import sys
 
 from lfw.measure.stages import STAGES
 from lfw.report.pipelines import GROUP, pipeline_verdict
-from lfw.results import latest_run, load_run
 from lfw.results import keys as K
+from lfw.results import latest_run, load_run
 
 
 def pct_range(case: object, key: str) -> str:

@@ -169,12 +169,15 @@ def _records(result: PassResult, stamps: list[LoadStamp | None]) -> list[BatchRe
 
 
 def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step: Callable[[Any], None], *,
-                     transform: str = "none", step_label: str = "", progress: bool = True) -> Measurement:
+                     transform: str = "none", step_label: str = "", progress: bool = True,
+                     warmup: bool = False) -> Measurement:
     """One LoaderPass over ``batches`` batches with ``step`` as the training step, workers instrumented.
 
     Memory sampling is off: its background thread would compete with the step for the same cores. The step
-    moves the batch to its device itself, so a host-to-device copy counts as step time. The loader's workers are
-    stopped when the pass ends, persistent ones included.
+    moves the batch to its device itself, so a host-to-device copy counts as step time. With ``warmup`` an
+    untimed epoch without a step runs first, so that persistent workers are started and their buffers touched
+    before the measured pass (the steady state a rate from the decoders group describes). The loader's workers
+    are stopped when the pass ends, persistent ones included.
     """
     timed, collate = instrument(dataset, config.batch_size)
     loader = config.build(timed, collate_fn=collate)
@@ -182,6 +185,10 @@ def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step:
     desc = f"training {step_label or 'loop'} with {config.num_workers} workers"
     with tqdm(total=total, unit="batch", desc=desc, disable=not progress, leave=False) as bar:
         recorder = _Recorder(step, bar)
+        if warmup:
+            warm = LoaderPass(loader, batches, memory_interval_s=None)
+            warm.run()
+            warm.finish()  # the warm-up epoch is drained; persistent workers stay for the measured pass
         with LoaderPass(loader, batches, memory_interval_s=None, step=recorder) as runner:
             runner.setup()
             result = runner.run()
@@ -416,11 +423,7 @@ def pipeline_setup(text: str, *, workers: int | None = None, batch_size: int | N
 def pipeline_dataset(setup: PipelineSetup, root: str | os.PathLike[str], images: int) -> Dataset:
     """The pipeline's dataset over the first ``images`` images under ``root`` (batches of the loader's size
     where the pipeline makes its own batches)."""
-    import inspect
-
-    make: Callable[..., Dataset] = setup.pipeline.dataset
-    sized = {"batch_size": setup.config.batch_size} if "batch_size" in inspect.signature(make).parameters else {}
-    return make(Path(root), images, **sized)
+    return setup.pipeline.dataset(Path(root), images, batch_size=setup.config.batch_size)
 
 
 def _then(first: Callable[[Any], None], second: Callable[[Any], None]) -> Callable[[Any], None]:
@@ -433,7 +436,7 @@ def _then(first: Callable[[Any], None], second: Callable[[Any], None]) -> Callab
 
 def measure_pipeline(setup: PipelineSetup, root: str | os.PathLike[str], batches: int, step: Callable[[Any], None],
                      *, dataset: Dataset | None = None, step_label: str = "",
-                     progress: bool = True) -> Measurement:
+                     progress: bool = True, warmup: bool = False) -> Measurement:
     """One measured training pass (:func:`measure_training`) through a decode pipeline.
 
     The dataset (``dataset``, else :func:`pipeline_dataset` under ``root``) covers ``batches x batch_size``
@@ -446,6 +449,6 @@ def measure_pipeline(setup: PipelineSetup, root: str | os.PathLike[str], batches
     consumer = setup.pipeline.consumer_step()
     full_step = step if consumer is None else _then(consumer, step)
     m = measure_training(dataset, setup.config, batches, full_step, transform=setup.pipeline.label,
-                         step_label=step_label, progress=progress)
+                         step_label=step_label, progress=progress, warmup=warmup)
     m.extra["pipeline"] = setup.label
     return m
