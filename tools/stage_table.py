@@ -5,7 +5,7 @@
 One row per decoders case, fastest first: images/s, share of usable cores x its own decoder's single-core rate
 (median and the rounds' range), share of the PIL path's limit, CPU utilization, measured CPU ms per image, each
 timed stage in ms per image, what the stages add up to against the measured CPU, and the CPU no stage claimed in
-the workers and in the main process.
+the workers and in the main process. Then the report's fastest-pipeline sentence and its accelerators-fed table.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 
 from lfw.measure.stages import STAGES
+from lfw.report.accelerators import accelerators_section
 from lfw.report.pipelines import GROUP, pipeline_verdict
 from lfw.results import keys as K
 from lfw.results import latest_run, load_run
@@ -52,6 +53,7 @@ def main(argv: list[str]) -> int:
     verdict = pipeline_verdict(run)
     if verdict is not None:
         print("report:", verdict.sentence().replace("`", ""))
+    print("\n".join(line.replace("`", "").replace("**", "") for line in accelerators_section(run)))
     return 0
 
 

@@ -68,7 +68,11 @@ def stage_panel(ax: Axes, cases: list[Case], cores: int) -> None:
     widest = max((c.number(K.CPU_MS_PER_IMAGE) or 0.0) for c in cases)
     ax.set_xlim(0, max(widest, 0.1) * 1.7)
     ax.set_xlabel("CPU ms per image, by stage (tick: the process tree's measured CPU per image)")
-    ax.legend(loc="lower right", fontsize=7)
+    handles, labels = ax.get_legend_handles_labels()
+    order = [*STAGE_COLOURS, "not in a stage (workers)", "not in a stage (main)", "measured CPU per image"]
+    pairs = sorted(zip(labels, handles, strict=True), key=lambda p: order.index(p[0]) if p[0] in order else 99)
+    ax.legend([h for _, h in pairs], [lab for lab, _ in pairs], loc="upper center", bbox_to_anchor=(0.5, -0.12),
+              ncol=4, fontsize=7, frameon=False)
 
 
 def decoders_chart(run: Run) -> Figure | None:
@@ -76,7 +80,7 @@ def decoders_chart(run: Run) -> Figure | None:
                    key=lambda c: -(c.number(K.IMAGES_PER_S) or 0.0))
     if not cases:
         return None
-    fig, (rate_ax, cpu_ax) = new_figure(13.0, bar_height(len(cases), 0.38), ncols=2)
+    fig, (rate_ax, cpu_ax) = new_figure(13.0, bar_height(len(cases), 0.38) + 0.9, ncols=2)  # legends below
     colours = colour_map(c.value(K.DECODER) if c.value(K.STORAGE) != "memmap" else "memmap" for c in cases)
     rows = range(len(cases))
     points = [mean_sd(c.rounds(K.IMAGES_PER_S)) for c in cases]
@@ -99,7 +103,7 @@ def decoders_chart(run: Run) -> Figure | None:
     rate_ax.set_ylim(len(cases) - 0.5, -0.5)
     rate_ax.set_xlim(0, right)
     rate_ax.set_xlabel("images/s (labels: median, share of cores x its own decoder's single-core rate)")
-    rate_ax.legend(loc="lower right", fontsize=8)
+    rate_ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=1, fontsize=8, frameon=False)
     stage_panel(cpu_ax, cases, cores)
     fig.suptitle("Decode pipelines: images/s against the machine's ceilings (mean ± sd over rounds), and where "
                  "each image's CPU went", fontweight="bold")
