@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lfw.report.ratios import share_text
 from lfw.results import Case, Run
 from lfw.results import keys as K
 
@@ -30,15 +31,6 @@ GROUP = "decoders"
 SMALL = 0.10  # a factor that costs less than this share of the rate is not what stops the pipeline
 STAGE_LABELS = {"read": "read (open + bytes)", "decode": "decode", "transform": "transform", "collate": "collate",
                 "receive": "receive (main process)"}
-
-
-def share_text(case: Case, key: str) -> str:
-    """``93% (rounds 91-95%)``: a share's median and the interval of its rounds."""
-    median = case.number(key) or 0.0
-    rounds = [float(v) for v in case.rounds(key) or []]
-    if len(rounds) < 2:
-        return f"{median:.0%}"
-    return f"{median:.0%} (rounds {min(rounds):.0%}-{max(rounds):.0%})"
 
 
 def largest_stage(case: Case) -> tuple[str, float] | None:

@@ -18,6 +18,16 @@ from lfw.results import keys as K
 from lfw.stats.paired import hodges_lehmann, signed_rank_interval
 from lfw.stats.variation import coefficient_of_variation
 
+
+def share_text(case: Case, key: str) -> str:
+    """``93% (rounds 91%-95%)``: a share's median and the range of its rounds (the median alone with one round)."""
+    median = case.number(key) or 0.0
+    rounds = [float(v) for v in case.rounds(key) or []]
+    if len(rounds) < 2:
+        return f"{median:.0%}"
+    return f"{median:.0%} (rounds {min(rounds):.0%}-{max(rounds):.0%})"
+
+
 CONFIDENCE = 0.85
 MIN_ROUNDS = 3  # fewer paired rounds give an interval with no useful confidence (2 rounds: 50%)
 

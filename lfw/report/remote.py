@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lfw.report.ratios import Ratio, ratio
+from lfw.report.ratios import Ratio, ratio, share_text
 from lfw.results import Case, Run
 from lfw.results import keys as K
 
@@ -49,9 +49,9 @@ class RemoteVerdict:
         in_flight = int(b.number(K.IN_FLIGHT_LIMIT) or 0)
         text = (f"at {self.latency_ms:g} ms, `{b.label}` ({b.value(K.STRATEGY)}, {workers} workers, up to {in_flight} "
                 f"requests in flight, {b.number(K.MEAN_IN_FLIGHT) or 0:.1f} on average): "
-                f"{b.number(K.IMAGES_PER_S) or 0:,.1f} images/s, {b.number(K.ENDPOINT_CEILING_SHARE) or 0:.0%} of "
+                f"{b.number(K.IMAGES_PER_S) or 0:,.1f} images/s, {share_text(b, K.ENDPOINT_CEILING_SHARE)} of "
                 f"the endpoint's zero-latency ceiling ({b.number(K.ENDPOINT_CEILING_IMAGES_PER_S) or 0:,.0f} "
-                "images/s)")
+                "images/s, median of the rounds)")
         if self.to_zero is not None and self.zero is not None:
             verdict = "hidden" if self.hidden() else "not hidden"
             text += (f", {self.to_zero.text()} of the same configuration at 0 ms "
