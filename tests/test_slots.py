@@ -74,3 +74,30 @@ def test_the_loader_batches_nothing_itself(tiny_tree: Path) -> None:
     loader = LoaderConfig(batch_size=16).build(data)
     assert loader.batch_size is None and len(loader) == 3
     assert [len(labels) for _images, labels in loader] == [16, 16, 8]
+
+
+def test_the_loader_refuses_a_ring_too_small_for_its_prefetch_and_drop_last(tiny_tree: Path) -> None:
+    data = SlotBatches(tiny_tree, "simplejpeg", batch_size=16)  # ring 4: prefetch 2 + held + spare
+    LoaderConfig(batch_size=16, num_workers=2, prefetch_factor=2).build(data)
+    with pytest.raises(LFWError, match="ring >= 6"):
+        LoaderConfig(batch_size=16, num_workers=2, prefetch_factor=4).build(data)
+    LoaderConfig(batch_size=16, num_workers=2, prefetch_factor=4).build(SlotBatches(tiny_tree, batch_size=16, ring=6))
+    with pytest.raises(LFWError, match="drop_last"):
+        LoaderConfig(batch_size=16, drop_last=True).build(data)
+    with pytest.raises(LFWError, match="positive number"):
+        SlotBatches(tiny_tree, batch_size=16, images=-1)
+
+
+def test_the_main_process_lets_go_of_a_datasets_rings_when_the_dataset_goes(tiny_tree: Path) -> None:
+    import gc
+
+    from lfw.pipelines import slots
+
+    data = SlotBatches(tiny_tree, "simplejpeg", batch_size=16)
+    loader = LoaderConfig(batch_size=16, num_workers=2).build(data)
+    assert len(list(loader)) == 3
+    key = data.key
+    assert [k for k in slots._ATTACHED if k[0] == key]  # both workers' rings, mapped here
+    del loader, data
+    gc.collect()
+    assert not [k for k in slots._ATTACHED if k[0] == key]

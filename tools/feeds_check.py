@@ -1,6 +1,7 @@
 """Accelerators fed, checked: the model's AU at N and N + 1 accelerators against a measured lfw.diagnose run.
 
-    python tools/feeds_check.py > docs/runs/feeds-check.txt                 # the committed check
+    python tools/feeds_check.py --pipeline simplejpeg-slots-w2 --pipeline simplejpeg-w2 --pipeline pil-w2 \
+        --pipeline simplejpeg-t2 --path .cache/lfw-bench/synthetic-lfw-13233-seed0/lfw   # docs/runs/feeds-check.txt
     python tools/feeds_check.py --pipeline pil-tar-w2 --step-ms 25          # another pipeline, another step
     python tools/feeds_check.py --run benchmarks/baselines/cpu-2core.json   # rates from a saved run instead
 
@@ -53,7 +54,7 @@ from lfw.measure import LoaderPass
 from lfw.measure.loader_pass import sleep_step
 from lfw.results import Run, load_run
 
-DEFAULT_PIPELINES = ("simplejpeg-w2", "pil-w2", "simplejpeg-t2")
+DEFAULT_PIPELINES = ("simplejpeg-slots-w2", "simplejpeg-w2", "pil-w2", "simplejpeg-t2")
 RATE_IMAGES = 4096  # passes of a second or more: a rate steadier than one quick decoders epoch gives
 TOLERANCE = 0.10  # |predicted - measured| / measured
 
@@ -110,7 +111,7 @@ def run_feed(run: Run, setup: PipelineSetup) -> Feed:
 
 def check(setup: PipelineSetup, feed: Feed, source: DataSource, step_ms: float, batches: int,
           quiet: bool, repeats: int = 1) -> tuple[int, list[Point]]:
-    """N at ``step_ms`` and the measured points at N and N + 1 (N + 1 only when N is 0)."""
+    """N at ``step_ms`` and the measured points at N and N + 1 (N only when it is 1 or more)."""
     step_s = step_ms / 1e3
     n = fed(feed, step_s)
     points = []

@@ -12,21 +12,20 @@ from __future__ import annotations
 
 import sys
 
+from lfw.errors import cli_entry
 from lfw.measure.stages import STAGES
 from lfw.report.accelerators import accelerators_section
 from lfw.report.pipelines import GROUP, pipeline_verdict
+from lfw.report.ratios import share_text
+from lfw.results import Case, latest_run, load_run
 from lfw.results import keys as K
-from lfw.results import latest_run, load_run
 
 
-def pct_range(case: object, key: str) -> str:
-    values = case.rounds(key)  # type: ignore[attr-defined]
-    median = case.number(key)  # type: ignore[attr-defined]
-    if median is None:
-        return "-"
-    return f"{median:.0%} ({min(values):.0%}-{max(values):.0%})" if values else f"{median:.0%}"
+def pct_range(case: Case, key: str) -> str:
+    return share_text(case, key) if case.number(key) is not None else "-"
 
 
+@cli_entry
 def main(argv: list[str]) -> int:
     run = load_run(argv[0] if argv else latest_run())
     cases = sorted(run.group(GROUP), key=lambda c: -(c.number(K.IMAGES_PER_S) or 0.0))
@@ -34,7 +33,7 @@ def main(argv: list[str]) -> int:
         print(f"{run.path.name}: no decoders group")
         return 1
     print(f"run {run.path.name}; machine: {run.machine.get('cpu', {}).get('brand_raw')}, "
-          f"{cases[0].number(K.USABLE_CORES):.0f} usable cores; rounds {cases[0].number(K.ROUNDS):.0f}")
+          f"{cases[0].number(K.USABLE_CORES) or 0:.0f} usable cores; rounds {cases[0].number(K.ROUNDS) or 0:.0f}")
     head = ["pipeline", "images/s", "own decoder", "PIL limit", "busy", "CPU ms", *STAGES, "stages/CPU",
             "gap wrk", "gap main"]
     print(" | ".join(head))
@@ -48,7 +47,7 @@ def main(argv: list[str]) -> int:
                  f"{float(gaps.get('main', 0)):.3f}"]
         print(" | ".join(cells))
     own = {c.value(K.OWN_DECODER): c.number(K.OWN_DECODER_IMAGES_PER_S) for c in cases}
-    print("own-decoder limits (usable cores x single-core rate, median of rounds):",
+    print("own-decoder limits (usable cores x the decoder's single-core rate, median of rounds):",
           ", ".join(f"{k} {v:,.0f}" for k, v in own.items() if v))
     verdict = pipeline_verdict(run)
     if verdict is not None:

@@ -69,6 +69,18 @@ class LoaderConfig:
         if self.start_method and self.start_method not in multiprocessing.get_all_start_methods():
             raise LFWError(f"start method {self.start_method!r} is not available on this platform")
 
+    def _check_whole_batches(self, dataset: Dataset) -> None:
+        """A dataset of whole batches: no ``drop_last`` (it batches itself), and a slot ring (``ring_size``) with a
+        slot for every batch in flight, the one the consumer holds and one spare."""
+        if self.drop_last:
+            raise LFWError("drop_last applies to batches the loader makes; this dataset yields whole batches "
+                           "(the last one may be shorter): build it with drop_last=False")
+        ring = getattr(dataset, "ring_size", None)
+        needed = (self.prefetch_factor or 2) + 2
+        if self.num_workers and isinstance(ring, int) and ring < needed:
+            raise LFWError(f"a slot ring of {ring} is too small for prefetch_factor={self.prefetch_factor or 2}: a "
+                           f"worker would overwrite a batch still in use; make the dataset with ring >= {needed}")
+
     def with_(self, **changes: Any) -> LoaderConfig:
         """A copy with some knobs changed."""
         return replace(self, **changes)
@@ -97,6 +109,8 @@ class LoaderConfig:
         if collate_fn is None and getattr(dataset, "on_error", "raise") == "skip":
             collate_fn = collate_skipping
         batched = getattr(dataset, "yields_batches", False)  # items are whole batches of batch_size already
+        if batched:
+            self._check_whole_batches(dataset)
         return DataLoader(
             dataset,
             batch_size=None if batched else self.batch_size,

@@ -13,9 +13,11 @@ process (workers, main), never spread over the stages: in workers it holds pickl
 shared memory to the main process (torch's queue feeder and ``resource_sharer`` threads) and the worker loop.
 
 The totals live in a small shared-memory array (``multiprocessing.RawArray``) with one row per loading process
-(the main process's main thread, its other threads, worker ``i``), so forked and spawned workers add to the
-same figures the main process reads after the pass; each process guards its row with its own lock, since
-decode threads inside one process add concurrently.
+(the main process's main thread, its other threads, DataLoader worker ``i``), so forked and spawned workers add
+to the same figures the main process reads after the pass. Each process adds under one lock of its own (decode
+threads inside a process add concurrently), made anew in a forked child. A process that is neither the main
+process nor a DataLoader worker (a torchdata map process) adds to the main process's rows without that
+process's lock: its figures are not the breakdown's.
 """
 
 from __future__ import annotations
@@ -40,6 +42,15 @@ MAIN_THREAD, MAIN_OTHER = 0, 1  # rows of the main process; worker i adds to row
 MAX_WORKERS = 64
 
 now = time.thread_time  # the clock every stage is read with
+_lock = threading.Lock()  # this process's: guards every clock's adds from its threads
+
+
+def _new_lock_after_fork() -> None:
+    global _lock
+    _lock = threading.Lock()  # the parent's may have been held by a thread that does not exist here
+
+
+os.register_at_fork(after_in_child=_new_lock_after_fork)
 
 
 @dataclass(frozen=True)
@@ -69,8 +80,6 @@ class StageClock:
             raise LFWError(f"max_workers must be 0 or more, got {max_workers}")
         self.rows = max_workers + 2
         self._array = multiprocessing.RawArray("d", self.rows * _COLUMNS)
-        self._lock: threading.Lock | None = None
-        self._lock_pid = 0
 
     def __getstate__(self) -> dict[str, Any]:
         spawning = multiprocessing.context.get_spawning_popen() is not None  # a worker being started
@@ -80,7 +89,6 @@ class StageClock:
         self.rows, self._array = state["rows"], state["_array"]
         if self._array is None:  # pickled for anything but starting a process: a clock of its own, zeroed
             self._array = multiprocessing.RawArray("d", self.rows * _COLUMNS)
-        self._lock, self._lock_pid = None, 0
 
     def _row(self) -> int:
         info = get_worker_info()
@@ -91,17 +99,12 @@ class StageClock:
             return 2 + info.id
         return MAIN_THREAD if threading.current_thread() is threading.main_thread() else MAIN_OTHER
 
-    def _guard(self) -> threading.Lock:
-        if self._lock is None or self._lock_pid != os.getpid():  # a forked worker makes its own lock
-            self._lock, self._lock_pid = threading.Lock(), os.getpid()
-        return self._lock
-
     def add(self, stage: str, since: float, images: int = 0) -> float:
         """Add the CPU time since ``since`` (a :func:`now` reading) to ``stage``; returns ``now()`` for chaining."""
         t = now()
         base = self._row() * _COLUMNS
         column = STAGES.index(stage)
-        with self._guard():
+        with _lock:
             self._array[base + column] += t - since
             if images:
                 self._array[base + _IMAGES] += images
@@ -109,7 +112,7 @@ class StageClock:
 
     def add_main_seconds(self, stage: str, seconds: float) -> None:
         """Add ``seconds`` to ``stage`` of the main thread's row (the pass's own ``receive`` time)."""
-        with self._guard():
+        with _lock:
             self._array[MAIN_THREAD * _COLUMNS + STAGES.index(stage)] += seconds
 
     def main_thread_seconds(self) -> float:
@@ -118,7 +121,7 @@ class StageClock:
 
     def reset(self) -> None:
         """Zero every row (before a pass; no worker may be loading from this dataset then)."""
-        with self._guard():
+        with _lock:
             for i in range(len(self._array)):
                 self._array[i] = 0.0
 

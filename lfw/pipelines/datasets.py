@@ -185,6 +185,7 @@ class TarShards(IterableDataset):
                             raise
                         self.bad_files += 1
                         yield None
+                        t = now()
                         continue
                     item = self.finish(image), self.label_of.get(person, -1)
                     yield item

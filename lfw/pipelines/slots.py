@@ -9,14 +9,16 @@ and the segment is unmapped when the batch is dropped. :class:`SlotBatches` remo
 - each loading process owns a ring of ``ring`` batch buffers, ``(ring, batch, H, W, 3)`` uint8, made once
   (in shared memory in a worker) and reused; the decoder writes each image straight into its slot
   (simplejpeg's ``buffer=``; other decoders decode and copy once);
-- a worker returns a :class:`SlotBatch`: the slot number and the labels, pickled in a few hundred bytes; the first
-  one a worker sends also carries its ring, whose memory the main process maps once and keeps
-  (:func:`receive_slot`). The main process gets ``(images, labels)``: ``images`` a view of the slot, shape
-  (B, 3, H, W) in ``torch.channels_last`` memory order, ``labels`` int64.
+- labels go to a ring of their own beside the images, so a worker returns a :class:`SlotBatch` of a few numbers
+  (the slot, the batch's length); the first one a worker sends also carries its rings, whose memory the main
+  process maps once and keeps until the dataset is gone or the worker has exited (:func:`receive_slot`). The
+  main process gets ``(images, labels)``: views of the slot, ``images`` of shape (B, 3, H, W) in
+  ``torch.channels_last`` memory order, ``labels`` int64.
 
 Contract: a batch is a view of a slot that its process reuses ``ring`` batches later. With ``prefetch_factor``
 P, a worker has at most P batches in flight while the consumer holds one, so a ring of P + 2 leaves one slot
-spare; a consumer that keeps a batch beyond the next one must ``clone()`` it. Every image must decode to the
+spare (:meth:`~lfw.measure.LoaderConfig.build` refuses a smaller ring); a consumer that keeps a batch beyond the
+next one must ``clone()`` it. Every image must decode to the
 same size (LFW's 250 x 250): one that does not is a one-line error naming the file.
 """
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import math
 import os
 import uuid
+import weakref
 from typing import Any
 
 import numpy as np
@@ -39,36 +42,53 @@ from lfw.pipelines.datasets import JpegFiles
 from lfw.pipelines.decoders import FIX, decode, not_jpeg, read_file
 
 RING = 4  # prefetch_factor 2 + the batch the consumer holds + one spare
-_ATTACHED: dict[tuple[str, int], torch.Tensor] = {}  # (dataset key, worker pid) -> that worker's ring, mapped here
+Rings = tuple[torch.Tensor, torch.Tensor]  # images (ring, batch, H, W, 3) uint8, labels (ring, batch) int64
+_ATTACHED: dict[tuple[str, int], Rings] = {}  # (dataset key, worker pid) -> that worker's rings, mapped here
 
 
-def receive_slot(key: str, pid: int, slot: int, n: int, labels: np.ndarray,
-                 ring: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Unpickle a :class:`SlotBatch` in the main process: ``(images, labels)``, the images a view of the slot.
+def release_rings(key: str) -> None:
+    """Let go of every ring of dataset ``key`` in this process (its memory is unmapped once no batch refers to it)."""
+    for attached in [k for k in _ATTACHED if k[0] == key]:
+        del _ATTACHED[attached]
 
-    A ring that arrives is kept for the worker's later batches; rings of this dataset's workers that have
-    exited are let go then (their memory is unmapped once no batch refers to it).
+
+def receive_slot(key: str, pid: int, slot: int, n: int, rings: Rings | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Unpickle a :class:`SlotBatch` in the main process: ``(images, labels)``, views of the slot.
+
+    Rings that arrive are kept for the worker's later batches; the rings of any worker that has exited are let
+    go then, and a dataset's rings when the dataset is collected (:class:`SlotBatches`).
     """
-    if ring is not None:
-        for gone in [k for k in _ATTACHED if k[0] == key and not psutil.pid_exists(k[1])]:
+    if rings is not None:
+        for gone in [k for k in _ATTACHED if not psutil.pid_exists(k[1])]:
             del _ATTACHED[gone]
-        _ATTACHED[(key, pid)] = ring
+        _ATTACHED[(key, pid)] = rings
     mine = _ATTACHED.get((key, pid))
     if mine is None:
-        raise LFWError(f"a slot batch from worker pid {pid} arrived before its ring; batches of one worker must "
-                       "arrive in order (in_order=True)")
-    return mine[slot, :n].permute(0, 3, 1, 2), torch.from_numpy(labels)
+        raise LFWError(f"a slot batch from worker pid {pid} names rings this process does not hold (its dataset "
+                       "was collected, or the batch was unpickled by another process); iterate the loader that "
+                       "made it")
+    images, labels = mine
+    return images[slot, :n].permute(0, 3, 1, 2), labels[slot, :n]
 
 
 class SlotBatch:
-    """What a worker returns for a batch: where the images are, the labels, and its ring the first time."""
+    """What a worker returns for a batch: which slot of which rings, its length, and the rings the first time."""
 
-    def __init__(self, key: str, pid: int, slot: int, n: int, labels: np.ndarray,
-                 ring: torch.Tensor | None) -> None:
-        self.key, self.pid, self.slot, self.n, self.labels, self.ring = key, pid, slot, n, labels, ring
+    def __init__(self, key: str, pid: int, slot: int, n: int, rings: Rings | None) -> None:
+        self.key, self.pid, self.slot, self.n, self.rings = key, pid, slot, n, rings
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return receive_slot, (self.key, self.pid, self.slot, self.n, self.labels, self.ring)
+        return receive_slot, (self.key, self.pid, self.slot, self.n, self.rings)
+
+
+def _shared(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` moved to shared memory, or a one-line error when the machine has not that much of it."""
+    try:
+        return tensor.share_memory_()
+    except RuntimeError as exc:
+        mib = tensor.numel() * tensor.element_size() / 2**20
+        raise LFWError(f"cannot put a {mib:,.0f} MiB slot ring in shared memory ({' '.join(str(exc).split())[:80]}); "
+                       "give the machine more shared memory (/dev/shm), or use a smaller ring or batch") from None
 
 
 class SlotBatches(Dataset):
@@ -90,6 +110,8 @@ class SlotBatches(Dataset):
             raise LFWError(f"batch size must be a positive integer, got {batch_size}")
         if ring < 2:
             raise LFWError(f"a slot ring needs at least 2 slots (one decoding, one held), got {ring}")
+        if images is not None and images < 1:
+            raise LFWError(f"images must be a positive number (or None for all), got {images}")
         self.files = JpegFiles(root, decoder)
         self.stage_clock = self.files.stage_clock
         self.decoder = decoder
@@ -104,7 +126,8 @@ class SlotBatches(Dataset):
         height, width = decode(self.decoder, read_file(first), first).shape[1:]
         self.shape = (int(height), int(width))
         self.key = uuid.uuid4().hex
-        self._ring: torch.Tensor | None = None
+        weakref.finalize(self, release_rings, self.key)  # in the main process: the rings its workers sent
+        self._ring: Rings | None = None
         self._ring_pid = 0
         self._next = 0
         self._sent = False
@@ -117,10 +140,11 @@ class SlotBatches(Dataset):
     def __len__(self) -> int:
         return math.ceil(self.images / self.batch_size)
 
-    def _slot(self, in_worker: bool) -> tuple[torch.Tensor, int]:
+    def _slot(self, in_worker: bool) -> tuple[Rings, int]:
         if self._ring is None or self._ring_pid != os.getpid():
-            ring = torch.empty((self.ring_size, self.batch_size, *self.shape, 3), dtype=torch.uint8)
-            self._ring = ring.share_memory_() if in_worker else ring
+            images = torch.empty((self.ring_size, self.batch_size, *self.shape, 3), dtype=torch.uint8)
+            labels = torch.empty((self.ring_size, self.batch_size), dtype=torch.int64)
+            self._ring = (_shared(images), _shared(labels)) if in_worker else (images, labels)
             self._ring_pid, self._next, self._sent = os.getpid(), 0, False
         slot, self._next = self._next, (self._next + 1) % self.ring_size
         return self._ring, slot
@@ -157,14 +181,14 @@ class SlotBatches(Dataset):
             raise IndexError(f"batch {b} out of range (0..{len(self) - 1})")
         start, stop = b * self.batch_size, min((b + 1) * self.batch_size, self.images)
         in_worker = get_worker_info() is not None
-        ring, slot = self._slot(in_worker)
-        block = ring[slot].numpy()
+        (images, labels), slot = self._slot(in_worker)
+        block = images[slot].numpy()
         for j, i in enumerate(range(start, stop)):
             self._decode_into(block[j], self.paths[i])
-        labels = self.labels[start:stop].copy()
         n = stop - start
+        labels[slot, :n] = torch.from_numpy(self.labels[start:stop])
         if not in_worker:
-            return ring[slot, :n].permute(0, 3, 1, 2), torch.from_numpy(labels)
-        announce = None if self._sent else ring
+            return images[slot, :n].permute(0, 3, 1, 2), labels[slot, :n]
+        announce = None if self._sent else (images, labels)
         self._sent = True
-        return SlotBatch(self.key, os.getpid(), slot, n, labels, announce)
+        return SlotBatch(self.key, os.getpid(), slot, n, announce)

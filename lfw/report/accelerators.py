@@ -27,7 +27,7 @@ def _accelerators(n: int) -> str:
 
 
 def headline(table: FeedsTable) -> str:
-    """``at 50 ms per step, `simplejpeg-w2` feeds 2 accelerators`` (with what holds it below the rate alone)."""
+    """``at <step> ms per step, `<pipeline>` feeds <N> accelerators`` (with what holds it below the rate alone)."""
     from lfw.diagnose.feeds import HEADLINE_STEP_MS
 
     step = HEADLINE_STEP_MS if HEADLINE_STEP_MS in table.steps_ms else table.steps_ms[-1]

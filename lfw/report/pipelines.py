@@ -61,9 +61,9 @@ class PipelineVerdict:
     @property
     def decoder_cpu_ms(self) -> float | None:
         """CPU ms per image of the decoder alone: from its own single-core rate, else the reference case's."""
-        limit = self.best.number(K.OWN_DECODER_IMAGES_PER_S)
-        if limit:
-            return 1e3 * self.cores / limit
+        per_core = self.best.number(K.OWN_DECODER_PER_CORE)
+        if per_core:
+            return 1e3 / per_core
         return self.reference.number(K.CPU_MS_PER_IMAGE) if self.reference is not None else None
 
     @property
@@ -116,11 +116,11 @@ class PipelineVerdict:
     def own_text(self) -> str:
         """The share of its own decoder's limit, with the limit spelt out so a reader can check it."""
         b = self.best
-        limit = b.number(K.OWN_DECODER_IMAGES_PER_S)
-        if limit and b.number(K.OWN_DECODER_SHARE) is not None:
-            return (f"{share_text(b, K.OWN_DECODER_SHARE)} of its own decoder's limit ({self.cores} cores x "
-                    f"{limit / self.cores:,.0f} images/s, the {b.value(K.DECODER)} decode's single-core rate in "
-                    f"the same rounds = {limit:,.0f})")
+        per_core = b.number(K.OWN_DECODER_PER_CORE)
+        if per_core and b.number(K.OWN_DECODER_SHARE) is not None:
+            return (f"{share_text(b, K.OWN_DECODER_SHARE)} of its own decoder's limit ({self.cores} usable cores x "
+                    f"{per_core:,.0f} images/s, the {b.value(K.DECODER)} decode's single-core rate in the same "
+                    f"rounds = {self.cores * per_core:,.0f})")
         own = self.own_ceiling_share
         if own is not None and self.reference is not None:
             return f"{own:.0%} of {self.cores} x its own decoder's single-core rate (`{self.reference.label}`)"

@@ -108,6 +108,7 @@ STAGE_GAP_MS_PER_IMAGE = "stage_gap_ms_per_image"  # {"workers": ms, "main": ms}
 # A pipeline's rate over usable cores x the single-core rate of its own decoder (its ``ceiling-decode-*`` member,
 # measured in the same rotation), per round; the interval is the rounds' lowest and highest share.
 OWN_DECODER_IMAGES_PER_S = "own_decoder_images_per_s"  # usable cores x the decoder's single-core rate
+OWN_DECODER_PER_CORE = "own_decoder_per_core_images_per_s"  # the decoder's single-core rate (median of rounds)
 OWN_DECODER_SHARE = "own_decoder_share"
 OWN_DECODER = "own_decoder"  # the ceiling member the share is taken against
 

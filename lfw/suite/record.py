@@ -140,20 +140,22 @@ def machine_ceiling_shares(results: Sequence[PassResult], *, pil: Sequence[float
 
 
 def own_decoder_shares(results: Sequence[PassResult], *, per_core: Sequence[float], member: str,
-                       usable_cores: int, capacities: Sequence[float] | None = None) -> dict[str, Any]:
+                       usable_cores: int) -> dict[str, Any]:
     """A pipeline's rate over ``usable_cores`` x its own decoder's single-core rate, round by round.
 
     ``per_core`` is the single-core rate of the same decode (``member``, :func:`~lfw.suite.runner.own_decoder_member`)
-    measured in the same rounds; the cores are the machine's, lowered where a round's measured capacity says
-    it gave fewer. The record keeps the median share and every round's (the interval a report prints).
+    measured in the same rounds. The limit is the usable cores' (not lowered by the round's measured parallel
+    capacity: the share says how close the pipeline gets to every core decoding, whatever kept a core from it).
+    The record keeps the median single-core rate, the median share and every round's (the interval a report prints).
     """
     if len(per_core) != len(results):
         raise ValueError(f"{len(per_core)} ceilings for {len(results)} rounds: pair them by round")
-    cores = parallel_cores(usable_cores, usable_cores, capacities, len(results))
-    limits = [c * n for c, n in zip(per_core, cores, strict=True)]
-    shares = [r.images_per_s / limit for r, limit in zip(results, limits, strict=True)]
-    return {K.OWN_DECODER: member, K.OWN_DECODER_IMAGES_PER_S: round(median(limits), 2),
-            K.rounds(K.OWN_DECODER_IMAGES_PER_S): [round(v, 2) for v in limits],
+    if usable_cores < 1:
+        raise ValueError(f"usable cores must be 1 or more, got {usable_cores}")
+    shares = [r.images_per_s / (c * usable_cores) for r, c in zip(results, per_core, strict=True)]
+    return {K.OWN_DECODER: member, K.OWN_DECODER_PER_CORE: round(median(per_core), 2),
+            K.rounds(K.OWN_DECODER_PER_CORE): [round(c, 2) for c in per_core],
+            K.OWN_DECODER_IMAGES_PER_S: round(usable_cores * median(per_core), 2),
             K.OWN_DECODER_SHARE: round(median(shares), 4), K.rounds(K.OWN_DECODER_SHARE): [round(v, 4) for v in shares]}
 
 
@@ -226,8 +228,7 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
                                            memmap=rotation.ceiling(MEMMAP_CEILING), usable_cores=cores,
                                            capacities=capacities))
         member = own_decoder_member(case.pipeline)
-        info.update(own_decoder_shares(results, per_core=rotation.ceiling(member), member=member,
-                                       usable_cores=cores, capacities=capacities))
+        info.update(own_decoder_shares(results, per_core=rotation.ceiling(member), member=member, usable_cores=cores))
         info.update(stage_breakdown(results))
         info.update({K.DECODER: case.pipeline.decoder, K.STORAGE: case.pipeline.storage,
                      K.THREADS: case.pipeline.threads, K.OUTPUT: case.pipeline.output,

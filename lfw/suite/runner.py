@@ -24,8 +24,9 @@ from statistics import median
 from typing import Any
 
 import torch
-from torch.utils.data import Dataset, Subset
+from torch.utils.data import Dataset, Subset, default_collate
 
+from lfw.data.collate import collate_skipping
 from lfw.data.index import path_at
 from lfw.errors import LFWError
 from lfw.measure.capacity import ParallelCapacity
@@ -132,7 +133,14 @@ def case_pass(case: LoaderCase, dataset: Dataset, profile: Profile) -> LoaderPas
     if case.epoch_images and case.pipeline is None:
         data = Subset(dataset, range(min(images, len(dataset))))  # type: ignore[arg-type]
     clock = stage_clock_of(data)
-    collate = TimedCollate(clock) if clock is not None and not getattr(data, "yields_batches", False) else None
+    collate = None
+    if clock is not None:
+        if case.config.num_workers > clock.rows - 2:
+            raise LFWError(f"{case.id}: {case.config.num_workers} workers, but the dataset's stage clock has rows for "
+                           f"{clock.rows - 2}; make it with a larger max_workers")
+        if not getattr(data, "yields_batches", False):
+            skipping = getattr(data, "on_error", "raise") == "skip"
+            collate = TimedCollate(clock, collate_skipping if skipping else default_collate)
     loader = case.config.build(data, collate)
     device = "cuda" if case.copy_to_cuda and torch.cuda.is_available() else None
     step = sleep_step(case.step_ms / 1e3) if case.step_ms is not None else None
