@@ -28,7 +28,9 @@ STAGE_COLOURS = {"read": "#9ecae1", "decode": "#3182bd", "transform": "#fdae6b",
 
 def _own(case: Case) -> str:
     share = case.number(K.OWN_DECODER_SHARE)
-    return f"{share:.0%} of own decoder" if share is not None else f"{case.number(K.PIL_CEILING_SHARE) or 0:.0%} of PIL"
+    if share is None:
+        return f"{case.number(K.PIL_CEILING_SHARE) or 0:.0%} of PIL"
+    return f"{share:.0%} of " + ("the memmap's own" if case.value(K.STORAGE) == "memmap" else "own decoder")
 
 
 def stage_panel(ax: Axes, cases: list[Case], cores: int) -> None:

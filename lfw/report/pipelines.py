@@ -143,7 +143,7 @@ class PipelineVerdict:
         pil = b.number(K.PIL_CEILING_IMAGES_PER_S) or 0.0
         return (f"`{b.label}`: {self.images_per_s:,.0f} images/s (median of {len(b.rounds(K.IMAGES_PER_S) or [])} "
                 f"rounds), {self.own_text()}; {share_text(b, K.PIL_CEILING_SHARE)} of the PIL path's limit "
-                f"({self.cores} x {pil / self.cores:,.0f} = {pil:,.0f} images/s).{self.stage_text()} "
+                f"({pil:,.0f} images/s: its single-core rate x the cores the rounds measured).{self.stage_text()} "
                 f"What stops it: {self.limit()}; {self.memory_bandwidth()}.")
 
 
