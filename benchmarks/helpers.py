@@ -174,7 +174,16 @@ def measure_alone(benchmark: Any, bench: Session, datasets: Datasets, config: Lo
     ds = dataset if dataset is not None else datasets.preset(transform, index)
     runner = LoaderPass(config.build(ds), batches or bench.profile.batches_for(config.batch_size, transform),
                         memory_interval_s=memory_interval_s, mark_start=mark_start)
-    paths, n_rounds, cache_mode = dataset_files(ds), rounds or bench.profile.rounds, bench.cache_mode
+    return measure_rounds(benchmark, bench, runner, dataset_files(ds), config, transform, index,
+                          rounds=rounds or bench.profile.rounds, warmup_rounds=warmup_rounds)
+
+
+def measure_rounds(benchmark: Any, bench: Session, runner: LoaderPass, paths: list[str], config: LoaderConfig,
+                   transform: str, index: str, *, rounds: int, warmup_rounds: int) -> dict[str, Any]:
+    """``warmup_rounds`` untimed passes of ``runner``, then ``rounds`` timed ones, on a warm or cold page cache
+    (``paths``: the files it reads); closes the runner, records and returns the case's ``extra_info`` (its knobs
+    from ``config``, ``transform`` and ``index``). :attr:`LoaderPass.results` keeps every pass."""
+    n_rounds, cache_mode = rounds, bench.cache_mode
     if cache_mode == "warm":
         warm(paths)
     uniform_params(benchmark, config, transform, index)

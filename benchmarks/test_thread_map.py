@@ -33,15 +33,13 @@ from typing import Any, cast
 import psutil
 import pytest
 
-from benchmarks.helpers import narrow_unless, record, uniform_params
+from benchmarks.helpers import measure_rounds, narrow_unless
 from lfw.data.root import DataSource
 from lfw.measure import LoaderConfig, LoaderPass
-from lfw.measure.page_cache import evict, warm
 from lfw.pipelines import Pipeline
 from lfw.pipelines.nodes import MapMethod, NodesLoader, torchdata_missing
 from lfw.results import keys as K
 from lfw.suite.matrix import LFW_FILES
-from lfw.suite.record import single_record
 from lfw.suite.runner import dataset_files
 from lfw.suite.skips import Needs, Session
 
@@ -74,25 +72,11 @@ def measure_nodes(benchmark: Any, bench: Session, loader: NodesLoader, batches: 
     pid the passes saw (so the caller can check that none outlived its pass)."""
     config = LoaderConfig(batch_size=loader.batch_size, num_workers=loader.num_workers)  # the record's knobs
     runner = LoaderPass(loader, batches, memory_interval_s=MEMORY_INTERVAL_S, mark_start=True)  # type: ignore[arg-type]
-    paths, cache_mode = dataset_files(loader.dataset), bench.cache_mode
-    if cache_mode == "warm":
-        warm(paths)
-    uniform_params(benchmark, config, TRANSFORM, "numpy")
-
-    def setup() -> None:
-        runner.setup()
-        if cache_mode == "cold":
-            evict(paths)
-
     try:
-        benchmark.pedantic(runner.run, setup=setup, rounds=rounds, warmup_rounds=WARMUP_ROUNDS, iterations=1)
+        info = measure_rounds(benchmark, bench, runner, dataset_files(loader.dataset), config, TRANSFORM, "numpy",
+                              rounds=rounds, warmup_rounds=WARMUP_ROUNDS)
     finally:
-        runner.close()
         loader.close()
-    results = runner.results[-rounds:] if benchmark.enabled else runner.results
-    info = single_record(results, config=config, transform=TRANSFORM, index="numpy", profile=bench.profile,
-                         cache_mode=cache_mode, cores=bench.cores, shutdown_errors=runner.shutdown_errors)
-    record(benchmark, info)
     seen = sorted({pid for r in runner.results if r.memory is not None for pid in r.memory.worker_pids})
     return info, seen
 

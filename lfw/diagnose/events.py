@@ -62,7 +62,7 @@ class BatchRecord:
         return self.load_end - self.load_start
 
 
-class _Started(list):
+class StartedBatch(list[Any]):
     """The samples of one batch plus the moment their loading started (what ``__getitems__`` hands collate)."""
 
     start: float = math.nan
@@ -72,11 +72,13 @@ class TimedDataset(Dataset):
     """Wraps a map-style dataset so that each batch notes when its loading started, in whichever process.
 
     PyTorch's fetcher calls ``__getitems__`` once per batch when it exists, so the start time covers reading,
-    decoding and transforming every sample of the batch.
+    decoding and transforming every sample of the batch. A dataset with its own ``__getitems__`` (a decode thread
+    pool, one memmap read per batch) keeps it instead of being asked for its items one by one.
     """
 
     def __init__(self, dataset: Dataset) -> None:
         self.dataset = dataset
+        self.on_error = getattr(dataset, "on_error", "raise")
 
     def __len__(self) -> int:
         return len(self.dataset)  # type: ignore[arg-type]
@@ -84,9 +86,10 @@ class TimedDataset(Dataset):
     def __getitem__(self, i: int) -> Any:
         return self.dataset[i]
 
-    def __getitems__(self, indices: Sequence[int]) -> _Started:
+    def __getitems__(self, indices: Sequence[int]) -> StartedBatch:
         start = time.perf_counter()
-        samples = _Started(self.dataset[i] for i in indices)
+        fetch = getattr(self.dataset, "__getitems__", None)
+        samples = StartedBatch(fetch(list(indices)) if callable(fetch) else (self.dataset[i] for i in indices))
         samples.start = start
         return samples
 

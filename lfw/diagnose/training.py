@@ -26,7 +26,7 @@ import math
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +37,15 @@ from torch.utils.data import Dataset, IterableDataset, default_collate, get_work
 from tqdm import tqdm
 
 from lfw.data.collate import collate_skipping
-from lfw.diagnose.events import MAIN_PROCESS, BatchRecord, LoadStamp, split_stamp, timed_collate
+from lfw.diagnose.events import (
+    MAIN_PROCESS,
+    BatchRecord,
+    LoadStamp,
+    StartedBatch,
+    TimedDataset,
+    split_stamp,
+    timed_collate,
+)
 from lfw.errors import LFWError
 from lfw.measure import LoaderConfig, LoaderPass, PassResult
 from lfw.measure.loader_pass import sleep_step
@@ -206,34 +214,6 @@ def _mark_start() -> None:
     _batch_start = time.perf_counter()
 
 
-class _StartedBatch(list[Any]):
-    """The samples of one batch and when their loading started (what :func:`timed_collate` reads)."""
-
-    start: float = math.nan
-
-
-class _BatchedTimedDataset(Dataset):
-    """Like :class:`~lfw.diagnose.events.TimedDataset`, but a dataset with its own ``__getitems__`` (a decode
-    thread pool, one memmap read per batch) keeps it instead of being asked for its items one by one."""
-
-    def __init__(self, dataset: Dataset) -> None:
-        self.dataset = dataset
-        self.on_error = getattr(dataset, "on_error", "raise")
-
-    def __len__(self) -> int:
-        return len(self.dataset)  # type: ignore[arg-type]
-
-    def __getitem__(self, i: int) -> Any:
-        return self.dataset[i]
-
-    def __getitems__(self, indices: Sequence[int]) -> _StartedBatch:
-        start = time.perf_counter()
-        fetch = getattr(self.dataset, "__getitems__", None)
-        samples = _StartedBatch(fetch(list(indices)) if callable(fetch) else (self.dataset[i] for i in indices))
-        samples.start = start
-        return samples
-
-
 class _TimedIterable(IterableDataset):
     """An ``IterableDataset`` whose every ``batch_size``-th item marks a batch's start in the loading process.
 
@@ -307,7 +287,7 @@ class _StampFromMark:
     def __call__(self, samples: Any) -> Any:
         start = _batch_start if not math.isnan(_batch_start) else time.perf_counter()
         if self.timed is not None:
-            started = _StartedBatch(samples)
+            started = StartedBatch(samples)
             started.start = start
             return self.timed(started)
         info = get_worker_info()
@@ -327,7 +307,7 @@ def instrument(dataset: Dataset, batch_size: int) -> tuple[Dataset, Callable[[An
         return _TimedWholeBatches(dataset), _StampFromMark(None)
     if isinstance(dataset, IterableDataset):
         return _TimedIterable(dataset, batch_size), _StampFromMark(inner)
-    return _BatchedTimedDataset(dataset), timed_collate(inner)
+    return TimedDataset(dataset), timed_collate(inner)
 
 
 # --- decode pipelines ------------------------------------------------------------------------------------------
