@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
-import subprocess
 import sys
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -50,6 +49,7 @@ from lfw.diagnose.feeds import (
 )
 from lfw.diagnose.training import PipelineSetup, measure_pipeline, pipeline_dataset, pipeline_setup
 from lfw.errors import LFWError, cli_entry
+from lfw.gate.ab import git
 from lfw.measure import LoaderPass
 from lfw.measure.loader_pass import sleep_step
 from lfw.results import Run, load_run
@@ -148,12 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _commit() -> str:
     """The checkout's short commit, ``+`` when it has uncommitted changes; ``?`` outside git."""
+    here = Path(__file__).parent
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).parent).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, check=True, cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
+        head = git(here, "rev-parse", "--short", "HEAD")
+        dirty = git(here, "status", "--porcelain", "--untracked-files=no")
+    except (OSError, LFWError):
         return "?"
     return head + ("+" if dirty else "")
 
