@@ -6,8 +6,12 @@ says why, how each case ended, and how a record goes into ``benchmark.extra_info
 from __future__ import annotations
 
 import importlib.util
+import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import pytest
@@ -18,6 +22,7 @@ from lfw.data.root import DataSource, tree_stats
 from lfw.measure import LoaderConfig, LoaderPass
 from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S
 from lfw.measure.page_cache import evict, warm
+from lfw.measure.resources import Limits, loader_need, shortfall
 from lfw.measure.rotation import pass_clock
 from lfw.results import Outcome, case_key
 from lfw.results import keys as K
@@ -38,9 +43,70 @@ class Narrowed(pytest.skip.Exception):  # type: ignore[misc,name-defined]
     has is a gap it reports (see :class:`lfw.results.Outcome`)."""
 
 
+class OverLimit(Narrowed):
+    """A case that does not fit this machine's /dev/shm, open files or memory (:mod:`lfw.measure.resources`):
+    left out like a case beyond the machine's cores, and listed apart in the report with what it needs."""
+
+
+@dataclass
+class RunStop:
+    """How a benchmark session ended: ``why`` it stopped before every selected case ran (None: it did not), the
+    selected cases that never ran, and the exit status to end with (130 on Ctrl-C, 143 on SIGTERM)."""
+
+    signal: str | None = None  # the signal that interrupted the run, once one has
+    why: str | None = None
+    not_run: tuple[str, ...] = ()
+    exit_code: int | None = None
+    previous_handler: Any = None
+
+    def note_end(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.signal is not None:
+            self.why = f"interrupted ({self.signal})"
+            self.exit_code = 128 + signal.Signals[self.signal].value
+        elif session.shouldstop or session.shouldfail:
+            self.why = f"stopped early ({session.shouldstop or session.shouldfail})"
+
+
+def interrupt_on_sigterm(stop: RunStop) -> None:
+    """Make SIGTERM (a CI job cancelled, a ``timeout``) stop the run as Ctrl-C does: workers, servers and fixtures
+    are stopped, the partial run is saved marked incomplete, and the exit status says which signal it was."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    owner = os.getpid()
+
+    def terminate(signum: int, frame: Any) -> None:
+        if os.getpid() != owner:  # a forked child inherited the handler: end it as SIGTERM would have
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        stop.signal = "SIGTERM"
+        raise KeyboardInterrupt
+
+    stop.previous_handler = signal.signal(signal.SIGTERM, terminate)
+
+
+def restore_sigterm(stop: RunStop) -> None:
+    if stop.previous_handler is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop.previous_handler)
+        stop.previous_handler = None
+
+
 def narrow(reason: str) -> NoReturn:
     """``pytest.skip(reason)`` for a case the run's selection or machine leaves out (:class:`Narrowed`)."""
     raise Narrowed(reason)
+
+
+def over_limit(reason: str) -> NoReturn:
+    """Leave out a case that does not fit this machine's limits (:class:`OverLimit`), saying what it needs."""
+    raise OverLimit(reason)
+
+
+def skip_unless_fits(loader: Any, *, pinned_copy: bool = False) -> None:
+    """Leave out (:func:`over_limit`) a case whose ``loader`` does not fit what this machine has now."""
+    reason = shortfall(loader_need(loader, pinned_copy=pinned_copy), Limits.read())
+    if reason:
+        over_limit(reason)
 
 
 def narrow_unless(config: pytest.Config, needs: Needs) -> None:
@@ -92,7 +158,8 @@ def outcome_of(report: pytest.TestReport, call: pytest.CallInfo[None]) -> Outcom
             reason = str(call.excinfo.value.msg)  # the reason alone, without the exception's class path
         else:
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-        return Outcome("narrowed" if narrowed else "skipped", reason.removeprefix("Skipped: "))
+        limit = call.excinfo is not None and call.excinfo.errisinstance(OverLimit)
+        return Outcome("narrowed" if narrowed else "skipped", reason.removeprefix("Skipped: "), limit)
     if report.failed:
         lines = report.longreprtext.strip().splitlines()
         return Outcome("failed", f"{report.when}: {lines[-1][:300] if lines else 'no message'}")
@@ -152,7 +219,13 @@ def record_rotated(request: pytest.FixtureRequest, benchmark: Any, bench: Sessio
         raise pytest.UsageError(f"{request.node.name} uses rotated_case but is not a case of lfw.suite.matrix")
     narrow_unless(request.config, case.needs())
     rotation = rotations(matrix.GROUPS[case.group], benchmark.enabled)
+    if case.id in rotation.left_out:
+        over_limit(rotation.left_out[case.id])
     mine = rotation.measured[case.id]
+    if mine.error is not None:  # the group's other cases were measured all the same
+        if mine.machine_failure:
+            pytest.skip(f"not measured, the machine ran short: {mine.error}")
+        pytest.fail(f"{case.id}: {mine.error}", pytrace=False)
     benchmark.params = knob_params(case.config, transform=case.transform, index=case.index,
                                    case_params=case.params)
     with pass_clock.replaying([r.wall_s for r in mine.results]) as next_pass:
@@ -172,7 +245,9 @@ def measure_alone(benchmark: Any, bench: Session, datasets: Datasets, config: Lo
     configuration (the memory experiments, which must not share the machine with another configuration's
     workers); records and returns the case's ``extra_info``."""
     ds = dataset if dataset is not None else datasets.preset(transform, index)
-    runner = LoaderPass(config.build(ds), batches or bench.profile.batches_for(config.batch_size, transform),
+    loader = config.build(ds)
+    skip_unless_fits(loader)
+    runner = LoaderPass(loader, batches or bench.profile.batches_for(config.batch_size, transform),
                         memory_interval_s=memory_interval_s, mark_start=mark_start)
     return measure_rounds(benchmark, bench, runner, dataset_files(ds), config, transform, index,
                           rounds=rounds or bench.profile.rounds, warmup_rounds=warmup_rounds)

@@ -7,6 +7,7 @@ left out is :func:`lfw.suite.skips.skip_reason`. Thread counts are pinned by the
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,6 +33,8 @@ torch.set_num_threads(1)
 OUTCOMES: pytest.StashKey[dict[str, Outcome]] = pytest.StashKey()  # case key -> how it ended
 DESELECTED: pytest.StashKey[set[str]] = pytest.StashKey()  # case keys that -k/-m left out
 USER_DATASET: pytest.StashKey[Any] = pytest.StashKey()  # the --bench-dataset factory's dataset, or None
+STOP: pytest.StashKey[H.RunStop] = pytest.StashKey()  # why the run stopped early, and what never ran
+_STOPS: list[H.RunStop] = []  # this process's sessions (pytester may nest one), the current one last
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,6 +50,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[H.SESSION_FACTS], config.stash[OUTCOMES], config.stash[DESELECTED] = {}, {}, set()
+    config.stash[STOP] = H.RunStop()
+    _STOPS.append(config.stash[STOP])  # pytest_keyboard_interrupt is given no config to find it in
+    H.interrupt_on_sigterm(config.stash[STOP])
     profile, spec = PROFILES[config.getoption("--bench-profile")], config.getoption("--bench-dataset")
     try:
         config.stash[USER_DATASET] = user_dataset(spec) if spec else None
@@ -75,12 +81,48 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         outcomes[key] = H.outcome_of(report, call)
 
 
+def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    """Ctrl-C (SIGINT), or SIGTERM turned into an interrupt (:func:`benchmarks.helpers.interrupt_on_sigterm`);
+    not pytest's own ``Interrupted`` (collection errors) or ``pytest.exit``."""
+    if type(excinfo.value) is KeyboardInterrupt and _STOPS and _STOPS[-1].signal is None:
+        _STOPS[-1].signal = "SIGINT"
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[None]:
+    """Around pytest-benchmark's saving (a wrapper outside its own): first note why the run stopped early and
+    which selected cases never ran, so an incomplete run is saved marked (:class:`Selection`) under a name ending
+    in ``_incomplete``; then, after every fixture is torn down, exit 130 on Ctrl-C (143 on SIGTERM)."""
+    config, stop = session.config, session.config.stash[STOP]
+    stop.note_end(session, exitstatus)
+    keys = [k for item in session.items if (k := H.item_key(item)) is not None]
+    stop.not_run = tuple(k for k in dict.fromkeys(keys)
+                         if k not in config.stash[OUTCOMES] and k not in config.stash[DESELECTED])
+    incomplete = _selection(config).incomplete
+    bs = getattr(config, "_benchmarksession", None)
+    if incomplete and bs is not None and not bs.disabled and bs.benchmarks:
+        for option in ("save", "autosave"):
+            if getattr(bs, option):
+                setattr(bs, option, f"{getattr(bs, option)}_incomplete")
+        print(f"\nincomplete run, saved marked so: {incomplete}", file=sys.stderr)
+    yield
+    H.restore_sigterm(stop)
+    if _STOPS and _STOPS[-1] is stop:
+        _STOPS.pop()
+    if stop.exit_code is not None:
+        session.exitstatus = stop.exit_code
+
+
+def _selection(config: pytest.Config) -> Selection:
+    bench, stop = config.stash[H.BENCH_SESSION], config.stash[STOP]
+    return Selection(config.getoption("keyword") or "", config.getoption("markexpr") or "", bench.profile.name,
+                     tuple(sorted(bench.layers)), dict(config.stash[OUTCOMES]), frozenset(config.stash[DESELECTED]),
+                     stop.not_run, stop.why)
+
+
 def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list, output_json: dict) -> None:
-    """Save the run's selection beside its cases (:class:`lfw.results.Selection`)."""
-    bench = config.stash[H.BENCH_SESSION]
-    output_json[K.SELECTION] = Selection(config.getoption("keyword") or "", config.getoption("markexpr") or "",
-                                         bench.profile.name, tuple(sorted(bench.layers)),
-                                         dict(config.stash[OUTCOMES]), frozenset(config.stash[DESELECTED])).to_dict()
+    """Save the run's selection beside its cases (:class:`lfw.results.Selection`), with how it ended."""
+    output_json[K.SELECTION] = _selection(config).to_dict()
 
 
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:

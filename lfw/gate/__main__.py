@@ -21,7 +21,7 @@ from types import FrameType
 from lfw.cli.args import OneLineParser
 from lfw.errors import EXIT_MEASUREMENT, LFWError, MeasurementError, cli_entry
 from lfw.gate.ab import DEFAULT_CASES, ABPlan, parse_cases, run_ab
-from lfw.gate.compare import COST_LAYER, GateReport, compare_runs
+from lfw.gate.compare import COST_LAYER, EXIT_INCOMPLETE, GateReport, compare_runs
 from lfw.gate.summary import AB_PATH, TWO_FILE_PATH, ab_markdown, failure_markdown, two_file_markdown, write_summary
 from lfw.gate.table import machine_diff_text, render, render_paired
 from lfw.gate.thresholds import RULE_TEXT, Thresholds
@@ -174,6 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.baseline and args.current):
         raise LFWError("need BASELINE.json and CURRENT.json, or --ab BASE_REV (see python -m lfw.gate --help)")
     baseline, current = load_run(args.baseline), load_run(args.current)
+    for side, run in (("current", current), ("baseline", baseline)):
+        if run.stopped_early:  # part of a run would read as cases removed, or as a run that passed
+            message = f"the {side} run {run.path} is incomplete ({run.stopped_early}); rerun it whole"
+            write_summary(failure_markdown("two-file", EXIT_INCOMPLETE, message), args.summary_md or TWO_FILE_PATH)
+            print(f"error: {message}", file=sys.stderr)
+            return EXIT_INCOMPLETE
     print(f"baseline: {args.baseline} ({len(baseline.cases)} cases); current: {args.current} "
           f"({len(current.cases)} cases)")
     report = compare_runs(baseline, current, th, args.mode, args.accept_missing)

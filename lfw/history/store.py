@@ -158,9 +158,11 @@ def record_of(run: Run, runner: str | None = None) -> HistoryRecord:
     """The history record of a loaded run (``runner`` overrides the runner class it names).
 
     Raises:
-        LFWError: the run has no commit id (saved outside a git checkout), a bad ``runner`` name, or a runner
-            class that cannot be told.
+        LFWError: the run has no commit id (saved outside a git checkout), a bad ``runner`` name, a runner
+            class that cannot be told, or the run stopped early (interrupted: part of a run is not a point).
     """
+    if run.stopped_early:
+        raise LFWError(f"{run.path} is an incomplete run ({run.stopped_early}); it is not put in the history")
     runner = (runner or runner_of(run)) + profile_suffix(run)
     if not RUNNER_NAME.match(runner):
         raise LFWError(f"runner class {runner!r} is not a file name (letters, digits, '.', '_', '-')")

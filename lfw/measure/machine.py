@@ -58,12 +58,23 @@ def cuda_info() -> dict[str, Any]:
     }
 
 
+# A /dev/shm smaller than this makes another class of machine (``-shm<MiB>m``): the quick profile's cases fit in
+# 1 GiB, and Docker's --shm-size=1g is the size the suite's one-line hints ask for; a smaller one leaves cases out.
+SMALL_SHM_BYTES = 2**30
+
+
 def runner_class() -> str:
-    """A name for the class of machine a baseline belongs to: ``gpu`` or ``cpu-<cores>core``."""
+    """A name for the class of machine a baseline belongs to: ``gpu`` or ``cpu-<cores>core``, with
+    ``-shm<MiB>m`` when ``/dev/shm`` is smaller than :data:`SMALL_SHM_BYTES` (a container's default 64 MB:
+    another machine for the gate, not a regression)."""
+    from lfw.measure.resources import Limits, MiB
+
     override = os.environ.get("LFW_RUNNER")
     if override:
         return override
-    return "gpu" if torch.cuda.is_available() else f"cpu-{usable_cores()}core"
+    name = "gpu" if torch.cuda.is_available() else f"cpu-{usable_cores()}core"
+    shm = Limits.read().shm_total
+    return name + (f"-shm{shm // MiB}m" if shm is not None and shm < SMALL_SHM_BYTES else "")
 
 
 def cpu_model() -> str:
@@ -82,6 +93,8 @@ def machine_info() -> dict[str, Any]:
     """Library versions, decoder, cores, threads, memory and accelerator of this process's machine."""
     import torchvision  # here, not at import: lfw.measure stays importable without torchvision
 
+    from lfw.measure.resources import Limits
+
     return {
         "runner_class": runner_class(),
         "cpu_model": cpu_model(),
@@ -97,5 +110,6 @@ def machine_info() -> dict[str, Any]:
         "torch_num_threads": torch.get_num_threads(),
         "total_memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
         "valgrind": valgrind_version(),
+        **Limits.read().machine_info(),
         **cuda_info(),
     }

@@ -20,13 +20,15 @@ pytest-benchmark's rounds hold exactly the pass times the rotation measured.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from lfw.errors import environment_failure, one_line
 from lfw.measure.loader_pass import LoaderPass, PassResult
 
 
@@ -75,6 +77,8 @@ class Measured:
 
     results: list[PassResult] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
+    error: str | None = None  # why the member stopped (one line); its rounds are then dropped
+    machine_failure: bool = False  # the error was the machine's (shared memory, open files, a killed worker)
 
 
 @dataclass
@@ -91,11 +95,14 @@ class Rotation:
     warmup_rounds: int = 0
     seed: int = 0
     warm: Sequence[str] = ()
+    isolate: Collection[str] = ()
 
     def run(self, progress: Callable[[str], None] | None = None) -> dict[str, Measured]:
         """Measure every member ``rounds`` times; ``progress(key)`` is called after each pass.
 
-        Members are closed (their workers stopped) at the end, on failure too.
+        A member in ``isolate`` that raises is closed and leaves the rotation with its :attr:`Measured.error`
+        (no rounds), and the others go on; any other member's error ends the rotation. Members are closed
+        (their workers stopped) at the end, on failure and on an interrupt too.
         """
         keys = list(self.members)
         measured = {k: Measured() for k in keys}
@@ -107,7 +114,15 @@ class Rotation:
                     progress(key)
             for number, order in enumerate(orders):
                 for position, key in enumerate(order):
-                    result = self.members[key].measure()
+                    if measured[key].error is not None:
+                        continue
+                    try:
+                        result = self.members[key].measure()
+                    except Exception as exc:
+                        if key not in self.isolate:
+                            raise
+                        self._drop(key, measured[key], exc)
+                        continue
                     if number >= self.warmup_rounds:
                         measured[key].results.append(result)
                         measured[key].positions.append(position)
@@ -117,6 +132,14 @@ class Rotation:
             for member in self.members.values():
                 member.close()
         return measured
+
+    def _drop(self, key: str, measured: Measured, exc: Exception) -> None:
+        cause = environment_failure(exc)
+        measured.error, measured.machine_failure = cause or one_line(exc), cause is not None
+        measured.results.clear()
+        measured.positions.clear()
+        with contextlib.suppress(Exception):
+            self.members[key].close()
 
     @property
     def passes(self) -> int:

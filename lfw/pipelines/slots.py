@@ -140,6 +140,11 @@ class SlotBatches(Dataset):
     def __len__(self) -> int:
         return math.ceil(self.images / self.batch_size)
 
+    @property
+    def ring_bytes(self) -> int:
+        """Bytes of one loading process's rings (images and labels): the shared memory each worker holds."""
+        return self.ring_size * self.batch_size * (self.shape[0] * self.shape[1] * 3 + 8)
+
     def _slot(self, in_worker: bool) -> tuple[Rings, int]:
         if self._ring is None or self._ring_pid != os.getpid():
             images = torch.empty((self.ring_size, self.batch_size, *self.shape, 3), dtype=torch.uint8)

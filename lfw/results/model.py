@@ -119,15 +119,17 @@ class Outcome:
 
     status: Status
     reason: str = ""
+    limit: bool = False  # narrowed because it does not fit this machine's /dev/shm, open files or memory
 
 
 @dataclass(frozen=True)
 class Selection:
     """What a run was asked to run, saved beside its cases (top-level ``lfw_selection``).
 
-    ``outcomes`` holds every benchmark case the run selected (``-k``/``-m`` applied), by :func:`case_key`;
-    ``deselected`` the keys that ``-k``/``-m`` left out. A case in neither was not collected at all: renamed,
-    removed, or in a file the run did not collect.
+    ``outcomes`` holds every benchmark case the run selected (``-k``/``-m`` applied) that ended, by
+    :func:`case_key`; ``not_run`` the selected cases that never ran because the run stopped first (``stopped``
+    says why: an interrupt, a signal, ``-x``); ``deselected`` the keys that ``-k``/``-m`` left out. A case in none
+    of them was not collected at all: renamed, removed, or in a file the run did not collect.
     """
 
     keyword: str
@@ -136,11 +138,39 @@ class Selection:
     layers: tuple[str, ...]
     outcomes: Mapping[str, Outcome]
     deselected: frozenset[str]
+    not_run: tuple[str, ...] = ()
+    stopped: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        cases = {k: {"outcome": o.status, "reason": o.reason, **({"limit": True} if o.limit else {})}
+                 for k, o in self.outcomes.items()}
         return {"keyword": self.keyword, "markexpr": self.markexpr, "profile": self.profile,
-                "layers": list(self.layers), "deselected": sorted(self.deselected),
-                "cases": {k: {"outcome": o.status, "reason": o.reason} for k, o in self.outcomes.items()}}
+                "layers": list(self.layers), "deselected": sorted(self.deselected), "cases": cases,
+                "not_run": list(self.not_run), "stopped": self.stopped, "incomplete": self.incomplete}
+
+    @property
+    def failed(self) -> list[str]:
+        return [k for k, o in self.outcomes.items() if o.status == "failed"]
+
+    @property
+    def unfinished_groups(self) -> list[str]:
+        """Groups with a case that failed or never ran: their comparisons rest on part of the group."""
+        keys = [*self.failed, *self.not_run]
+        return list(dict.fromkeys(k.partition("/")[0] for k in keys))
+
+    @property
+    def incomplete(self) -> str | None:
+        """Why the run is not whole, in one line (None when every selected case ended and none failed)."""
+        if not (self.stopped or self.not_run or self.failed):
+            return None
+        total = len(self.outcomes) + len(self.not_run)
+        ended = sum(o.status != "failed" for o in self.outcomes.values())
+        parts = [f"{self.stopped}: " if self.stopped else "", f"{ended} of {total} cases ended"]
+        if self.failed:
+            parts.append(f", {len(self.failed)} failed")
+        if self.not_run:
+            parts.append(f", {len(self.not_run)} never ran")
+        return "".join(parts) + f" (groups not finished: {', '.join(self.unfinished_groups)})"
 
 
 def parse_selection(raw: Any, where: str) -> Selection | None:
@@ -148,12 +178,15 @@ def parse_selection(raw: Any, where: str) -> Selection | None:
     if raw is None:
         return None
     try:
-        outcomes = {str(k): Outcome(v["outcome"], str(v.get("reason", ""))) for k, v in raw["cases"].items()}
+        outcomes = {str(k): Outcome(v["outcome"], str(v.get("reason", "")), bool(v.get("limit", False)))
+                    for k, v in raw["cases"].items()}
         bad = [k for k, o in outcomes.items() if o.status not in ("passed", "failed", "skipped", "narrowed")]
         if bad:
             raise ValueError(bad[0])
+        stopped = raw.get("stopped")
         return Selection(str(raw.get("keyword", "")), str(raw.get("markexpr", "")), raw.get("profile"),
-                         tuple(raw.get("layers", ())), outcomes, frozenset(map(str, raw.get("deselected", ()))))
+                         tuple(raw.get("layers", ())), outcomes, frozenset(map(str, raw.get("deselected", ()))),
+                         tuple(map(str, raw.get("not_run", ()))), str(stopped) if stopped else None)
     except (KeyError, TypeError, AttributeError, ValueError):
         raise LFWError(f"{where}: {K.SELECTION} is not what the suite writes (a mapping with 'cases' of "
                        "outcomes); remove it or save the run again") from None
@@ -169,6 +202,18 @@ class Run:
     datetime: str | None = None
     commit: Mapping[str, Any] = field(default_factory=dict)
     selection: Selection | None = None
+
+    @property
+    def incomplete(self) -> str | None:
+        """Why the run is not whole (interrupted, a case failed or never ran), None for a whole run."""
+        return self.selection.incomplete if self.selection is not None else None
+
+    @property
+    def stopped_early(self) -> str | None:
+        """Why the run stopped before every selected case ran (an interrupt, a signal, ``-x``), else None: such
+        a run is not judged by the gate nor put in the history."""
+        s = self.selection
+        return s.incomplete if s is not None and (s.stopped or s.not_run) else None
 
     def group(self, name: str | None) -> list[Case]:
         """Cases of one benchmark group (``None``: the cases that have none)."""

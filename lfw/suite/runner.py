@@ -33,6 +33,7 @@ from lfw.measure.capacity import ParallelCapacity
 from lfw.measure.ceiling import CeilingSweep, spread_indices
 from lfw.measure.loader_pass import LoaderPass, sleep_step
 from lfw.measure.page_cache import evict, warm
+from lfw.measure.resources import Limits, loader_need, shortfall
 from lfw.measure.rotation import LoaderMember, Measured, Member, Rotation
 from lfw.measure.stages import TimedCollate, stage_clock_of
 from lfw.pipelines import Pipeline
@@ -167,11 +168,17 @@ def case_member(case: LoaderCase, datasets: Datasets, profile: Profile, *, cache
 
 @dataclass
 class GroupRotation:
-    """A group's measured rotation: each member's rounds, and what the report needs to pair them."""
+    """A group's measured rotation: each member's rounds, and what the report needs to pair them.
+
+    ``left_out``: cases not run because they do not fit this machine's limits, each with its one-line reason
+    (:func:`lfw.measure.resources.shortfall`); a case whose member failed during the rotation has its
+    :attr:`Measured.error` instead of rounds, and the group's other cases are measured all the same.
+    """
 
     measured: dict[str, Measured]
     info: dict[str, Any]
     shutdown_errors: dict[str, list[str]] = field(default_factory=dict)
+    left_out: dict[str, str] = field(default_factory=dict)
 
     def ceiling(self, member: str) -> list[float]:
         """A ceiling member's rate in each round."""
@@ -205,11 +212,15 @@ class GroupRunner:
     endpoint: Callable[[], LocalS3] | None = None
     progress: Callable[[int, str], Any] | None = None
     seed: int = ROTATION_SEED
+    limits: Limits | None = None  # what the machine has; None: read when each group runs
     _warmed: set[tuple[str, ...]] = field(default_factory=set)
 
-    def members(self, cases: Iterable[LoaderCase]) -> dict[str, Member]:
+    def members(self, cases: Iterable[LoaderCase]) -> tuple[dict[str, Member], dict[str, str]]:
+        """The rotation's members (the cases that fit, their ceilings) and the cases left out, with why."""
         cases = list(cases)
         members: dict[str, Member] = {c.id: self._member(c) for c in cases}
+        left_out = self._admit(members, cases)
+        cases = [c for c in cases if c.id not in left_out]
         for transform in dict.fromkeys(c.transform for c in cases if c.remote is None):
             dataset = self.datasets.preset(transform)
             members[CEILING + transform] = CeilingSweep(
@@ -227,22 +238,43 @@ class GroupRunner:
             s3 = self._endpoint()
             members[ENDPOINT_CEILING] = EndpointCeiling(
                 S3LFW(s3.settings, images=max(c.pass_images(self.profile) for c in cases)), s3)
-        return members
+        return members, left_out
+
+    def _admit(self, members: dict[str, Member], cases: list[LoaderCase]) -> dict[str, str]:
+        """Leave out, in the matrix's order, each case whose loader does not fit beside those already admitted:
+        every admitted loader keeps what it holds between passes (slot rings) while the rotation runs, and one
+        pass at a time has its batches in flight. Members left out are closed and removed from ``members``."""
+        limits = self.limits or Limits.read()
+        held = in_flight = 0
+        left_out: dict[str, str] = {}
+        for case in cases:
+            runner = getattr(members[case.id], "runner", None)
+            if not isinstance(runner, LoaderPass):
+                continue
+            need = loader_need(runner.loader, pinned_copy=runner.device is not None)
+            reason = shortfall(need, limits, held_beside=held, in_flight_beside=in_flight, alone=f"-k {case.id}")
+            if reason is not None:
+                left_out[case.id] = reason
+                members.pop(case.id).close()
+                continue
+            held, in_flight = held + need.shm_held, max(in_flight, need.shm_in_flight)
+        return left_out
 
     def run(self, group: Group, cases: Iterable[LoaderCase], *, timed: bool = True) -> GroupRotation:
         """Measure ``cases`` of ``group`` interleaved (``timed=False``: one round, no warm-up, as a smoke run)."""
-        members = self.members(cases)
+        cases = list(cases)
+        members, left_out = self.members(cases)
         rounds = group.rounds(self.profile) if timed else 1
         ceilings = [k for k in members if k.startswith(CEILING)]
         rotation = Rotation(members, rounds, group.warmup_rounds if timed else 0, self.seed,
-                            warm=ceilings if timed else ())
+                            warm=ceilings if timed else (), isolate=[c.id for c in cases if c.id in members])
         with self.progress(rotation.passes, f"rotation {group.name}") if self.progress else nullcontext() as bar:
             measured = rotation.run(progress=(lambda _key: bar.update()) if bar is not None else None)
         info = {"group": group.name, "members": list(members), "rounds": rounds,
                 "warmup_rounds": rotation.warmup_rounds, "seed": self.seed}
         errors = {key: m.runner.shutdown_errors for key, m in members.items()
                   if isinstance(m, LoaderMember) and m.runner.shutdown_errors}
-        return GroupRotation(measured, info, errors)
+        return GroupRotation(measured, info, errors, left_out)
 
     def _member(self, case: LoaderCase) -> Member:
         if case.remote is None:
