@@ -32,7 +32,7 @@ export LFW_CACHE ?= $(CURDIR)/.cache/lfw-bench
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: venv install data test unit smoke bench remote cost report history bisect gate gate-ab gate-rates baseline \
+.PHONY: venv install data test test-small-shm unit smoke bench remote cost report history bisect gate gate-ab gate-rates baseline \
 	distributed lint typecheck \
 	clean help
 
@@ -40,6 +40,7 @@ help:
 	@echo "make bench     the benchmark matrix (PROFILE=quick|full) + remote layer; charts + summary in reports/"
 	@echo "make remote    the remote layer alone: LFW on a local S3 endpoint behind a latency proxy"
 	@echo "make test      ruff, mypy, unit tests, then every benchmark once (no timing)"
+	@echo "make test-small-shm SHM=64m: make test with /dev/shm that small (root: unshare + tmpfs)"
 	@echo "make gate      quick profile + cost and remote layers, gated against benchmarks/baselines/<runner>.json"
 	@echo "make gate-ab   BASE=origin/main and this tree, interleaved pass by pass in process pairs, gated"
 	@echo "make cost      the cost layer alone: instructions per image under valgrind"
@@ -84,6 +85,14 @@ smoke: $(STAMP)
 	$(PY) -m pytest benchmarks -q --benchmark-disable --bench-profile smoke $(PYTEST_ARGS)
 
 test: lint typecheck unit smoke
+
+# make test where a container's /dev/shm is small (Docker's default is 64 MB): a private mount namespace with a
+# tmpfs of SHM on /dev/shm (root only; in a container, docker run --shm-size=$(SHM) does the same).
+SHM ?= 64m
+test-small-shm: $(STAMP)
+	@test "$$(id -u)" = 0 || { echo "error: make test-small-shm mounts a tmpfs on /dev/shm: run it as root, or" \
+	  "run make test in a container started with --shm-size=$(SHM)" >&2; exit 2; }
+	unshare -m sh -c 'mount -t tmpfs -o size=$(SHM) tmpfs /dev/shm && df -h /dev/shm && $(MAKE) test'
 
 bench: $(STAMP)
 	$(LOCK) $(PY) -m pytest benchmarks --bench-profile $(PROFILE) $(LAYERS) --benchmark-autosave $(PYTEST_ARGS)

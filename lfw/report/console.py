@@ -39,8 +39,9 @@ def console(report: Report) -> str:
                      _cell(c.number(K.IMAGES_PER_S_CV), "{:.1%}"), _cell(c.number(K.EFFICIENCY), "{:.0%}"),
                      _cell(ttfb * 1000 if ttfb is not None else None, "{:,.0f}"),
                      _cell(c.number(K.PSS_GROWTH_MIB), "{:+,.1f}")))
-    out = [table(COLUMNS, rows, right=range(2, len(COLUMNS))), ""]
     f = find(report.run, report.verdicts)
+    out = [f"INCOMPLETE RUN: {f.incomplete}", ""] if f.incomplete else []
+    out += [table(COLUMNS, rows, right=range(2, len(COLUMNS))), ""]
     if f.best is not None:
         out.append(f"best: {f.best.label} ({f.best.group}) {f.best.number('images_per_s') or 0:,.0f} img/s"
                    + (f", efficiency {f.best.number('efficiency'):.0%}" if f.best.number(K.EFFICIENCY) else ""))
@@ -51,6 +52,11 @@ def console(report: Report) -> str:
     if f.knees:
         out.append("recommended num_workers (paired ratio to the best per worker count):")
         out += [f"  {_dataset_label(report, k.transform)}: {k.verdict()}  [{k.evidence()}]" for k in f.knees]
+    if f.unfinished:
+        out.append(f"no recommendation from groups that did not finish: {', '.join(f.unfinished)}")
+    if f.left_out:
+        out.append(f"left out, beyond this machine's limits: {len(f.left_out)} cases, e.g. "
+                   f"{short_name(f.left_out[0][0])}: {f.left_out[0][1]} (all: {report.readme})")
     if f.cv is not None:
         paired = f"; paired-ratio CV median {f.paired_cv:.1%}" if f.paired_cv is not None else ""
         out.append(f"CV of images/s: median {f.cv[0]:.1%}, worst {f.cv[1]:.1%} ({f.cv[2].label}){paired}")

@@ -39,6 +39,9 @@ class Findings:
     slopes: list[tuple[Case, str]] = field(default_factory=list)
     pipeline: PipelineVerdict | None = None
     remote: RemoteVerdict | None = None
+    incomplete: str | None = None  # why the run is not whole (Run.incomplete)
+    unfinished: tuple[str, ...] = ()  # groups with a case that failed or never ran: no recommendation from them
+    left_out: tuple[tuple[str, str], ...] = ()  # (case key, what it needs) for cases beyond this machine's limits
 
 
 def is_loader_case(case: Case) -> bool:
@@ -112,7 +115,20 @@ def paired_cv(run: Run) -> float | None:
     return median(values) if values else None
 
 
+def left_out(run: Run) -> tuple[tuple[str, str], ...]:
+    """Cases the run left out because they do not fit the machine's /dev/shm, open files or memory, with the
+    one line that says what each needs."""
+    if run.selection is None:
+        return ()
+    return tuple((k, o.reason) for k, o in run.selection.outcomes.items() if o.limit)
+
+
 def find(run: Run, verdicts: list[Verdict] | None = None) -> Findings:
+    """The headline numbers; a group that did not finish (a case failed or never ran) gives no recommendation."""
     regressions = [v for v in verdicts or [] if v.label == "regressed"]
-    return Findings(best_case(run.cases), recommendations(run), largest_growth(run), cv_spread(run.cases),
-                    paired_cv(run), regressions, leak_slopes(run), pipeline_verdict(run), remote_verdict(run))
+    unfinished = tuple(run.selection.unfinished_groups) if run.selection is not None else ()
+    knees = [] if "workers-transform" in unfinished else recommendations(run)
+    pipeline = None if "decoders" in unfinished else pipeline_verdict(run)
+    remote = None if "remote" in unfinished else remote_verdict(run)
+    return Findings(best_case(run.cases), knees, largest_growth(run), cv_spread(run.cases), paired_cv(run),
+                    regressions, leak_slopes(run), pipeline, remote, run.incomplete, unfinished, left_out(run))

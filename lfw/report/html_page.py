@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from lfw.errors import LFWError
 from lfw.report.figures import ChartSpec
+from lfw.report.findings import find
 from lfw.report.markdown_html import inline, rebase_links, slug, to_html
 from lfw.report.page import (
     FOOTER,
@@ -29,6 +30,8 @@ from lfw.report.page import (
     chart_notes,
     findings_section,
     format_links,
+    incomplete_section,
+    left_out_section,
     machine_section,
     run_line,
     verdicts_section,
@@ -194,12 +197,15 @@ def gate_section(path: Path, out: Path) -> Section:
 
 def sections(report: Report, gate_md: Path | None = None) -> list[Section]:
     """The page's sections in reading order: findings, the gate, the baseline, charts, history, cases, machine."""
-    found = [from_markdown(findings_section(report)),
+    f = find(report.run, report.verdicts)
+    found = [from_markdown(incomplete_section(f)),
+             from_markdown(findings_section(report, f)),
              gate_section(gate_md, report.out) if gate_md is not None else None,
              from_markdown(verdicts_section(report)),
              charts_section(report),
              history_section(report.out),
              from_markdown(cases_section(report.run)),
+             from_markdown(left_out_section(f)),
              from_markdown(machine_section(report.run))]
     return [s for s in found if s is not None]
 

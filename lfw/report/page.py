@@ -20,7 +20,8 @@ from lfw.results import keys as K
 
 MACHINE_KEYS = ("runner_class", "cpu", "usable_cores", "logical_cpus", "total_memory_gib", "python", "torch",
                 "torchvision", "pillow", "numpy", "jpeg_library", "torch_num_threads", "cuda_available",
-                "cuda_device", "bench_profile", "cache_mode", "dataset_kind", "dataset_files", "worker_cap")
+                "cuda_device", "shm_total_mib", "open_files_limit", "memory_limit_mib", "bench_profile", "cache_mode",
+                "dataset_kind", "dataset_files", "worker_cap")
 CONFIG_KEYS = ("batch_size", "num_workers", K.TRANSFORM, "index")
 OPTIONAL_KEYS = ("pin_memory", "persistent_workers", "prefetch_factor", "start_method")
 FOOTER = "Made by `python -m lfw.report`; error bars are the standard deviation over rounds."
@@ -136,6 +137,25 @@ def cases_section(run: Run) -> list[str]:
     return [*lines, ""]
 
 
+def incomplete_section(f: Findings) -> list[str]:
+    """``## Incomplete run``, first on the page, when the run stopped early or a case failed."""
+    if not f.incomplete:
+        return []
+    return ["## Incomplete run", "", f"**{f.incomplete}.** Its figures cover the cases that ended; no "
+            "recommendation is drawn from a group that did not finish.", ""]
+
+
+def left_out_section(f: Findings) -> list[str]:
+    """``## Left out on this machine``: each case beyond the machine's /dev/shm, open files or memory, and what it
+    needs (what your own configuration would need too)."""
+    if not f.left_out:
+        return []
+    return ["## Left out on this machine", "",
+            f"{len(f.left_out)} cases do not fit this machine's limits and were not run; each line says what the "
+            "configuration needs and what to change. Nothing here is recommended.", "",
+            *(f"- `{key}`: {reason}" for key, reason in f.left_out), ""]
+
+
 def machine_section(run: Run) -> list[str]:
     """``## Machine``: the machine facts of the run and its single-core ceilings."""
     info = dict(run.machine)
@@ -162,10 +182,13 @@ def markdown(report: Report) -> str:
     """The whole page as markdown."""
     run = report.run
     lines = ["# lfw-bench report", "", f"Run {run_line(run)}.", ""]
+    f = find(run, report.verdicts)
+    lines += incomplete_section(f)
     if any(spec.stem == MAIN_CHART for spec, _ in report.charts):
         lines += [f"![Seconds per pass and images/s against num_workers]({MAIN_CHART}.png)", ""]
-    lines += findings_section(report)
-    lines += _charts(report) + verdicts_section(report) + cases_section(run) + machine_section(run)
+    lines += findings_section(report, f)
+    lines += _charts(report) + verdicts_section(report) + cases_section(run) + left_out_section(f)
+    lines += machine_section(run)
     lines.append(FOOTER)
     return "\n".join(lines) + "\n"
 

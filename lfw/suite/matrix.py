@@ -242,7 +242,7 @@ def _remote() -> Group:
 
 
 BATCH_SIZES = (16, 64, 256, 512)
-PREFETCH = (2, 4, 8)
+PREFETCH = (1, 2, 4, 8)  # 1: 3 batches in flight with 2 workers, not 5: what fits a small /dev/shm
 START_METHODS = ("fork", "forkserver", "spawn")
 STEP_MS = (0, 20, 50)
 SAMPLING = {"sampling-off": (None, False), "sampling-default": (DEFAULT_MEMORY_INTERVAL_S, False),

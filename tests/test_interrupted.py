@@ -1,0 +1,119 @@
+"""Interrupted means interrupted: a run stopped by Ctrl-C or SIGTERM is saved marked incomplete (or not at all),
+exits 130 or 143, and the report, the gate and the history say so; a rotation member that fails takes no other
+case down with it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lfw.gate.__main__ import main as gate_main
+from lfw.gate.compare import EXIT_INCOMPLETE
+from lfw.history.store import append_run
+from lfw.measure.loader_pass import PassResult
+from lfw.measure.rotation import Rotation
+from lfw.report.__main__ import main as report_main
+from lfw.results import Outcome, Selection, load_run
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE = ROOT / "benchmarks" / "baselines" / "cpu-2core.json"
+
+
+class Member:
+    def __init__(self, fail: BaseException | None = None) -> None:
+        self.fail, self.closed, self.passes = fail, False, 0
+
+    def measure(self) -> PassResult:
+        self.passes += 1
+        if self.fail is not None and self.passes == 2:
+            raise self.fail
+        return PassResult(images=10, batches=1, wall_s=0.1, ttfb_s=0.01)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_failing_case_leaves_the_rotation_and_the_others_go_on() -> None:
+    shm = RuntimeError("unable to allocate shared memory(shm) for file </torch_1>: No space left on device (28)")
+    members = {"ok": Member(), "short": Member(shm), "bug": Member(ValueError("bad item")), "ceiling-none": Member()}
+    measured = Rotation(members, rounds=3, isolate=["ok", "short", "bug"]).run()
+    assert len(measured["ok"].results) == 3 and len(measured["ceiling-none"].results) == 3
+    assert measured["short"].results == [] and measured["short"].machine_failure
+    assert "/dev/shm" in (measured["short"].error or "")
+    assert measured["bug"].error == "bad item" and not measured["bug"].machine_failure
+    assert all(m.closed for m in members.values())
+    with pytest.raises(RuntimeError):  # a ceiling is not isolated: without it no case has its pairing
+        Rotation({"ok": Member(), "ceiling-none": Member(shm)}, rounds=3, isolate=["ok"]).run()
+
+
+def test_a_selection_says_why_it_is_incomplete() -> None:
+    whole = Selection("", "", "quick", (), {"g/a": Outcome("passed"), "g/b": Outcome("narrowed", "capped")},
+                      frozenset())
+    assert whole.incomplete is None
+    failed = Selection("", "", "quick", (), {"g/a": Outcome("passed"), "h/b": Outcome("failed", "boom")}, frozenset())
+    assert failed.incomplete == "1 of 2 cases ended, 1 failed (groups not finished: h)"
+    stopped = Selection("", "", "quick", (), {"g/a": Outcome("passed")}, frozenset(), ("k/c", "k/d"),
+                        "interrupted (SIGINT)")
+    assert stopped.incomplete == "interrupted (SIGINT): 1 of 3 cases ended, 2 never ran (groups not finished: k)"
+    limited = Outcome("narrowed", "needs ~229 MiB of /dev/shm", limit=True)
+    again = Selection("", "", "quick", (), {"g/a": limited}, frozenset(), ("k/c",), "interrupted (SIGTERM)")
+    raw = again.to_dict()
+    assert raw["cases"]["g/a"]["limit"] is True and raw["not_run"] == ["k/c"] and raw["incomplete"]
+
+
+def default_sigint() -> None:
+    """A shell's background job starts with SIGINT ignored, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def interrupt_after_first_case(storage: Path, sig: int) -> tuple[int, str]:
+    """Run two groups of the smoke profile, timed and autosaved; send ``sig`` once the first group has ended."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "benchmarks", "-p", "no:cacheprovider", "-v", "--bench-profile", "smoke",
+         "-k", "bs16 or workers_transform", "--benchmark-autosave", f"--benchmark-storage=file://{storage}"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}, preexec_fn=default_sigint)
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if "test_workers_transform[workers0-none]" in line:  # bs16 ended; the group's rotation starts now
+            proc.send_signal(sig)
+            break
+    try:
+        rest, _ = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    return proc.returncode, "".join(lines) + rest
+
+
+@pytest.mark.parametrize(("sig", "code", "name"), [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_an_interrupted_run_is_saved_marked_and_refused(tmp_path: Path, sig: int, code: int, name: str,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    status, output = interrupt_after_first_case(tmp_path / "runs", sig)
+    assert status == code, output[-3000:]
+    saved = list((tmp_path / "runs").rglob("*.json"))
+    assert len(saved) == 1 and saved[0].name.endswith("_incomplete.json"), output[-2000:]
+    run = load_run(saved[0])
+    assert run.stopped_early is not None and f"interrupted ({name})" in run.stopped_early
+    assert run.selection is not None and any(k.startswith("workers-transform/") for k in run.selection.not_run)
+    assert json.loads(saved[0].read_text())["lfw_selection"]["incomplete"].startswith(f"interrupted ({name})")
+
+    assert report_main([str(saved[0]), "--out", str(tmp_path / "report"), "--format", "png"]) == 0
+    console = capsys.readouterr().out
+    assert console.startswith(f"INCOMPLETE RUN: interrupted ({name})")
+    page = (tmp_path / "report" / "README.md").read_text()
+    assert "## Incomplete run" in page and "recommended num_workers" not in console.lower()
+
+    assert gate_main([str(BASELINE), str(saved[0]), "--summary-md", str(tmp_path / "gate.md")]) == EXIT_INCOMPLETE
+    assert "incomplete" in capsys.readouterr().err
+    assert "no verdict" in (tmp_path / "gate.md").read_text()
+    with pytest.raises(Exception, match="not put in the history"):
+        append_run(saved[0], tmp_path / "history")
