@@ -8,6 +8,7 @@ left out is :func:`lfw.suite.skips.skip_reason`. Thread counts are pinned by the
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -107,6 +108,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[N
         print(f"\nincomplete run, saved marked so: {incomplete}", file=sys.stderr)
     yield
     H.restore_sigterm(stop)
+    if stop.signal is not None:  # the interrupt may have landed in an object's finalizer: not a finding
+        warnings.filterwarnings("ignore", category=pytest.PytestUnraisableExceptionWarning)
     if _STOPS and _STOPS[-1] is stop:
         _STOPS.pop()
     if stop.exit_code is not None:

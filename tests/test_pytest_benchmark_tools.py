@@ -46,7 +46,10 @@ def storage(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_saved_case_carries_every_knob(storage: Path) -> None:
     run = load_run(next(storage.rglob("0001_*.json")))
     groups = {c.group for c in run.cases}
-    assert {"workers-transform", "batch-size", "decoders", "persistent-workers"} <= groups
+    assert run.selection is not None  # a group a small /dev/shm leaves out whole is narrowed, case by case
+    beyond_limits = {k.partition("/")[0] for k, o in run.selection.outcomes.items() if o.limit}
+    assert {"workers-transform", "batch-size", "decoders", "persistent-workers"} <= groups | beyond_limits
+    assert "workers-transform" in groups
     for case in run.cases:
         assert set(KNOBS) <= set(case.params), case.fullname
 

@@ -111,13 +111,19 @@ def test_the_suite_runs_on_an_imagefolder_and_the_report_recommends(tiny_tree: P
                       env={"LFW_ROOT": str(tiny_tree)})
     assert proc.returncode == 0, proc.stdout[-3000:]
     run = load_run(out)
-    assert {c.key for c in run.group("workers-transform")} == {
-        f"workers-transform/workers{w}-none" for w in (0, 1, 2, 4)}  # LFW's presets left out, with the reason
+    assert run.selection is not None
+    measured = {c.key for c in run.group("workers-transform")}
+    beyond_limits = {k for k, o in run.selection.outcomes.items() if o.limit}  # a small /dev/shm, say
+    assert "workers-transform/workers0-none" in measured  # no batch crosses /dev/shm without workers
+    assert measured | beyond_limits >= {f"workers-transform/workers{w}-none" for w in (0, 1, 2, 4)}
+    assert not any(k.endswith(("-uint8", "-heavy")) for k in measured)  # LFW's presets left out, with the reason
     assert run.machine["dataset_kind"] == "user" and run.machine["dataset_path"] == "examples.imagefolder:faces"
     report = subprocess.run([sys.executable, "-m", "lfw.report", str(out), "--out", str(tmp_path / "report")],
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr
-    assert "recommended num_workers" in report.stdout and "examples.imagefolder:faces (your dataset): " in report.stdout
+    if len(measured) > 1:  # a knee needs two worker counts that fit
+        assert "recommended num_workers" in report.stdout
+        assert "examples.imagefolder:faces (your dataset): " in report.stdout
 
 
 def test_lfw_measure_imports_without_torchvision() -> None:
