@@ -91,6 +91,7 @@ def test_an_unwritable_image_format_is_refused_before_loading(tiny_tree: Path, t
     assert not (tmp_path / "x.xyz").exists()
 
 
+@pytest.mark.needs_shm(64)
 def test_mprof_records_the_timing_with_memory_profiler_for_mprof_plot(tiny_tree: Path, tmp_path: Path,
                                                                       capsys) -> None:
     import mprof  # memory-profiler's reader, the one `mprof plot` uses

@@ -67,6 +67,7 @@ def test_not_under_torchrun_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys:
     assert err.startswith("error: not started by torchrun") and "--nproc-per-node=2" in err and err.count("\n") == 1
 
 
+@pytest.mark.needs_shm(64)
 def test_two_ranks_report_per_rank_figures_straggler_and_coverage(tiny_tree: Path, tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     started = time.monotonic()

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from lfw.results import case_key, load_run
 from lfw.suite import matrix
 
@@ -37,6 +39,7 @@ def test_collected_benchmark_ids_are_the_matrix_ids() -> None:
         assert [t for t, ids in by_test.items() if ids == set(group.ids)], f"no test collects {group.name}'s ids"
 
 
+@pytest.mark.needs_shm(64)
 def test_a_saved_run_records_what_it_selected_and_how_each_case_ended(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     proc = pytest_benchmarks("-k", "bs16 or pin", "--bench-profile", "smoke", f"--benchmark-json={out}", "-q")

@@ -20,7 +20,7 @@ def per_image(root: Path, decoder: str, batch: int) -> list[tuple[torch.Tensor, 
     return [(images.clone(), labels.clone()) for images, labels in loader]
 
 
-@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("workers", [0, pytest.param(2, marks=pytest.mark.needs_shm(64))])
 @pytest.mark.parametrize("decoder", ["simplejpeg", "pil"])
 def test_slot_batches_hold_the_same_images_and_labels_as_the_per_image_path(tiny_tree: Path, decoder: str,
                                                                            workers: int) -> None:
@@ -36,6 +36,7 @@ def test_slot_batches_hold_the_same_images_and_labels_as_the_per_image_path(tiny
             assert torch.equal(images, want_images) and torch.equal(labels, want_labels)
 
 
+@pytest.mark.needs_shm(64)
 def test_a_batch_stays_valid_while_the_next_one_is_fetched(tiny_tree: Path) -> None:
     """The contract: a slot is reused ``ring`` batches later, so holding the previous batch is safe."""
     expected = per_image(tiny_tree, "simplejpeg", 8)
@@ -88,6 +89,7 @@ def test_the_loader_refuses_a_ring_too_small_for_its_prefetch_and_drop_last(tiny
         SlotBatches(tiny_tree, batch_size=16, images=-1)
 
 
+@pytest.mark.needs_shm(64)
 def test_the_main_process_lets_go_of_a_datasets_rings_when_the_dataset_goes(tiny_tree: Path) -> None:
     import gc
 

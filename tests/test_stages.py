@@ -46,7 +46,7 @@ def test_a_stage_clock_is_shared_with_workers_only() -> None:
     assert clock.totals().images == 2
 
 
-@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("workers", [0, pytest.param(2, marks=pytest.mark.needs_shm(64))])
 @pytest.mark.parametrize("pipeline", [Pipeline("pil"), Pipeline("simplejpeg"), Pipeline("pil", "memmap"),
                                       Pipeline("simplejpeg", batching="slots")], ids=lambda p: p.label)
 def test_stages_timed_in_every_process_add_up_to_the_measured_cpu(tiny_tree: Path, workers: int,
