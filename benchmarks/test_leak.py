@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from torch.utils.data import Dataset, Subset
 
-from benchmarks.helpers import narrow_unless, uniform_params
+from benchmarks.helpers import narrow_unless, skip_unless_fits, uniform_params
 from lfw.data.dataset import LFWDataset, scan_images
 from lfw.data.index import FileIndex, LabelIndex
 from lfw.data.memory_datasets import IndexOnlyDataset, LeakingControlDataset, large_index
@@ -82,7 +82,9 @@ def test_leak(request: pytest.FixtureRequest, benchmark: Any, profile: Profile,
         benchmark.pedantic(runner.run, setup=runner.setup, rounds=epochs - WARMUP_EPOCHS,
                            warmup_rounds=WARMUP_EPOCHS, iterations=1)
 
-    report = leak_check(config.build(make_dataset(case, dataset_factory, small_index)), epochs, timed=timed)
+    loader = config.build(make_dataset(case, dataset_factory, small_index))
+    skip_unless_fits(loader)
+    report = leak_check(loader, epochs, timed=timed)
     info = summarize(report.results[WARMUP_EPOCHS:], workers=num_workers, usable_cores=usable_cores())
     info.update({K.CASE: case, K.TRANSFORM: "uint8" if case == "lfw" else "index-only", K.INDEX: "numpy",
                  K.PROFILE: profile.name, K.CONFIG: config.as_dict(), K.DEVICE: "cpu", K.EPOCHS: epochs,

@@ -2,7 +2,8 @@
 # Re-run the commands whose figures the README and docs/ quote and keep their output in docs/runs/, one file each, so
 # every figure there traces to a committed output. Each takes the machine on its own (run nothing beside it).
 #
-#   bash tools/record.sh [make-bench|remote|decoders|process-pairs|cost|diagnose|distributed ...]   (default: all)
+#   bash tools/record.sh [make-bench|remote|decoders|process-pairs|cost|diagnose|distributed|small-shm|interrupted]
+#   (default: all but the last two; small-shm mounts a tmpfs on /dev/shm and needs root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -157,6 +158,43 @@ distributed() {  # two ranks against one, the same per-rank configuration
     done
   } > docs/runs/distributed.txt
   rm -rf "$out"
+}
+
+small_shm() {  # make test and make bench where /dev/shm is a container's (root: a private mount namespace + tmpfs)
+  { for size in 64m 16m; do
+      stamp "make test-small-shm SHM=$size (make test with /dev/shm mounted at $size)"
+      flock /tmp/lfw-cpu.lock make test-small-shm SHM=$size 2>&1 | tr '\r' '\n' \
+        | grep -E -e '^tmpfs' -e '[0-9]+ (passed|failed)' -e 'of /dev/shm' -e '^make.*Error' || true
+    done
+    stamp "make bench with /dev/shm mounted at 64m (quick profile and the remote layer)"
+    unshare -m sh -c 'mount -t tmpfs -o size=64m tmpfs /dev/shm && make bench' 2>&1 | tr '\r' '\n' \
+      | grep -E -e '^tmpfs' -e '[0-9]+ (passed|failed)' -e 'of /dev/shm' -e '^(INCOMPLETE|best|recommended|left out)' \
+        -e '^  [a-z0-9]+: ' -e '^(no recommendation|fastest|remote storage)' -e '^make.*Error' || true
+    stamp "make bench with this machine's own /dev/shm ($(df -h --output=size /dev/shm | tail -1 | tr -d ' '))"
+    make bench 2>&1 | tr '\r' '\n' | grep -E -e '[0-9]+ (passed|failed)' -e 'of /dev/shm' \
+      -e '^(INCOMPLETE|best|recommended|left out)' -e '^  [a-z0-9]+: ' -e '^make.*Error' || true
+  } > docs/runs/small-shm.txt
+}
+
+interrupted() {  # Ctrl-C during make bench: what it leaves behind, and what make report and the gate say of it
+  { stamp "timeout --preserve-status -s INT 45 make bench (SIGINT to make and the pytest under it, as Ctrl-C)"
+    status=0
+    timeout --preserve-status -s INT 45 make bench > /tmp/lfw-interrupted.log 2>&1 || status=$?
+    grep -E -e 'incomplete run' -e 'Saved benchmark data' -e 'KeyboardInterrupt' -e '^make.*Error' \
+      /tmp/lfw-interrupted.log || true
+    echo "make bench exit status: $status"
+    run=$(ls -t .benchmarks/*/*.json | head -1)
+    echo "newest saved run: $(basename "$run")"
+    echo "processes left that the run started: $(pgrep -fc 'lfw\.|moto_server|pass_server' || true)"
+    echo "--- make report"
+    make report 2>&1 | grep -v -e '^\.venv' | head -4 || true
+    echo "--- python -m lfw.gate benchmarks/baselines/cpu-2core.json <that run> (what make gate runs)"
+    status=0
+    $PY -m lfw.gate benchmarks/baselines/cpu-2core.json "$run" --summary-md /tmp/lfw-gate.md || status=$?
+    echo "gate exit status: $status"
+    echo "--- python -m lfw.history show .benchmarks"
+    $PY -m lfw.history show .benchmarks --out /tmp/lfw-history 2>&1 | grep -e 'incomplete' | head -2 || true
+  } > docs/runs/interrupted.txt 2>&1
 }
 
 for what in "${@:-make-bench bench-dataset remote decoders process-pairs cost diagnose distributed}"; do
