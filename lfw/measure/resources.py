@@ -103,18 +103,19 @@ class Limits:
 
 
 def cgroup_memory(root: Path) -> tuple[int | None, int | None]:
-    """The cgroup's memory limit and usage in bytes (v2 ``memory.max``, else v1 ``memory.limit_in_bytes``);
-    (None, None) where there is no limit or no cgroup to read."""
+    """The cgroup's memory limit and usage in bytes (v2 ``memory.max``, else v1 ``memory.limit_in_bytes``):
+    limit None where the cgroup sets none, both None where there is no cgroup file to read."""
     for limit_file, usage_file in (("memory.max", "memory.current"),
                                    ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes")):
         try:
             raw = (root / limit_file).read_text().strip()
             usage = int((root / usage_file).read_text().strip())
+            limit = None if raw == "max" else int(raw)
         except (OSError, ValueError):
             continue
-        if raw == "max" or int(raw) >= 2**60:  # v1 writes a page-rounded 2**63 for "no limit"
+        if limit is None or limit >= 2**60:  # v1 writes a page-rounded 2**63 for "no limit"
             return None, usage
-        return int(raw), usage
+        return limit, usage
     return None, None
 
 
