@@ -5,9 +5,21 @@
 - :mod:`lfw.diagnose.simulator`: a discrete-event model of workers, prefetch queue and training loop;
 - :mod:`lfw.diagnose.predict`: the measurement fed to the simulator, the verdict and the recommendation;
 - :mod:`lfw.diagnose.timeline`: the chart (and GIF) of a run, measured and simulated side by side;
+- :mod:`lfw.diagnose.watcher`: ``watch(loader)``, the same question put to a user's own training loop
+  (:class:`~lfw.diagnose.watcher.Watch`), loaded on first use so that importing this package stays light;
 - ``python -m lfw.diagnose``: the command line.
 """
 
+from typing import Any
+
 from lfw.diagnose.simulator import PipelineModel, SimResult, simulate, workers_to_end_stalls
 
-__all__ = ["PipelineModel", "SimResult", "simulate", "workers_to_end_stalls"]
+__all__ = ["PipelineModel", "SimResult", "Watch", "simulate", "watch", "workers_to_end_stalls"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("watch", "Watch"):
+        from lfw.diagnose import watcher
+
+        return getattr(watcher, name)
+    raise AttributeError(f"module 'lfw.diagnose' has no attribute {name!r}")

@@ -2,7 +2,9 @@
 
 Measure (default): a training loop over the LFW loader whose step sleeps ``--step-ms`` or trains a small CNN
 (``--model cnn``). The loader reads a transform preset (``--transform``) or a decode pipeline (``--pipeline``: a
-decoders case id such as ``simplejpeg-w2``, or a spec such as ``decoder=simplejpeg,threads=2``). Prints the
+decoders case id such as ``simplejpeg-w2``, or a spec such as ``decoder=simplejpeg,threads=2``), or the user's own
+dataset (``--dataset MODULE:FACTORY``, as ``--bench-dataset``), and the step may be the user's (``--step
+MODULE:FN``; :mod:`lfw.diagnose.user_parts`). Prints the
 data-wait fraction, accelerator utilization, batches/s, the bottleneck, the simulator's prediction next to the
 measurement, the worker count that ends the stalls and a recommendation, and writes the timeline chart (measured
 and simulated side by side) to ``--out``.
@@ -44,6 +46,7 @@ from lfw.diagnose.training import (
     pipeline_dataset,
     pipeline_setup,
 )
+from lfw.diagnose.user_parts import dataset_from, step_from
 from lfw.errors import LFWError, cli_entry
 from lfw.measure import LoaderConfig
 from lfw.measure.machine import usable_cores
@@ -58,6 +61,8 @@ EXAMPLES = """examples:
   python -m lfw.diagnose --workers 2 --step-ms 50          # emulated 50 ms step (a sleep)
   python -m lfw.diagnose --workers 2 --model cnn --gif     # a real CPU (or CUDA) step, plus an animation
   python -m lfw.diagnose --pipeline simplejpeg-w2 --step-ms 25   # a decode pipeline of the decoders group
+  python -m lfw.diagnose --dataset examples.imagefolder:faces --model cnn   # your dataset, a real step
+  python -m lfw.diagnose --dataset examples.imagefolder:faces --step examples.train_imagefolder:step
   python -m lfw.diagnose --simulate --workers 7 --load-ms 2000 --step-ms 100 --seconds 30
 """
 
@@ -81,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--pipeline", default=None, metavar="ID",
                    help=f"a decode pipeline instead of a preset: a decoders case id (simplejpeg-w2, pil-w0, ...) "
                         f"or a spec key=value,... ({SPEC_EXAMPLE}; --workers sets its workers)")
+    m.add_argument("--dataset", default=None, metavar="MODULE:FACTORY",
+                   help="your own map-style dataset instead of LFW (the factory --bench-dataset takes)")
+    m.add_argument("--step", default=None, metavar="MODULE:FN",
+                   help="your own training step: a callable taking one batch (instead of --step-ms or --model)")
     m.add_argument("--batches", type=int, default=30, help="batches in the measured pass (default 30)")
     m.add_argument("--threads", type=int, default=1,
                    help="intra-op threads of a CNN step (default 1: the workers need the other cores)")
@@ -139,10 +148,26 @@ def _check(args: argparse.Namespace) -> None:
         raise LFWError("give --transform (a preset) or --pipeline (a decode pipeline), not both")
     if args.batches < 1:
         raise LFWError(f"--batches must be 1 or more, got {args.batches}")
+    _check_user_parts(args)
     if args.batch_size is not None and args.batch_size < 1:
         raise LFWError(f"--batch-size must be 1 or more, got {args.batch_size}")
     if args.prefetch_factor is not None and args.prefetch_factor < 1:
         raise LFWError(f"--prefetch-factor must be 1 or more, got {args.prefetch_factor}")
+
+
+def _check_user_parts(args: argparse.Namespace) -> None:
+    """--dataset and --step against the flags they replace."""
+    if args.dataset is not None:
+        for flag in ("pipeline", "transform", "path"):
+            if getattr(args, flag) is not None:
+                raise LFWError(f"--dataset replaces LFW; --{flag} does not apply to it")
+        if args.simulate:
+            raise LFWError("--dataset is measured; --simulate takes the load time itself (--load-ms)")
+    if args.step is not None:
+        if args.model is not None or args.step_ms is not None:
+            raise LFWError("give one step: --step (yours), --model or --step-ms")
+        if args.simulate:
+            raise LFWError("--simulate needs a step time (--step-ms), not a step")
 
 
 def _defaults(args: argparse.Namespace) -> argparse.Namespace:
@@ -219,36 +244,66 @@ def _classes(dataset: Any) -> int:
     return _classes(inner) if inner is not None else 2
 
 
+def _step(args: argparse.Namespace, step_ms: float | None, classes: int) -> tuple[Any, str]:
+    """The step the flags name (``--step``, ``--model`` or a sleep of ``step_ms``) and its label."""
+    if args.step is not None:
+        return step_from(args.step), args.step
+    return make_step(args.model, step_ms, classes)
+
+
 def measure(args: argparse.Namespace, source: DataSource, setup: PipelineSetup | None,
             step_ms: float | None) -> Measurement:
     """The measured pass the flags describe: a preset through LFWDataset, or ``setup``'s decode pipeline."""
     if args.model is not None:
         torch.set_num_threads(args.threads)
+    if args.dataset is not None:
+        return _measure_user(args, step_ms)
     if setup is None:
         dataset: Any = LFWDataset(source.path, transform=args.transform)
-        step, label = make_step(args.model, step_ms, len(dataset.classes))
+        step, label = _step(args, step_ms, len(dataset.classes))
         config = LoaderConfig(batch_size=args.batch_size, num_workers=args.workers,
                               prefetch_factor=args.prefetch_factor if args.workers else None)
         return measure_training(dataset, config, args.batches, step, transform=args.transform, step_label=label,
                                 progress=not args.quiet)
     dataset = pipeline_dataset(setup, source.path, args.batches * setup.config.batch_size)
-    step, label = make_step(args.model, step_ms, _classes(dataset))
+    step, label = _step(args, step_ms, _classes(dataset))
     return measure_pipeline(setup, source.path, args.batches, step, dataset=dataset, step_label=label,
                             progress=not args.quiet)
 
 
+def _measure_user(args: argparse.Namespace, step_ms: float | None) -> Measurement:
+    """The measured pass over ``--dataset``'s dataset, the step ``--step``, ``--model`` or a sleep."""
+    dataset = dataset_from(args.dataset)
+    step, label = _step(args, step_ms, _classes(dataset))
+    config = LoaderConfig(batch_size=args.batch_size, num_workers=args.workers,
+                          prefetch_factor=args.prefetch_factor if args.workers else None)
+    m = measure_training(dataset, config, args.batches, step, transform=args.dataset, step_label=label,
+                         progress=not args.quiet)
+    m.extra["dataset"] = args.dataset
+    return m
+
+
 def run_measurement(args: argparse.Namespace) -> int:
-    step_ms = DEFAULT_STEP_MS if args.step_ms is None and args.model is None else args.step_ms
+    step_ms = (DEFAULT_STEP_MS if args.step_ms is None and args.model is None and args.step is None
+               else args.step_ms)
     setup = None
-    if args.pipeline is not None:
-        setup = pipeline_setup(args.pipeline, workers=args.workers, batch_size=args.batch_size,
-                               prefetch_factor=args.prefetch_factor)
-    source = resolve_root(args.path)
-    measurement = measure(args, source, setup, step_ms)
+    if args.dataset is not None:
+        measurement = _measure_user(args, step_ms)
+        where, reads, what = f"dataset {args.dataset}", f"dataset {args.dataset}", args.dataset.split(":")[-1]
+    else:
+        if args.pipeline is not None:
+            setup = pipeline_setup(args.pipeline, workers=args.workers, batch_size=args.batch_size,
+                                   prefetch_factor=args.prefetch_factor)
+        source = resolve_root(args.path)
+        measurement = measure(args, source, setup, step_ms)
+        where = f"{source.kind} data at {source.path}"
+        reads = f"pipeline {setup.label}" if setup is not None else f"transform {args.transform}"
+        reads += f" ({source.kind} LFW)"
+        what = setup.label if setup is not None else args.transform
     config, label = measurement.config, measurement.step_label
     workers = config.num_workers
-    result = diagnose(measurement, usable_cores(), emulated_step=args.model is None)
-    _report(measurement, result, source.kind, str(source.path))
+    result = diagnose(measurement, usable_cores(), emulated_step=args.model is None and args.step is None)
+    _report(measurement, result, where)
     sim = simulate(result.model, max_batches=measurement.result.batches)
     panels = [
         Panel(f"measured: {measurement.result.batches} batches, {measurement.batches_per_s:.2f} batches/s",
@@ -256,20 +311,20 @@ def run_measurement(args: argparse.Namespace) -> int:
         Panel(f"simulated from the measured times: {result.predicted_batches_per_s:.2f} batches/s",
               sim.records, workers, result.model.capacity or None),
     ]
-    reads = f"pipeline {setup.label}" if setup is not None else f"transform {args.transform}"
-    title = f"{workers_text(workers)}, batch {config.batch_size}, {reads}, step {label} ({source.kind} LFW)"
-    what = setup.label if setup is not None else args.transform
+    title = f"{workers_text(workers)}, batch {config.batch_size}, {reads}, step {label}"
     name = f"timeline-w{workers}-b{config.batch_size}-{what}-{label}"
     for path in _charts(args, panels, _slug(name), title):
         print(f"chart      : {path}")
     return 0
 
 
-def _report(m: Measurement, d: Diagnosis, kind: str, path: str) -> None:
+def _report(m: Measurement, d: Diagnosis, where: str) -> None:
     r, model = m.result, d.model
     reads = f"pipeline {m.extra['pipeline']}" if "pipeline" in m.extra else f"transform {m.transform}"
+    if "dataset" in m.extra:
+        reads = "its own transform"
     print(f"diagnose   : {r.batches} batches of {m.batch_size}, {reads}, "
-          f"{workers_text(m.config.num_workers)}, step {m.step_label}; {kind} data at {path}")
+          f"{workers_text(m.config.num_workers)}, step {m.step_label}; {where}")
     print(f"measured   : {d.measured_batches_per_s:.2f} batches/s, data wait {d.data_wait_fraction:.1%} of the "
           f"pass, accelerator utilization {d.accelerator_utilization:.1%} (first step excluded), "
           f"first batch after {r.ttfb_s:.2f} s")

@@ -217,3 +217,13 @@ PICKLED_DATASET_BYTES = "pickled_dataset_bytes"  # len(pickle.dumps(dataset)): w
 
 # --- thread-based map (the thread-map group): torchdata.nodes ParallelMapper -----------------------------------
 MAP_METHOD = "map_method"  # "thread" or "process" (ParallelMapper), "dataloader" for the reference
+
+# --- a watched training loop (lfw.diagnose.watch): the wait for data beside the user's own step ---------------
+DATA_BOUND_SHARE = "data_bound_share"  # time in next() over the loop's wall time
+DATA_BOUND_LOW = "data_bound_low"  # its 95% interval (batch means over blocks of consecutive steps)
+DATA_BOUND_HIGH = "data_bound_high"
+STEP_P50_MS = "step_p50_ms"  # the loop body per step (the user's step), median
+LOAD_MS_PER_BATCH = "load_ms_per_batch"  # a batch's load time inside the worker that loaded it, mean
+HANDOVER_MS = "handover_ms"  # from "loaded and asked for" to "the loop has it", median
+WATCH_CLOCK = "watch_clock"  # host clock, CUDA events or CUDA synchronize
+WATCH_OVERHEAD_US = "watch_overhead_us_per_step"  # the watcher's own bookkeeping per step

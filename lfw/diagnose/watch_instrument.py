@@ -1,0 +1,141 @@
+"""Worker-side load times for a user's own DataLoader, without rebuilding it and without changing its batches.
+
+:func:`instrument` changes two things on the loader for the length of one epoch and :meth:`Instrumented.restore`
+puts both back:
+
+- the dataset gets an instance attribute ``__getitems__`` that notes when a batch starts loading and then fetches
+  it as before (the dataset's own ``__getitems__`` when its class has one, else item by item). PyTorch's map
+  fetcher looks the attribute up on the object at every batch, so the note is taken in whichever process loads;
+- ``loader.collate_fn`` (one of the attributes a DataLoader lets be set after construction) runs the user's
+  collate and wraps the result with a :class:`~lfw.diagnose.events.LoadStamp` in a :class:`Stamped`, which
+  survives the worker queue and the pin-memory thread. :func:`unstamp` gives back exactly the user's batch.
+
+Both are read when an iterator is made (forked workers inherit them, spawned ones receive them pickled), so
+instrumenting must happen before ``iter(loader)``. What cannot be instrumented is said, not guessed
+(:attr:`Instrumented.reason`): an iterable dataset (its fetcher never asks for a batch of indices), a loader
+without automatic batching, persistent workers (they would keep the stamping collate after the watcher is
+gone), a dataset that takes no attributes (``__slots__``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+from lfw.diagnose.events import MAIN_PROCESS, LoadStamp, StartedBatch
+
+_ATTR = "__getitems__"
+
+
+class Stamped:
+    """A collated batch and the stamp of who loaded it and when; pinned as the batch would be."""
+
+    __slots__ = ("batch", "stamp")
+
+    def __init__(self, batch: Any, stamp: LoadStamp) -> None:
+        self.batch, self.stamp = batch, stamp
+
+    def pin_memory(self) -> Stamped:
+        from torch.utils.data._utils.pin_memory import pin_memory
+
+        return Stamped(pin_memory(self.batch), self.stamp)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return Stamped, (self.batch, self.stamp)
+
+
+def unstamp(batch: Any) -> tuple[Any, LoadStamp | None]:
+    """The user's batch exactly as their collate made it, and its stamp (None when it carries none)."""
+    if isinstance(batch, Stamped):
+        return batch.batch, batch.stamp
+    return batch, None
+
+
+class MarkedFetch:
+    """The instance ``__getitems__``: notes the start, then fetches the batch as the dataset's class would."""
+
+    def __init__(self, dataset: Any) -> None:
+        self.dataset = dataset
+
+    def __call__(self, indices: Sequence[int]) -> StartedBatch:
+        start = time.perf_counter()
+        own = getattr(type(self.dataset), _ATTR, None)
+        items = own(self.dataset, list(indices)) if callable(own) else [self.dataset[i] for i in indices]
+        samples = StartedBatch(items)
+        samples.start = start
+        return samples
+
+
+class StampingCollate:
+    """The user's collate, then a :class:`Stamped` with the start the fetch noted and the end of the collate."""
+
+    def __init__(self, inner: Callable[[list[Any]], Any]) -> None:
+        self.inner = inner
+
+    def __call__(self, samples: Any) -> Stamped:
+        start = getattr(samples, "start", math.nan)
+        batch = self.inner(list(samples) if isinstance(samples, StartedBatch) else samples)
+        end = time.perf_counter()
+        info = get_worker_info()
+        return Stamped(batch, LoadStamp(info.id if info is not None else MAIN_PROCESS, os.getpid(),
+                                        end if math.isnan(start) else start, end))
+
+
+@dataclass
+class Instrumented:
+    """What :func:`instrument` changed on a loader (nothing when ``reason`` says why not)."""
+
+    loader: DataLoader
+    reason: str = ""  # empty: instrumented
+    collate: Callable[[list[Any]], Any] | None = None
+    had_attr: bool = False
+    saved_attr: Any = None
+
+    @property
+    def active(self) -> bool:
+        return not self.reason
+
+    def restore(self) -> None:
+        """Put the loader's collate and the dataset's attributes back as they were (idempotent)."""
+        if not self.active or self.collate is None:
+            return
+        self.loader.collate_fn = self.collate
+        dataset = self.loader.dataset
+        if self.had_attr:
+            setattr(dataset, _ATTR, self.saved_attr)
+        else:
+            vars(dataset).pop(_ATTR, None)
+        self.collate = None
+
+
+def why_not(loader: DataLoader) -> str:
+    """Why this loader's loads cannot be stamped; empty when they can."""
+    dataset = loader.dataset
+    if isinstance(dataset, IterableDataset):
+        return "an iterable dataset"
+    if loader.batch_sampler is None:
+        return "no automatic batching (batch_size=None)"
+    if loader.persistent_workers:
+        return "persistent workers (they would keep the stamping collate)"
+    if not hasattr(dataset, "__dict__"):
+        return f"{type(dataset).__name__} takes no attributes"
+    return ""
+
+
+def instrument(loader: DataLoader, enabled: bool = True) -> Instrumented:
+    """Stamp every batch ``loader`` makes from now until :meth:`Instrumented.restore` (module docstring)."""
+    reason = "instrumentation off" if not enabled else why_not(loader)
+    if reason:
+        return Instrumented(loader, reason)
+    dataset = loader.dataset
+    done = Instrumented(loader, collate=loader.collate_fn, had_attr=_ATTR in vars(dataset),
+                        saved_attr=vars(dataset).get(_ATTR))
+    setattr(dataset, _ATTR, MarkedFetch(dataset))
+    loader.collate_fn = StampingCollate(loader.collate_fn)
+    return done

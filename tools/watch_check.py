@@ -1,0 +1,150 @@
+"""Does ``watch(loader)`` read a training loop right? Its data-bound share against one measured outside it.
+
+    flock /tmp/lfw-cpu.lock python tools/watch_check.py > docs/runs/watch-check.txt
+
+The loop is an ordinary torchvision training loop written here, not the project's: an ``ImageFolder`` over the
+LFW tree, a model, SGD, reading the loss every step. Two configurations:
+
+- ``data-bound``: heavy augmentation (random resized crop to 224, flip, colour jitter, rotation) in 1 worker and
+  a two-layer CNN: the step waits for every batch;
+- ``compute-bound``: a resize to 64 pixels in 1 worker and torchvision's ResNet-18 (1 thread): the worker is
+  ahead and the step sets the pace.
+
+Each run wraps the loader with ``watch`` and iterates it by hand, timing every ``next()`` from outside (the
+independent measurement): ``sum(time in next() that returned a batch) / (end of the last step - before the
+first next())``. The watcher's own ``data_bound_share`` and 95% interval are printed beside it, with the
+difference in points; a run agrees when they differ by 5 points or less. Each configuration also runs unwatched
+(the raw loader, the same outside timing) to show that the wrapper does not change the loop. Runs alternate
+unwatched and watched, ``--repeats`` pairs per configuration. Exit 0 when every watched run agrees, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Subset
+from torchvision import models, transforms
+from torchvision.datasets import ImageFolder
+
+from lfw.data.root import resolve_root
+from lfw.diagnose import watch
+from lfw.errors import LFWError
+from lfw.gate.ab import git
+
+AGREE_POINTS = 5.0
+
+CONFIGS: dict[str, dict[str, Any]] = {
+    "data-bound": {"transform": transforms.Compose([
+        transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(),
+        transforms.ColorJitter(0.4, 0.4, 0.4, 0.1), transforms.RandomRotation(10), transforms.ToTensor()]),
+        "model": lambda classes: nn.Sequential(nn.Conv2d(3, 8, 5, stride=4, padding=2), nn.ReLU(),
+                                               nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, classes)),
+        "what": "heavy augmentation to 224 px, 1 worker; a two-layer CNN"},
+    "compute-bound": {"transform": transforms.Compose([transforms.Resize(64), transforms.ToTensor()]),
+                      "model": lambda classes: models.resnet18(num_classes=classes),
+                      "what": "resize to 64 px, 1 worker; ResNet-18"},
+}
+
+
+def _commit() -> str:
+    """The checkout's short commit, ``+`` when it has uncommitted changes (as tools/feeds_check.py writes it)."""
+    here = Path(__file__).parent
+    try:
+        return git(here, "rev-parse", "--short", "HEAD") + ("+" if git(here, "status", "--porcelain",
+                                                                          "--untracked-files=no") else "")
+    except (OSError, LFWError):
+        return "?"
+
+
+def timed_loop(batches: Iterable[Any], step: Callable[[Any], None]) -> float:
+    """Train over ``batches``, timing each ``next()`` from outside: time in next() over the loop's wall time."""
+    iterator = iter(batches)
+    t0 = time.perf_counter()
+    in_next = 0.0
+    end = t0
+    while True:
+        t = time.perf_counter()
+        try:
+            batch = next(iterator)
+        except StopIteration:
+            break
+        in_next += time.perf_counter() - t
+        step(batch)
+        end = time.perf_counter()
+    return in_next / (end - t0) if end > t0 else 0.0
+
+
+def make_loader(subset: Subset, batch_size: int) -> DataLoader:
+    return DataLoader(subset, batch_size=batch_size, num_workers=1, drop_last=True)
+
+
+def trainer(model: nn.Module) -> Callable[[Any], None]:
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step(batch: Any) -> None:
+        images, labels = batch
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        float(loss.detach())
+
+    return step
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--steps", type=int, default=40, help="batches per run (default 40)")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--repeats", type=int, default=3, help="unwatched/watched pairs per configuration (default 3)")
+    p.add_argument("--path", default=None, help="LFW folder (default: $LFW_ROOT, else the cached synthetic tree)")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    source = resolve_root(args.path)
+    print(f"# {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, commit {_commit()}: python tools/watch_check.py "
+          f"{' '.join(sys.argv[1:] if argv is None else argv)}".rstrip())
+    print(f"# {args.steps} steps of {args.batch_size} images per run, {args.repeats} unwatched/watched pairs per "
+          f"configuration; {source.kind} data at {source.path}; torch threads 1; agree: within {AGREE_POINTS:g} "
+          "points")
+    print("# independent: time in next() over wall time, timed outside the wrapper in the same run")
+    print()
+    print(f"{'configuration':<15}{'pair':>5}{'unwatched':>11}{'independent':>13}{'watch':>8}{'95% CI':>12}"
+          f"{'diff':>8}{'step p50':>10}{'wait p50':>10}{'overhead':>11}  agree")
+    agreed = total = 0
+    for name, config in CONFIGS.items():
+        data = ImageFolder(str(source.path), transform=config["transform"])
+        subset = Subset(data, range(min(len(data), args.steps * args.batch_size)))
+        for pair in range(1, args.repeats + 1):
+            step = trainer(config["model"](len(data.classes)))
+
+            unwatched = timed_loop(make_loader(subset, args.batch_size), step)
+            w = watch(make_loader(subset, args.batch_size), quiet=True, run=None)
+            independent = timed_loop(w, step)
+            s = w.summary()
+            diff = (s["data_bound_share"] - independent) * 100
+            ok = abs(diff) <= AGREE_POINTS
+            agreed += ok
+            total += 1
+            ci = f"{s['data_bound_low']:.0%}-{s['data_bound_high']:.0%}"
+            print(f"{name:<15}{pair:>5}{unwatched:>11.1%}{independent:>13.1%}{s['data_bound_share']:>8.1%}"
+                  f"{ci:>12}{diff:>+8.2f}"
+                  f"{s['step_ms_p50']:>7.1f} ms{s['wait_ms_p50']:>7.1f} ms{s['overhead_us_per_step']:>7.1f} us"
+                  f"  {'yes' if ok else 'NO'}", flush=True)
+        print(f"# {name}: {config['what']}")
+        print(f"# verdict of the last run: {w.verdict()}")
+    print()
+    print(f"watched runs within {AGREE_POINTS:g} points of the independent share: {agreed} of {total}")
+    return 0 if agreed == total else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""What ``watch(loader)`` costs a training loop per step: measured three ways.
+
+    flock /tmp/lfw-cpu.lock python tools/watch_overhead.py > docs/runs/watch-overhead.txt
+
+1. Bookkeeping: a loop over ``--items`` plain list items with no step, watched and unwatched (no loader, so
+   nothing to instrument, host clock), alternated over ``--rounds`` rounds; the difference per item, median of
+   rounds. Beside it, what the watcher itself reports (``overhead_us_per_step``: its own time between the batch's
+   arrival and handing it over).
+2. Instrumentation: a DataLoader over in-memory tensors in the main process (batch 64, ``num_workers=0``),
+   watched with and without stamping the load time per batch, alternated; the difference per batch.
+3. In a loop: ``--steps`` steps of a 10 ms step (a sleep) over the in-memory loader, watched and unwatched,
+   alternated over ``--rounds`` rounds; the difference of the loop's time per step and its share of the step.
+   The sleep itself varies by tens of microseconds, so this figure is noisier than 1 and 2: the rounds' range
+   is printed with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from lfw.diagnose import watch
+from lfw.errors import LFWError
+from lfw.gate.ab import git
+
+
+def _commit() -> str:
+    """The checkout's short commit, ``+`` when it has uncommitted changes (as tools/feeds_check.py writes it)."""
+    here = Path(__file__).parent
+    try:
+        return git(here, "rev-parse", "--short", "HEAD") + ("+" if git(here, "status", "--porcelain",
+                                                                          "--untracked-files=no") else "")
+    except (OSError, LFWError):
+        return "?"
+
+
+def timed(loop: Iterable[Any], step: Callable[[Any], None] | None = None) -> tuple[float, int]:
+    """Seconds to run the whole loop, and the steps it made."""
+    n = 0
+    t = time.perf_counter()
+    for batch in loop:
+        if step is not None:
+            step(batch)
+        n += 1
+    return time.perf_counter() - t, n
+
+
+def paired(plain: Callable[[], tuple[float, int]], watched: Callable[[], tuple[float, int]],
+           rounds: int) -> list[float]:
+    """Per round: (watched - plain) seconds per step, the two run back to back, order alternated (ABBA)."""
+    diffs = []
+    for r in range(rounds):
+        if r % 2:
+            (tw, n), (tp, _) = watched(), plain()
+        else:
+            (tp, n), (tw, _) = plain(), watched()
+        diffs.append((tw - tp) / n)
+    return diffs
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--items", type=int, default=200_000)
+    p.add_argument("--steps", type=int, default=500)
+    p.add_argument("--rounds", type=int, default=8)
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    print(f"# {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, commit {_commit()}: python tools/watch_overhead.py "
+          f"{' '.join(sys.argv[1:] if argv is None else argv)}".rstrip())
+    print(f"# differences watched - unwatched per step, {args.rounds} alternated rounds: median (lowest, highest)")
+    print()
+
+    items = list(range(args.items))
+    reported: list[float] = []
+
+    def watched_items() -> tuple[float, int]:
+        w = watch(items, quiet=True, cuda="off", run=None)
+        out = timed(w)
+        reported.append(w.summary()["overhead_us_per_step"])
+        return out
+
+    d = [x * 1e6 for x in paired(lambda: timed(items), watched_items, args.rounds)]
+    print(f"1. bookkeeping, {args.items:,} list items, no step: {statistics.median(d):.2f} us per step "
+          f"({min(d):.2f}, {max(d):.2f}); the watcher reports {statistics.median(reported):.2f} us of its own")
+
+    data = TensorDataset(torch.zeros(64 * 64, 3, 32, 32), torch.zeros(64 * 64, dtype=torch.long))
+    loader = DataLoader(data, batch_size=64)
+    d = [x * 1e6 for x in paired(lambda: timed(watch(loader, quiet=True, cuda="off", run=None, instrument=False)),
+                                 lambda: timed(watch(loader, quiet=True, cuda="off", run=None)), args.rounds)]
+    print(f"2. stamping the load time, {len(loader)} batches of 64 in the main process: "
+          f"{statistics.median(d):.2f} us per batch ({min(d):.2f}, {max(d):.2f})")
+
+    step_s = 0.010
+    small = DataLoader(TensorDataset(torch.zeros(args.steps, 3), torch.zeros(args.steps)), batch_size=1)
+
+    def sleep(_batch: Any) -> None:
+        time.sleep(step_s)
+
+    d = [x * 1e6 for x in paired(lambda: timed(small, sleep),
+                                 lambda: timed(watch(small, quiet=True, cuda="off", run=None), sleep),
+                                 args.rounds)]
+    med = statistics.median(d)
+    print(f"3. a loop of {args.steps} steps of 10 ms (a sleep), loader in the main process: {med:.1f} us per step "
+          f"({min(d):.1f}, {max(d):.1f}), {med / (step_s * 1e6):.2%} of the step")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
