@@ -52,6 +52,8 @@ def console(report: Report) -> str:
     if f.knees:
         out.append("recommended num_workers (paired ratio to the best per worker count):")
         out += [f"  {_dataset_label(report, k.transform)}: {k.verdict()}  [{k.evidence()}]" for k in f.knees]
+    if f.one_count:
+        out.append(f"no num_workers recommendation for {', '.join(f.one_count)}: one worker count measured")
     if f.unfinished:
         out.append(f"no recommendation from groups that did not finish: {', '.join(f.unfinished)}")
     if f.left_out:

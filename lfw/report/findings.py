@@ -12,7 +12,7 @@ from statistics import median
 
 from lfw.report.pipelines import PipelineVerdict, pipeline_verdict
 from lfw.report.ratios import paired, ratio_cv
-from lfw.report.recommend import Recommendation, recommendations
+from lfw.report.recommend import Recommendation, recommendations, scaling_cases
 from lfw.report.remote import RemoteVerdict, remote_verdict
 from lfw.report.verdict import Verdict
 from lfw.results import Case, Run
@@ -42,6 +42,7 @@ class Findings:
     incomplete: str | None = None  # why the run is not whole (Run.incomplete)
     unfinished: tuple[str, ...] = ()  # groups with a case that failed or never ran: no recommendation from them
     left_out: tuple[tuple[str, str], ...] = ()  # (case key, what it needs) for cases beyond this machine's limits
+    one_count: tuple[str, ...] = ()  # transforms measured at a single worker count: no knee to recommend
 
 
 def is_loader_case(case: Case) -> bool:
@@ -130,5 +131,7 @@ def find(run: Run, verdicts: list[Verdict] | None = None) -> Findings:
     knees = [] if "workers-transform" in unfinished else recommendations(run)
     pipeline = None if "decoders" in unfinished else pipeline_verdict(run)
     remote = None if "remote" in unfinished else remote_verdict(run)
+    one_count = tuple(t for t, cases in scaling_cases(run).items() if len(cases) == 1)
     return Findings(best_case(run.cases), knees, largest_growth(run), cv_spread(run.cases), paired_cv(run),
-                    regressions, leak_slopes(run), pipeline, remote, run.incomplete, unfinished, left_out(run))
+                    regressions, leak_slopes(run), pipeline, remote, run.incomplete, unfinished, left_out(run),
+                    one_count)

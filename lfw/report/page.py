@@ -64,6 +64,9 @@ def findings_section(report: Report, f: Findings | None = None) -> list[str]:
             lines.append(f"  | {k.transform} | **{k.verdict()}**{paired} | {k.best.workers} ({rate:,.0f}) "
                          f"| {k.evidence()} |")
         lines.append("")
+    if f.one_count:
+        lines.append(f"- **No num_workers recommendation** for {', '.join(f.one_count)}: one worker count was "
+                     "measured (see [Left out on this machine](#left-out-on-this-machine)).")
     if f.pipeline is not None:
         lines.append(f"- **Fastest decode pipeline:** {f.pipeline.sentence()}")
     lines += accelerators_section(report.run)

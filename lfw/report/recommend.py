@@ -90,9 +90,10 @@ def standing(r: Ratio | None, tolerance: float) -> Standing:
 
 
 def recommend(transform: str, cases: Iterable[Case], tolerance: float = TOLERANCE) -> Recommendation | None:
-    """The knee of one transform's worker sweep (see the module docstring)."""
+    """The knee of one transform's worker sweep (see the module docstring); None for fewer than two worker
+    counts measured (a small /dev/shm may leave only ``workers0``): there is nothing to choose between."""
     cases = sorted(cases, key=lambda c: c.value("num_workers"))
-    if not cases:
+    if len(cases) < 2:
         return None
     best_case = max(cases, key=lambda c: c.number(K.IMAGES_PER_S) or 0.0)
     candidates = []
