@@ -180,11 +180,12 @@ interrupted() {  # Ctrl-C during make bench: what it leaves behind, and what mak
   { stamp "timeout --preserve-status -s INT 45 make bench (SIGINT to make and the pytest under it, as Ctrl-C)"
     status=0
     timeout --preserve-status -s INT 45 make bench > /tmp/lfw-interrupted.log 2>&1 || status=$?
-    grep -E -e 'incomplete run' -e 'Saved benchmark data' -e 'KeyboardInterrupt' -e '^make.*Error' \
-      /tmp/lfw-interrupted.log || true
+    while pgrep -f 'pytest benchmarks' > /dev/null; do sleep 1; done  # make returns first; pytest is still saving
+    tr '\r' '\n' < /tmp/lfw-interrupted.log | grep -E -e 'incomplete run' -e 'Saved benchmark data' \
+      -e '^make.*Error' -e '[0-9]+ passed' || true
     echo "make bench exit status: $status"
-    run=$(ls -t .benchmarks/*/*.json | head -1)
-    echo "newest saved run: $(basename "$run")"
+    run=$(tr '\r' '\n' < /tmp/lfw-interrupted.log | sed -n 's/.*Saved benchmark data in: //p' | tail -1)
+    echo "the run it saved: $(basename "$run")"
     echo "processes left that the run started: $(pgrep -fc 'lfw\.|moto_server|pass_server' || true)"
     echo "--- make report"
     make report 2>&1 | grep -v -e '^\.venv' | head -4 || true
