@@ -155,3 +155,18 @@ def test_make_test_runs_green_in_a_small_dev_shm(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "failed" not in proc.stdout.splitlines()[-1]
     assert "of /dev/shm for" in proc.stdout and "16 MiB free" in proc.stdout
+
+
+@pytest.mark.needs_shm(512)  # else four workers' float batches are left out for /dev/shm first
+def test_a_low_ulimit_n_leaves_out_the_cases_that_would_run_out_of_descriptors() -> None:
+    """``ulimit -n 60``: four workers would need more descriptors and are left out in one line; nothing fails."""
+    def lower() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (60, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    proc = subprocess.run([sys.executable, "-m", "pytest", "benchmarks", "-p", "no:cacheprovider", "-q", "-rs",
+                           "--benchmark-disable", "--bench-profile", "smoke", "-k", "workers_transform and none"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, preexec_fn=lower,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "open files (4 workers" in proc.stdout and "ulimit -n is 60" in proc.stdout
+    assert " failed" not in proc.stdout.splitlines()[-1]
