@@ -49,10 +49,10 @@ from lfw.diagnose.feeds import (
 )
 from lfw.diagnose.training import PipelineSetup, measure_pipeline, pipeline_dataset, pipeline_setup
 from lfw.errors import LFWError, cli_entry
-from lfw.gate.ab import git
 from lfw.measure import LoaderPass
 from lfw.measure.loader_pass import sleep_step
 from lfw.results import Run, load_run
+from tools.stamp import commit_label
 
 DEFAULT_PIPELINES = ("simplejpeg-slots-w2", "simplejpeg-w2", "pil-w2", "simplejpeg-t2")
 RATE_IMAGES = 4096  # passes of a second or more: a rate steadier than one quick decoders epoch gives
@@ -146,15 +146,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _commit() -> str:
-    """The checkout's short commit, ``+`` when it has uncommitted changes; ``?`` outside git."""
-    here = Path(__file__).parent
-    try:
-        head = git(here, "rev-parse", "--short", "HEAD")
-        dirty = git(here, "status", "--porcelain", "--untracked-files=no")
-    except (OSError, LFWError):
-        return "?"
-    return head + ("+" if dirty else "")
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -178,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     source = resolve_root(args.path)
     rates_from = (f"the decoders group of {args.run}" if args.run else
                   f"measured here: a warm-up pass and {args.passes} timed passes of {RATE_IMAGES:,} images each")
-    print(f"# {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}, commit {_commit()}: python tools/feeds_check.py "
+    print(f"# {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}, commit {commit_label()}: python tools/feeds_check.py "
           f"{' '.join(sys.argv[1:] if argv is None else argv)}".rstrip())
     print(f"# step {args.step_ms:g} ms per batch of 64 per accelerator, AU target {AU_TARGET:.0%} (first step "
           f"excluded); {args.batches} measured batches per run, {args.repeats} runs per point (median, range); "

@@ -24,7 +24,6 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -35,8 +34,7 @@ from torchvision.datasets import ImageFolder
 
 from lfw.data.root import resolve_root
 from lfw.diagnose import watch
-from lfw.errors import LFWError
-from lfw.gate.ab import git
+from tools.stamp import commit_label
 
 AGREE_POINTS = 5.0
 
@@ -53,14 +51,6 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
-def _commit() -> str:
-    """The checkout's short commit, ``+`` when it has uncommitted changes (as tools/feeds_check.py writes it)."""
-    here = Path(__file__).parent
-    try:
-        return git(here, "rev-parse", "--short", "HEAD") + ("+" if git(here, "status", "--porcelain",
-                                                                          "--untracked-files=no") else "")
-    except (OSError, LFWError):
-        return "?"
 
 
 def timed_loop(batches: Iterable[Any], step: Callable[[Any], None]) -> float:
@@ -110,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     source = resolve_root(args.path)
-    print(f"# {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, commit {_commit()}: python tools/watch_check.py "
+    when = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+    print(f"# {when}, commit {commit_label()}: python tools/watch_check.py "
           f"{' '.join(sys.argv[1:] if argv is None else argv)}".rstrip())
     print(f"# {args.steps} steps of {args.batch_size} images per run, {args.repeats} unwatched/watched pairs per "
           f"configuration; {source.kind} data at {source.path}; torch threads 1; agree: within {AGREE_POINTS:g} "

@@ -21,25 +21,13 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from lfw.diagnose import watch
-from lfw.errors import LFWError
-from lfw.gate.ab import git
-
-
-def _commit() -> str:
-    """The checkout's short commit, ``+`` when it has uncommitted changes (as tools/feeds_check.py writes it)."""
-    here = Path(__file__).parent
-    try:
-        return git(here, "rev-parse", "--short", "HEAD") + ("+" if git(here, "status", "--porcelain",
-                                                                          "--untracked-files=no") else "")
-    except (OSError, LFWError):
-        return "?"
+from tools.stamp import commit_label
 
 
 def timed(loop: Iterable[Any], step: Callable[[Any], None] | None = None) -> tuple[float, int]:
@@ -73,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=8)
     args = p.parse_args(argv)
     torch.set_num_threads(1)
-    print(f"# {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, commit {_commit()}: python tools/watch_overhead.py "
+    when = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+    print(f"# {when}, commit {commit_label()}: python tools/watch_overhead.py "
           f"{' '.join(sys.argv[1:] if argv is None else argv)}".rstrip())
     print(f"# differences watched - unwatched per step, {args.rounds} alternated rounds: median (lowest, highest)")
     print()

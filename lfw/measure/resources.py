@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import resource
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ import psutil
 import torch
 
 from lfw.measure.machine import usable_cores
+from lfw.measure.moves import batch_bytes
 
 MiB = 2**20
 SHM = Path("/dev/shm")
@@ -119,19 +120,6 @@ def cgroup_memory(root: Path) -> tuple[int | None, int | None]:
     return None, None
 
 
-def tensor_bytes(item: Any) -> int:
-    """Bytes of every tensor or array in ``item`` (nested tuples, lists and mappings); numbers count 8."""
-    if isinstance(item, torch.Tensor):
-        return item.numel() * item.element_size()
-    if hasattr(item, "nbytes") and hasattr(item, "dtype"):  # numpy
-        return int(item.nbytes)
-    if isinstance(item, Mapping):
-        return sum(tensor_bytes(v) for v in item.values())
-    if isinstance(item, Sequence) and not isinstance(item, str | bytes):
-        return sum(tensor_bytes(v) for v in item)
-    return 8
-
-
 def _describe(item: Any) -> str:
     first = item[0] if isinstance(item, Sequence) and not isinstance(item, str | bytes) and item else item
     if isinstance(first, torch.Tensor):
@@ -146,7 +134,7 @@ def item_nbytes(dataset: Any) -> tuple[int, str]:
         item = dataset[0]
     except Exception:
         return 0, "items of unknown size"
-    return tensor_bytes(item), _describe(item)
+    return batch_bytes(item), _describe(item)
 
 
 def loader_need(loader: Any, *, pinned_copy: bool = False) -> Need:
