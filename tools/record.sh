@@ -170,6 +170,10 @@ small_shm() {  # make test and make bench where /dev/shm is a container's (root:
     unshare -m sh -c 'mount -t tmpfs -o size=64m tmpfs /dev/shm && make bench' 2>&1 | tr '\r' '\n' \
       | grep -E -e '^tmpfs' -e '[0-9]+ (passed|failed)' -e 'of /dev/shm' -e '^(INCOMPLETE|best|recommended|left out)' \
         -e '^  [a-z0-9]+: ' -e '^(no recommendation|fastest|remote storage)' -e '^make.*Error' || true
+    small=$(ls -t .benchmarks/*/*.json | head -1)
+    stamp "python -m lfw.gate benchmarks/baselines/cpu-2core.json $(basename "$small") (that run, against the 2-core baseline)"
+    $PY -m lfw.gate benchmarks/baselines/cpu-2core.json "$small" --summary-md /tmp/lfw-gate-shm.md 2>&1 \
+      | grep -v '^  test_' || true
     stamp "make bench with this machine's own /dev/shm ($(df -h --output=size /dev/shm | tail -1 | tr -d ' '))"
     make bench 2>&1 | tr '\r' '\n' | grep -E -e '[0-9]+ (passed|failed)' -e 'of /dev/shm' \
       -e '^(INCOMPLETE|best|recommended|left out)' -e '^  [a-z0-9]+: ' -e '^make.*Error' || true
