@@ -112,9 +112,34 @@ def test_an_interrupted_run_is_saved_marked_and_refused(tmp_path: Path, sig: int
     assert console.startswith(f"INCOMPLETE RUN: interrupted ({name})")
     page = (tmp_path / "report" / "README.md").read_text()
     assert "## Incomplete run" in page and "recommended num_workers" not in console.lower()
+    assert "Incomplete run" in (tmp_path / "report" / "index.html").read_text()
 
     assert gate_main([str(BASELINE), str(saved[0]), "--summary-md", str(tmp_path / "gate.md")]) == EXIT_INCOMPLETE
     assert "incomplete" in capsys.readouterr().err
     assert "no verdict" in (tmp_path / "gate.md").read_text()
     with pytest.raises(Exception, match="not put in the history"):
         append_run(saved[0], tmp_path / "history")
+
+
+def test_the_report_lists_what_did_not_fit_and_draws_no_knee_from_one_worker_count(tmp_path: Path,
+                                                                                    capsys: pytest.CaptureFixture[str]
+                                                                                    ) -> None:
+    """A run in a small /dev/shm: the cases left out are listed with what they need, and a transform measured at
+    one worker count gets no recommendation (nothing to choose between)."""
+    doc = json.loads((ROOT / "tests" / "fixtures" / "quick_run.json").read_text())
+    gone = [b for b in doc["benchmarks"] if b["group"] == "workers-transform" and b["params"]["num_workers"] != 0
+            and b["params"]["transform"] == "none"]
+    assert gone
+    doc["benchmarks"] = [b for b in doc["benchmarks"] if b not in gone]
+    need = "needs ~229 MiB of /dev/shm for 5 batches of 64 x float32 3 x 250 x 250, 64 MiB free: docker run ..."
+    outcomes = {f"workers-transform/{b['param']}": Outcome("narrowed", need, limit=True) for b in gone}
+    doc["lfw_selection"] = Selection("", "", "quick", (), outcomes, frozenset()).to_dict()
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(doc))
+    assert report_main([str(run), "--out", str(tmp_path / "report"), "--format", "png"]) == 0
+    console = capsys.readouterr().out
+    assert "no num_workers recommendation for none: one worker count measured" in console
+    assert f"left out, beyond this machine's limits: {len(gone)} cases" in console
+    page = (tmp_path / "report" / "README.md").read_text()
+    assert "## Left out on this machine" in page and need in page
+    assert "Left out on this machine" in (tmp_path / "report" / "index.html").read_text()
