@@ -1,6 +1,6 @@
 """Does ``watch(loader)`` read a training loop right? Its data-bound share against one measured outside it.
 
-    flock /tmp/lfw-cpu.lock python tools/watch_check.py > docs/runs/watch-check.txt
+    flock /tmp/lfw-cpu.lock python -m tools.watch_check > docs/runs/watch-check.txt
 
 The loop is an ordinary torchvision training loop written here, not the project's: an ``ImageFolder`` over the
 LFW tree, a model, SGD, reading the loss every step. Two configurations:
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     source = resolve_root(args.path)
     when = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
-    print(f"# {when}, commit {commit_label()}: python tools/watch_check.py "
+    print(f"# {when}, commit {commit_label()}: python -m tools.watch_check "
           f"{' '.join(sys.argv[1:] if argv is None else argv)}".rstrip())
     print(f"# {args.steps} steps of {args.batch_size} images per run, {args.repeats} unwatched/watched pairs per "
           f"configuration; {source.kind} data at {source.path}; torch threads 1; agree: within {AGREE_POINTS:g} "

@@ -1,6 +1,6 @@
 """What ``watch(loader)`` costs a training loop per step: measured three ways.
 
-    flock /tmp/lfw-cpu.lock python tools/watch_overhead.py > docs/runs/watch-overhead.txt
+    flock /tmp/lfw-cpu.lock python -m tools.watch_overhead > docs/runs/watch-overhead.txt
 
 1. Bookkeeping: a loop over ``--items`` plain list items with no step, watched and unwatched (no loader, so
    nothing to instrument, host clock), alternated over ``--rounds`` rounds; the difference per item, median of
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     when = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
-    print(f"# {when}, commit {commit_label()}: python tools/watch_overhead.py "
+    print(f"# {when}, commit {commit_label()}: python -m tools.watch_overhead "
           f"{' '.join(sys.argv[1:] if argv is None else argv)}".rstrip())
     print(f"# differences watched - unwatched per step, {args.rounds} alternated rounds: median (lowest, highest)")
     print()

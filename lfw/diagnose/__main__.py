@@ -11,7 +11,8 @@ and simulated side by side) to ``--out``.
 
 Simulate (``--simulate``): the pipeline model alone, e.g. the seed article's first figure::
 
-    python -m lfw.diagnose --simulate --workers 7 --load-ms 2000 --step-ms 100 --seconds 30
+    python -m lfw.diagnose --model cnn --sweep-workers 0,1,2,4   # the worker count for training, measured
+  python -m lfw.diagnose --simulate --workers 7 --load-ms 2000 --step-ms 100 --seconds 30
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from lfw.data.root import DataSource, resolve_root
 from lfw.data.transforms import PRESETS
 from lfw.diagnose.predict import Diagnosis, diagnose, workers_text
 from lfw.diagnose.simulator import PipelineModel, simulate, workers_to_end_stalls
+from lfw.diagnose.sweep import parse_counts, sweep
 from lfw.diagnose.timeline import Panel, animate_timeline, draw_timeline
 from lfw.diagnose.training import (
     DEFAULT_WORKERS,
@@ -63,6 +65,7 @@ EXAMPLES = """examples:
   python -m lfw.diagnose --pipeline simplejpeg-w2 --step-ms 25   # a decode pipeline of the decoders group
   python -m lfw.diagnose --dataset examples.imagefolder:faces --model cnn   # your dataset, a real step
   python -m lfw.diagnose --dataset examples.imagefolder:faces --step examples.train_imagefolder:step
+  python -m lfw.diagnose --model cnn --sweep-workers 0,1,2,4   # the worker count for training, measured
   python -m lfw.diagnose --simulate --workers 7 --load-ms 2000 --step-ms 100 --seconds 30
 """
 
@@ -91,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--step", default=None, metavar="MODULE:FN",
                    help="your own training step: a callable taking one batch (instead of --step-ms or --model)")
     m.add_argument("--batches", type=int, default=30, help="batches in the measured pass (default 30)")
+    m.add_argument("--sweep-workers", default=None, metavar="LIST",
+                   help="measure the loop and the loader alone at each count (e.g. 0,1,2,4) and recommend the "
+                        "count with the most steps/s of the loop, beside the loader's knee")
     m.add_argument("--threads", type=int, default=1,
                    help="intra-op threads of a CNN step (default 1: the workers need the other cores)")
     s = p.add_argument_group("simulating")
@@ -148,6 +154,12 @@ def _check(args: argparse.Namespace) -> None:
         raise LFWError("give --transform (a preset) or --pipeline (a decode pipeline), not both")
     if args.batches < 1:
         raise LFWError(f"--batches must be 1 or more, got {args.batches}")
+    if args.sweep_workers is not None:
+        if args.simulate:
+            raise LFWError("--sweep-workers is measured; --simulate takes one worker count (--workers)")
+        if args.workers is not None:
+            raise LFWError("give --workers (one count) or --sweep-workers (several), not both")
+        args.sweep_counts = parse_counts(args.sweep_workers)
     _check_user_parts(args)
     if args.batch_size is not None and args.batch_size < 1:
         raise LFWError(f"--batch-size must be 1 or more, got {args.batch_size}")
@@ -283,9 +295,39 @@ def _measure_user(args: argparse.Namespace, step_ms: float | None) -> Measuremen
     return m
 
 
+def run_sweep(args: argparse.Namespace) -> int:
+    """``--sweep-workers``: the loop and the loader alone at each count, and the count for training."""
+    step_ms = _step_ms(args)
+    source = resolve_root(args.path) if args.dataset is None else None
+    loader_alone = argparse.Namespace(**{**vars(args), "model": None, "step": None, "step_ms": 0.0})
+
+    def measure_at(workers: int, with_step: bool) -> Measurement:
+        at = argparse.Namespace(**{**vars(args if with_step else loader_alone), "workers": workers})
+        if at.dataset is not None:
+            return _measure_user(at, step_ms if with_step else 0.0)
+        setup = None
+        if at.pipeline is not None:
+            setup = pipeline_setup(at.pipeline, workers=workers, batch_size=at.batch_size,
+                                   prefetch_factor=at.prefetch_factor)
+        assert source is not None
+        return measure(at, source, setup, step_ms if with_step else 0.0)
+
+    result = sweep(args.sweep_counts, measure_at)
+    what = args.dataset or args.pipeline or f"transform {args.transform}"
+    print(f"sweep      : {what}, step {result.points[0].loop.step_label}, {args.batches} batches per pass, "
+          f"{usable_cores()} usable cores")
+    for line in result.lines():
+        print(line)
+    return 0
+
+
+def _step_ms(args: argparse.Namespace) -> float | None:
+    """The sleep the flags ask for: ``--step-ms``, else the default when no real step is named."""
+    return DEFAULT_STEP_MS if args.step_ms is None and args.model is None and args.step is None else args.step_ms
+
+
 def run_measurement(args: argparse.Namespace) -> int:
-    step_ms = (DEFAULT_STEP_MS if args.step_ms is None and args.model is None and args.step is None
-               else args.step_ms)
+    step_ms = _step_ms(args)
     setup = None
     if args.dataset is not None:
         measurement = _measure_user(args, step_ms)
@@ -348,7 +390,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _check(args)
     args = _defaults(args)
-    return run_simulation(args) if args.simulate else run_measurement(args)
+    if args.simulate:
+        return run_simulation(args)
+    return run_sweep(args) if args.sweep_workers is not None else run_measurement(args)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,16 @@ images/s with ``workers`` workers becomes the simulator's :class:`~lfw.diagnose.
   CPU per image); 0 without workers, where the load time already holds the main loop's work;
 - ``prefetch_factor`` as configured (2 when unset), ``load_cv`` the variation of load times when known (a run
   records only the rate's variation over rounds, :data:`~lfw.results.keys.IMAGES_PER_S_CV`, which stands in for it).
+- ``step_slowdown``, ``load_slowdown`` and ``busy_handover_s``: the contention of the loop (1, 1 and None unless
+  measured).
+
+A feed measured alone is optimistic in training: the loop's step and the loader share the cores, and the main
+process that steps also receives every batch. :func:`lfw.diagnose.contention.in_loop` adds a measured
+:class:`~lfw.diagnose.contention.Contention` to it: the step's slowdown beside the workers, the load's slowdown
+beside the step and the hand-over in wall time, all three measured with the workers loading flat out. The model
+applies the step's slowdown as measured and the other two in proportion to how busy the workers are at the
+point asked (:meth:`Feed.busy_share`): a hand-over waits for a core only while the workers hold them. The closed
+form takes them at their flat-out values.
 
 :func:`accelerators_fed` is the largest N whose simulated AU over ``batches`` steps is at least ``target``, averaged
 over seeds when loads vary; the simulator adds start-up, variance and in-order delivery to the closed form.
@@ -64,9 +74,13 @@ class Feed:
     rate: float  # images/s the pipeline delivered with no step
     workers: int
     prefetch_factor: int = 2
-    handover_s: float = 0.0  # main-process time per batch beside the step
+    handover_s: float = 0.0  # main-process time per batch beside the step, with the workers idle
     load_cv: float = 0.0
     batch: int = BATCH
+    # The loop's contention (lfw.diagnose.contention), measured with the workers loading flat out:
+    step_slowdown: float = 1.0  # the step beside the loader over the step alone
+    load_slowdown: float = 1.0  # a batch's load beside the step over its load alone
+    busy_handover_s: float | None = None  # the hand-over in wall time (None: as ``handover_s``)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.rate) and self.rate > 0):
@@ -81,19 +95,42 @@ class Feed:
             raise LFWError(f"the hand-over time must be 0 or more seconds, got {self.handover_s:g}")
         if not (math.isfinite(self.load_cv) and self.load_cv >= 0):
             raise LFWError(f"the load-time variation must be 0 or more, got {self.load_cv:g}")
+        for name, factor in (("step", self.step_slowdown), ("load", self.load_slowdown)):
+            if not (math.isfinite(factor) and factor > 0):
+                raise LFWError(f"the {name}'s slowdown must be a positive factor, got {factor:g}")
+        busy = self.busy_handover_s
+        if busy is not None and not (math.isfinite(busy) and busy >= 0):
+            raise LFWError(f"the busy hand-over must be 0 or more seconds, got {busy:g}")
 
     @property
     def load_s(self) -> float:
         """Batch load time per loading process: ``max(workers, 1) x batch / rate``."""
         return max(self.workers, 1) * self.batch / self.rate
 
+    def busy_share(self, step_s: float) -> float:
+        """How much of the time the workers load, feeding a consumer that steps for ``step_s`` per batch: the
+        batch interval the pipeline supplies over the interval the consumer asks, at most 1."""
+        cycle = step_s + (self.handover_s if self.workers else 0.0)
+        return min(1.0, self.batch / self.rate / cycle) if cycle > 0 else 1.0
+
     def model(self, step_s: float, accelerators: int) -> PipelineModel:
-        """The simulator's model of this pipeline feeding ``accelerators`` that each step for ``step_s``."""
+        """The simulator's model of this pipeline feeding ``accelerators`` that each step for ``step_s``.
+
+        The contention measured with the workers flat out applies in proportion to how busy they are
+        (:meth:`busy_share`): at a long step the workers idle between batches and the main process gets a core
+        at once; where the loop is data-bound they never idle and it waits for one.
+        """
         if accelerators < 1:
             raise LFWError(f"accelerators must be 1 or more, got {accelerators}")
-        return PipelineModel(workers=self.workers, load_s=self.load_s, step_s=step_s / accelerators,
-                             prefetch_factor=self.prefetch_factor,
-                             transfer_s=self.handover_s if self.workers else 0.0, load_cv=self.load_cv)
+        step = step_s * self.step_slowdown / accelerators
+        busy = self.busy_share(step)
+        handover = 0.0
+        if self.workers:
+            extra = (self.busy_handover_s - self.handover_s) if self.busy_handover_s is not None else 0.0
+            handover = max(0.0, self.handover_s + extra * busy)
+        return PipelineModel(workers=self.workers, load_s=self.load_s * (1 + (self.load_slowdown - 1) * busy),
+                             step_s=step, prefetch_factor=self.prefetch_factor, transfer_s=handover,
+                             load_cv=self.load_cv)
 
 
 def _check_step(step_s: float, target: float) -> None:
@@ -113,13 +150,15 @@ def closed_form_fed(feed: Feed, step_s: float, target: float = AU_TARGET) -> int
     """The closed form's largest N (module docstring): the throughput bound, and the hand-over bound with
     workers or the load-and-step bound without; 0 when one accelerator already falls below ``target``."""
     _check_step(step_s, target)
+    step_s *= feed.step_slowdown
     share = step_s * (1 - target) / target  # the most serial time per batch that still leaves AU >= target
+    handover = feed.handover_s if feed.busy_handover_s is None else feed.busy_handover_s
     if feed.workers == 0:
-        bound = share / feed.load_s
+        bound = share / (feed.load_s * feed.load_slowdown)
     else:
-        bound = feed.rate * step_s / (feed.batch * target)
-        if feed.handover_s > 0:
-            bound = min(bound, share / feed.handover_s)
+        bound = feed.rate / feed.load_slowdown * step_s / (feed.batch * target)
+        if handover > 0:
+            bound = min(bound, share / handover)
     return max(0, math.floor(bound + _EPS))
 
 

@@ -50,6 +50,13 @@ def load_times(records: list[BatchRecord]) -> list[float]:
     return [r.load for batches in _by_worker(records) for r in (batches[1:] if len(batches) > 1 else batches)]
 
 
+def handover_times(records: list[BatchRecord]) -> list[float]:
+    """Each worker-loaded batch's hand-over in wall time: from the later of "asked for" and "loaded" to "the main
+    loop has it" (receiving, unpickling, mapping its shared memory, waiting for a core)."""
+    return [max(0.0, r.got - max(r.ask, r.load_end)) for r in records
+            if r.worker != MAIN_PROCESS and not math.isnan(r.load_end)]
+
+
 def worker_gaps(records: list[BatchRecord], capacity: int) -> list[float]:
     """Idle time of a worker between two of its batches when the second was already handed to it.
 
@@ -84,8 +91,7 @@ def fit_model(m: Measurement) -> PipelineModel:
     prefetch = m.config.prefetch_factor or 2
     load_s = max(statistics.fmean(loads) + worker_overhead(m), 1e-6)
     cv = statistics.pstdev(loads) / load_s if len(loads) > 1 else 0.0
-    handover = [max(0.0, r.got - max(r.ask, r.load_end)) for r in m.records
-                if r.worker != MAIN_PROCESS and not math.isnan(r.load_end)]
+    handover = handover_times(m.records)
     workers = m.config.num_workers
     starts = [r.load_start for r in m.records if not math.isnan(r.load_start)]
     return PipelineModel(

@@ -1,0 +1,137 @@
+"""What a training loop and its loader cost each other, measured: the step beside the loader, the loader beside
+the step, and the hand-over in wall time.
+
+A pipeline's rate measured alone (no step) and a step timed alone (no loader) are what a feeding prediction
+starts from (:mod:`lfw.diagnose.feeds`). In training both run at once on the same cores, and the main process
+that receives each batch from a worker is the one that steps, so a prediction from the two figures alone is
+optimistic. :func:`measure_contention` measures what changes, in three short measurements of one pipeline and
+one step:
+
+- **the step alone**: ``step_repeats`` calls in the main process with nothing else running (median seconds);
+- **the loader alone**: an instrumented pass with no step (:func:`lfw.diagnose.training.measure_pipeline`):
+  the workers' own load time per batch (their stamps, each worker's first batch left out) and the hand-over;
+- **the loop**: the same pass with the step. Its length is the caller's choice; one short enough that the loop
+  is data-bound keeps the workers loading flat out, as they do at and beyond the accelerator count a feeding
+  prediction looks for (``tools/feeds_check.py`` probes at half the pipeline's batch interval alone).
+
+The hand-over is wall time, from the later of "the main loop asked" and "the worker finished the batch" to "the
+main loop has it" (:func:`lfw.diagnose.predict.handover_times`): unpickling, mapping the batch's shared memory and
+waiting for a core while the workers hold them. CPU time per batch misses the wait. Without workers there is no
+hand-over, and the load runs in the main loop, so the loader's slowdown is the only figure that applies.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lfw.diagnose.feeds import Feed
+from lfw.diagnose.predict import handover_times, load_times
+from lfw.diagnose.training import Measurement, PipelineSetup, measure_pipeline, pipeline_dataset
+from lfw.errors import LFWError
+
+STEP_REPEATS = 20  # calls of the step alone; the median is the figure
+PROBE_BATCHES = 100  # batches of each instrumented pass
+
+
+@dataclass(frozen=True)
+class Contention:
+    """The step's and the loader's time alone and in the loop, and the loop's hand-over per batch (seconds)."""
+
+    step_alone_s: float
+    step_beside_s: float  # the step's median in the loop, while workers load
+    load_alone_s: float  # a worker's load per batch with no step (the main loop's own load without workers)
+    load_beside_s: float  # the same in the loop
+    handover_s: float  # median hand-over in the loop (0 without workers)
+    batches: int  # batches of each instrumented pass
+
+    def __post_init__(self) -> None:
+        for name in ("step_alone_s", "step_beside_s", "load_alone_s", "load_beside_s", "handover_s"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise LFWError(f"{name.removesuffix('_s').replace('_', ' ')} must be 0 or more seconds, got {value:g}")
+
+    @property
+    def step_slowdown(self) -> float:
+        """Step in the loop over step alone; 1 for a step too short to time."""
+        return self.step_beside_s / self.step_alone_s if self.step_alone_s > 0 else 1.0
+
+    @property
+    def load_slowdown(self) -> float:
+        """Load per batch in the loop over load alone; 1 when the loader recorded no load."""
+        return self.load_beside_s / self.load_alone_s if self.load_alone_s > 0 else 1.0
+
+    def as_record(self) -> dict[str, float]:
+        """The figures in milliseconds and the two slowdowns, for a text or JSON record."""
+        ms = {name.removesuffix("_s") + "_ms": round(getattr(self, name) * 1e3, 3)
+              for name in ("step_alone_s", "step_beside_s", "load_alone_s", "load_beside_s", "handover_s")}
+        return {**ms, "step_slowdown": round(self.step_slowdown, 4), "load_slowdown": round(self.load_slowdown, 4),
+                "batches": self.batches}
+
+
+def in_loop(feed: Feed, contention: Contention) -> Feed:
+    """``feed`` with the loop's contention: the step's and the load's slowdowns and, with workers, the hand-over
+    in wall time measured with them flat out (:meth:`lfw.diagnose.feeds.Feed.model` says how each applies).
+    Rate, hand-over with idle workers, load variation, workers, prefetch and batch stay."""
+    return replace(feed, step_slowdown=contention.step_slowdown, load_slowdown=contention.load_slowdown,
+                   busy_handover_s=max(contention.handover_s, feed.handover_s) if feed.workers else None)
+
+
+def time_step_alone(step: Callable[[Any], None], batch: Any, repeats: int = STEP_REPEATS) -> float:
+    """Median seconds of ``step(batch)`` over ``repeats`` calls after one untimed call (warm-up)."""
+    if repeats < 1:
+        raise LFWError(f"the step needs 1 or more timed calls, got {repeats}")
+    step(batch)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        step(batch)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _load(m: Measurement) -> float:
+    loads = load_times(m.records)
+    return statistics.median(loads) if loads else 0.0
+
+
+def _handover(m: Measurement) -> float:
+    times = handover_times(m.records)
+    return statistics.median(times) if times else 0.0
+
+
+def measure_contention(setup: PipelineSetup, root: str | os.PathLike[str], step: Callable[[Any], None], *,
+                       batches: int = PROBE_BATCHES, step_repeats: int = STEP_REPEATS,
+                       progress: bool = False) -> Contention:
+    """The three measurements of the module docstring for ``setup`` under ``root`` and ``step``.
+
+    Both instrumented passes run after an untimed warm-up epoch (workers started, buffers touched), each over
+    ``batches`` batches (fewer when the tree holds fewer). The step alone is timed on the loader's first batch.
+    Raises :class:`LFWError` for fewer than 2 batches.
+    """
+    if batches < 2:
+        raise LFWError(f"a contention probe needs 2 or more batches per pass, got {batches}")
+    alone = measure_pipeline(setup, root, batches, _no_step, step_label="no step", progress=progress, warmup=True)
+    loop = measure_pipeline(setup, root, batches, step, step_label="the step", progress=progress, warmup=True)
+    steps = loop.result.steps_s[1:] or loop.result.steps_s
+    in_main = replace(setup.config, num_workers=0, persistent_workers=False, prefetch_factor=None)
+    sample = next(iter(in_main.build(pipeline_dataset(setup, root, setup.config.batch_size))))
+    consumer = setup.pipeline.consumer_step()
+    if consumer is not None:  # the pipeline's own per-batch work runs in the step, in the loop as here
+        inner = step
+
+        def step(batch: Any) -> None:
+            consumer(batch)
+            inner(batch)
+
+    return Contention(time_step_alone(step, sample, step_repeats), statistics.median(steps) if steps else 0.0,
+                      _load(alone), _load(loop), _handover(loop), loop.result.batches)
+
+
+def _no_step(_batch: Any) -> None:
+    """The loader alone: the main loop takes each batch and asks for the next."""
