@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"seconds for each step instead of its own budget (at most {STEP_LIMIT_S:g})")
     p.add_argument("--wheels", type=Path, default=REPO / ".whl", help="wheels to install first (default .whl/)")
     p.add_argument("--site", type=Path, default=None, help="where the wheels go (default: a temporary folder)")
-    p.add_argument("--pipeline", default="decoder=simplejpeg", help="the feed step's decode pipeline (a spec or id)")
+    p.add_argument("--pipeline", default="decoder=simplejpeg,batching=slots", help="the feed step's decode pipeline (a spec or id)")
     p.add_argument("--feed-workers", type=int, default=None, help="the feed step's workers (default min(8, cores))")
     p.add_argument("--step-ms", type=float, default=20.0, help="the feed step's GPU step in ms (default 20)")
     p.add_argument("--force", action="store_true", help="let the baseline step replace an existing baseline")

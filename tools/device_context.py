@@ -87,7 +87,7 @@ class Context:
     workers: tuple[int, ...]
     cores: int
     dry_run: bool = False
-    pipeline: str = "decoder=simplejpeg"
+    pipeline: str = "decoder=simplejpeg,batching=slots"
     feed_workers: int | None = None
     step_ms: float = 20.0
     force: bool = False

@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, required=True, help="a private folder for what must not come back")
     parser.add_argument("--profile", default="full")
     parser.add_argument("--workers", default="0,1,2")
-    parser.add_argument("--pipeline", default="decoder=simplejpeg")
+    parser.add_argument("--pipeline", default="decoder=simplejpeg,batching=slots")
     parser.add_argument("--feed-workers", type=int, default=None)
     parser.add_argument("--step-ms", type=float, default=20.0)
     parser.add_argument("--dry-run", action="store_true")
