@@ -20,6 +20,7 @@ from lfw.errors import LFWError
 from tools import device_run, device_steps
 from tools.device_campaign import selected_steps
 from tools.device_context import MAX_OUT_FILES, OUT_FILES, STEP_LIMIT_S, STEPS, TOTAL_BUDGET_S, Context, parse_workers
+from tools.device_headlines import headlines
 from tools.device_run import Log, check_out, run_child, wheel_command
 from tools.device_steps import workers_keyword
 
@@ -147,3 +148,20 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, tiny_tree: Path) -> No
     done, _ = campaign(tmp_path / "out", tiny_tree, "--step", "gpu")
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0
     assert done.stderr.startswith("error: unknown step 'gpu'")
+
+
+GPU_SUMMARIES = {  # the shapes the GPU steps return (tools/device_steps.py, tools/device_measure.py)
+    "pin": {"cases": {"nopin": {"images_per_s": 1.0, "h2d_ms_per_batch": 2.0}, "pin": {"images_per_s": 1.5}},
+            "h2d_floor_ms_per_batch": 1.0, "peak_h2d_gb_s": 50.0},
+    "bandwidth": {"copies": {"batch-pinned": {"median": 40.0, "share_of_peak": 0.8}}, "peak_gb_s": 50.0},
+    "feed": {"pipeline": "simplejpeg-w8", "step_ms_measured": 20.1, "au_measured": 0.9, "au_predicted": 0.92,
+             "recommendation": "nothing to gain"},
+    "baseline": {"baseline": "benchmarks/baselines/gpu.json", "gate_exit": 0, "aa_passed": True},
+}
+
+
+@pytest.mark.parametrize("step", sorted(GPU_SUMMARIES))
+def test_gpu_step_headlines_read_their_summaries(step: str) -> None:
+    lines = headlines(step, {"status": "done", "summary": GPU_SUMMARIES[step]})
+    assert lines and not any("no headline" in line for line in lines)
+    assert headlines(step, {"status": "skipped", "reason": "no CUDA device"}) == []

@@ -45,6 +45,7 @@ from tools.device_context import (
     profile_named,
     step_spec,
 )
+from tools.device_headlines import headlines
 from tools.device_run import (
     Log,
     check_out,
@@ -75,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"seconds for each step instead of its own budget (at most {STEP_LIMIT_S:g})")
     p.add_argument("--wheels", type=Path, default=REPO / ".whl", help="wheels to install first (default .whl/)")
     p.add_argument("--site", type=Path, default=None, help="where the wheels go (default: a temporary folder)")
-    p.add_argument("--pipeline", default="decoder=simplejpeg,batching=slots", help="the feed step's decode pipeline (a spec or id)")
+    p.add_argument("--pipeline", default="decoder=simplejpeg,batching=slots",
+                   help="the feed step's decode pipeline: a spec or a decoders case id")
     p.add_argument("--feed-workers", type=int, default=None, help="the feed step's workers (default min(8, cores))")
     p.add_argument("--step-ms", type=float, default=20.0, help="the feed step's GPU step in ms (default 20)")
     p.add_argument("--force", action="store_true", help="let the baseline step replace an existing baseline")
@@ -138,6 +140,8 @@ def run_steps(args: argparse.Namespace, steps: list[str], plan: dict[str, Any], 
         doc["steps"][name] = {"gpu": spec.gpu, "what": spec.what, **result}
         reason = f" ({result['reason']})" if result.get("reason") else ""
         log.line(f"== {name}: {result['status']}{reason} in {result.get('elapsed_s', 0):.1f} s of {budget:.0f} s")
+        for line in headlines(name, doc["steps"][name]):
+            log.line(line)
         save_campaign(args.out, doc)
         check_out(args.out)
 
