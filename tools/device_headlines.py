@@ -27,6 +27,8 @@ def decode(s: dict[str, Any]) -> list[str]:
     lines = [f"{name}: best {d['best_workers']} workers {_num(d['best_images_per_s'])} img/s "
              f"(ceiling {_num(d.get('ceiling_images_per_s'))}), {_num(d['best_cpu_ms_per_image'], 3)} CPU ms/img, "
              f"knee {d['knee']}" for name, d in s["decoders"].items()]
+    if s.get("gpu_skipped"):
+        lines.append(f"GPU decode skipped: {s['gpu_skipped']}")
     if "gpu-decode" in s["decoders"]:
         lines.append(f"GPU decode saves {_num(s['decoders']['gpu-decode'].get('cpu_ms_saved_per_image'), 3)} "
                      f"CPU ms per image against {s.get('fastest_cpu')}")
