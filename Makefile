@@ -32,7 +32,7 @@ export LFW_CACHE ?= $(CURDIR)/.cache/lfw-bench
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: venv install data test test-small-shm unit smoke bench remote cost report history bisect gate gate-ab gate-rates baseline \
+.PHONY: device-campaign venv install data test test-small-shm unit smoke bench remote cost report history bisect gate gate-ab gate-rates baseline \
 	distributed lint typecheck \
 	clean help
 
@@ -46,6 +46,7 @@ help:
 	@echo "make cost      the cost layer alone: instructions per image under valgrind"
 	@echo "make gate-rates KIND=gate|ab-aa|ab-slow|cost-slow RUNS=20: measure the gate's own reliability"
 	@echo "make baseline  save this runner's baseline (refuses to overwrite; FORCE=1 to replace)"
+	@echo "make device-campaign OUT=<dir> [STEPS=pin,decode]: the GPU machine's campaign (docs/device.md)"
 	@echo "make distributed NPROC=2: torchrun ranks over DistributedSampler shards; per-rank report"
 	@echo "make report    charts + summary from the newest saved run"
 	@echo "make history   SOURCE=.benchmarks|<store>: every judged metric against commits, with change points"
@@ -151,6 +152,18 @@ baseline: $(STAMP)
 
 report: $(STAMP)
 	$(PY) -m lfw.report --out reports
+
+# The GPU machine's campaign (docs/device.md): pin_memory, copy bandwidth, GPU decode, workers, a fed GPU step, the
+# gpu baseline and an A/A gate, each step within its budget; at most 8 files into OUT. No install step: the machine
+# may have no network (the campaign installs .whl/ itself); the project's venv is used where there is one.
+STEPS ?=
+CAMPAIGN_ARGS ?=
+CAMPAIGN_PY = $(if $(wildcard $(PY)),$(PY),python3)
+device-campaign:
+	@test -n "$(OUT)" || { echo "error: make device-campaign OUT=<dir> [STEPS=pin,decode] [CAMPAIGN_ARGS=--dry-run]" \
+	  >&2; exit 2; }
+	$(LOCK) $(CAMPAIGN_PY) tools/device_campaign.py --out $(OUT) $(if $(STEPS),--step $(STEPS)) \
+	  $(if $(FORCE),--force) $(CAMPAIGN_ARGS)
 
 # The benchmark history (SOURCE: a store folder, <runner>.jsonl, or .benchmarks/ autosaves) against commits, with
 # change points: exact steps for counts, PELT with a per-summary test for wall clock and memory (docs/history.md).

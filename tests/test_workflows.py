@@ -122,6 +122,9 @@ def test_nightly_runs_full_profile_on_cpu_and_gpu_runners_with_artifacts() -> No
     paths = upload[0]["with"]["path"].split()
     assert "reports/" in paths and ".benchmarks/" in paths
     assert upload[0]["with"]["include-hidden-files"] is True  # .benchmarks/ is hidden: v4 skips it otherwise
+    campaign = [s for s in job["steps"] if "make device-campaign" in s.get("run", "")]
+    assert len(campaign) == 1 and "matrix.runner == 'gpu'" in campaign[0]["if"]  # the GPU machine's one command
+    assert "OUT=reports/device" in campaign[0]["run"]  # inside reports/, which the artifact uploads
 
 
 @pytest.mark.parametrize("workflow", [CI, NIGHTLY], ids=lambda p: p.name)

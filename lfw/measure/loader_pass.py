@@ -7,7 +7,7 @@ Used by the CLI's ``-get_timing``, every benchmark and every tool, so that all o
 - each batch's wait (the time ``next()`` blocks) is recorded, giving latency percentiles and the steady-state
   rate after the first batch;
 - with a CUDA device the batch is copied host-to-device (``non_blocking=True``) and the device is synchronized
-  before the clock stops;
+  before the clock stops; CUDA events around each copy give its device time (``extra["h2d_ms_per_batch"]``);
 - memory of the whole process tree is sampled in a background thread (see :mod:`lfw.measure.memory`).
 
 Work that is not the pass stays out of the timed region: :meth:`LoaderPass.setup` shuts down the previous
@@ -212,7 +212,8 @@ class LoaderPass:
         self.loader = loader
         self.batches = min(batches or len(loader), len(loader))
         self.device = torch.device(device) if device else None
-        if self.device is not None and self.device.type == "cuda" and not torch.cuda.is_available():
+        self._cuda = self.device is not None and self.device.type == "cuda"
+        if self._cuda and not torch.cuda.is_available():
             raise LFWError("device 'cuda' asked for, but CUDA is not available; leave the device out")
         self.memory_interval_s = memory_interval_s
         self.mark_start = mark_start
@@ -259,6 +260,7 @@ class LoaderPass:
         waits: list[float] = []
         steps: list[float] = []
         events: list[tuple[float, float, float, float]] = []
+        copies: list[tuple[Any, Any]] = []  # CUDA events around each batch's host-to-device copy
         images = batches = first_images = 0
         ttfb = 0.0
         # Persistent workers exist before the pass and carry CPU time from earlier epochs; new ones start at 0.
@@ -280,7 +282,7 @@ class LoaderPass:
                 t_got = time.perf_counter()
                 next_cpu += time.thread_time() - c_ask
                 if self.device is not None:
-                    batch = _to_device(batch, self.device)
+                    batch = self._copy(batch, copies)
                 if batches == 0:
                     ttfb = t_got - t0
                     if sampler and self.mark_start:
@@ -297,7 +299,7 @@ class LoaderPass:
                     t_done = time.perf_counter()
                     steps.append(t_done - t_step)
                     events.append((t_ask - t0, t_got - t0, t_step - t0, t_done - t0))
-            if self.device is not None and self.device.type == "cuda":
+            if self._cuda:
                 torch.cuda.synchronize(self.device)
             wall = time.perf_counter() - t0
             main_cpu = time.process_time() - cpu0
@@ -323,9 +325,23 @@ class LoaderPass:
                             events=events, t0=t0, started_unix=started_unix, first_batch_images=first_images,
                             main_cpu_s=main_cpu, workers_cpu_s=workers_cpu,
                             stages=stages)
+        if copies:  # read after the clock stopped: the device is synchronized, every event has happened
+            result.extra[K.H2D_MS_PER_BATCH] = sum(a.elapsed_time(b) for a, b in copies) / len(copies)
         self._worker_pids = worker_pids(self.loader, iterator)
         self.results.append(result)
         return result
+
+    def _copy(self, batch: Any, copies: list[tuple[Any, Any]]) -> Any:
+        """``batch`` on the device (non-blocking); on CUDA with events recorded around the copy, on the stream."""
+        assert self.device is not None
+        if not self._cuda:
+            return _to_device(batch, self.device)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        batch = _to_device(batch, self.device)
+        end.record()
+        copies.append((start, end))
+        return batch
 
     def _drop_iterator(self) -> None:
         """Release the iterator; stop its workers now, so an error on their way out is caught here.

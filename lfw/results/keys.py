@@ -52,6 +52,8 @@ PARALLEL_CAPACITY = "parallel_capacity"
 CPU_UTILIZATION = "cpu_utilization"  # tree CPU seconds over wall seconds x usable cores
 CPU_MS_PER_IMAGE = "cpu_ms_per_image"  # tree CPU milliseconds per image
 MAIN_CPU_SHARE = "main_cpu_share"  # the main process's share of the tree's CPU
+# Device time of one batch's host-to-device copy (CUDA events around it), mean over the pass's batches.
+H2D_MS_PER_BATCH = "h2d_ms_per_batch"
 
 # --- memory of one pass (lfw.measure.loader_pass.MemoryStats) ------------------------------------------------
 PSS_GROWTH_MIB = tree("pss", "growth")

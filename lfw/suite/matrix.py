@@ -26,7 +26,7 @@ from lfw.remote.bench import CONCURRENCY, RemoteCase
 from lfw.suite.profiles import REMOTE, Profile
 from lfw.suite.skips import Needs
 
-WORKER_COUNTS = (0, 1, 2, 4, 8)
+WORKER_COUNTS = (0, 1, 2, 4, 8, 12, 16)  # counts above twice the usable cores are narrowed
 TRANSFORMS = ("none", "simple", "heavy", "uint8")
 # Why a user's own dataset (--bench-dataset) leaves a case out: it runs the knob groups over the factory's items.
 LFW_PRESETS = "the transform presets are LFW's; your factory's items run as they are (the -none cases)"

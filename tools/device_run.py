@@ -1,0 +1,194 @@
+"""The device campaign's machinery: the output folder and its log, the wheel install, the versions, and running a
+step in its own process group under a time budget (:func:`run_child`).
+
+A step that outruns its budget gets SIGTERM (pytest then saves its partial run marked incomplete and stops its
+workers), then SIGKILL for the whole group after :data:`GRACE_S`; it is marked ``incomplete``, never waited on.
+Ctrl-C (or SIGTERM to the campaign) stops the running step's group the same way before the campaign ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from lfw.errors import LFWError
+from tools.device_context import BASELINE_PATTERN, CAMPAIGN_JSON, CAMPAIGN_LOG, MAX_OUT_FILES, OUT_FILES, write_json
+
+GRACE_S = 20.0
+VERSION = 1
+
+
+class Log:
+    """``campaign.log`` in the output folder: every line printed, by the campaign and its steps, also on stdout."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / CAMPAIGN_LOG
+        self._file: IO[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> Log:
+        self._file = open(self.path, "ab")
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._file is not None:
+            self._file.close()
+
+    def write(self, data: bytes) -> None:
+        with self._lock:
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+            if self._file is not None:
+                self._file.write(data)
+                self._file.flush()
+
+    def line(self, text: str) -> None:
+        self.write((text + "\n").encode())
+
+
+def check_out(out: Path) -> None:
+    """Refuse an output folder holding anything the campaign does not write, or more than 8 files: a device
+    command brings back 8 files at most, no deeper than its own names."""
+    entries = sorted(out.iterdir())
+    foreign = [e.name for e in entries if e.is_dir() or not (e.name in OUT_FILES or e.match(BASELINE_PATTERN))]
+    if foreign:
+        raise LFWError(f"{out} holds {', '.join(foreign)}, which the campaign does not write; give it an empty folder")
+    if len(entries) > MAX_OUT_FILES:
+        raise LFWError(f"{out} holds {len(entries)} files; a device command brings back {MAX_OUT_FILES} at most")
+
+
+def load_campaign(path: Path) -> dict[str, Any]:
+    """An earlier ``campaign.json`` of this folder (steps run one command at a time add up), else a new one."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"version": VERSION, "steps": {}}
+    if not isinstance(doc, dict) or doc.get("version") != VERSION:
+        raise LFWError(f"{path} is not a campaign file of version {VERSION}; give another --out")
+    return doc
+
+
+def save_campaign(out: Path, doc: Mapping[str, Any]) -> None:
+    tmp = out / (CAMPAIGN_JSON + ".tmp")
+    write_json(tmp, doc)
+    os.replace(tmp, out / CAMPAIGN_JSON)
+
+
+def wheel_command(wheels: list[Path], site: Path, python: str = sys.executable) -> list[str]:
+    """The offline install of ``wheels`` into ``site``: no index, no dependencies (the preinstalled torch stays)."""
+    return [python, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile", "--no-cache-dir",
+            "--upgrade", "--target", str(site), *map(str, wheels)]
+
+
+def install_wheels(folder: Path, site: Path, log: Log) -> dict[str, Any]:
+    """Install every wheel of ``folder`` into ``site`` (:func:`wheel_command`); what was done, for the record."""
+    wheels = sorted(folder.glob("*.whl")) if folder.is_dir() else []
+    if not wheels:
+        log.line(f"wheels: none in {folder} (packages the suite imports must already be installed)")
+        return {"installed": False, "folder": str(folder)}
+    command = wheel_command(wheels, site)
+    log.line("$ " + " ".join(command))
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise LFWError(f"installing the wheels of {folder} failed: {last}")
+    return {"installed": True, "folder": str(folder), "site": str(site), "wheels": [w.name for w in wheels]}
+
+
+NVIDIA_SMI_QUERY = "name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current"
+VERSIONS_CODE = """import json, torch, torchvision
+from lfw.measure.machine import machine_info
+info = machine_info()
+info["torch_cuda_build"] = torch.version.cuda
+info["cudnn"] = torch.backends.cudnn.version() if torch.cuda.is_available() else None
+print(json.dumps(info, default=str))"""
+
+
+def environment(env: Mapping[str, str], log: Log) -> dict[str, Any]:
+    """Versions and machine facts as the steps will see them (their ``PYTHONPATH``), and ``nvidia-smi``'s."""
+    done = subprocess.run([sys.executable, "-c", VERSIONS_CODE], env=dict(env), capture_output=True, text=True,
+                          check=False)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise LFWError(f"the suite does not import on this machine: {last}")
+    info: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    info["executable"], info["platform"] = sys.executable, platform.platform()
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        q = subprocess.run([smi, f"--query-gpu={NVIDIA_SMI_QUERY}", "--format=csv,noheader"], capture_output=True,
+                           text=True, check=False)
+        info["nvidia_smi"] = q.stdout.strip() if q.returncode == 0 else f"failed: {q.stderr.strip()[:200]}"
+    else:
+        info["nvidia_smi"] = "not found"
+    for key in ("torch", "torchvision", "torch_cuda_build", "cuda_device", "cuda_driver", "nvidia_smi",
+                "cpu_model", "usable_cores", "total_memory_gib", "runner_class"):
+        log.line(f"{key}: {info.get(key)}")
+    return info
+
+
+def _pump(stream: IO[bytes], log: Log, tail: list[bytes]) -> None:
+    for chunk in iter(lambda: stream.read1(4096) if hasattr(stream, "read1") else stream.read(4096), b""):
+        log.write(chunk)
+        tail[:] = (tail + chunk.splitlines())[-20:]
+
+
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the step's process group; after :data:`GRACE_S`, SIGKILL to whatever is left in it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=GRACE_S)
+    with contextlib.suppress(ProcessLookupError):  # the leader may be gone and its workers not
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def run_child(argv: list[str], budget_s: float, env: Mapping[str, str], log: Log, name: str,
+              fragment: Path | None = None) -> dict[str, Any]:
+    """Run ``argv`` in a new process group for at most ``budget_s``, its output into ``log``.
+
+    Returns the step's record: ``status`` (``done``/``skipped``/``failed`` from its ``fragment`` when it wrote
+    one, ``done`` for a plain command that exited 0, ``failed`` otherwise, ``incomplete`` when stopped at its
+    budget), ``reason``, ``exit_code``, ``elapsed_s``, ``budget_s`` and its ``summary``.
+    """
+    log.line(f"== {name}: budget {budget_s:.0f} s")
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(env),
+                            start_new_session=True)
+    assert proc.stdout is not None
+    tail: list[bytes] = []
+    pump = threading.Thread(target=_pump, args=(proc.stdout, log, tail), daemon=True)
+    pump.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=budget_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _stop_group(proc)
+    except BaseException:  # Ctrl-C, SIGTERM: stop the step and everything it started, then go
+        _stop_group(proc)
+        raise
+    pump.join(timeout=5)
+    proc.stdout.close()
+    record: dict[str, Any] = {"exit_code": proc.returncode, "elapsed_s": round(time.monotonic() - t0, 1),
+                              "budget_s": round(budget_s, 1)}
+    if timed_out:
+        return {"status": "incomplete", "reason": f"stopped at its budget of {budget_s:.0f} s", **record}
+    if fragment is not None and fragment.exists():
+        return {**json.loads(fragment.read_text(encoding="utf-8")), **record}
+    if proc.returncode == 0:
+        return {"status": "done", **record}
+    last = tail[-1].decode(errors="replace").strip() if tail else "no output"
+    return {"status": "failed", "reason": f"exit {proc.returncode}: {last[:300]}", **record}
