@@ -102,10 +102,12 @@ def test_the_step_alone_is_the_median_of_its_timed_calls() -> None:
                          ids=["main-loop", "workers"])
 def test_a_probe_measures_both_passes_and_the_step_alone(tiny_tree: Path, private_cache: None, name: str) -> None:
     setup = pipeline_setup(name, batch_size=8)
-    c = measure_contention(setup, tiny_tree, sleep_step(0.003), batches=4, step_repeats=3)
+    c = measure_contention(setup, tiny_tree, sleep_step(0.003), batches=4, pairs=2, step_repeats=3)
     assert c.batches == 4
     assert c.step_alone_s >= 0.003 and c.step_beside_s >= 0.003  # a sleep never ends early
     assert c.load_alone_s > 0 and c.load_beside_s > 0
     assert (c.handover_s > 0) == (setup.config.num_workers > 0)
     with pytest.raises(LFWError, match="2 or more batches"):
         measure_contention(setup, tiny_tree, sleep_step(0.001), batches=1)
+    with pytest.raises(LFWError, match="1 or more pairs"):
+        measure_contention(setup, tiny_tree, sleep_step(0.001), pairs=0)

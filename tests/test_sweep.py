@@ -48,6 +48,8 @@ def test_the_loop_s_best_count_can_fall_below_the_loader_s_knee() -> None:
 def test_when_both_rules_agree_the_line_says_no_more() -> None:
     result = WorkerSweep((_point(0, 5.0, 10.0), _point(2, 12.0, 40.0), _point(4, 12.0, 41.0)))
     assert result.for_training.workers == 2  # a tie on steps/s goes to fewer workers
+    close = WorkerSweep((_point(1, 10.0, 20.0), _point(2, 10.15, 38.0), _point(4, 9.0, 40.0)))
+    assert close.for_training.workers == 1  # 1.5% apart: one pass each cannot separate them
     assert result.loader_knee.workers == 2 and "differ" not in result.lines()[-1]
 
 

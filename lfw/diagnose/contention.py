@@ -5,7 +5,7 @@ A pipeline's rate measured alone (no step) and a step timed alone (no loader) ar
 starts from (:mod:`lfw.diagnose.feeds`). In training both run at once on the same cores, and the main process
 that receives each batch from a worker is the one that steps, so a prediction from the two figures alone is
 optimistic. :func:`measure_contention` measures what changes, in three short measurements of one pipeline and
-one step:
+one step (the two passes alternate, :data:`PAIRS` times each, and each figure pools their batches):
 
 - **the step alone**: ``step_repeats`` calls in the main process with nothing else running (median seconds);
 - **the loader alone**: an instrumented pass with no step (:func:`lfw.diagnose.training.measure_pipeline`):
@@ -30,13 +30,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from lfw.diagnose.events import BatchRecord
 from lfw.diagnose.feeds import Feed
 from lfw.diagnose.predict import handover_times, load_times
 from lfw.diagnose.training import Measurement, PipelineSetup, measure_pipeline, pipeline_dataset
 from lfw.errors import LFWError
 
 STEP_REPEATS = 20  # calls of the step alone; the median is the figure
-PROBE_BATCHES = 100  # batches of each instrumented pass
+PROBE_BATCHES = 60  # batches of each instrumented pass
+PAIRS = 3  # alternations of the loader alone and the loop
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class Contention:
     load_alone_s: float  # a worker's load per batch with no step (the main loop's own load without workers)
     load_beside_s: float  # the same in the loop
     handover_s: float  # median hand-over in the loop (0 without workers)
-    batches: int  # batches of each instrumented pass
+    batches: int  # batches of each instrumented pass (the loop's first)
 
     def __post_init__(self) -> None:
         for name in ("step_alone_s", "step_beside_s", "load_alone_s", "load_beside_s", "handover_s"):
@@ -95,30 +97,29 @@ def time_step_alone(step: Callable[[Any], None], batch: Any, repeats: int = STEP
     return statistics.median(times)
 
 
-def _load(m: Measurement) -> float:
-    loads = load_times(m.records)
-    return statistics.median(loads) if loads else 0.0
-
-
-def _handover(m: Measurement) -> float:
-    times = handover_times(m.records)
-    return statistics.median(times) if times else 0.0
-
-
 def measure_contention(setup: PipelineSetup, root: str | os.PathLike[str], step: Callable[[Any], None], *,
-                       batches: int = PROBE_BATCHES, step_repeats: int = STEP_REPEATS,
+                       batches: int = PROBE_BATCHES, pairs: int = PAIRS, step_repeats: int = STEP_REPEATS,
                        progress: bool = False) -> Contention:
     """The three measurements of the module docstring for ``setup`` under ``root`` and ``step``.
 
-    Both instrumented passes run after an untimed warm-up epoch (workers started, buffers touched), each over
-    ``batches`` batches (fewer when the tree holds fewer). The step alone is timed on the loader's first batch.
-    Raises :class:`LFWError` for fewer than 2 batches.
+    The loader alone and the loop alternate, ``pairs`` times each (a pass's rate drifts with the machine's
+    moment, and a probe compares two of them), every pass after an untimed warm-up epoch (workers started,
+    buffers touched) and over ``batches`` batches (fewer when the tree holds fewer). Each figure is the median
+    over the pooled batches of its passes. The step alone is timed on the loader's first batch. Raises
+    :class:`LFWError` for fewer than 2 batches or no pair.
     """
     if batches < 2:
         raise LFWError(f"a contention probe needs 2 or more batches per pass, got {batches}")
-    alone = measure_pipeline(setup, root, batches, _no_step, step_label="no step", progress=progress, warmup=True)
-    loop = measure_pipeline(setup, root, batches, step, step_label="the step", progress=progress, warmup=True)
-    steps = loop.result.steps_s[1:] or loop.result.steps_s
+    if pairs < 1:
+        raise LFWError(f"a contention probe needs 1 or more pairs of passes, got {pairs}")
+    alone: list[Measurement] = []
+    loop: list[Measurement] = []
+    for _ in range(pairs):
+        alone.append(measure_pipeline(setup, root, batches, _no_step, step_label="no step", progress=progress,
+                                      warmup=True))
+        loop.append(measure_pipeline(setup, root, batches, step, step_label="the step", progress=progress,
+                                     warmup=True))
+    steps = [s for m in loop for s in (m.result.steps_s[1:] or m.result.steps_s)]
     in_main = replace(setup.config, num_workers=0, persistent_workers=False, prefetch_factor=None)
     sample = next(iter(in_main.build(pipeline_dataset(setup, root, setup.config.batch_size))))
     consumer = setup.pipeline.consumer_step()
@@ -130,7 +131,13 @@ def measure_contention(setup: PipelineSetup, root: str | os.PathLike[str], step:
             inner(batch)
 
     return Contention(time_step_alone(step, sample, step_repeats), statistics.median(steps) if steps else 0.0,
-                      _load(alone), _load(loop), _handover(loop), loop.result.batches)
+                      _median(load_times, alone), _median(load_times, loop), _median(handover_times, loop),
+                      loop[0].result.batches)
+
+
+def _median(times: Callable[[list[BatchRecord]], list[float]], passes: list[Measurement]) -> float:
+    pooled = [t for m in passes for t in times(m.records)]
+    return statistics.median(pooled) if pooled else 0.0
 
 
 def _no_step(_batch: Any) -> None:

@@ -22,6 +22,7 @@ from lfw.diagnose.training import Measurement
 from lfw.errors import LFWError
 
 KNEE_TOLERANCE = 0.05  # the report's knee: within 5% of the best rate (lfw.report.recommend.TOLERANCE)
+LOOP_TOLERANCE = 0.02  # one pass per count: the loop's counts within 2% of its best are one, and the fewest wins
 
 
 def steady_steps_per_s(m: Measurement) -> float:
@@ -63,8 +64,10 @@ class WorkerSweep:
 
     @property
     def for_training(self) -> SweepPoint:
-        """The count with the most steps/s of the loop (the fewer workers on a tie)."""
-        return max(self.points, key=lambda p: (p.steps_per_s, -p.workers))
+        """The fewest workers within :data:`LOOP_TOLERANCE` of the most steps/s of the loop (a pass per count
+        cannot separate closer rates)."""
+        best = max(p.steps_per_s for p in self.points)
+        return next(p for p in self.points if p.steps_per_s >= (1 - LOOP_TOLERANCE) * best)
 
     @property
     def loader_knee(self) -> SweepPoint:
@@ -78,8 +81,8 @@ class WorkerSweep:
         out += [f"{p.workers:>8}{p.steps_per_s:>14.2f}{p.loop.accelerator_utilization:>8.1%}"
                 f"{p.loader_images_per_s:>17,.0f}" for p in self.points]
         train, knee = self.for_training, self.loader_knee
-        text = (f"for training: {workers_text(train.workers)} (the most steps/s of the loop, "
-                f"{train.steps_per_s:.2f}); the loader alone's knee: {workers_text(knee.workers)} (within "
+        text = (f"for training: {workers_text(train.workers)} ({train.steps_per_s:.2f} steps/s of the loop, within "
+                f"{LOOP_TOLERANCE:.0%} of its most); the loader alone's knee: {workers_text(knee.workers)} (within "
                 f"{KNEE_TOLERANCE:.0%} of its best, {knee.loader_images_per_s:,.0f} images/s)")
         if train.workers < knee.workers:
             text += ("; they differ: the step shares the cores with the workers, and more workers slow it "
