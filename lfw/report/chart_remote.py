@@ -61,7 +61,7 @@ def remote_chart(run: Run) -> Figure | None:
     high = max(ax.get_ylim()[1] for ax in axes)
     for ax in axes:  # one scale for every panel, so worker counts compare at a glance
         ax.set_ylim(low, high)
-    axes[0].set_ylabel("steady images/s (log); hollow: whole pass; dotted: Little's-law bound")
-    fig.suptitle("LFW from S3 through the latency proxy: steady images/s against injected latency, per strategy "
-                 "(mean ± sd over rounds)", fontweight="bold")
+    axes[0].set_ylabel("steady images/s (log)")
+    fig.suptitle("LFW from S3 through the latency proxy: steady images/s against latency (mean ± sd over rounds)\n"
+                 "dotted: Little's-law bound; ringed: no steady state, the whole pass's rate", fontweight="bold")
     return fig
