@@ -197,3 +197,36 @@ def test_a_latency_bound_case_is_judged_against_its_own_bound_not_the_endpoint()
     assert fast_day["endpoint_ceiling_share"] < slow_day["endpoint_ceiling_share"]
     at_zero = endpoint_shares(passes, [160.0], in_flight_limit=1, latency_ms=0)
     assert at_zero["remote_bound_share"] == at_zero["endpoint_ceiling_share"]
+
+
+def test_a_steady_rate_exists_only_with_enough_batches_and_never_above_the_endpoints_ceiling(s3: LocalS3) -> None:
+    """On a slow endpoint (20 ms a request, one at a time): a short pass has no steady rate and says why; a long
+    one has one, Little's law beside it and its limit named; held against a ceiling a third of it, the rate is
+    flagged invalid and never kept as a result."""
+    from lfw.measure.loader_pass import STEADY_MIN_BATCHES
+    from lfw.remote.bench import RemoteCase, RemoteMember
+    from lfw.remote.law import remote_law
+    from lfw.results import keys as K
+    from lfw.suite.record import summarize
+
+    s3.shape(jitter=0, tail_p=0)
+
+    def record(strategy: str, latency_ms: float, images: int) -> dict:
+        data = S3LFW(s3.settings, strategy, images=images)
+        member = RemoteMember(LoaderPass(LoaderConfig(batch_size=1).build(data), memory_interval_s=None), s3,
+                              RemoteCase(strategy, latency_ms))
+        try:
+            return summarize([member.measure()])
+        finally:
+            member.close()
+
+    short = record("serial", 20, 4)
+    assert K.STEADY_IMAGES_PER_S not in short and f"needs {STEADY_MIN_BATCHES}" in short[K.STEADY_ABSENT]
+    slow = record("serial", 20, STEADY_MIN_BATCHES + 4)
+    steady = slow[K.STEADY_IMAGES_PER_S]
+    assert 0 < steady < 1 / 0.020 and slow[K.STEADY_BATCHES] >= STEADY_MIN_BATCHES  # one request in flight
+    assert slow[K.LITTLES_LAW_RATE] > 0 and slow[K.BUSY_MEAN_IN_FLIGHT] <= 1.0001
+    law = remote_law(slow, [400.0], in_flight_limit=1, processes=1, pool=16)
+    assert law[K.REMOTE_LIMIT] == "in-flight limit" and K.STEADY_INVALID not in law
+    flagged = remote_law(slow, [steady / 3], in_flight_limit=1, processes=1, pool=16)
+    assert "above the endpoint's ceiling" in flagged[K.STEADY_INVALID] and flagged[K.STEADY_IMAGES_PER_S] is None

@@ -67,17 +67,13 @@ bench_dataset() {  # the suite on a user's own dataset: torchvision's ImageFolde
   rm -rf "$out"
 }
 
-remote() {  # the remote layer (quick): every strategy x latency x workers, its traffic and the endpoint's ceiling
+remote() {  # the remote layer (quick), five runs: steady rates, their ceiling, Little's law, the limit per case
   out=$(mktemp -d)
-  { stamp "pytest benchmarks -k remote --bench-remote (quick profile: 0 and 100 ms x 0, 2, 4 workers)"
-    start=$(date +%s)
-    $PY -m pytest benchmarks -k remote --bench-remote -q -p no:cacheprovider --benchmark-json="$out/remote.json" \
-        2>&1 | tail -1
-    echo "wall time: $(( $(date +%s) - start )) s"
-    table "$out/remote.json" remote images_per_s images_per_s_cv endpoint_ceiling_share littles_law_images_per_s \
-        mean_in_flight in_flight_limit first_byte_p50_ms first_byte_p99_ms requests_per_image bytes_per_image
-    $PY -m lfw.report "$out/remote.json" --out "$out/report" --format png | grep -e "^remote storage" -e "^CV"
-  } > docs/runs/remote.txt 2>&1
+  $PY -m tools.remote_runs --runs 5 --out "$out" > docs/runs/remote.txt 2>&1
+  { echo
+    echo "# python -m lfw.report on the last run (run-5.json): its summary line and the chart docs/remote-cpu-2core.png"
+    $PY -m lfw.report "$out/run-5.json" --out "$out/report" --format png | grep -e "^remote storage" -e "^CV"
+  } >> docs/runs/remote.txt 2>&1
   cp "$out/report/remote.png" docs/remote-cpu-2core.png
   rm -rf "$out"
 }

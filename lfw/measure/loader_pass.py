@@ -4,8 +4,9 @@ Used by the CLI's ``-get_timing``, every benchmark and every tool, so that all o
 
 - the clock starts before ``iter(loader)``, so time to first batch includes worker start-up (as in the course
   exercise, and as a training epoch pays it);
-- each batch's wait (the time ``next()`` blocks) is recorded, giving latency percentiles and the steady-state
-  rate after the first batch;
+- each batch's wait (the time ``next()`` blocks) and arrival time are recorded, giving latency percentiles and
+  the steady-state rate (:meth:`PassResult.steady`: after the start-up wave, from enough batches, else absent
+  with the reason);
 - with a CUDA device the batch is copied host-to-device (``non_blocking=True``) and the device is synchronized
   before the clock stops; CUDA events around each copy give its device time (``extra["h2d_ms_per_batch"]``);
 - memory of the whole process tree is sampled in a background thread (see :mod:`lfw.measure.memory`).
@@ -37,6 +38,22 @@ from lfw.results import keys as K
 # the clock runs (the "before" and "end" snapshots are taken outside it), and a longer pass pays one page walk per
 # process per interval, a small share of its CPU (the ``overhead`` group measures it; docs/methodology.md).
 DEFAULT_MEMORY_INTERVAL_S = 2.0
+# Batches after the start-up wave that a steady rate needs: with fewer, a prefetched batch or two decide the rate.
+STEADY_MIN_BATCHES = 20
+
+
+@dataclass(frozen=True)
+class Steady:
+    """The steady-state rate of one pass: images/s over the batches after the start-up wave, or None with why.
+
+    The start-up wave is each loading process's first batch (``max(1, num_workers)`` batches): they pay worker
+    start-up and their requests or decodes start together, so a window that began at the first batch would
+    count work done before it. ``batches`` is the window's length; ``reason`` says why ``images_per_s`` is None.
+    """
+
+    images_per_s: float | None
+    batches: int
+    reason: str | None = None
 
 
 @dataclass
@@ -117,6 +134,9 @@ class PassResult:
     workers_cpu_s: float | None = None  # CPU seconds of the DataLoader workers while the clock ran
     extra: dict[str, float] = field(default_factory=dict)  # what a member measured beside the pass (an endpoint's)
     stages: StageTotals | None = None  # CPU seconds per stage, when the dataset times its stages
+    arrivals_s: list[float] = field(default_factory=list)  # each batch's arrival, seconds after the pass start
+    batch_images: list[int] = field(default_factory=list)  # images in each batch, in arrival order
+    start_wave: int = 1  # batches of the start-up wave: one per loading process
 
     @property
     def cpu_s(self) -> float | None:
@@ -143,12 +163,23 @@ class PassResult:
     def images_per_s(self) -> float:
         return self.images / self.wall_s if self.wall_s > 0 else 0.0
 
-    @property
-    def steady_images_per_s(self) -> float:
-        """Images per second after the first batch: start-up excluded."""
-        steady_time = self.wall_s - self.ttfb_s
-        steady_images = self.images - self.first_batch_images
-        return steady_images / steady_time if steady_time > 0 and self.batches > 1 else 0.0
+    def steady(self, min_batches: int = STEADY_MIN_BATCHES) -> Steady:
+        """Images/s from the arrival of the start-up wave's last batch to the arrival of the pass's last batch.
+
+        None, with the reason, when fewer than ``min_batches`` batches follow the wave (the pass is then mostly
+        start-up, and a prefetched batch or two would set the rate) or their arrival times were not recorded.
+        """
+        wave = max(1, self.start_wave)
+        after = self.batches - wave
+        if len(self.arrivals_s) != self.batches or len(self.batch_images) != self.batches:
+            return Steady(None, max(after, 0), "batch arrival times not recorded")
+        if after < min_batches:
+            return Steady(None, max(after, 0), f"{max(after, 0)} batches after the start-up wave of {wave}; a steady "
+                                               f"rate needs {min_batches}")
+        seconds = self.arrivals_s[-1] - self.arrivals_s[wave - 1]
+        if seconds <= 0:
+            return Steady(None, after, "the batches after the start-up wave arrived at once")
+        return Steady(sum(self.batch_images[wave:]) / seconds, after)
 
     def wait_percentiles_ms(self) -> dict[str, float]:
         if not self.waits_s:
@@ -261,6 +292,8 @@ class LoaderPass:
         steps: list[float] = []
         events: list[tuple[float, float, float, float]] = []
         copies: list[tuple[Any, Any]] = []  # CUDA events around each batch's host-to-device copy
+        arrivals: list[float] = []
+        sizes: list[int] = []
         images = batches = first_images = 0
         ttfb = 0.0
         # Persistent workers exist before the pass and carry CPU time from earlier epochs; new ones start at 0.
@@ -289,7 +322,9 @@ class LoaderPass:
                         sampler.mark()
                 else:
                     waits.append(t_got - t_ask)
-                images += _batch_images(batch)
+                arrivals.append(t_got - t0)
+                sizes.append(_batch_images(batch))
+                images += sizes[-1]
                 if batches == 0:
                     first_images = images
                 batches += 1
@@ -323,8 +358,8 @@ class LoaderPass:
             stages = self.stages.totals()
         result = PassResult(images=images, batches=batches, wall_s=wall, ttfb_s=ttfb, waits_s=waits, steps_s=steps,
                             events=events, t0=t0, started_unix=started_unix, first_batch_images=first_images,
-                            main_cpu_s=main_cpu, workers_cpu_s=workers_cpu,
-                            stages=stages)
+                            main_cpu_s=main_cpu, workers_cpu_s=workers_cpu, stages=stages, arrivals_s=arrivals,
+                            batch_images=sizes, start_wave=max(1, int(getattr(self.loader, "num_workers", 0) or 0)))
         if copies:  # read after the clock stopped: the device is synchronized, every event has happened
             result.extra[K.H2D_MS_PER_BATCH] = sum(a.elapsed_time(b) for a, b in copies) / len(copies)
         self._worker_pids = worker_pids(self.loader, iterator)

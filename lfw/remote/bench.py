@@ -13,11 +13,16 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+import psutil
+
 from lfw.measure.loader_pass import LoaderPass, PassResult
+from lfw.measure.machine import usable_cores
+from lfw.remote.client import DEFAULT_POOL
 from lfw.remote.dataset import S3LFW
 from lfw.remote.endpoint import LocalS3
 from lfw.results import keys as K
@@ -38,6 +43,11 @@ class RemoteCase:
     def concurrency(self) -> int:
         return CONCURRENCY[self.strategy]
 
+    @property
+    def pool(self) -> int:
+        """Connections per loading process: the client's pool, never smaller than the concurrency (S3LFW)."""
+        return max(self.concurrency, DEFAULT_POOL)
+
     def in_flight_limit(self, workers: int) -> int:
         """Most requests this configuration can have in flight: loading processes x per-process concurrency."""
         return max(workers, 1) * self.concurrency
@@ -48,8 +58,10 @@ def traffic(stats: dict[str, Any], images: int, in_flight_limit: int | None = No
 
     With ``in_flight_limit`` (the most requests the configuration can have in flight) it adds the Little's-law
     bound: that many requests, each taking the measured mean request time, give at most limit / time requests
-    per second. The measured rate sits below it by the share of time its request slots sat idle (decoding,
-    handing a batch on, waiting for a batch's slowest request).
+    per second. Beside it, the rate the law gives for the requests actually in flight over the busy span
+    (``littles_law_rate_images_per_s``), which a steady rate should match (:mod:`lfw.remote.law`). The measured
+    rate sits below the bound by the share of time its request slots sat idle (decoding, handing a batch on,
+    waiting for a batch's slowest request).
     """
     requests = stats["requests"]
     total = sum(requests.values())
@@ -60,9 +72,14 @@ def traffic(stats: dict[str, Any], images: int, in_flight_limit: int | None = No
     if stats["first_byte_p50_s"] is not None:
         out[K.FIRST_BYTE_P50_MS] = 1e3 * stats["first_byte_p50_s"]
         out[K.FIRST_BYTE_P99_MS] = 1e3 * stats["first_byte_p99_s"]
-    if in_flight_limit and stats["mean_duration_s"] and total:
+    if stats.get("busy_mean_in_flight") is not None:
+        out[K.BUSY_MEAN_IN_FLIGHT] = stats["busy_mean_in_flight"]
+    if stats["mean_duration_s"] and total:
         # Little's law: requests/s = in flight / time in the system; over requests per image it is images/s.
-        out[K.LITTLES_LAW_IMAGES_PER_S] = in_flight_limit / stats["mean_duration_s"] / (total / images)
+        if in_flight_limit:
+            out[K.LITTLES_LAW_IMAGES_PER_S] = in_flight_limit / stats["mean_duration_s"] / (total / images)
+        if stats.get("busy_mean_in_flight"):
+            out[K.LITTLES_LAW_RATE] = stats["busy_mean_in_flight"] / stats["mean_duration_s"] / (total / images)
     return out
 
 
@@ -102,12 +119,25 @@ class RemoteMember:
         self.runner.setup()
         self.s3.shape(latency_ms=self.case.latency_ms)
         self.s3.stats(reset=True)
+        endpoint_cpu0 = self._endpoint_cpu()
         result = self.runner.run()
+        endpoint_cpu = self._endpoint_cpu() - endpoint_cpu0
         stats = self.s3.stats(reset=True)
         self.runner.finish()
         limit = self.case.in_flight_limit(self.runner.loader.num_workers)
         result.extra.update(traffic(stats, result.images, limit))
+        if result.wall_s > 0:
+            result.extra[K.ENDPOINT_CPU_UTILIZATION] = endpoint_cpu / (result.wall_s * usable_cores())
         return result
+
+    def _endpoint_cpu(self) -> float:
+        """CPU seconds moto and the proxy have used: they share the cores with the loader being measured."""
+        total = 0.0
+        for child in (self.s3.moto, self.s3.proxy):
+            with suppress(psutil.Error):
+                times = psutil.Process(child.proc.pid).cpu_times()
+                total += times.user + times.system
+        return total
 
     def close(self) -> None:
         self.runner.close(stop_workers=True)

@@ -29,6 +29,7 @@ TRANSIENT_CODES = {"SlowDown", "Throttling", "ThrottlingException", "RequestTime
                    "ServiceUnavailable", "RequestTimeTooSkewed"}
 MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
 T = TypeVar("T")
+DEFAULT_POOL = 16  # connections per client unless a reader asks for more (S3LFW: at least its concurrency)
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class S3Settings:
     read_timeout_s: float = 10.0
     attempts: int = 4
     backoff_s: float = 0.05
-    pool: int = 16
+    pool: int = DEFAULT_POOL
 
     def __post_init__(self) -> None:
         if not self.endpoint.startswith(("http://", "https://")):

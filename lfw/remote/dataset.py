@@ -8,8 +8,9 @@ the knob:
   per loading process (the main process, or each DataLoader worker);
 - ``threads``: ``__getitems__`` fetches and decodes the batch's images on a pool of ``concurrency`` threads per
   loading process;
-- ``batch``: ``__getitems__`` issues every GET of the batch at once (as many in flight as the batch holds), then
-  decodes them in the calling thread.
+- ``batch``: ``__getitems__`` issues every GET of the batch at once (as many in flight as the batch holds), each
+  image decoded by the thread that fetched it as its body arrives (Pillow releases the GIL while it decodes), so
+  the batch's decoding overlaps its slowest requests instead of following them.
 
 Keys are listed once, in the process that builds the dataset, and kept as a numpy byte array (no per-key Python
 object for forked workers to copy on access); labels come from the person folder in each key. Images decode with
@@ -88,8 +89,7 @@ class S3LFW(Dataset):
             return [self[i] for i in indices]
         if self.strategy == "threads":
             return list(self.pool(self.concurrency).map(self.__getitem__, indices))
-        bodies = list(self.pool(len(indices)).map(self.fetch, indices))
-        return [self.decode(i, data) for i, data in zip(indices, bodies, strict=True)]
+        return list(self.pool(len(indices)).map(self.__getitem__, indices))
 
     def pool(self, size: int) -> ThreadPoolExecutor:
         """This process's thread pool of at least ``size`` threads (made after a fork, never inherited)."""

@@ -13,7 +13,8 @@ connection, and can:
   ``stall`` (the response head, then nothing until the client gives up);
 - count what crossed it: requests by kind (GET, HEAD, LIST, PUT), connections, bytes each way, GETs of a key
   already fetched in the window (retries), faults served, each request's first-byte time and duration, and the
-  time-average and maximum of requests in flight.
+  time-average and maximum of requests in flight (over the window, and over its busy span: from the first
+  request to the last reply, what Little's law is taken over).
 
 It binds 127.0.0.1 on a free port and prints ``{"port": N}``. It is driven over its standard input, one JSON
 object per line, each answered by one JSON line: ``{"op": "configure", ...}``, ``{"op": "fault", "kind": ...,
@@ -81,17 +82,25 @@ class Window:
     in_flight_area: float = 0.0  # integral of requests in flight over time
     last_change: float = field(default_factory=time.perf_counter)
     keys: set[str] = field(default_factory=set)
+    first_start: float | None = None  # the busy span: from the window's first request to its last reply
+    last_end: float | None = None
 
     def flight(self, change: int) -> None:
         now = time.perf_counter()
         self.in_flight_area += self.in_flight * (now - self.last_change)
         self.last_change = now
+        if change > 0 and self.first_start is None:
+            self.first_start = now
+        elif change < 0:
+            self.last_end = now
         self.in_flight += change
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
     def summary(self) -> dict[str, Any]:
         self.flight(0)
         seconds = max(time.perf_counter() - self.started, 1e-9)
+        busy = (self.last_end - self.first_start if self.first_start is not None and self.last_end is not None
+                else 0.0)
 
         def pct(values: list[float], q: float) -> float | None:
             if not values:
@@ -102,7 +111,8 @@ class Window:
         return {"seconds": seconds, "requests": dict(self.requests), "connections": self.connections,
                 "bytes_in": self.bytes_in, "bytes_out": self.bytes_out, "faults": dict(self.faults),
                 "repeated_gets": self.repeated_gets, "mean_in_flight": self.in_flight_area / seconds,
-                "max_in_flight": self.max_in_flight,
+                "max_in_flight": self.max_in_flight, "busy_s": busy,
+                "busy_mean_in_flight": self.in_flight_area / busy if busy > 0 else None,
                 "first_byte_p50_s": pct(self.first_byte_s, 0.50), "first_byte_p99_s": pct(self.first_byte_s, 0.99),
                 "mean_duration_s": sum(self.duration_s) / len(self.duration_s) if self.duration_s else None,
                 "completed": len(self.duration_s)}

@@ -1,6 +1,8 @@
 """Chart: images/s against injected latency, one line per strategy, with Little's-law bounds and the ceiling.
 
-One panel per worker count. In each, every strategy's images/s (mean ± sd over rounds) at each latency; dotted,
+One panel per worker count. In each, every strategy's steady images/s (mean ± sd over rounds; start-up left out,
+:meth:`lfw.measure.PassResult.steady`) at each latency, or, for a case whose passes hold no steady state, its
+whole-pass rate drawn as a hollow marker; dotted,
 its Little's-law bound (the most requests the configuration can have in flight over the measured mean request
 time), which the measured rate approaches where the strategy's concurrency is the limit; dashed, the endpoint's
 own zero-latency ceiling of the same rotation. Where a line stays flat as latency grows, the latency is hidden.
@@ -38,9 +40,15 @@ def remote_chart(run: Run) -> Figure | None:
                 continue
             xs = [position[c.number(K.LATENCY_MS) or 0.0] for c in line]
             in_flight = int(line[0].number(K.IN_FLIGHT_LIMIT) or 0)
-            dodged_errorbar(ax, i, len(strategies), xs, [mean_sd(c.rounds(K.IMAGES_PER_S)) for c in line],
-                            color=colours[strategy], marker="o", label=f"{strategy} (up to {in_flight} in flight)",
-                            **ERRORBAR)
+            steady = [c.number(K.STEADY_IMAGES_PER_S) is not None for c in line]
+            rates = [mean_sd(c.rounds(K.STEADY_IMAGES_PER_S if s else K.IMAGES_PER_S)) for c, s in zip(line, steady,
+                                                                                                      strict=True)]
+            dodged_errorbar(ax, i, len(strategies), xs, rates, color=colours[strategy], marker="o",
+                            label=f"{strategy} (up to {in_flight} in flight)", **ERRORBAR)
+            whole = [(x, r[0]) for x, r, s in zip(xs, rates, steady, strict=True) if not s]
+            if whole:  # no steady state in these passes: the whole-pass rate, start-up included
+                ax.plot([x for x, _ in whole], [r for _, r in whole], linestyle="none", marker="o", markersize=9,
+                        markerfacecolor="white", markeredgecolor=colours[strategy])
             ax.plot(xs, [c.number(K.LITTLES_LAW_IMAGES_PER_S) or float("nan") for c in line],
                     color=colours[strategy], linestyle=":", linewidth=1.2)
         ax.axhline(ceiling, color="black", linestyle="--", linewidth=1.2, label=f"endpoint ceiling {ceiling:,.0f}")
@@ -53,7 +61,7 @@ def remote_chart(run: Run) -> Figure | None:
     high = max(ax.get_ylim()[1] for ax in axes)
     for ax in axes:  # one scale for every panel, so worker counts compare at a glance
         ax.set_ylim(low, high)
-    axes[0].set_ylabel("images/s (log); dotted: Little's-law bound")
-    fig.suptitle("LFW from S3 through the latency proxy: images/s against injected latency, per strategy "
-                 "(mean ± sd over rounds)", fontweight="bold")
+    axes[0].set_ylabel("steady images/s (log)")
+    fig.suptitle("LFW from S3 through the latency proxy: steady images/s against latency (mean ± sd over rounds)\n"
+                 "dotted: Little's-law bound; ringed: no steady state, the whole pass's rate", fontweight="bold")
     return fig

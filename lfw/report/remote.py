@@ -1,10 +1,12 @@
 """The remote group read for its answer: which strategy and concurrency hide the injected latency.
 
-At the highest latency the run measured (100 ms in the quick profile), the fastest case is compared with the same
-strategy and worker count at zero latency, paired by round (:mod:`lfw.report.ratios`): a ratio near 1 means the
-latency is hidden. Beside it, the endpoint's own zero-latency ceiling (fetch only) of the same rotation, and one
-request at a time with 2 workers against its Little's-law bound (2 requests in flight / the request time), the
-configuration that a plain map-style dataset gives.
+At the highest latency the run measured (100 ms in the quick profile), the case with the highest steady rate
+(:meth:`lfw.measure.PassResult.steady`: start-up left out; a case without one ranks by its whole-pass rate) is
+compared with the best steady rate at zero latency, paired by round (:mod:`lfw.report.ratios`): a ratio of
+:data:`HIDDEN` or more means the latency is hidden. Beside it, apart: its share of the endpoint's zero-latency
+ceiling (fetch only) of the same rotation, its time to first batch, Little's law for its requests in flight and
+the limit that caps it (:mod:`lfw.remote.law`); then one request at a time with 2 workers against its
+Little's-law bound (2 requests in flight / the request time), the configuration a plain map-style dataset gives.
 """
 
 from __future__ import annotations
@@ -23,21 +25,17 @@ def remote_cases(run: Run) -> list[Case]:
     return [c for c in run.group(GROUP) if c.number(K.LATENCY_MS) is not None]
 
 
-def twin(case: Case, cases: list[Case], latency: float) -> Case | None:
-    """The case of the same strategy and worker count at ``latency``."""
-    for other in cases:
-        if (other.value(K.STRATEGY) == case.value(K.STRATEGY) and other.value("num_workers") ==
-                case.value("num_workers") and other.number(K.LATENCY_MS) == latency):
-            return other
-    return None
+def rate(case: Case) -> float:
+    """What ranks a remote case: its steady rate, else (none measured) its whole-pass rate."""
+    return case.number(K.STEADY_IMAGES_PER_S) or case.number(K.IMAGES_PER_S) or 0.0
 
 
 @dataclass(frozen=True)
 class RemoteVerdict:
     latency_ms: float
-    best: Case  # the fastest case at ``latency_ms``
-    zero: Case | None  # its twin at zero latency
-    to_zero: Ratio | None  # best / zero, paired by round
+    best: Case  # the fastest case at ``latency_ms`` (steady rate)
+    zero: Case | None  # the fastest case at zero latency (steady rate)
+    to_zero: Ratio | None  # best / zero on the steady rate, paired by round
     serial: Case | None  # one request at a time, 2 workers, at ``latency_ms``
 
     def hidden(self) -> bool | None:
@@ -48,18 +46,35 @@ class RemoteVerdict:
         workers = int(b.value("num_workers") or 0)
         in_flight = int(b.number(K.IN_FLIGHT_LIMIT) or 0)
         text = (f"at {self.latency_ms:g} ms, `{b.label}` ({b.value(K.STRATEGY)}, {workers} workers, up to {in_flight} "
-                f"requests in flight, {b.number(K.MEAN_IN_FLIGHT) or 0:.1f} on average): "
-                f"{b.number(K.IMAGES_PER_S) or 0:,.1f} images/s, {share_text(b, K.ENDPOINT_CEILING_SHARE)} of "
-                f"the endpoint's zero-latency ceiling ({b.number(K.ENDPOINT_CEILING_IMAGES_PER_S) or 0:,.0f} "
-                "images/s, median of the rounds)")
+                f"requests in flight, {b.number(K.BUSY_MEAN_IN_FLIGHT) or b.number(K.MEAN_IN_FLIGHT) or 0:.1f} on "
+                "average): ")
+        steady = b.number(K.STEADY_IMAGES_PER_S)
+        ceiling = b.number(K.ENDPOINT_CEILING_IMAGES_PER_S) or 0
+        if steady is not None:
+            text += (f"{steady:,.1f} images/s steady, {share_text(b, K.STEADY_CEILING_SHARE)} of the endpoint's "
+                     f"zero-latency ceiling ({ceiling:,.0f} images/s, median of the rounds)")
+        else:
+            why = b.value(K.STEADY_INVALID) or b.value(K.STEADY_ABSENT) or "not measured"
+            text += (f"no steady rate ({why}); {b.number(K.IMAGES_PER_S) or 0:,.1f} images/s over the whole pass, "
+                     f"{share_text(b, K.ENDPOINT_CEILING_SHARE)} of the endpoint's ceiling ({ceiling:,.0f} images/s)")
+        text += (f"; time to first batch {b.number(K.TTFB_S) or 0:.2f} s, apart "
+                 f"({b.number(K.IMAGES_PER_S) or 0:,.1f} images/s over the whole pass)")
+        law = b.number(K.LITTLES_LAW_RATE)
+        if law is not None:
+            error = b.number(K.LITTLES_LAW_ERROR)
+            text += (f"; Little's law for its requests in flight: {law:,.1f} images/s"
+                     + (f" (steady {error:+.0%})" if error is not None else ""))
+        if b.value(K.REMOTE_LIMIT):
+            text += f"; limited by the {b.value(K.REMOTE_LIMIT)}"
         if self.to_zero is not None and self.zero is not None:
             verdict = "hidden" if self.hidden() else "not hidden"
-            text += (f", {self.to_zero.text()} of the same configuration at 0 ms "
-                     f"({self.zero.number(K.IMAGES_PER_S) or 0:,.1f} images/s; paired by round): {verdict}")
+            text += (f"; {self.to_zero.text()} of the best at 0 ms (`{self.zero.label}`, {rate(self.zero):,.1f} "
+                     f"images/s steady; paired by round): {verdict}")
         if self.serial is not None:
             bound = self.serial.number(K.LITTLES_LAW_IMAGES_PER_S)
-            text += (f". One request at a time with 2 workers: {self.serial.number(K.IMAGES_PER_S) or 0:,.1f} "
-                     f"images/s" + (f" against its Little's-law bound of {bound:,.1f}" if bound else ""))
+            text += (f". One request at a time with 2 workers: {rate(self.serial):,.1f} images/s"
+                     + (" steady" if self.serial.number(K.STEADY_IMAGES_PER_S) else " over the whole pass")
+                     + (f" against its Little's-law bound of {bound:,.1f}" if bound else ""))
         return text + "."
 
 
@@ -69,7 +84,9 @@ def remote_verdict(run: Run) -> RemoteVerdict | None:
         return None
     latency = max(c.number(K.LATENCY_MS) or 0.0 for c in cases)
     at = [c for c in cases if c.number(K.LATENCY_MS) == latency]
-    best = max(at, key=lambda c: c.number(K.IMAGES_PER_S) or 0.0)
-    zero = twin(best, cases, 0.0)
+    best = max(at, key=rate)
+    at_zero = [c for c in cases if c.number(K.LATENCY_MS) == 0.0]
+    zero = max(at_zero, key=rate) if at_zero else None
+    to_zero = ratio(best, zero, K.STEADY_IMAGES_PER_S) if zero is not None and zero is not best else None
     serial = next((c for c in at if c.value(K.STRATEGY) == "serial" and c.value("num_workers") == 2), None)
-    return RemoteVerdict(latency, best, zero, ratio(best, zero) if zero is not None else None, serial)
+    return RemoteVerdict(latency, best, zero, to_zero, serial)

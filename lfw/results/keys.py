@@ -37,7 +37,10 @@ IMAGES_PER_S = "images_per_s"
 IMAGES_PER_S_CV = "images_per_s_cv"
 WALL_S = "wall_s"
 TTFB_S = "ttfb_s"
-STEADY_IMAGES_PER_S = "steady_images_per_s"
+STEADY_IMAGES_PER_S = "steady_images_per_s"  # absent where no round has a steady state (STEADY_ABSENT says why)
+STEADY_BATCHES = "steady_batches"  # batches after the start-up wave each round's steady rate rests on (fewest)
+STEADY_ABSENT = "steady_absent"  # why a case has no steady rate (too few batches after the start-up wave)
+STEADY_INVALID = "steady_invalid"  # why a measured steady rate is not shown: above a ceiling it cannot exceed
 WAIT_P50_MS, WAIT_P95_MS, WAIT_P99_MS = "wait_p50_ms", "wait_p95_ms", "wait_p99_ms"
 DATA_WAIT_FRACTION = "data_wait_fraction"
 WORKERS = "workers"
@@ -132,6 +135,14 @@ FIRST_BYTE_P99_MS = "first_byte_p99_ms"
 LITTLES_LAW_IMAGES_PER_S = "littles_law_images_per_s"  # in-flight limit / mean request time / requests per image
 ENDPOINT_CEILING_IMAGES_PER_S = "endpoint_ceiling_images_per_s"  # zero-latency, fetch-only, same rotation
 ENDPOINT_CEILING_SHARE = "endpoint_ceiling_share"
+STEADY_CEILING_SHARE = "steady_endpoint_ceiling_share"  # steady rate / the same round's endpoint ceiling
+# Little's law checked: (mean requests in flight while any was) / (mean request time) / (requests per image),
+# beside the measured steady rate (error: steady / law - 1), and the limit that caps the case, in words.
+BUSY_MEAN_IN_FLIGHT = "busy_mean_in_flight"  # time-average of requests in flight from first request to last reply
+LITTLES_LAW_RATE = "littles_law_rate_images_per_s"
+LITTLES_LAW_ERROR = "littles_law_error"
+REMOTE_LIMIT = "remote_limit"  # in-flight limit, pool, endpoint ceiling, client CPU, or idle request slots
+ENDPOINT_CPU_UTILIZATION = "endpoint_cpu_utilization"  # the endpoint's and proxy's CPU over wall x usable cores
 # Share of min(endpoint ceiling, in-flight limit / injected latency): what the gate judges for a remote case.
 REMOTE_BOUND_SHARE = "remote_bound_share"
 NEAR_ENDPOINT_CEILING = "near_endpoint_ceiling"  # share >= 0.8: the endpoint, not the strategy, is the limit
@@ -219,6 +230,9 @@ PICKLED_DATASET_BYTES = "pickled_dataset_bytes"  # len(pickle.dumps(dataset)): w
 
 # --- thread-based map (the thread-map group): torchdata.nodes ParallelMapper -----------------------------------
 MAP_METHOD = "map_method"  # "thread" or "process" (ParallelMapper), "dataloader" for the reference
+# The map's decoder. Not ``decoder``: that key marks a decode pipeline's record, which carries a stage breakdown,
+# and a map's pool threads and processes add to the stage clock's main-process rows unlocked (lfw.measure.stages).
+MAP_DECODER = "map_decoder"
 
 # --- a watched training loop (lfw.diagnose.watch): the wait for data beside the user's own step ---------------
 DATA_BOUND_SHARE = "data_bound_share"  # time in next() over the loop's wall time

@@ -20,7 +20,7 @@ from typing import Any
 from lfw.errors import LFWError
 from lfw.measure.ceiling import spread_indices
 from lfw.measure.loader_config import LoaderConfig
-from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S
+from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S, STEADY_MIN_BATCHES
 from lfw.pipelines import Pipeline
 from lfw.remote.bench import CONCURRENCY, RemoteCase
 from lfw.suite.profiles import REMOTE, Profile
@@ -66,7 +66,7 @@ class LoaderCase:
     not_quick: str | None = None  # why the quick profile (its time budget) leaves out a case smoke and full run
     pipeline: Pipeline | None = None
     remote: RemoteCase | None = None
-    images: int | None = None  # images per pass when the case sets its own (remote: sized by Little's law)
+    images: int | None = None  # images per pass when the case sets its own (remote: steady-state passes)
     lfw_only: str | None = None
 
     def needs(self) -> Needs:
@@ -78,8 +78,9 @@ class LoaderCase:
 
     def pass_images(self, profile: Profile) -> int:
         """Images in one pass: the case's own count, else the profile's pass length scaled by the transform's cost."""
-        if self.images is not None:
-            return min(self.images, profile.images_per_pass // 2)
+        if self.images is not None:  # whole batches, no more than the profile's synthetic tree holds
+            whole = profile.synthetic_images // self.config.batch_size * self.config.batch_size
+            return min(self.images, max(whole, self.config.batch_size))
         return profile.pass_images(self.transform)
 
     def batches(self, profile: Profile, loader_batches: int) -> int:
@@ -201,26 +202,35 @@ def _decoders() -> Group:
 REMOTE_LATENCIES_MS = (0, 100)  # quick: the two the gate judges; full adds 5, 20 and 50
 REMOTE_WORKERS = (0, 2, 4)
 REMOTE_BATCH = 32
-ENDPOINT_ESTIMATE = 150.0  # images/s the local endpoint serves at zero latency: only sizes the passes
+ENDPOINT_ESTIMATE = 300.0  # images/s the local endpoint serves at zero latency: only caps the slow cases' passes
+REMOTE_PASS_CAP_S = 8.0  # a pass that Little's law says would take longer stops at about this long
+# The quick profile's remote cases (strategy, workers): at each latency the best strategy (batch, 2 and 4 workers)
+# and the serial control; threads at 100 ms only, Little's law on a second strategy. Smoke and full run them all.
+REMOTE_QUICK = {0: {("batch", 2), ("batch", 4), ("serial", 2)},
+                100: {("batch", 2), ("batch", 4), ("threads", 4), ("serial", 2)}}
+REMOTE_NOT_QUICK = ("its time budget holds steady-state passes for the best strategy per latency and its serial "
+                    "control (docs/remote.md); smoke and full run every remote case")
 
 
-def remote_pass_images(case: RemoteCase, workers: int) -> int:
-    """Images per pass of a remote case: about 0.6 s at the rate Little's law allows, at least a batch per
-    loading process, at most 128 images.
+def remote_pass_batches(case: RemoteCase, workers: int) -> int:
+    """Batches per pass of a remote case: the start-up wave (a batch per loading process) and
+    :data:`~lfw.measure.loader_pass.STEADY_MIN_BATCHES` after it, so the pass has a steady state; where Little's law
+    says that would take more than :data:`REMOTE_PASS_CAP_S`, as many as fit in it, and at least one after the wave
+    (the case then records why it has no steady rate).
 
-    At 100 ms one request at a time in the main process is 10 images/s; a fixed pass length would spend
-    minutes there, or measure the fast cases for a few milliseconds.
+    At 100 ms one request at a time in the main process is 10 images/s: 21 batches of 32 would be a minute a pass.
     """
+    wave = max(workers, 1)
     rate = min(ENDPOINT_ESTIMATE, case.in_flight_limit(workers) / (case.latency_ms / 1e3 + 0.01))
-    least = REMOTE_BATCH * max(workers, 1)  # a batch for every loading process, or some sit idle
-    return int(min(128, max(least, round(rate * 0.6 / REMOTE_BATCH) * REMOTE_BATCH)))
+    affordable = int(rate * REMOTE_PASS_CAP_S / REMOTE_BATCH)
+    return max(wave + 1, min(wave + STEADY_MIN_BATCHES, affordable))
 
 
 def _remote() -> Group:
     """Strategy x injected latency x workers against the local S3 endpoint (:mod:`lfw.remote`).
 
     Persistent workers, started in the warm-up round with their S3 clients; every pass is one epoch over the
-    first objects of the bucket, sized by :func:`remote_pass_images`. No memory sampling: every member's idle
+    first objects of the bucket, :func:`remote_pass_batches` long. No memory sampling: every member's idle
     workers stay alive through the rotation, and walking their page tables every 2 s cost more CPU than the
     loading it was measuring.
     """
@@ -229,14 +239,16 @@ def _remote() -> Group:
         for latency in (0, 5, 20, 50, 100):
             for workers in REMOTE_WORKERS:
                 spec = RemoteCase(strategy, latency)
+                quick = (strategy, workers) in REMOTE_QUICK.get(latency, set())
                 cases.append(LoaderCase(
                     "remote", f"{strategy}-{latency}ms-w{workers}",
                     {"strategy": strategy, "latency_ms": latency, "num_workers": workers},
                     LoaderConfig(batch_size=REMOTE_BATCH, num_workers=workers, persistent_workers=workers > 0),
-                    "uint8", epoch_images=True, remote=spec, images=remote_pass_images(spec, workers),
+                    "uint8", epoch_images=True, remote=spec,
+                    images=REMOTE_BATCH * remote_pass_batches(spec, workers),
                     memory_interval_s=None, lfw_only=LFW_FILES,
                     full_only="50 ms runs in full only" if latency == 50 else None,
-                    not_quick=None if latency in REMOTE_LATENCIES_MS else "5 and 20 ms run in smoke and full only"))
+                    not_quick=None if quick else REMOTE_NOT_QUICK))
     return Group("remote", ("strategy", "latency_ms", "num_workers"),
                  tuple(cases), rounds_quick=3, warmup_rounds=1)
 

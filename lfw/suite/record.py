@@ -18,6 +18,7 @@ from typing import Any
 from lfw.measure.loader_config import LoaderConfig
 from lfw.measure.loader_pass import PassResult
 from lfw.remote.bench import endpoint_shares
+from lfw.remote.law import remote_law
 from lfw.results import keys as K
 from lfw.stats.variation import coefficient_of_variation
 from lfw.suite.matrix import LoaderCase
@@ -60,9 +61,8 @@ def summarize(results: Sequence[PassResult], *, ceilings: Sequence[float] | None
         K.rounds(K.WALL_S): [round(r.wall_s, 6) for r in results],
         K.TTFB_S: round(median(r.ttfb_s for r in results), 6),
         K.rounds(K.TTFB_S): [round(r.ttfb_s, 6) for r in results],
-        K.STEADY_IMAGES_PER_S: round(median(r.steady_images_per_s for r in results), 2),
-        K.rounds(K.STEADY_IMAGES_PER_S): [round(r.steady_images_per_s, 2) for r in results],
     }
+    info.update(steady_record(results))
     cpu = [r.cpu_s for r in results]
     if usable_cores and all(c is not None for c in cpu):
         info[K.CPU_UTILIZATION] = round(median(r.cpu_utilization(usable_cores) or 0.0 for r in results), 4)
@@ -114,6 +114,20 @@ def summarize(results: Sequence[PassResult], *, ceilings: Sequence[float] | None
         info[K.EFFICIENCY] = round(median(efficiency), 4)
         info[K.rounds(K.EFFICIENCY)] = [round(e, 4) for e in efficiency]
     return info
+
+
+def steady_record(results: Sequence[PassResult]) -> dict[str, Any]:
+    """The steady rate of a case's rounds (:meth:`PassResult.steady`): its median and every round's, with the
+    fewest batches any round's rate rests on; or, when a round has none, no rate and ``steady_absent`` saying why
+    (a median of some rounds would describe other passes than the case's)."""
+    steady = [r.steady() for r in results]
+    absent = next((s.reason for s in steady if s.images_per_s is None), None)
+    if absent is not None:
+        return {K.STEADY_ABSENT: absent, K.STEADY_BATCHES: min(s.batches for s in steady)}
+    rates = [s.images_per_s or 0.0 for s in steady]
+    return {K.STEADY_IMAGES_PER_S: round(median(rates), 2),
+            K.rounds(K.STEADY_IMAGES_PER_S): [round(v, 2) for v in rates],
+            K.STEADY_BATCHES: min(s.batches for s in steady)}
 
 
 def machine_ceiling_shares(results: Sequence[PassResult], *, pil: Sequence[float], memmap: Sequence[float],
@@ -222,6 +236,11 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
                                     in_flight_limit=limit))
         info.update({K.STRATEGY: case.remote.strategy, K.LATENCY_MS: case.remote.latency_ms,
                      K.CONCURRENCY: case.remote.concurrency, K.IN_FLIGHT_LIMIT: limit})
+        law = remote_law(info, rotation.ceiling(ENDPOINT_CEILING), in_flight_limit=limit,
+                         processes=max(workers, 1), pool=case.remote.pool)
+        info.update({k: v for k, v in law.items() if v is not None})
+        for key in (k for k, v in law.items() if v is None):  # an invalid steady rate is never shown
+            info.pop(key, None)
     elif case.pipeline is not None:  # a faster decoder may beat the PIL path's ceiling: shares, no efficiency
         info = summarize(results, workers=workers, usable_cores=cores, capacities=capacities)
         info.update(machine_ceiling_shares(results, pil=rotation.ceiling(f"ceiling-{case.transform}"),

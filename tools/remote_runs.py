@@ -1,0 +1,144 @@
+"""Repeated runs of the remote group and the figures its steady-state contract names, per run and as medians.
+
+    python -m tools.remote_runs --runs 5 --out reports/remote-runs > docs/runs/remote.txt
+    python -m tools.remote_runs --read reports/remote-runs/run-*.json     # figures of runs already saved
+
+Each run is ``pytest benchmarks -k remote --benchmark-json=...`` (the quick profile's remote cases), behind the
+machine's benchmark lock (``flock /tmp/lfw-cpu.lock``, as ``make`` takes it). Per run: the fewest batches after
+the start-up wave among the cases with a steady rate, the cases without one and why, the highest steady rate over
+its endpoint ceiling, the best steady rate at the highest latency over the best at 0 ms and its CV over the
+rounds, Little's law's error for the batch and threads cases (or the limit that breaks it), and the run's wall
+time; then the median of each over the runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from lfw.measure.machine import cpu_model
+from lfw.results import Case, Run, load_run
+from lfw.results import keys as K
+from lfw.stats.variation import coefficient_of_variation
+
+LOCK = "/tmp/lfw-cpu.lock"
+
+
+def rate(case: Case) -> float:
+    return case.number(K.STEADY_IMAGES_PER_S) or 0.0
+
+
+def figures(run: Run) -> dict[str, Any]:
+    """The contract's figures of one run of the remote group."""
+    cases = [c for c in run.group("remote") if c.number(K.LATENCY_MS) is not None]
+    steady = [c for c in cases if c.number(K.STEADY_IMAGES_PER_S) is not None]
+    top = max(c.number(K.LATENCY_MS) or 0.0 for c in cases)
+    best = max((c for c in steady if c.number(K.LATENCY_MS) == top), key=rate)
+    zero = max((c for c in steady if c.number(K.LATENCY_MS) == 0.0), key=rate)
+    over = [rate(c) / (c.number(K.ENDPOINT_CEILING_IMAGES_PER_S) or 1.0) for c in steady]
+    law = {c.label: (c.number(K.LITTLES_LAW_ERROR), c.value(K.REMOTE_LIMIT)) for c in cases
+           if c.value(K.STRATEGY) in ("batch", "threads")}
+    return {"cases": cases, "fewest": min(int(c.number(K.STEADY_BATCHES) or 0) for c in steady),
+            "absent": {c.label: c.value(K.STEADY_ABSENT) or c.value(K.STEADY_INVALID) for c in cases
+                       if c not in steady},
+            "over_ceiling": max(over), "best": best, "zero": zero, "kept": rate(best) / rate(zero),
+            "best_cv": coefficient_of_variation(best.rounds(K.STEADY_IMAGES_PER_S)),
+            "law": law, "worst_law": max(abs(e) for e, _ in law.values() if e is not None)}
+
+
+def case_table(cases: list[Case]) -> list[str]:
+    head = (f"{'case':<18}{'batches':>8}{'steady':>9}{'cv':>7}{'ceiling':>9}{'share':>7}{'whole':>8}{'ttfb_s':>8}"
+            f"{'in_flight':>10}{'law':>8}{'law_err':>8}  limit")
+    lines = [head]
+    for c in sorted(cases, key=lambda c: (c.number(K.LATENCY_MS) or 0, -rate(c))):
+        law, err = c.number(K.LITTLES_LAW_RATE), c.number(K.LITTLES_LAW_ERROR)
+        cv = coefficient_of_variation(c.rounds(K.STEADY_IMAGES_PER_S)) if rate(c) else None
+        lines.append(
+            f"{c.label:<18}{int(c.number(K.STEADY_BATCHES) or 0):>8}{rate(c) or float('nan'):>9.1f}"
+            f"{cv if cv is not None else float('nan'):>7.3f}{c.number(K.ENDPOINT_CEILING_IMAGES_PER_S) or 0:>9.1f}"
+            f"{c.number(K.STEADY_CEILING_SHARE) or float('nan'):>7.3f}{c.number(K.IMAGES_PER_S) or 0:>8.1f}"
+            f"{c.number(K.TTFB_S) or 0:>8.3f}{c.number(K.BUSY_MEAN_IN_FLIGHT) or 0:>10.1f}"
+            f"{law or float('nan'):>8.1f}{err if err is not None else float('nan'):>+8.3f}  {c.value(K.REMOTE_LIMIT)}")
+    return lines
+
+
+def summary(f: dict[str, Any]) -> str:
+    return (f"fewest batches after the start-up wave (cases with a steady rate): {f['fewest']}; highest steady / "
+            f"ceiling: {f['over_ceiling']:.3f}; best at {f['best'].number(K.LATENCY_MS):g} ms {f['best'].label} "
+            f"{rate(f['best']):.1f} images/s steady = {f['kept']:.3f} of the best at 0 ms ({f['zero'].label} "
+            f"{rate(f['zero']):.1f}), its CV over rounds {f['best_cv']:.3f}; largest |Little's law error| of the "
+            f"batch and threads cases: {f['worst_law']:.3f}")
+
+
+def run_once(out: Path, number: int, lock: str | None) -> tuple[Path, float]:
+    path = out / f"run-{number}.json"
+    command = [sys.executable, "-m", "pytest", "benchmarks", "-q", "-k", "remote", f"--benchmark-json={path}"]
+    if lock and shutil.which("flock"):
+        command = ["flock", lock, *command]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    tail = done.stdout.strip().splitlines()[-1:] if done.stdout.strip() else []
+    print(f"run {number}: {' '.join(tail)} (exit {done.returncode}, wall {wall:.0f} s incl. lock wait)", flush=True)
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
+        raise SystemExit(f"run {number} failed")
+    return path, wall
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tools.remote_runs", description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--out", type=Path, default=Path("reports/remote-runs"))
+    p.add_argument("--lock", default=LOCK, help="flock this file around each run ('' for none)")
+    p.add_argument("--read", nargs="*", type=Path, help="report saved runs instead of running")
+    args = p.parse_args(argv)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    print(f"# {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}, commit {commit}, CPU {cpu_model()}: "
+          f"{args.runs if not args.read else len(args.read)} x pytest benchmarks -k remote (quick profile)")
+    paths = list(args.read or [])
+    if not args.read:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for number in range(1, args.runs + 1):
+            paths.append(run_once(args.out, number, args.lock or None)[0])
+    found = []
+    for number, path in enumerate(paths, 1):
+        run = load_run(path)
+        f = figures(run)
+        found.append(f)
+        print(f"\n## run {number} ({path.name}, {run.datetime})")
+        print("\n".join(case_table(f["cases"])))
+        for label, why in f["absent"].items():
+            print(f"{label}: no steady rate: {why}")
+        print(summary(f))
+    print(f"\n## median of {len(found)} runs")
+    print(f"fewest batches after the start-up wave: {median(f['fewest'] for f in found):g}; highest steady / ceiling: "
+          f"{median(f['over_ceiling'] for f in found):.3f}; best at the highest latency over the best at 0 ms: "
+          f"{median(f['kept'] for f in found):.3f} (best cases: {', '.join(f['best'].label for f in found)}); CV of "
+          f"that best case: {median(f['best_cv'] for f in found):.3f}; largest |Little's law error|: "
+          f"{median(f['worst_law'] for f in found):.3f}")
+    labels = sorted({c.label for f in found for c in f["cases"]})
+    print(f"{'case':<18}{'steady':>9}{'share':>7}{'whole':>8}{'ttfb_s':>8}{'law_err':>8}  limits")
+    for label in labels:
+        mine = [c for f in found for c in f["cases"] if c.label == label]
+        errors = [e for c in mine if (e := c.number(K.LITTLES_LAW_ERROR)) is not None]
+        shares = [s for c in mine if (s := c.number(K.STEADY_CEILING_SHARE)) is not None]
+        steadies = [rate(c) for c in mine if rate(c)]
+        print(f"{label:<18}{median(steadies) if steadies else float('nan'):>9.1f}"
+              f"{median(shares) if shares else float('nan'):>7.3f}"
+              f"{median(c.number(K.IMAGES_PER_S) or 0 for c in mine):>8.1f}"
+              f"{median(c.number(K.TTFB_S) or 0 for c in mine):>8.3f}"
+              f"{median(errors) if errors else float('nan'):>+8.3f}  "
+              f"{', '.join(sorted({str(c.value(K.REMOTE_LIMIT)) for c in mine}))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
