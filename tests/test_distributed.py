@@ -1,7 +1,8 @@
 """Distributed loading: coverage and reshuffling, a rank's measurement, and torchrun end to end (2 ranks, CPU).
 
 The end-to-end tests start PyTorch's own launcher on the tiny tree: a 2-rank run that reports and writes its JSON,
-and a run one of whose ranks is killed, which must end non-zero within the timeout and leave no process behind.
+and a run one of whose ranks is killed, which must end non-zero, name that rank's SIGKILL and leave no process
+behind.
 """
 
 from __future__ import annotations
@@ -70,11 +71,9 @@ def test_not_under_torchrun_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys:
 @pytest.mark.needs_shm(64)
 def test_two_ranks_report_per_rank_figures_straggler_and_coverage(tiny_tree: Path, tmp_path: Path) -> None:
     out = tmp_path / "run.json"
-    started = time.monotonic()
     proc = subprocess.run([*TORCHRUN, "--path", str(tiny_tree), "--batch-size", "8", "--out", str(out)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120)  # a hang guard only
     assert proc.returncode == 0, rank_errors(proc.stderr)
-    assert time.monotonic() - started < 60
     assert "straggler ratio" in proc.stdout and "coverage ok" in proc.stdout
     rows = [line for line in proc.stdout.splitlines() if line[:1].isdigit()]
     assert [row.split()[0] for row in rows] == ["0", "1"]
@@ -140,7 +139,7 @@ def short_tmp() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_a_killed_rank_ends_the_run_within_the_timeout_and_leaves_nothing(tiny_tree: Path, short_tmp: Path) -> None:
+def test_a_killed_rank_fails_the_run_and_leaves_nothing(tiny_tree: Path, short_tmp: Path) -> None:
     out = short_tmp / "killed.json"
     command = [*TORCHRUN, "--path", str(tiny_tree), "--batch-size", "4", "--epochs", "200", "--timeout", "20",
                "--out", str(out)]
@@ -149,10 +148,11 @@ def test_a_killed_rank_ends_the_run_within_the_timeout_and_leaves_nothing(tiny_t
         assert victim is not None, f"rank 1 never started; the ranks said:\n{rank_errors(said)}"
         time.sleep(1.0)  # into its epochs
         os.kill(victim, signal.SIGKILL)
-        killed = time.monotonic()
-        code = proc.wait(timeout=60)
-        assert code != 0 and time.monotonic() - killed < 20
+        code = proc.wait(timeout=120)  # a hang guard only, six times --timeout
         said += read_for(proc, 5.0)
+        assert code != 0
+        # torchrun names that rank's SIGKILL among the failures that ended the run
+        assert re.search(rf"exitcode\s*: -9 \(pid: {victim}\)", said), rank_errors(said)
         # the ranks were loading when one was killed, not failing on their own (their workers' sockets once did)
         assert "gave no batch" not in said and "AF_UNIX" not in said, rank_errors(said)
     finally:

@@ -22,7 +22,7 @@ from lfw.errors import LFWError
 from lfw.gate.metrics import EFFICIENCY, INSTRUCTIONS, PSS_GROWTH
 from lfw.history import history_report, load_history
 from lfw.history.__main__ import main
-from lfw.history.changepoints import exact_steps, statistical_steps
+from lfw.history.changepoints import exact_steps, noise_sigma, statistical_steps, welch_p
 from lfw.history.store import JUDGED, read_store, record_of
 from lfw.results import keys as K
 from lfw.results import load_run
@@ -158,6 +158,17 @@ def test_pure_noise_gives_no_statistical_step_across_a_summary() -> None:
     named = [s for _ in range(200) for s in statistical_steps(PSS_GROWTH, list(rng.normal(100, 5, 12)), 200)]
     assert named == []
     assert statistical_steps(PSS_GROWTH, [1.0, 1.0, 50.0], 1) == []  # too few runs to judge: never a step
+
+
+def test_welch_and_the_noise_sigma_keep_their_edge_cases() -> None:
+    """Constant segments are decided by their levels (scipy alone gives NaN or warns); no difference, no σ."""
+    one, two = np.array([1.0, 1.0, 1.0]), np.array([2.0, 2.0])
+    assert welch_p(one, two) == 0.0 and welch_p(one, one.copy()) == 1.0
+    assert 0.0 < welch_p(np.array([5.0, 5.0, 5.0]), np.array([1.0, 1.0, 2.0])) < 0.05  # one constant side
+    assert welch_p(np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 3.0])) == pytest.approx(1.0)
+    assert np.isnan(noise_sigma(np.array([4.0]))) and noise_sigma(np.array([4.0, 4.0, 4.0])) == 0.0
+    zigzag = np.array([0.0, 1.0, 0.0, 1.0, 0.0, 0.0])  # differences 1, -1, 1, -1, 0: median 0, MAD 1
+    assert noise_sigma(zigzag) == pytest.approx(1.4826 / np.sqrt(2), rel=1e-4)
 
 
 def test_bad_sources_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

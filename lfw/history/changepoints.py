@@ -28,6 +28,7 @@ Two rules, chosen by what the gate knows about each metric family (:mod:`lfw.gat
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -82,21 +83,28 @@ def exact_steps(metric: Metric, values: Sequence[float], threshold: float) -> li
 
 
 def noise_sigma(x: np.ndarray) -> float:
-    """σ of the noise, from the median absolute first difference: steps are few, so they barely move it."""
-    diffs = np.diff(x)
-    mad = float(np.median(np.abs(diffs - np.median(diffs))))
-    return 1.4826 * mad / math.sqrt(2)
+    """σ of the noise, from the median absolute first difference: steps are few, so they barely move it.
+
+    The normal-scaled MAD of the first differences over √2 (a difference holds two runs' noise); NaN for fewer
+    than 2 values, which have no difference.
+    """
+    if len(x) < 2:
+        return math.nan
+    return float(stats.median_abs_deviation(np.diff(x), scale="normal")) / math.sqrt(2)
 
 
 def welch_p(left: np.ndarray, right: np.ndarray) -> float:
-    """Two-sided p-value of Welch's t-test; two constant segments are a certain step if their levels differ."""
-    m1, m2 = float(left.mean()), float(right.mean())
-    v1, v2 = float(left.var(ddof=1)) / len(left), float(right.var(ddof=1)) / len(right)
-    if v1 + v2 == 0:
-        return 0.0 if m1 != m2 else 1.0
-    t = (m2 - m1) / math.sqrt(v1 + v2)
-    df = (v1 + v2) ** 2 / ((v1 ** 2 / (len(left) - 1) if v1 else 0.0) + (v2 ** 2 / (len(right) - 1) if v2 else 0.0))
-    return float(2 * stats.t.sf(abs(t), df))
+    """Two-sided p-value of Welch's t-test (``scipy.stats.ttest_ind`` with unequal variances).
+
+    Two constant segments have no variance to test: they are a certain step (0.0) if their levels differ and
+    none (1.0) if they agree. One constant segment is an exact level, not the near-identical data that scipy's
+    precision-loss warning is about, so that warning is silenced.
+    """
+    if float(left.var()) + float(right.var()) == 0:
+        return 0.0 if float(left.mean()) != float(right.mean()) else 1.0
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Precision loss occurred", RuntimeWarning)
+        return float(stats.ttest_ind(left, right, equal_var=False).pvalue)
 
 
 def propose(x: np.ndarray) -> list[int]:
