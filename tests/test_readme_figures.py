@@ -42,9 +42,6 @@ THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 EXEMPT: dict[tuple[str, str], str] = {
     ("Each sets up everything itself: a", "1,257 images/s"): "rounded: the LAYERS= run's per-core 'none' rate, 1256.67",
     ("Each sets up everything itself: a", "1,378 images/s"): "rounded: the full run's per-core 'none' rate, 1378.36",
-    ("Collating each batch into a new", "84%"): "rounded: simplejpeg-w2 at 3 and pil-w2 at 2 both measured 83.9%",
-    ("Collating each batch into a new", "13%"): "derived from the error column (+5.8%, +7.7%, +11.3% at N; +12.5% is "
-                                            "pil-w2 at 3, one above its N), not printed",
 }
 
 
