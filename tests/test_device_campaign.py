@@ -165,3 +165,17 @@ def test_gpu_step_headlines_read_their_summaries(step: str) -> None:
     lines = headlines(step, {"status": "done", "summary": GPU_SUMMARIES[step]})
     assert lines and not any("no headline" in line for line in lines)
     assert headlines(step, {"status": "skipped", "reason": "no CUDA device"}) == []
+
+
+def test_wheels_for_another_python_are_left_out_and_named(tmp_path: Path) -> None:
+    here = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    other = "cp39" if here != "cp39" else "cp312"
+    (tmp_path / f"ruptures-1.1.10-{other}-{other}-manylinux2014_x86_64.whl").write_bytes(b"")
+    (tmp_path / "not-a-wheel.whl").write_bytes(b"")
+    assert not device_run.installable_here(tmp_path / f"ruptures-1.1.10-{other}-{other}-manylinux2014_x86_64.whl")
+    assert device_run.installable_here(Path("tqdm-4.67.1-py3-none-any.whl"))
+    (tmp_path / "out").mkdir()
+    with Log(tmp_path / "out") as log:
+        assert device_run.install_wheels(tmp_path, tmp_path / "site", log) == {"installed": False,
+                                                                              "folder": str(tmp_path)}
+    assert "2 in" in (tmp_path / "out" / "campaign.log").read_text()

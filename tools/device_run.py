@@ -23,6 +23,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from packaging.tags import sys_tags
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
 from lfw.errors import LFWError
 from tools.device_context import BASELINE_PATTERN, CAMPAIGN_JSON, CAMPAIGN_LOG, MAX_OUT_FILES, OUT_FILES, write_json
 
@@ -92,11 +95,26 @@ def wheel_command(wheels: list[Path], site: Path, python: str = sys.executable) 
             "--upgrade", "--target", str(site), *map(str, wheels)]
 
 
+def installable_here(wheel: Path) -> bool:
+    """Whether one of ``wheel``'s tags is one this Python accepts (``packaging.tags.sys_tags``)."""
+    try:
+        _, _, _, tags = parse_wheel_filename(wheel.name)
+    except InvalidWheelFilename:
+        return False
+    return not tags.isdisjoint(sys_tags())
+
+
 def install_wheels(folder: Path, site: Path, log: Log) -> dict[str, Any]:
-    """Install every wheel of ``folder`` into ``site`` (:func:`wheel_command`); what was done, for the record."""
-    wheels = sorted(folder.glob("*.whl")) if folder.is_dir() else []
+    """Install every wheel of ``folder`` that this Python can use into ``site`` (:func:`wheel_command`); wheels
+    made for another Python (``.whl/`` holds CPython 3.12 ones for the GPU machine) are named and left out. What
+    was done, for the record."""
+    found = sorted(folder.glob("*.whl")) if folder.is_dir() else []
+    wheels = [w for w in found if installable_here(w)]
+    if len(wheels) < len(found):
+        log.line(f"wheels: {len(found) - len(wheels)} in {folder} are for another Python than this "
+                 f"{sys.implementation.name} {sys.version_info.major}.{sys.version_info.minor}: left out")
     if not wheels:
-        log.line(f"wheels: none in {folder} (packages the suite imports must already be installed)")
+        log.line(f"wheels: none to install from {folder} (packages the suite imports must already be installed)")
         return {"installed": False, "folder": str(folder)}
     command = wheel_command(wheels, site)
     log.line("$ " + " ".join(command))
