@@ -89,3 +89,11 @@ def test_diagnose_sweeps_worker_counts_on_a_tiny_tree(tiny_tree: Path, capsys: p
     rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
     assert [row[0] for row in rows] == ["0", "1"] and all(float(row[1]) > 0 for row in rows)
     assert "for training:" in out and "knee:" in out
+
+
+def test_the_knee_rule_is_the_first_value_within_tolerance_of_the_largest() -> None:
+    from lfw.stats.variation import first_within
+
+    assert first_within([880.0, 824.0, 1448.0, 1593.0]) == 3  # 1,448 is 9% below the best
+    assert first_within([880.0, 1540.0, 1593.0]) == 1  # 3% below: as good as the best
+    assert first_within([10.0, 9.9, 10.1], tolerance=0.02) == 0

@@ -24,9 +24,11 @@ from statistics import median
 from typing import Any
 
 from lfw.measure.machine import cpu_model
+from lfw.report.remote import remote_verdict
 from lfw.results import Case, Run, load_run
 from lfw.results import keys as K
 from lfw.stats.variation import coefficient_of_variation
+from tools.stamp import commit_label
 
 LOCK = "/tmp/lfw-cpu.lock"
 
@@ -39,9 +41,10 @@ def figures(run: Run) -> dict[str, Any]:
     """The contract's figures of one run of the remote group."""
     cases = [c for c in run.group("remote") if c.number(K.LATENCY_MS) is not None]
     steady = [c for c in cases if c.number(K.STEADY_IMAGES_PER_S) is not None]
-    top = max(c.number(K.LATENCY_MS) or 0.0 for c in cases)
-    best = max((c for c in steady if c.number(K.LATENCY_MS) == top), key=rate)
-    zero = max((c for c in steady if c.number(K.LATENCY_MS) == 0.0), key=rate)
+    verdict = remote_verdict(run)  # the report's pick: the highest steady rate at the top latency and at 0 ms
+    if verdict is None or verdict.zero is None:
+        raise SystemExit(f"{run.path}: no remote cases at 0 ms and a higher latency")
+    best, zero = verdict.best, verdict.zero
     over = [rate(c) / (c.number(K.ENDPOINT_CEILING_IMAGES_PER_S) or 1.0) for c in steady]
     law = {c.label: (c.number(K.LITTLES_LAW_ERROR), c.value(K.REMOTE_LIMIT)) for c in cases
            if c.value(K.STRATEGY) in ("batch", "threads")}
@@ -100,8 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lock", default=LOCK, help="flock this file around each run ('' for none)")
     p.add_argument("--read", nargs="*", type=Path, help="report saved runs instead of running")
     args = p.parse_args(argv)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    print(f"# {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}, commit {commit}, CPU {cpu_model()}: "
+    print(f"# {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}, commit {commit_label()}, CPU {cpu_model()}: "
           f"{args.runs if not args.read else len(args.read)} x pytest benchmarks -k remote (quick profile)")
     paths = list(args.read or [])
     if not args.read:

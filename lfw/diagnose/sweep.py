@@ -1,7 +1,7 @@
 """The worker count for training, measured: the loop's steps/s at each count beside the loader's own rate.
 
-The loader's knee (the fewest workers within :data:`KNEE_TOLERANCE` of its best rate with no step, the rule of
-the report's recommendation, :mod:`lfw.report.recommend`) answers "how many workers does this loader need?".
+The loader's knee (the fewest workers within :data:`~lfw.stats.variation.KNEE_TOLERANCE` of its best rate with no step,
+the rule of the report's recommendation, :mod:`lfw.report.recommend`) answers "how many workers does this loader need?".
 Training asks something else: how many workers make the *loop* fastest. Where the step computes on the same
 cores as the workers (a CPU step, or the main process launching an accelerator's kernels), a worker more can
 slow the step by more than it speeds the loading, and the loop's best count falls below the loader's knee.
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from lfw.diagnose.predict import workers_text
 from lfw.diagnose.training import Measurement
 from lfw.errors import LFWError
+from lfw.stats.variation import KNEE_TOLERANCE, first_within
 
-KNEE_TOLERANCE = 0.05  # the report's knee: within 5% of the best rate (lfw.report.recommend.TOLERANCE)
 LOOP_TOLERANCE = 0.02  # one pass per count: the loop's counts within 2% of its best are one, and the fewest wins
 
 
@@ -66,14 +66,12 @@ class WorkerSweep:
     def for_training(self) -> SweepPoint:
         """The fewest workers within :data:`LOOP_TOLERANCE` of the most steps/s of the loop (a pass per count
         cannot separate closer rates)."""
-        best = max(p.steps_per_s for p in self.points)
-        return next(p for p in self.points if p.steps_per_s >= (1 - LOOP_TOLERANCE) * best)
+        return self.points[first_within([p.steps_per_s for p in self.points], LOOP_TOLERANCE)]
 
     @property
     def loader_knee(self) -> SweepPoint:
         """The fewest workers whose loader alone is within :data:`KNEE_TOLERANCE` of its best rate."""
-        best = max(p.loader_images_per_s for p in self.points)
-        return next(p for p in self.points if p.loader_images_per_s >= (1 - KNEE_TOLERANCE) * best)
+        return self.points[first_within([p.loader_images_per_s for p in self.points])]
 
     def lines(self) -> list[str]:
         """The table and the recommendation, as printed."""

@@ -22,9 +22,10 @@ from typing import Literal
 from lfw.report.ratios import Ratio, ratio
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.stats.variation import KNEE_TOLERANCE, first_within
 
 GROUP = "workers-transform"
-TOLERANCE = 0.05
+TOLERANCE = KNEE_TOLERANCE
 Standing = Literal["best", "within", "worse", "unresolved", "unpaired"]  # see the module docstring
 
 
@@ -105,8 +106,7 @@ def recommend(transform: str, cases: Iterable[Case], tolerance: float = TOLERANC
         candidates.append(Candidate(case.value("num_workers"), case, r, standing(r, tolerance)))
     best = next(c for c in candidates if c.standing == "best")
     if any(c.standing == "unpaired" for c in candidates):  # no paired rounds: the knee by medians
-        rate = best_case.number(K.IMAGES_PER_S) or 0.0
-        knee = next(c for c in candidates if (c.case.number(K.IMAGES_PER_S) or 0.0) >= (1 - tolerance) * rate)
+        knee = candidates[first_within([c.case.number(K.IMAGES_PER_S) or 0.0 for c in candidates], tolerance)]
         return Recommendation(transform, knee.workers, best, candidates, paired=False)
     tied: list[int] = []
     for c in candidates:

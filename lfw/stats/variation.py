@@ -1,4 +1,5 @@
-"""Spread over rounds, shared by the summaries, the gate and the report (kept free of torch imports).
+"""Spread over rounds, shared by the summaries, the gate and the report (kept free of torch imports), and the
+knee rule every sweep shares (:func:`first_within`).
 
 The report's error bars are the sample standard deviation over rounds (:func:`mean_sd`), computed from the saved
 per-round values rather than taken from pytest-benchmark's ``stddev``, so that images/s, time to first batch and
@@ -24,3 +25,13 @@ def coefficient_of_variation(values: Sequence[float]) -> float:
         return 0.0
     centre, sd = mean_sd(values)
     return sd / abs(centre) if centre else 0.0
+
+
+KNEE_TOLERANCE = 0.05  # a rate within 5% of the best is as good as the best: the knee's rule
+
+
+def first_within(values: Sequence[float], tolerance: float = KNEE_TOLERANCE) -> int:
+    """Index of the first of ``values`` at least ``1 - tolerance`` times the largest: in a sweep ordered by cost
+    (worker counts, say), the cheapest that is as good as the best. ``values`` must not be empty."""
+    top = max(values)
+    return next(i for i, v in enumerate(values) if v >= (1 - tolerance) * top)
