@@ -1,8 +1,12 @@
 """lfw-bench: measure the PyTorch DataLoader on Labeled Faces in the Wild.
 
-Layout: data (:mod:`lfw.data`), the one measurement primitive (:mod:`lfw.measure`), the suite engine
-(:mod:`lfw.suite`), saved results and statistics (:mod:`lfw.results`, :mod:`lfw.stats`), and the tools built on
-them (the exercise CLI in ``python -m lfw``, :mod:`lfw.gate`, :mod:`lfw.report`, :mod:`lfw.diagnose`).
+Layout: floors, lowest first (:data:`LAYERS`); a module imports its own folder and the folders below it, never
+one above (``tests/test_layers.py`` reads every import and keeps it so). At the bottom the one-line errors
+(:mod:`lfw.errors`) and what every command-line tool and chart shares (:mod:`lfw.cli`); then statistics and the
+saved-run model (:mod:`lfw.stats`, :mod:`lfw.results`); data (:mod:`lfw.data`); the one measurement primitive
+(:mod:`lfw.measure`); pipelines and the remote reader built on it; the suite engine (:mod:`lfw.suite`); and the
+tools on top: :mod:`lfw.distributed`, :mod:`lfw.diagnose`, :mod:`lfw.gate`, :mod:`lfw.history` and
+:mod:`lfw.report`, which may read all of them. The exercise's CLI (``python -m lfw``) stands above every floor.
 
 The top-level names are imported lazily: tools that only read JSON (the gate, the report) start without
 paying for torch's import.
@@ -14,6 +18,9 @@ from typing import Any
 
 __all__ = ["PRESETS", "LFWDataset", "get_preset"]
 __version__ = "0.1.0"
+
+LAYERS = ("errors", "cli", "stats", "results", "data", "measure", "pipelines", "remote", "suite", "distributed",
+          "diagnose", "gate", "history", "report")
 
 
 def __getattr__(name: str) -> Any:

@@ -18,15 +18,15 @@ from pathlib import Path
 import torch
 
 from lfw.cli.args import OneLineParser
-from lfw.cli.timing import report_timing
-from lfw.cli.visualize import check_output, save_batch_grid
 from lfw.data.dataset import LFWDataset
 from lfw.data.index import INDEX_KINDS
 from lfw.data.root import resolve_root
 from lfw.data.transforms import PRESETS
+from lfw.data.visualize import check_output, save_batch_grid
 from lfw.errors import cli_entry
 from lfw.measure import LoaderConfig, LoaderPass
 from lfw.measure.mprof import check_path
+from lfw.measure.printout import report_timing
 
 MIB = 1024 * 1024
 

@@ -1,3 +1,3 @@
-"""What the command-line tools share: one-line argument errors (:mod:`lfw.cli.args`), the plain-text table
-(:mod:`lfw.cli.table`), the timing printout of ``-get_timing`` (:mod:`lfw.cli.timing`) and the batch grid of
-``-visualize_batch`` (:mod:`lfw.cli.visualize`)."""
+"""The ground floor every command-line tool and chart shares: one-line argument errors (:mod:`lfw.cli.args`), the
+plain-text table (:mod:`lfw.cli.table`) and the figure style and saver (:mod:`lfw.cli.figures`). It imports nothing
+of ``lfw`` but :mod:`lfw.errors`."""

@@ -6,16 +6,16 @@ import sys
 
 from lfw.cli.args import OneLineParser
 from lfw.data.root import resolve_root
+from lfw.data.sizes import SYNTHETIC_SIZES
 from lfw.errors import cli_entry
-from lfw.suite.profiles import PROFILES
 
 
 @cli_entry
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m lfw.data.cache", description=__doc__)
-    parser.add_argument("--profile", choices=sorted(PROFILES), default="quick")
+    parser.add_argument("--profile", choices=sorted(SYNTHETIC_SIZES), default="quick")
     args = parser.parse_args(argv)
-    source = resolve_root(synthetic_images=PROFILES[args.profile].synthetic_images)
+    source = resolve_root(synthetic_images=SYNTHETIC_SIZES[args.profile])
     print(f"{source.kind} LFW ready at {source.path}")
     return 0
 

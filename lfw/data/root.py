@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lfw.data.dataset import find_image_root, list_dir
+from lfw.data.sizes import SYNTHETIC_SIZES
 from lfw.data.synth import cached_tree
 
-DEFAULT_SYNTHETIC_IMAGES = 2_000
+DEFAULT_SYNTHETIC_IMAGES = SYNTHETIC_SIZES["quick"]
 
 
 @dataclass(frozen=True)

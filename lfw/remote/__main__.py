@@ -22,10 +22,10 @@ from statistics import median
 import torch
 
 from lfw.cli.args import OneLineParser
-from lfw.cli.timing import report_timing
 from lfw.data.root import resolve_root
 from lfw.errors import cli_entry
 from lfw.measure import LoaderConfig, LoaderPass, PassResult
+from lfw.measure.printout import report_timing
 from lfw.remote.bench import CONCURRENCY, traffic
 from lfw.remote.client import S3Settings
 from lfw.remote.dataset import S3LFW, STRATEGIES

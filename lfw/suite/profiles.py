@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lfw.data.sizes import SYNTHETIC_SIZES as TREE  # images per profile name
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -51,7 +53,7 @@ COST, REMOTE = "cost", "remote"
 LAYERS = (COST, REMOTE)
 
 PROFILES = {
-    "smoke": Profile("smoke", 160, 1, 64, 16, False, 20_000, 3, 4, frozenset(LAYERS), remote_limits=(20, 2)),
-    "quick": Profile("quick", 2_000, 5, 512, 96, False, 1_000_000, 5, 16, frozenset(), budgeted=True),
-    "full": Profile("full", 13_233, 7, 2_048, 300, True, 2_000_000, 8, 16, frozenset(LAYERS)),
+    "smoke": Profile("smoke", TREE["smoke"], 1, 64, 16, False, 20_000, 3, 4, frozenset(LAYERS), remote_limits=(20, 2)),
+    "quick": Profile("quick", TREE["quick"], 5, 512, 96, False, 1_000_000, 5, 16, frozenset(), budgeted=True),
+    "full": Profile("full", TREE["full"], 7, 2_048, 300, True, 2_000_000, 8, 16, frozenset(LAYERS)),
 }
