@@ -1,8 +1,9 @@
 """Pass-interleaved A/B: the paired rule on known pair ratios, and the runner against fake pass servers.
 
-The runner tests build a tiny git repository whose ``lfw.measure.pass_server`` is a fake speaking the real
-protocol (committed base, edited working tree), so checkout, process pairs, looks, output files, crashes,
-timeouts and clean-up are all exercised in seconds without measuring anything.
+The runner tests build a tiny git repository whose pass server is a fake speaking the real protocol (committed
+base, edited working tree), at ``lfw/suite/pass_server.py`` or at the legacy ``lfw/measure/pass_server.py``, so
+checkout, server lookup, process pairs, looks, output files, crashes, timeouts and clean-up are all exercised in
+seconds without measuring anything.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 
 from lfw.errors import LFWError, MeasurementError
 from lfw.gate.__main__ import main
-from lfw.gate.ab import ABPlan, parse_cases, run_ab
+from lfw.gate.ab import ABPlan, parse_cases, run_ab, server_module
 from lfw.gate.metrics import IMAGES_PER_S, TTFB
 from lfw.gate.paired_rule import INCONCLUSIVE, OK, REGRESSED, PairedInput, decide, look_points
 from lfw.gate.table import render_paired
@@ -117,22 +118,26 @@ print(json.dumps({{"counts": {{p: {{"instructions": PER_IMAGE * 16, "images": 16
 
 
 def fake_repo(tmp_path: Path, base_speed: float, current_speed: float, crash: int = 0, hang: bool = False,
-              base_count: float | None = 1e6, current_count: float | None = 1e6) -> Path:
-    """A git repository whose committed fake server runs at ``base_speed`` and counts ``base_count``
-    instructions per image, its working tree at the others."""
+              base_count: float | None = 1e6, current_count: float | None = 1e6, base_server: str = "measure",
+              current_server: str = "measure") -> Path:
+    """A git repository whose committed fake server (in ``lfw/<base_server>/``) runs at ``base_speed`` and
+    counts ``base_count`` instructions per image, its working tree (server in ``lfw/<current_server>/``, the
+    other place emptied) at the others."""
     repo = tmp_path / "repo"
-    server = repo / "lfw" / "measure" / "pass_server.py"
+    for package in ("lfw", "lfw/measure", "lfw/suite"):
+        (repo / package).mkdir(parents=True, exist_ok=True)
+        (repo / package / "__init__.py").write_text("")
     cost = repo / "lfw" / "measure" / "cost.py"
-    server.parent.mkdir(parents=True)
-    (repo / "lfw" / "__init__.py").write_text("")
-    (repo / "lfw" / "measure" / "__init__.py").write_text("")
-    server.write_text(FAKE_SERVER.format(speed=base_speed, crash=0, hang=False))
+    (repo / "lfw" / base_server / "pass_server.py").write_text(FAKE_SERVER.format(speed=base_speed, crash=0,
+                                                                                  hang=False))
     cost.write_text(FAKE_COST.format(per_image=base_count))
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "base"], check=True)
-    server.write_text(FAKE_SERVER.format(speed=current_speed, crash=crash, hang=hang))
+    (repo / "lfw" / base_server / "pass_server.py").unlink()
+    (repo / "lfw" / current_server / "pass_server.py").write_text(FAKE_SERVER.format(speed=current_speed,
+                                                                                     crash=crash, hang=hang))
     cost.write_text(FAKE_COST.format(per_image=current_count))
     return repo
 
@@ -147,8 +152,12 @@ def plan(**changes: object) -> ABPlan:
     return ABPlan("HEAD", **{**options, **changes})  # type: ignore[arg-type]
 
 
-def test_a_slower_working_tree_is_caught_and_both_sides_are_written(tmp_path: Path) -> None:
-    repo = fake_repo(tmp_path, 1000.0, 800.0)
+@pytest.mark.parametrize(("base_server", "current_server"),
+                         [("measure", "measure"), ("measure", "suite"), ("suite", "suite")])
+def test_a_slower_working_tree_is_caught_and_both_sides_are_written(tmp_path: Path, base_server: str,
+                                                                   current_server: str) -> None:
+    """Wherever each side's pass server is (a base revision from before its move to lfw/suite/ included)."""
+    repo = fake_repo(tmp_path, 1000.0, 800.0, base_server=base_server, current_server=current_server)
     run = run_ab(plan(), repo, Thresholds(), tmp_path / "out", root=tmp_path)
     assert run.exit_code == 1 and run.pairs == 8 and run.looks == [8]
     assert run.current_dirty  # the uncommitted edit is what the current side measured, and the run says so
@@ -239,6 +248,25 @@ def test_a_base_revision_without_a_pass_server_is_refused(tmp_path: Path) -> Non
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "old"], check=True)
-    with pytest.raises(LFWError, match="predates pass-interleaved A/B"):
+    with pytest.raises(LFWError, match="predates pass-interleaved A/B") as refused:
+        run_ab(plan(), repo, Thresholds(), tmp_path / "out", root=tmp_path)
+    assert "no lfw/suite/pass_server.py or lfw/measure/pass_server.py" in str(refused.value)
+    assert "\n" not in str(refused.value) and worktrees(repo) == 1
+
+
+def test_the_server_module_is_the_one_the_tree_has_the_moved_one_first(tmp_path: Path) -> None:
+    assert server_module(tmp_path) is None
+    (tmp_path / "lfw" / "measure").mkdir(parents=True)
+    (tmp_path / "lfw" / "measure" / "pass_server.py").write_text("")
+    assert server_module(tmp_path) == "lfw.measure.pass_server"
+    (tmp_path / "lfw" / "suite").mkdir()
+    (tmp_path / "lfw" / "suite" / "pass_server.py").write_text("")
+    assert server_module(tmp_path) == "lfw.suite.pass_server"
+
+
+def test_a_working_tree_without_a_pass_server_is_refused_in_one_line(tmp_path: Path) -> None:
+    repo = fake_repo(tmp_path, 1000.0, 1000.0)
+    (repo / "lfw" / "measure" / "pass_server.py").unlink()
+    with pytest.raises(LFWError, match=r"the working tree .* has no pass server \(lfw/suite/pass_server.py or "):
         run_ab(plan(), repo, Thresholds(), tmp_path / "out", root=tmp_path)
     assert worktrees(repo) == 1

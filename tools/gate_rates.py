@@ -28,11 +28,9 @@ import platform
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from statistics import median
@@ -40,8 +38,9 @@ from typing import Any
 
 from lfw.cli.args import OneLineParser
 from lfw.errors import LFWError, cli_entry
-from lfw.gate.ab import ABPlan, git
+from lfw.gate.ab import ABPlan
 from lfw.gate.thresholds import Thresholds
+from lfw.gate.worktree import checkout, resolve, toplevel
 from lfw.results import keys as K
 from lfw.results import load_run
 
@@ -132,31 +131,17 @@ def run_gate(repo: Path, raw: Path, commit: str) -> dict[str, Any]:
     venv = repo / ".venv"
     env = {**os.environ, "GATE_ARGS": f"--json-report {raw / 'gate-report.json'}", "LFW_CACHE": cache(repo)}
     log = raw / "make-gate.log"
-    with clean_checkout(repo, commit) as tree:
+    with checkout(repo, commit) as tree:
         code, seconds = run_logged(["make", "-o", str(venv / ".installed"), "gate", f"VENV={venv}"], tree, env, log)
         if (tree / "reports" / "gate-run.json").exists():
             shutil.copy(tree / "reports" / "gate-run.json", raw / "gate-run.json")
     return gate_record(raw, code, seconds, log)
 
 
-@contextmanager
-def clean_checkout(repo: Path, commit: str) -> Iterator[Path]:
-    """A temporary ``git worktree`` of ``commit``, removed afterwards whatever happens."""
-    tmp = Path(tempfile.mkdtemp(prefix="lfw-rates-"))
-    tree = tmp / "checkout"
-    try:
-        git(repo, "worktree", "add", "--detach", str(tree), commit)
-        yield tree
-    finally:
-        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], capture_output=True,
-                       check=False)
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 def run_ab(repo: Path, raw: Path, commit: str, slow: bool, max_pairs: int) -> dict[str, Any]:
     """``python -m lfw.gate --ab COMMIT`` from a clean worktree of it (slowed: with the sitecustomize in it)."""
     log = raw / "ab.log"
-    with clean_checkout(repo, commit) as tree:
+    with checkout(repo, commit) as tree:
         if slow:
             shutil.copy(tree / SLOW_DECODE, tree / "sitecustomize.py")
         # No PYTHONPATH of our own: each side gets its own tree (the runner sets it); ``-m`` from the tree imports
@@ -183,7 +168,7 @@ def run_ab(repo: Path, raw: Path, commit: str, slow: bool, max_pairs: int) -> di
 def run_cost_slow(repo: Path, raw: Path, commit: str, baseline: Path) -> dict[str, Any]:
     """The cost layer with the slowed decode on PYTHONPATH, gated against ``baseline`` (a path in HEAD)."""
     run_json, report = raw / "cost-run.json", raw / "gate-report.json"
-    with clean_checkout(repo, commit) as tree:
+    with checkout(repo, commit) as tree:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree / SLOW_DECODE.parent), str(tree)]),
                "LFW_SLOW_DECODE": "0.15", "LFW_CACHE": cache(repo)}
         code, seconds = run_logged([sys.executable, "-m", "pytest", "benchmarks", "-k", "cost", "--bench-cost", "-q",
@@ -205,7 +190,7 @@ def run_cost_slow(repo: Path, raw: Path, commit: str, baseline: Path) -> dict[st
 def campaign(kind: str, runs: int, repo: Path, baseline: Path, max_pairs: int, outcomes: Path,
              commit: str = "HEAD") -> None:
     """``runs`` runs of ``kind``, all of ``commit`` as it resolves when the campaign starts."""
-    head = git(repo, "rev-parse", "--verify", f"{commit}^{{commit}}")
+    head = resolve(repo, commit)
     for i in range(1, runs + 1):
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         raw = repo / RAW / kind / stamp
@@ -367,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--outcomes", type=Path, default=OUTCOMES,
                         help=f"folder of the outcome files (default {OUTCOMES}; calibration runs go elsewhere)")
     args = parser.parse_args(argv)
-    repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
+    repo = toplevel(Path.cwd())
     outcomes = args.outcomes if args.outcomes.is_absolute() else repo / args.outcomes
     if args.kind == "summary":
         print(summary(outcomes, args.baseline, args.commit if args.commit != "HEAD" else None))
@@ -375,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1:
         raise LFWError(f"--runs must be at least 1, got {args.runs}")
     try:
-        git(repo, "rev-parse", "--verify", f"{args.commit}^{{commit}}")
+        resolve(repo, args.commit)
     except LFWError:
         raise LFWError(f"unknown commit {args.commit!r}: commit first, or name one that exists") from None
     campaign(args.kind, args.runs, repo, args.baseline, args.max_pairs, outcomes, args.commit)

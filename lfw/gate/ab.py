@@ -6,9 +6,11 @@ revisions run in this job, interleaved at pass granularity, so they share the ma
 
 How:
 
-- the base revision is checked out with ``git worktree add --detach`` in a temporary folder; each side is a
-  long-lived :mod:`lfw.measure.pass_server` process started in its own tree with ``PYTHONPATH`` set to it, so
-  each imports its own ``lfw`` (checked at start-up) and builds each case from its own matrix;
+- the base revision is checked out in a temporary git worktree (:func:`lfw.gate.worktree.checkout`); each side
+  is a long-lived pass server process started in its own tree with ``PYTHONPATH`` set to it, so each imports its
+  own ``lfw`` (checked at start-up) and builds each case from its own matrix. The server is the module its tree
+  has (:data:`SERVERS`): ``lfw.suite.pass_server``, or ``lfw.measure.pass_server`` in revisions from before it
+  moved there;
 - the unit of replication is a *pair* of fresh processes, one per side, started together in random order:
   processes differ by a stable few percent for their whole life (see :mod:`lfw.gate.paired_rule`), so a run
   needs many pairs, not many passes. In each pair every case gets one untimed warm-up pass on both sides (run
@@ -32,7 +34,6 @@ import math
 import os
 import random
 import selectors
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,7 @@ from lfw.gate.compare import EXIT_INCOMPLETE, Comparison
 from lfw.gate.metrics import AB
 from lfw.gate.paired_rule import INCONCLUSIVE, REGRESSED, PairedComparison, PairedInput, decide, look_points
 from lfw.gate.thresholds import Thresholds
+from lfw.gate.worktree import checkout, git, resolve, toplevel
 from lfw.results import case_record, write_run
 from lfw.results import keys as K
 
@@ -59,7 +61,8 @@ QUADS = {"ABBA": (BASE, CURRENT, CURRENT, BASE), "BAAB": (CURRENT, BASE, BASE, C
 # difference than main-process cases (workers0-*), which carry it in full and need more pairs for the same
 # precision (docs/gating.md); name those with -k when that matters.
 DEFAULT_CASES = ("workers2-none", "workers2-uint8")
-SERVER = "lfw.measure.pass_server"
+# Where a revision's pass server is, newest first: it moved from lfw/measure/ (which may not import lfw.suite).
+SERVERS = (Path("lfw") / "suite" / "pass_server.py", Path("lfw") / "measure" / "pass_server.py")
 STARTUP_TIMEOUT_S = 300.0
 
 
@@ -93,12 +96,26 @@ class ABPlan:
                            f"{self.max_pairs}, {self.look_every}")
 
 
-def git(repo: Path, *args: str) -> str:
-    result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        message = (result.stderr or result.stdout).strip().splitlines()
-        raise LFWError(f"git {' '.join(args)} failed: {message[-1] if message else 'no output'}")
-    return result.stdout.strip()
+def server_module(tree: Path) -> str | None:
+    """The pass server module ``tree`` has (the first of :data:`SERVERS` there, dotted); None: it has none."""
+    found = next((path for path in SERVERS if (tree / path).is_file()), None)
+    return ".".join(found.with_suffix("").parts) if found else None
+
+
+def pass_servers(trees: dict[str, Path], base_label: str) -> dict[str, str]:
+    """Each side's pass server module (:func:`server_module`).
+
+    Raises:
+        LFWError: a side has none: the base revision (``base_label``) predates pass-interleaved A/B, or the
+            working tree is not this project's.
+    """
+    servers = {name: server_module(tree) for name, tree in trees.items()}
+    known = " or ".join(map(str, SERVERS))
+    if servers[BASE] is None:
+        raise LFWError(f"{base_label} predates pass-interleaved A/B (no {known}); choose a later base revision")
+    if servers[CURRENT] is None:
+        raise LFWError(f"the working tree {trees[CURRENT]} has no pass server ({known})")
+    return {name: module for name, module in servers.items() if module is not None}
 
 
 def side_env(tree: Path) -> dict[str, str]:
@@ -114,13 +131,14 @@ def side_env(tree: Path) -> dict[str, str]:
 
 
 class Side:
-    """One pass server: started in ``tree``, asked for passes over its stdin, its stderr kept in ``log``."""
+    """One pass server (the module ``server``): started in ``tree``, asked for passes over its stdin, its stderr
+    kept in ``log``."""
 
-    def __init__(self, name: str, tree: Path, plan: ABPlan, root: Path, log: Path) -> None:
+    def __init__(self, name: str, tree: Path, server: str, plan: ABPlan, root: Path, log: Path) -> None:
         self.name, self.tree, self.log = name, tree, log
         self.timeout_s = plan.timeout_s
         self._log = log.open("a")
-        self.proc = subprocess.Popen([plan.python, "-m", SERVER, "--root", str(root), "--profile", plan.profile,
+        self.proc = subprocess.Popen([plan.python, "-m", server, "--root", str(root), "--profile", plan.profile,
                                       *plan.cases], cwd=tree, env=side_env(tree), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self._log, text=True)
         self.ready: dict[str, Any] = {}
@@ -274,12 +292,8 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
         raise LFWError(f"unknown profile {plan.profile!r}; choose one of: {', '.join(PROFILES)}")
     for case in plan.cases:
         matrix.find_case(case)  # an unknown id is a one-line error naming the known ones
-    repo = Path(git(repo, "rev-parse", "--show-toplevel"))
-    try:
-        sha = git(repo, "rev-parse", "--verify", "--quiet", f"{plan.base_rev}^{{commit}}")
-    except LFWError:
-        raise LFWError(f"unknown base revision {plan.base_rev!r}: not a commit in {repo} "
-                       "(fetch it, or name a branch, tag or commit that exists)") from None
+    repo = toplevel(repo)
+    sha = resolve(repo, plan.base_rev, "base", "fetch it, or name a branch, tag or commit that exists")
     out = out_dir or default_out(repo, sha)
     if out.exists():
         raise LFWError(f"output folder {out} exists; A/B runs are never overwritten, choose another --ab-out")
@@ -287,17 +301,11 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
     seed = plan.seed if plan.seed is not None else int.from_bytes(os.urandom(4), "big")
     rng = random.Random(seed)
     looks = look_points(plan.min_pairs, plan.max_pairs, plan.look_every)
-    git(repo, "worktree", "prune")  # forget worktrees whose folders are gone (a run killed with SIGKILL)
-    tmp = Path(tempfile.mkdtemp(prefix="lfw-ab-"))
-    base_tree = tmp / "base"
     out.mkdir(parents=True)
     run = ABRun(plan, sha, seed, list(plan.cases), [])
-    try:
-        git(repo, "worktree", "add", "--detach", str(base_tree), sha)
-        if not (base_tree / "lfw" / "measure" / "pass_server.py").is_file():
-            raise LFWError(f"base revision {plan.base_rev} ({sha[:10]}) predates pass-interleaved A/B (no "
-                           "lfw/measure/pass_server.py); choose a later base revision")
+    with tempfile.TemporaryDirectory(prefix="lfw-ab-") as scratch, checkout(repo, sha) as base_tree:
         trees = {BASE: base_tree, CURRENT: repo}
+        servers = pass_servers(trees, f"base revision {plan.base_rev} ({sha[:10]})")
         run.passes = {BASE: {c: [] for c in plan.cases}, CURRENT: {c: [] for c in plan.cases}}
         with tqdm(total=plan.max_pairs, desc="A/B pairs", unit="pair", file=sys.stderr) as bar:
             for pair in range(1, plan.max_pairs + 1):
@@ -306,7 +314,7 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
                 sides: dict[str, Side] = {}
                 try:
                     for name in names:  # one at a time, so a side that fails to start never orphans the other
-                        sides[name] = Side(name, trees[name], plan, root, out / f"{name}.log")
+                        sides[name] = Side(name, trees[name], servers[name], plan, root, out / f"{name}.log")
                     for side in sides.values():
                         side.handshake()
                     missing = set(sides[BASE].ready.get("unknown", []))
@@ -327,14 +335,9 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
                     if run.exit_code != 3:  # a regression settles the run; so does nothing left inconclusive
                         break
         if plan.count:
-            measure_counts(run, trees, root, tmp, th)
+            measure_counts(run, trees, root, Path(scratch), th)
         else:
             run.counts_unjudged = "not counted (--no-counts)"
-    finally:
-        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(base_tree)],
-                       capture_output=True, check=False)
-        shutil.rmtree(tmp, ignore_errors=True)
-        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, check=False)
     run.out = out
     write_outputs(run, repo, th)
     return run

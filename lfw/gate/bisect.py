@@ -11,14 +11,17 @@ How: GOOD and BAD are counted first (BAD must have moved beyond the threshold, i
 for at least one case, else there is nothing to find); then a binary search over ``git rev-list --ancestry-path
 --topo-order --reverse GOOD..BAD``, each step judged *bad* when any case that moved at BAD moved beyond the
 threshold at that commit too. A search over ``L`` commits counts ``ceil(log2 L)`` of them besides GOOD and
-BAD. A merge-laden range is searched in that topological order, as one line.
+BAD. A merge-laden range is searched in that topological order, as one line. The search is this loop, not
+``git bisect run``, because git picks its own midpoints (not the steps this prints and its tests pin) and reads
+a step's exit code as good, bad, skip or abort, with no room for the one-line bad-input and failed-count
+outcomes (exit 2 and 4 below).
 
-Each commit is counted in its own temporary ``git worktree add --detach``, with that revision's own cost layer
-(``python -m lfw.measure.cost`` with the checkout alone on ``PYTHONPATH``, as the A/B gate counts its sides),
-or with ``--count-cmd``: any command, run in the worktree, whose last line of output is the cost CLI's JSON
-(``{"counts": {CASE: {"instructions": N, "images": M, ...}}}``). The counting process runs in its own process
-group; whatever happens (a failure, Ctrl-C, SIGTERM), the group is killed and every worktree removed before
-this returns.
+Each commit is counted in its own temporary git worktree (:func:`lfw.gate.worktree.checkout`), with that
+revision's own cost layer (``python -m lfw.measure.cost`` with the checkout alone on ``PYTHONPATH``, as the A/B
+gate counts its sides), or with ``--count-cmd``: any command, run in the worktree, whose last line of output is
+the cost CLI's JSON (``{"counts": {CASE: {"instructions": N, "images": M, ...}}}``). The counting process runs
+in its own process group; whatever happens (a failure, Ctrl-C, SIGTERM), the group is killed and every worktree
+removed before this returns.
 
 Exit codes: 0 the first bad commit found; 2 bad input (unknown revision, GOOD not an ancestor of BAD, BAD not
 moved, an unknown case or metric, a revision without a cost layer); 4 a count failed or timed out; 130
@@ -29,8 +32,6 @@ from __future__ import annotations
 
 import math
 import shlex
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -38,17 +39,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 
 from lfw.cli.args import OneLineParser
 from lfw.cli.table import table
 from lfw.errors import EXIT_USAGE, LFWError, MeasurementError, cli_entry
-from lfw.gate.ab import git, parse_cases, side_env
+from lfw.gate.ab import parse_cases, side_env
 from lfw.gate.ab_counts import COST_MODULE
 from lfw.gate.counting import kill_group, per_image_counts
 from lfw.gate.metrics import COUNTED, INSTRUCTIONS, Metric
 from lfw.gate.table import fmt_value
 from lfw.gate.thresholds import Thresholds
+from lfw.gate.worktree import checkout, git, resolve, sigterm_as_interrupt, toplevel
 from lfw.measure.cost import CHILD_TIMEOUT_S, last_line
 
 METRICS: dict[str, Metric] = {m.key: m for m in COUNTED}
@@ -98,14 +99,6 @@ class BisectResult:
 
     def count_of(self, commit: str) -> StepCount:
         return next(s for s in self.steps if s.commit == commit)
-
-
-def resolve(repo: Path, rev: str, what: str) -> str:
-    """The full hash of ``rev``; an unknown revision is one :class:`LFWError` line."""
-    try:
-        return git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-    except LFWError:
-        raise LFWError(f"unknown {what} revision {rev!r}: not a commit in {repo}") from None
 
 
 def commits_between(repo: Path, good: str, bad: str) -> list[str]:
@@ -160,7 +153,8 @@ def run_count(argv: list[str], tree: Path, timeout_s: float, where: str) -> str:
 
 
 class Counter:
-    """Counts commits of ``repo``, each in a temporary worktree under ``tmp`` removed right after its count."""
+    """Counts commits of ``repo``, each in a worktree under ``tmp`` (:func:`~lfw.gate.worktree.checkout`)
+    removed right after its count."""
 
     def __init__(self, plan: BisectPlan, repo: Path, tmp: Path) -> None:
         self.plan, self.repo, self.tmp = plan, repo, tmp
@@ -187,24 +181,12 @@ class Counter:
                 "--batch-size", str(images), "--batches", "1", "--cache-dir", str(self.tmp / "callgrind")]
 
     def count(self, commit: str) -> dict[str, float]:
-        tree = self.tmp / commit[:12]
         where = f"{commit[:10]}"
-        try:
-            git(self.repo, "worktree", "add", "--detach", str(tree), commit)
+        with checkout(self.repo, commit, self.tmp / commit[:12]) as tree:
             if self.plan.count_cmd is None and not (tree / COST_MODULE).is_file():
                 raise LFWError(f"revision {commit[:10]} has no cost layer ({COST_MODULE}); choose a later GOOD")
             return parse_counts(run_count(self.command(), tree, self.plan.timeout_s, where), self.plan.metric,
                                 where)
-        finally:
-            remove_worktree(self.repo, tree)
-
-
-def remove_worktree(repo: Path, tree: Path) -> None:
-    """Remove one worktree and its folder, and forget it in git; never raises."""
-    subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], capture_output=True,
-                   check=False)
-    shutil.rmtree(tree, ignore_errors=True)
-    subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, check=False)
 
 
 def run_bisect(plan: BisectPlan, repo: Path, progress: bool = True) -> BisectResult:
@@ -215,14 +197,13 @@ def run_bisect(plan: BisectPlan, repo: Path, progress: bool = True) -> BisectRes
     is removed whatever happens.
     """
     t0 = time.perf_counter()
-    repo = Path(git(repo, "rev-parse", "--show-toplevel"))
+    repo = toplevel(repo)
     good, bad = resolve(repo, plan.good, "GOOD"), resolve(repo, plan.bad, "BAD")
     commits = commits_between(repo, good, bad)
     result = BisectResult(plan, good, bad, commits)
-    git(repo, "worktree", "prune")  # forget worktrees whose folders are gone (a run killed with SIGKILL)
-    tmp = Path(tempfile.mkdtemp(prefix="lfw-bisect-"))
+    scratch = tempfile.TemporaryDirectory(prefix="lfw-bisect-")  # the worktrees and callgrind's cache
     try:
-        counter = Counter(plan, repo, tmp)
+        counter = Counter(plan, repo, Path(scratch.name))
 
         def take(label: str, commit: str, verdict_of: Callable[[dict[str, float]], str]) -> StepCount:
             start = time.perf_counter()
@@ -268,8 +249,7 @@ def run_bisect(plan: BisectPlan, repo: Path, progress: bool = True) -> BisectRes
         result.first_bad = commits[hi]
         result.last_good = commits[lo] if lo >= 0 else good
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, check=False)
+        scratch.cleanup()
         result.seconds = time.perf_counter() - t0
     return result
 
@@ -320,17 +300,10 @@ def bisect_command(good: str, bad: str, *, cases: str | None = None, metric: str
     plan = BisectPlan(good, bad, parse_cases(cases) if cases else (), METRICS[metric], threshold, count_cmd,
                       timeout_s)
     repo = repo or Path.cwd()
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    try:
+    with sigterm_as_interrupt():  # unwinds through run_bisect's clean-up: count stopped, worktrees removed
         result = run_bisect(plan, repo)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     print(render(result, repo))
     return 0
-
-
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt  # unwinds through run_bisect's clean-up: count stopped, worktrees removed
 
 
 def parser() -> OneLineParser:

@@ -1,0 +1,63 @@
+"""The gate-rates campaign (``tools/gate_rates.py``) runs each try in a clean checkout of the campaign's commit,
+left behind by nothing: checked on a throwaway repository whose ``make gate`` only reports where it ran."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tools.gate_rates import main, run_gate
+
+MAKEFILE = "gate:\n\t@pwd; cat FILE; exit $(CODE)\n"
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def fake_project(tmp_path: Path, code: int) -> tuple[Path, str]:
+    """A repository whose committed ``make gate`` prints its folder and ``FILE`` ("committed"), then exits
+    ``code``; its working tree has ``FILE`` edited. Returns the repository and the commit."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "Makefile").write_text(f"CODE ?= {code}\n{MAKEFILE}")
+    (repo / "FILE").write_text("committed\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "fake project")
+    (repo / "FILE").write_text("edited, not committed\n")
+    return repo, git(repo, "rev-parse", "HEAD")
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.parametrize("code", [0, 3])
+def test_each_run_is_made_in_a_clean_checkout_that_is_removed_after(tmp_path: Path, code: int) -> None:
+    repo, commit = fake_project(tmp_path, code)
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    record = run_gate(repo, raw, commit)
+    ran_in, content = record["tail"][:2]
+    assert record["exit_code"] == (2 if code else 0)  # make exits 2 when a recipe fails
+    assert content == "committed"  # the commit, not the edited working tree
+    assert Path(ran_in) != repo and not Path(ran_in).exists()
+    assert git(repo, "worktree", "list").count("\n") == 0  # the main checkout alone
+
+
+def test_an_unknown_commit_or_a_folder_outside_git_is_one_line_exit_2(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    repo, _ = fake_project(tmp_path, 0)
+    monkeypatch.chdir(repo)
+    assert main(["gate", "--commit", "no-such-commit"]) == 2
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    monkeypatch.chdir(plain)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    assert main(["gate"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "error: unknown commit 'no-such-commit': commit first, or name one that exists"
+    assert err[1].startswith(f"error: {plain} is not a git checkout") and len(err) == 2
