@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lfw.errors import LFWError
-from lfw.gate.ab import git
+from lfw.gate.worktree import git
 
 
 def commit_label() -> str:

@@ -4,8 +4,9 @@
 that tree), and asks them in turn for one pass at a time. The server builds every case with *its own* revision's
 suite engine (:func:`lfw.suite.runner.case_member`) and measures it with its own
 :class:`~lfw.measure.LoaderPass`, so each side measures its code with its measurement primitive, and the
-orchestrator only decides the order. The module path and the protocol stay fixed across revisions: the
-orchestrator of one revision starts the server of another.
+orchestrator only decides the order. The protocol stays fixed across revisions: the orchestrator of one revision
+starts the server of another, at whichever module path that revision has (:data:`lfw.gate.ab.SERVERS`; revisions
+before this one kept it in ``lfw.measure``).
 
 Protocol (JSON lines on stdin/stdout, one request, one reply; stderr is the side's log):
 
@@ -82,7 +83,7 @@ def serve(root: Path, profile_name: str, case_ids: Sequence[str], inp: TextIO, o
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lfw.measure.pass_server", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lfw.suite.pass_server", description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, required=True, help="the image folder both sides read")
     parser.add_argument("--profile", default="quick", help="benchmark profile: pass lengths (default quick)")
     parser.add_argument("cases", nargs="+", help="case ids from lfw.suite.matrix (workers2-none, bs256, ...)")
