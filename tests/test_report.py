@@ -22,6 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.container import ErrorbarContainer
 from PIL import Image
 
+from lfw.cli.figures import save_figure
 from lfw.report import Report, build_report, load_run, write_summary
 from lfw.report.__main__ import main
 from lfw.report.chart_compare import VERDICT_COLOURS, compare_chart
@@ -30,7 +31,6 @@ from lfw.report.chart_memory import leak_chart, timeline_chart
 from lfw.report.chart_remote import remote_chart
 from lfw.report.chart_workers import workers_chart
 from lfw.report.console import console
-from lfw.report.figures import save_figure
 from lfw.report.pipelines import PipelineVerdict, reference_for
 from lfw.report.recommend import recommend
 from lfw.report.verdict import gate_verdicts

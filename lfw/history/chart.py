@@ -16,10 +16,10 @@ from pathlib import Path
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from lfw.cli.figures import PALETTE, save_figure
 from lfw.gate.metrics import Metric
 from lfw.history.series import ChangePoint, Series
 from lfw.history.store import HistoryRecord
-from lfw.report.figures import PALETTE, save_figure
 
 MAX_TICKS = 24
 MAX_LEGEND = 8

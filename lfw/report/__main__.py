@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lfw.cli.args import OneLineParser
+from lfw.cli.figures import FORMATS
 from lfw.errors import LFWError, cli_entry
 from lfw.report.console import console
-from lfw.report.figures import FORMATS
 from lfw.report.html_page import gate_summary, write_html
 from lfw.report.page import write_summary
 from lfw.report.render import build_report

@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from lfw.report.figures import ERRORBAR, bar_height, mark_groups, new_figure
+from lfw.cli.figures import ERRORBAR, bar_height, mark_groups, new_figure
 from lfw.report.verdict import Verdict
 from lfw.results import Case, Run, pair_cases
 from lfw.results import keys as K

@@ -16,7 +16,7 @@ from statistics import median
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from lfw.report.figures import bar_height, colour_map, new_figure
+from lfw.cli.figures import bar_height, colour_map, new_figure
 from lfw.report.pipelines import GROUP
 from lfw.results import Case, Run
 from lfw.results import keys as K

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from lfw.report.figures import new_figure
+from lfw.cli.figures import new_figure
 from lfw.results import Run
 from lfw.results import keys as K
 from lfw.stats.variation import mean_sd

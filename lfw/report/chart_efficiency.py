@@ -11,7 +11,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from lfw.report.figures import bar_height, colour_map, mark_groups, new_figure
+from lfw.cli.figures import bar_height, colour_map, mark_groups, new_figure
 from lfw.results import Run
 from lfw.results import keys as K
 from lfw.stats.variation import mean_sd

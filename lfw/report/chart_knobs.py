@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from lfw.report.figures import ERRORBAR, bar_height, colour_map, dodged_errorbar, new_figure
+from lfw.cli.figures import ERRORBAR, bar_height, colour_map, dodged_errorbar, new_figure
 from lfw.report.legend import describe, format_value, sort_key, varying_keys
 from lfw.report.ratios import Ratio, ratio
 from lfw.results import Case, Run

@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from lfw.report.figures import bar_height, colour_map, mark_groups, new_figure
+from lfw.cli.figures import bar_height, colour_map, mark_groups, new_figure
 from lfw.report.legend import describe, varying_keys
 from lfw.results import Case, Run
 from lfw.results import keys as K

@@ -14,7 +14,7 @@ from statistics import median
 
 from matplotlib.figure import Figure
 
-from lfw.report.figures import ERRORBAR, colour_map, dodged_errorbar, new_figure
+from lfw.cli.figures import ERRORBAR, colour_map, dodged_errorbar, new_figure
 from lfw.report.remote import remote_cases
 from lfw.results import Run
 from lfw.results import keys as K

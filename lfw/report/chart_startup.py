@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from lfw.report.figures import ERRORBAR, colour_map, dodge, new_figure
+from lfw.cli.figures import ERRORBAR, colour_map, dodge, new_figure
 from lfw.results import Case, Run
 from lfw.results import keys as K
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from lfw.report.figures import ERRORBAR, colour_map, dodge, dodged_errorbar, new_figure
+from lfw.cli.figures import ERRORBAR, colour_map, dodge, dodged_errorbar, new_figure
 from lfw.report.legend import sort_key
 from lfw.report.recommend import recommendations, scaling_cases
 from lfw.results import Run

@@ -20,8 +20,8 @@ from pathlib import Path
 from string import Template
 from urllib.parse import quote
 
+from lfw.cli.figures import ChartSpec
 from lfw.errors import LFWError
-from lfw.report.figures import ChartSpec
 from lfw.report.findings import find
 from lfw.report.markdown_html import inline, rebase_links, slug, to_html
 from lfw.report.page import (

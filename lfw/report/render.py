@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lfw.cli.figures import FORMATS, ChartSpec, save_figure
 from lfw.errors import LFWError
 from lfw.report.chart_compare import compare_chart
 from lfw.report.chart_decoders import decoders_chart
@@ -28,7 +29,6 @@ from lfw.report.chart_memory import growth_chart, leak_chart, timeline_chart
 from lfw.report.chart_remote import remote_chart
 from lfw.report.chart_startup import startup_chart
 from lfw.report.chart_workers import workers_chart
-from lfw.report.figures import FORMATS, ChartSpec, save_figure
 from lfw.report.mprofile import write_mprofiles
 from lfw.report.verdict import JUDGED_BY, Verdict, gate_verdicts
 from lfw.results import Run
