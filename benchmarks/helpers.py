@@ -10,8 +10,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
 import pytest
@@ -26,6 +26,7 @@ from lfw.measure.resources import Limits, loader_need, shortfall
 from lfw.measure.rotation import pass_clock
 from lfw.results import Outcome, case_key
 from lfw.results import keys as K
+from lfw.results.record import SCHEMA_VERSION, CaseRecord
 from lfw.suite import matrix
 from lfw.suite.record import knob_params, rotated_record, single_record
 from lfw.suite.runner import Datasets, GroupRotation, dataset_files
@@ -171,9 +172,14 @@ def uniform_params(benchmark: Any, config: LoaderConfig, transform: str | None, 
     benchmark.params = knob_params(config, transform=transform, index=index, case_params=benchmark.params)
 
 
-def record(benchmark: Any, info: dict[str, Any]) -> None:
-    """Put every value into ``benchmark.extra_info`` (mutated, never rebound: pytest-benchmark keeps the dict)."""
-    for key, value in info.items():
+def record(benchmark: Any, info: CaseRecord | Mapping[str, Any]) -> None:
+    """The one way a case's record goes into ``benchmark.extra_info`` (mutated, never rebound: pytest-benchmark
+    keeps the dict): a :class:`~lfw.results.record.CaseRecord`, or more keys of the case's record (a mapping, read
+    as one), written by :meth:`CaseRecord.as_extra_info`, so every saved case carries ``schema_version``."""
+    # Keys written now are this code's schema (a mapping saying a newer one is refused by from_extra_info).
+    case = info if isinstance(info, CaseRecord) else replace(CaseRecord.from_extra_info(info),
+                                                              schema_version=SCHEMA_VERSION)
+    for key, value in case.as_extra_info().items():
         benchmark.extra_info[key] = value
 
 

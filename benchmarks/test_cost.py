@@ -31,7 +31,7 @@ from lfw.measure.machine import usable_cores
 from lfw.results import keys as K
 from lfw.suite.matrix import LFW_FILES, TRANSFORMS
 from lfw.suite.profiles import COST, Profile
-from lfw.suite.record import summarize
+from lfw.suite.record import pass_record
 from lfw.suite.skips import Needs, skip_reason
 
 GROUP = "cost"
@@ -70,15 +70,15 @@ def test_cost(benchmark: Any, counts: dict[str, InstructionCount], dataset_facto
         benchmark.pedantic(runner.run, setup=runner.setup, rounds=profile.rounds, warmup_rounds=1, iterations=1)
     finally:
         runner.close()
-    info = summarize(runner.results[-profile.rounds:] if benchmark.enabled else runner.results,
-                     workers=0, usable_cores=usable_cores())
+    cost_record = pass_record(runner.results[-profile.rounds:] if benchmark.enabled else runner.results,
+                              workers=0, usable_cores=usable_cores())
     seconds = min(r.wall_s for r in runner.results)
-    info.update({K.TRANSFORM: transform, K.PROFILE: profile.name, K.CONFIG: config.as_dict(),
-                 K.INSTRUCTIONS: count.instructions, K.INSTRUCTIONS_PER_IMAGE: round(count.per_image, 1),
-                 K.IMAGES_COUNTED: count.images, K.VALGRIND: valgrind_version(),
-                 K.NATIVE_INSTRUCTIONS_PER_S: round(count.instructions / seconds) if seconds > 0 else 0,
-                 **count.moves})
-    record(benchmark, info)
+    cost_record.add({K.TRANSFORM: transform, K.PROFILE: profile.name, K.CONFIG: config.as_dict(),
+                     K.INSTRUCTIONS: count.instructions, K.INSTRUCTIONS_PER_IMAGE: round(count.per_image, 1),
+                     K.IMAGES_COUNTED: count.images, K.VALGRIND: valgrind_version(),
+                     K.NATIVE_INSTRUCTIONS_PER_S: round(count.instructions / seconds) if seconds > 0 else 0,
+                     **count.moves})
+    record(benchmark, cost_record)
     assert count.images == profile.cost_images and count.instructions > 0
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from torch.utils.data import Dataset, Subset
 
-from benchmarks.helpers import narrow_unless, skip_unless_fits, uniform_params
+from benchmarks.helpers import narrow_unless, record, skip_unless_fits, uniform_params
 from lfw.data.dataset import LFWDataset, scan_images
 from lfw.data.index import FileIndex, LabelIndex
 from lfw.data.memory_datasets import IndexOnlyDataset, LeakingControlDataset, large_index
@@ -33,7 +33,7 @@ from lfw.measure.leak import WARMUP_EPOCHS, leak_check
 from lfw.measure.machine import usable_cores
 from lfw.results import keys as K
 from lfw.suite.profiles import Profile
-from lfw.suite.record import summarize
+from lfw.suite.record import pass_record
 from lfw.suite.skips import Needs
 
 pytestmark = pytest.mark.benchmark(group="leak")
@@ -85,11 +85,11 @@ def test_leak(request: pytest.FixtureRequest, benchmark: Any, profile: Profile,
     loader = config.build(make_dataset(case, dataset_factory, small_index))
     skip_unless_fits(loader)
     report = leak_check(loader, epochs, timed=timed)
-    info = summarize(report.results[WARMUP_EPOCHS:], workers=num_workers, usable_cores=usable_cores())
-    info.update({K.CASE: case, K.TRANSFORM: "uint8" if case == "lfw" else "index-only", K.INDEX: "numpy",
-                 K.PROFILE: profile.name, K.CONFIG: config.as_dict(), K.DEVICE: "cpu", K.EPOCHS: epochs,
-                 K.POSITIVE_CONTROL: case == "control", **report.as_extra_info()})
-    benchmark.extra_info.update(info)
+    leak_record = pass_record(report.results[WARMUP_EPOCHS:], workers=num_workers, usable_cores=usable_cores())
+    leak_record.add({K.CASE: case, K.TRANSFORM: "uint8" if case == "lfw" else "index-only", K.INDEX: "numpy",
+                     K.PROFILE: profile.name, K.CONFIG: config.as_dict(), K.DEVICE: "cpu", K.EPOCHS: epochs,
+                     K.POSITIVE_CONTROL: case == "control", **report.as_extra_info()})
+    record(benchmark, leak_record)
     verdict = report.verdict
     if benchmark.enabled:
         expected = case == "control"

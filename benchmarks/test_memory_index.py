@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.helpers import narrow_unless
+from benchmarks.helpers import narrow_unless, record
 from lfw.data.dataset import scan_images
 from lfw.data.index import FileIndex, LabelIndex, index_nbytes
 from lfw.data.memory_datasets import IndexOnlyDataset, large_index
@@ -93,8 +93,8 @@ def test_memory_index(pytestconfig: pytest.Config, run_case: Callable[..., dict[
                         memory_interval_s=MEMORY_INTERVAL_S, mark_start=True, rounds=3 if profile.full_matrix else 1,
                         warmup_rounds=0)  # fresh workers each round: a warm-up epoch adds nothing
     verdict = first_epoch_verdict(info)
-    benchmark.extra_info.update({K.TRANSFORM: "index-only", K.INDEX_SIZE: len(dataset), K.INDEX_MIB: mib,
-                                 K.GC_FROZEN: freeze, **verdict.as_extra_info()})
+    record(benchmark, {K.TRANSFORM: "index-only", K.INDEX_SIZE: len(dataset), K.INDEX_MIB: mib, K.GC_FROZEN: freeze,
+                       **verdict.as_extra_info()})
     assert info["images"] == len(dataset)
     if not (benchmark.enabled and freeze):
         return
@@ -102,7 +102,7 @@ def test_memory_index(pytestconfig: pytest.Config, run_case: Callable[..., dict[
     list_growth = worker_growth.get(("list", num_workers))
     if layout == "numpy" and list_growth is not None:  # recorded beside the numpy case; judged by the test below
         ratio = list_growth / max(verdict.worker_uss_growth_mib, 1.0)  # numpy growth can be ~0 MiB
-        benchmark.extra_info[K.LIST_OVER_NUMPY] = round(ratio, 1)
+        record(benchmark, {K.LIST_OVER_NUMPY: round(ratio, 1)})
     assert verdict.flagged == (layout == "list"), (
         f"{layout}: worker USS grew {verdict.worker_uss_growth_mib:.1f} MiB in one epoch "
         f"(threshold {verdict.threshold_mib:g} MiB); copy-on-access should flag the list index only")

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.helpers import narrow_unless
+from benchmarks.helpers import narrow_unless, record
 from lfw.data.dataset import scan_images
 from lfw.data.index import IndexKind, index_nbytes
 from lfw.data.memory_datasets import IndexOnlyDataset, large_index
@@ -99,7 +99,7 @@ def test_startup(pytestconfig: pytest.Config, run_case: Callable[..., dict[str, 
     config = LoaderConfig(batch_size=BATCH_SIZE, num_workers=num_workers, start_method=start_method)
     info = run_case(config, TRANSFORM, LAYOUT, dataset=dataset, batches=num_workers,
                     memory_interval_s=MEMORY_INTERVAL_S, rounds=profile.rounds, warmup_rounds=1)
-    benchmark.extra_info.update({K.TRANSFORM: TRANSFORM, K.INDEX_ENTRIES: entries,
-                                 K.PICKLED_DATASET_BYTES: pickled, K.INDEX_MIB: mib})
+    record(benchmark, {K.TRANSFORM: TRANSFORM, K.INDEX_ENTRIES: entries, K.PICKLED_DATASET_BYTES: pickled,
+                       K.INDEX_MIB: mib})
     assert info[K.IMAGES] == BATCH_SIZE * num_workers and info[K.TTFB_S] > 0
     assert info[K.CONFIG]["start_method"] == start_method and info[K.WORKERS_SEEN] == num_workers

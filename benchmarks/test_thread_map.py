@@ -35,7 +35,7 @@ from typing import Any, cast
 import psutil
 import pytest
 
-from benchmarks.helpers import measure_rounds, narrow_unless
+from benchmarks.helpers import measure_rounds, narrow_unless, record
 from lfw.data.root import DataSource
 from lfw.measure import LoaderConfig, LoaderPass
 from lfw.pipelines import Pipeline
@@ -104,8 +104,8 @@ def test_thread_map(pytestconfig: pytest.Config, benchmark: Any, bench: Session,
     else:
         loader = NodesLoader(dataset, num_workers=WORKERS, method=cast(MapMethod, method), batch_size=BATCH_SIZE)
         info, seen = measure_nodes(benchmark, bench, loader, batches, rounds)
-    benchmark.extra_info.update({K.MAP_METHOD: method, K.MAP_DECODER: decoder, K.WORKERS: WORKERS,
-                                 K.STORAGE: "files", K.OUTPUT: "uint8"})
+    record(benchmark, {K.MAP_METHOD: method, K.MAP_DECODER: decoder, K.WORKERS: WORKERS, K.STORAGE: "files",
+                       K.OUTPUT: "uint8"})
     assert info[K.IMAGES] == images, "a pass must be exactly one epoch of the pass's images"
     assert info[K.WORKERS_SEEN] == (0 if method == "thread" else WORKERS), "worker processes not seen by the pass"
     children = {p.pid for p in psutil.Process().children(recursive=True)}

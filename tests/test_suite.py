@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lfw.errors import LFWError
-from lfw.results import load_run
+from lfw.results import SCHEMA_VERSION, load_run
 from lfw.suite import matrix
 from lfw.suite.profiles import COST, PROFILES, REMOTE
 from lfw.suite.skips import Needs, Session, layers_on, skip_reason
@@ -112,6 +112,7 @@ def test_the_suite_runs_on_an_imagefolder_and_the_report_recommends(tiny_tree: P
     assert proc.returncode == 0, proc.stdout[-3000:]
     run = load_run(out)
     assert run.selection is not None
+    assert {c.schema_version for c in run.cases} == {SCHEMA_VERSION}, "every saved case carries schema_version"
     measured = {c.key for c in run.group("workers-transform")}
     beyond_limits = {k for k, o in run.selection.outcomes.items() if o.limit}  # a small /dev/shm, say
     assert "workers-transform/workers0-none" in measured  # no batch crosses /dev/shm without workers

@@ -20,6 +20,7 @@ from lfw.cli.table import table
 from lfw.distributed.coverage import Coverage
 from lfw.results import case_record, write_run
 from lfw.results import keys as K
+from lfw.results.record import CaseRecord
 
 GROUP = "distributed"
 
@@ -82,31 +83,31 @@ def lines(outcome: Outcome, header: str) -> list[str]:
 
 
 def records(outcome: Outcome, config: Mapping[str, Any], world_size: int, backend: str) -> list[dict[str, Any]]:
-    """One pytest-benchmark case per rank (rounds = epochs) and one for the ranks' total."""
-    shared = {K.WORLD_SIZE: world_size, K.BACKEND: backend, K.CONFIG: dict(config),
-              K.STRAGGLER_RATIO: round(median(outcome.straggler_ratios()), 4),
-              K.rounds(K.STRAGGLER_RATIO): [round(v, 4) for v in outcome.straggler_ratios()],
-              K.STRAGGLER_RANK: outcome.straggler(), K.COVERAGE_OK: all(c.ok for c in outcome.coverage),
-              K.FINDINGS: list(outcome.findings), K.TRANSFORM: config.get("transform", "none")}
+    """One pytest-benchmark case per rank (rounds = epochs) and one for the ranks' total, each record a
+    :class:`~lfw.results.record.CaseRecord`."""
+
+    def shared() -> CaseRecord:
+        record = CaseRecord().add({K.WORLD_SIZE: world_size, K.BACKEND: backend, K.CONFIG: dict(config)})
+        record.measure(K.STRAGGLER_RATIO, outcome.straggler_ratios())
+        return record.add({K.STRAGGLER_RANK: outcome.straggler(), K.COVERAGE_OK: all(c.ok for c in outcome.coverage),
+                           K.FINDINGS: list(outcome.findings), K.TRANSFORM: config.get("transform", "none")})
+
     out = []
     for r in outcome.ranks:
-        rates = rank_rates(r)
-        extra = {**shared, K.RANK: r["rank"], K.IMAGES: r["images"][0],
-                 K.IMAGES_PER_S: round(median(rates), 2), K.rounds(K.IMAGES_PER_S): [round(v, 2) for v in rates],
-                 K.TTFB_S: round(median(r["ttfb_s"]), 6), K.rounds(K.TTFB_S): [round(v, 6) for v in r["ttfb_s"]],
-                 K.rounds(K.COLLECTIVE_WAIT_S): [round(v, 6) for v in r["collective_s"]],
-                 K.rounds(K.LOAD_S): [round(v, 6) for v in r["load_s"]]}
+        record = shared().add({K.RANK: r["rank"], K.IMAGES: r["images"][0]})
+        record.measure(K.IMAGES_PER_S, rank_rates(r)).measure(K.TTFB_S, r["ttfb_s"])
+        record.measure(K.COLLECTIVE_WAIT_S, r["collective_s"], kept="rounds")
+        record.measure(K.LOAD_S, r["load_s"], kept="rounds")
         ident = f"rank{r['rank']}-of-{world_size}"
         out.append(case_record(name=f"distributed[{ident}]", fullname=f"lfw.distributed::distributed[{ident}]",
                                group=GROUP, params={K.RANK: r["rank"], K.WORLD_SIZE: world_size},
-                               seconds=r["wall_s"], extra=extra))
-    totals = outcome.total_images_per_s()
+                               seconds=r["wall_s"], extra=record.as_extra_info()))
     longest = [max(r["wall_s"][e] for r in outcome.ranks) for e in range(outcome.epochs)]
+    total = shared().measure(K.IMAGES_PER_S, outcome.total_images_per_s())
     out.append(case_record(name=f"distributed[total-of-{world_size}]",
                            fullname=f"lfw.distributed::distributed[total-of-{world_size}]",
                            group=GROUP, params={K.RANK: "total", K.WORLD_SIZE: world_size}, seconds=longest,
-                           extra={**shared, K.IMAGES_PER_S: round(median(totals), 2),
-                                  K.rounds(K.IMAGES_PER_S): [round(v, 2) for v in totals]}))
+                           extra=total.as_extra_info()))
     return out
 
 

@@ -1,5 +1,6 @@
 """Saved results: the one model of pytest-benchmark JSON (:mod:`lfw.results.model`) and the ``extra_info``
-schema every benchmark case writes (:mod:`lfw.results.keys`). Import-light: no torch."""
+schema every benchmark case writes (:mod:`lfw.results.keys`), as one typed, versioned record
+(:mod:`lfw.results.record`). Import-light: no torch."""
 
 from lfw.results.model import (
     AUTOSAVE_NAME,
@@ -19,7 +20,8 @@ from lfw.results.model import (
     short_name,
     write_run,
 )
+from lfw.results.record import SCHEMA_VERSION, CaseRecord, summarize
 
-__all__ = ["AUTOSAVE_NAME", "SAVE_DATA_HINT", "Case", "Outcome", "Pairing", "Run", "Selection", "case_key",
-           "case_record", "latest_run", "load_run", "pair_cases", "parse_run", "parse_selection", "short_name",
-           "write_run"]
+__all__ = ["AUTOSAVE_NAME", "SAVE_DATA_HINT", "SCHEMA_VERSION", "Case", "CaseRecord", "Outcome", "Pairing", "Run",
+           "Selection", "case_key", "case_record", "latest_run", "load_run", "pair_cases", "parse_run",
+           "parse_selection", "short_name", "summarize", "write_run"]

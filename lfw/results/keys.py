@@ -1,8 +1,9 @@
 """The ``extra_info`` schema: every key a benchmark case records, owned here, imported by writers and readers.
 
 A key that a writer builds from a suffix and a reader finds by a regex is a contract nobody holds; here the
-writers (:mod:`lfw.suite.record`, :mod:`lfw.measure.loader_pass`, :mod:`lfw.measure.leak`, the benchmark
-fixtures) and the readers (the gate, the report) import the same names. Keys are plain strings, the names
+writers (every one builds its record as a :class:`lfw.results.record.CaseRecord`: :mod:`lfw.suite.record`,
+:mod:`lfw.distributed.record`, the benchmark fixtures, from figures of :mod:`lfw.measure.loader_pass` and
+:mod:`lfw.measure.leak`) and the readers (the gate, the report) import the same names. Keys are plain strings, the names
 pytest-benchmark saves; renaming one here renames it everywhere (and breaks comparison with older baselines,
 which is why the strings themselves do not change lightly).
 
@@ -28,6 +29,10 @@ def tree(metric: Tree, point: Point) -> str:
     """Process-tree memory in MiB: ``pss_growth_mib``, ``uss_end_mib``, ``rss_peak_mib`` ..."""
     return f"{metric}_{point}_mib"
 
+
+# --- the record itself (lfw.results.record) ----------------------------------------------------------------
+# The version of the record's layout a case was saved with (an int); a case without it is version 0.
+SCHEMA_VERSION = "schema_version"
 
 # --- one pass, summarized over rounds (lfw.suite.record) --------------------------------------------------
 ROUNDS = "rounds"

@@ -4,7 +4,9 @@ The gate, the report and the A/B runner all read the same files, so they read th
 (pyperf's rule: a second parser of the same file drifts). A file is usable only if it is a pytest-benchmark run
 whose every case kept its rounds (``stats.data``, written by ``--benchmark-save-data`` or ``--benchmark-json``):
 without them there are no error bars and no noise to judge against, so such a file is refused in one line
-naming the fix, never silently downgraded.
+naming the fix, never silently downgraded. A case's ``extra_info`` is a :class:`~lfw.results.record.CaseRecord`:
+one without ``schema_version`` (the committed baselines) is version 0 and reads the same; one newer than this
+code is refused in one line naming the version it needs.
 
 Each :class:`Case` exposes its per-round values through :meth:`Case.rounds`, its scalars through
 :meth:`Case.number` and its knobs through :meth:`Case.value`; :func:`write_run` writes the same format back
@@ -23,6 +25,7 @@ from typing import Any, Literal, TypeGuard
 
 from lfw.errors import LFWError
 from lfw.results import keys as K
+from lfw.results.record import schema_version
 
 AUTOSAVE_NAME = re.compile(r"^(\d{4})_.*\.json$")
 SAVE_DATA_HINT = "save runs with --benchmark-save-data or --benchmark-json (pytest.ini sets the first)"
@@ -73,6 +76,12 @@ class Case:
     def key(self) -> str:
         """Group and test id: the identity the gate matches cases on (:func:`case_key`)."""
         return case_key(self.group, self.name)
+
+    @property
+    def schema_version(self) -> int:
+        """The case record schema it was saved with (:mod:`lfw.results.record`): 0 for the older form without one."""
+        version = self.extra.get(K.SCHEMA_VERSION, 0)
+        return version if isinstance(version, int) else 0
 
     def value(self, key: str, default: Any = None) -> Any:
         """A knob or fact of the case: its params first, then ``extra_info``, then the LoaderConfig dict.
@@ -264,6 +273,7 @@ def _case(where: str, raw: Any, position: int) -> Case:
         extra = {}
     if not isinstance(extra, Mapping):
         raise LFWError(f"{where}: extra_info of {raw['name']} is not a mapping; is this pytest-benchmark JSON?")
+    schema_version(extra, f"{where} (case {raw['name']})")  # a newer record than this code reads is refused
     params = raw.get("params") or {}
     if not isinstance(params, Mapping):
         raise LFWError(f"{where}: params of {raw['name']} is not a mapping; is this pytest-benchmark JSON?")
@@ -302,7 +312,8 @@ def load_run(path: str | Path) -> Run:
 
     Raises:
         LFWError: missing or unreadable file, invalid JSON, not a pytest-benchmark run, no cases, a case
-            without per-round data, a field that is not what pytest-benchmark writes.
+            without per-round data, a field that is not what pytest-benchmark writes, a case saved with a record
+            schema newer than :data:`lfw.results.record.SCHEMA_VERSION`.
     """
     path = Path(path)
     if path.is_dir():

@@ -7,8 +7,20 @@ case is identified by its group and id (:func:`lfw.results.case_key`), never by 
 
 A case is a :class:`LoaderCase`: the knobs its group varies (``params``), the :class:`~lfw.measure.LoaderConfig`
 they make, the transform preset and index kind, what its pass covers and what it needs to run
-(:meth:`LoaderCase.needs`). Memory experiments, leak checks and the cost layer are not here: they are not
-comparisons between configurations and run on their own.
+(:meth:`LoaderCase.needs`). Every case, here or not, saves one :class:`lfw.results.record.CaseRecord`.
+
+Groups that parametrize their own cases, one reason each:
+
+- ``cost``: its cases are counted under valgrind, every preset in one process per session, and vary no loader
+  knob, so there is no rotation of configurations to build.
+- ``leak``: each case runs consecutive epochs of its own persistent workers over datasets this table does not
+  build (a leaking control and its well-behaved twin) and is judged by a verdict, not compared with another case.
+- ``memory-index``: each case reads the memory of one large index built for it (per layout, GC frozen or not),
+  which must not share the machine with another configuration's workers, as a rotation's members would.
+- ``startup``: each case holds a list index of up to a million entries, built once per size, whose time to first
+  batch is measured with no other case's index alive, which a rotation of the group would keep all at once.
+- ``thread-map``: two of its three loaders are torchdata ``ParallelMapper`` pipelines, not DataLoaders, which a
+  :class:`LoaderCase` (a :class:`~lfw.measure.LoaderConfig`) cannot describe.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The record builder: many passes to the ``extra_info`` record every benchmark case saves.
+"""The record builder: many passes to the :class:`~lfw.results.record.CaseRecord` every benchmark case saves.
 
-Throughput, time to first batch and memory are summarized over rounds by the median (memory peaks by the
-maximum), and every per-round value is kept (``*_rounds``) so that the gate can test differences statistically
-and the report can draw error bars.
+Throughput, time to first batch and memory are summarized over rounds by :func:`lfw.results.record.summarize`
+(the median; memory peaks by the maximum), and every per-round value is kept (``*_rounds``) so that the gate can
+test differences statistically and the report can draw error bars.
 The coefficient of variation (``images_per_s_cv``) says how much to trust a case.
 
 :func:`rotated_record` is the whole record of a case measured in its group's rotation (summary, paired
@@ -20,7 +20,8 @@ from lfw.measure.loader_pass import PassResult
 from lfw.remote.bench import endpoint_shares
 from lfw.remote.law import remote_law
 from lfw.results import keys as K
-from lfw.stats.variation import coefficient_of_variation
+from lfw.results.record import DEFAULT_DIGITS, MEMORY_DIGITS, CaseRecord
+from lfw.results.record import summarize as summarize_metric
 from lfw.suite.matrix import LoaderCase
 from lfw.suite.profiles import Profile
 from lfw.suite.runner import ENDPOINT_CEILING, MEMMAP_CEILING, GroupRotation, own_decoder_member
@@ -41,7 +42,17 @@ def parallel_cores(workers: int, usable_cores: int, capacities: Sequence[float] 
 def summarize(results: Sequence[PassResult], *, ceilings: Sequence[float] | None = None,
               workers: int | None = None, usable_cores: int | None = None,
               capacities: Sequence[float] | None = None) -> dict[str, Any]:
-    """The extra_info record of a case measured as ``results`` (one per round).
+    """The extra_info record of a case measured as ``results`` (one per round): :func:`pass_record`'s
+    ``extra_info``."""
+    return pass_record(results, ceilings=ceilings, workers=workers, usable_cores=usable_cores,
+                       capacities=capacities).as_extra_info()
+
+
+def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | None = None,
+                workers: int | None = None, usable_cores: int | None = None,
+                capacities: Sequence[float] | None = None) -> CaseRecord:
+    """The record of a case measured as ``results`` (one per round), every metric through
+    :func:`lfw.results.record.summarize`.
 
     With ``ceilings`` (the single-core rate of this transform measured in the same round of the rotation, one
     per result) it adds ``ceiling_images_per_s = per_core x cores`` and ``efficiency``, both per round: round r's
@@ -51,69 +62,54 @@ def summarize(results: Sequence[PassResult], *, ceilings: Sequence[float] | None
     if not results:
         raise ValueError("no passes to summarize")
     rates = [r.images_per_s for r in results]
-    info: dict[str, Any] = {
-        K.ROUNDS: len(results),
-        K.IMAGES: results[-1].images,
-        K.BATCHES: results[-1].batches,
-        K.IMAGES_PER_S: round(median(rates), 2),
-        K.rounds(K.IMAGES_PER_S): [round(v, 2) for v in rates],
-        K.IMAGES_PER_S_CV: round(coefficient_of_variation(rates), 4),
-        K.rounds(K.WALL_S): [round(r.wall_s, 6) for r in results],
-        K.TTFB_S: round(median(r.ttfb_s for r in results), 6),
-        K.rounds(K.TTFB_S): [round(r.ttfb_s, 6) for r in results],
-    }
-    info.update(steady_record(results))
+    record = CaseRecord().add({K.ROUNDS: len(results), K.IMAGES: results[-1].images, K.BATCHES: results[-1].batches})
+    record.measure(K.IMAGES_PER_S, rates, cv=True)
+    record.measure(K.WALL_S, [r.wall_s for r in results], kept="rounds")
+    record.measure(K.TTFB_S, [r.ttfb_s for r in results])
+    record.add(steady_record(results))
     cpu = [r.cpu_s for r in results]
     if usable_cores and all(c is not None for c in cpu):
-        info[K.CPU_UTILIZATION] = round(median(r.cpu_utilization(usable_cores) or 0.0 for r in results), 4)
-        info[K.rounds(K.CPU_UTILIZATION)] = [round(r.cpu_utilization(usable_cores) or 0.0, 4) for r in results]
-        info[K.CPU_MS_PER_IMAGE] = round(median(1e3 * (r.cpu_s or 0.0) / r.images for r in results if r.images), 4)
-        info[K.MAIN_CPU_SHARE] = round(median(1 - (r.workers_cpu_s or 0.0) / r.cpu_s for r in results if r.cpu_s),
-                                       4)
+        record.measure(K.CPU_UTILIZATION, [r.cpu_utilization(usable_cores) or 0.0 for r in results])
+        record.measure(K.CPU_MS_PER_IMAGE, [1e3 * (r.cpu_s or 0.0) / r.images for r in results if r.images],
+                       kept="summary")
+        record.measure(K.MAIN_CPU_SHARE, [1 - (r.workers_cpu_s or 0.0) / r.cpu_s for r in results if r.cpu_s],
+                       kept="summary")
     for key in dict.fromkeys(k for r in results for k in r.extra):  # members' own figures, e.g. an endpoint's
-        values = [r.extra[key] for r in results if key in r.extra]
-        info[key] = round(median(values), 6)
-        info[K.rounds(key)] = [round(v, 6) for v in values]
+        record.measure(key, [r.extra[key] for r in results if key in r.extra], digits=DEFAULT_DIGITS)
     pooled = PassResult(images=0, batches=0, wall_s=0.0, ttfb_s=0.0,
                         waits_s=[w for r in results for w in r.waits_s])
-    info.update(pooled.wait_percentiles_ms())
+    record.add(pooled.wait_percentiles_ms())
     if any(r.steps_s for r in results):
-        info[K.DATA_WAIT_FRACTION] = round(median(r.data_wait_fraction for r in results), 4)
-        info[K.rounds(K.DATA_WAIT_FRACTION)] = [round(r.data_wait_fraction, 4) for r in results]
+        record.measure(K.DATA_WAIT_FRACTION, [r.data_wait_fraction for r in results])
     with_memory = [r.memory for r in results if r.memory is not None]
     if with_memory:
         per_round = [m.as_extra_info() for m in with_memory]
         for key in sorted(set().union(*per_round)):
             values = [d[key] for d in per_round if key in d]
-            info[key] = round(max(values) if key in K.PEAK_KEYS else median(values), 4)
-        for key in K.GROWTH_KEYS:
-            if all(key in d for d in per_round):
-                info[K.rounds(key)] = [d[key] for d in per_round]
-        info[K.WORKERS_SEEN] = len(with_memory[-1].worker_pids)
+            every_round = key in K.GROWTH_KEYS and len(values) == len(per_round)
+            record.measure(key, values, kept="both" if every_round else "summary", digits=MEMORY_DIGITS)
         last = next(r for r in reversed(results) if r.memory is not None)
-        info[K.TIMELINE] = {**with_memory[-1].timeline(), "start_unix": round(last.started_unix, 3)}  # the last pass
         # The sampler's own CPU time over the machine's CPU capacity during the passes: what sampling costs.
         capacity = sum(r.wall_s for r in results if r.memory is not None) * (usable_cores or 1)
         sampler_cpu = sum(m.sampler_cpu_s for m in with_memory)
-        info[K.SAMPLER_CPU_FRACTION] = round(sampler_cpu / capacity, 5) if capacity else 0.0
+        record.add({K.WORKERS_SEEN: len(with_memory[-1].worker_pids),
+                    K.TIMELINE: {**with_memory[-1].timeline(), "start_unix": round(last.started_unix, 3)},
+                    K.SAMPLER_CPU_FRACTION: round(sampler_cpu / capacity, 5) if capacity else 0.0})
     if workers is not None:
-        info[K.WORKERS] = workers
+        record.add({K.WORKERS: workers})
     if usable_cores is not None:
-        info[K.USABLE_CORES] = usable_cores
+        record.add({K.USABLE_CORES: usable_cores})
     if capacities is not None:
-        info[K.PARALLEL_CAPACITY] = round(median(capacities), 3)
-        info[K.rounds(K.PARALLEL_CAPACITY)] = [round(c, 3) for c in capacities]
+        record.measure(K.PARALLEL_CAPACITY, capacities)
     if ceilings and workers is not None and usable_cores:
         if len(ceilings) != len(results):
             raise ValueError(f"{len(ceilings)} ceilings for {len(results)} rounds: they must be paired by round")
         cores = parallel_cores(workers, usable_cores, capacities, len(results))
-        efficiency = [rate / (ceiling * n) for rate, ceiling, n in zip(rates, ceilings, cores, strict=True)]
-        info[K.PER_CORE_IMAGES_PER_S] = round(median(ceilings), 2)
-        info[K.rounds(K.PER_CORE_IMAGES_PER_S)] = [round(c, 2) for c in ceilings]
-        info[K.CEILING_IMAGES_PER_S] = round(median(c * n for c, n in zip(ceilings, cores, strict=True)), 2)
-        info[K.EFFICIENCY] = round(median(efficiency), 4)
-        info[K.rounds(K.EFFICIENCY)] = [round(e, 4) for e in efficiency]
-    return info
+        record.measure(K.PER_CORE_IMAGES_PER_S, ceilings)
+        record.measure(K.CEILING_IMAGES_PER_S, [c * n for c, n in zip(ceilings, cores, strict=True)], kept="summary")
+        record.measure(K.EFFICIENCY, [rate / (ceiling * n) for rate, ceiling, n in zip(rates, ceilings, cores,
+                                                                                        strict=True)])
+    return record
 
 
 def steady_record(results: Sequence[PassResult]) -> dict[str, Any]:
@@ -124,9 +120,7 @@ def steady_record(results: Sequence[PassResult]) -> dict[str, Any]:
     absent = next((s.reason for s in steady if s.images_per_s is None), None)
     if absent is not None:
         return {K.STEADY_ABSENT: absent, K.STEADY_BATCHES: min(s.batches for s in steady)}
-    rates = [s.images_per_s or 0.0 for s in steady]
-    return {K.STEADY_IMAGES_PER_S: round(median(rates), 2),
-            K.rounds(K.STEADY_IMAGES_PER_S): [round(v, 2) for v in rates],
+    return {**summarize_metric(K.STEADY_IMAGES_PER_S, [s.images_per_s or 0.0 for s in steady]),
             K.STEADY_BATCHES: min(s.batches for s in steady)}
 
 
@@ -145,11 +139,9 @@ def machine_ceiling_shares(results: Sequence[PassResult], *, pil: Sequence[float
     info: dict[str, Any] = {}
     for key, share_key, per_core in ((K.PIL_CEILING_IMAGES_PER_S, K.PIL_CEILING_SHARE, pil),
                                      (K.MEMMAP_CEILING_IMAGES_PER_S, K.MEMMAP_CEILING_SHARE, memmap)):
-        shares = [r.images_per_s / (c * n) for r, c, n in zip(results, per_core, cores, strict=True)]
-        info[key] = round(median(c * n for c, n in zip(per_core, cores, strict=True)), 2)
-        info[K.rounds(key)] = [round(c * n, 2) for c, n in zip(per_core, cores, strict=True)]
-        info[share_key] = round(median(shares), 4)
-        info[K.rounds(share_key)] = [round(s, 4) for s in shares]
+        info.update(summarize_metric(key, [c * n for c, n in zip(per_core, cores, strict=True)]))
+        info.update(summarize_metric(share_key, [r.images_per_s / (c * n)
+                                                 for r, c, n in zip(results, per_core, cores, strict=True)]))
     return info
 
 
@@ -167,10 +159,9 @@ def own_decoder_shares(results: Sequence[PassResult], *, per_core: Sequence[floa
     if usable_cores < 1:
         raise ValueError(f"usable cores must be 1 or more, got {usable_cores}")
     shares = [r.images_per_s / (c * usable_cores) for r, c in zip(results, per_core, strict=True)]
-    return {K.OWN_DECODER: member, K.OWN_DECODER_PER_CORE: round(median(per_core), 2),
-            K.rounds(K.OWN_DECODER_PER_CORE): [round(c, 2) for c in per_core],
+    return {K.OWN_DECODER: member, **summarize_metric(K.OWN_DECODER_PER_CORE, per_core),
             K.OWN_DECODER_IMAGES_PER_S: round(usable_cores * median(per_core), 2),
-            K.OWN_DECODER_SHARE: round(median(shares), 4), K.rounds(K.OWN_DECODER_SHARE): [round(v, 4) for v in shares]}
+            **summarize_metric(K.OWN_DECODER_SHARE, shares)}
 
 
 def stage_breakdown(results: Sequence[PassResult]) -> dict[str, Any]:
@@ -191,8 +182,7 @@ def stage_breakdown(results: Sequence[PassResult]) -> dict[str, Any]:
         gap_workers.append(1e3 * ((r.workers_cpu_s or 0.0) - sum(r.stages.workers.values())) / n)
         main_cpu = r.cpu_s - (r.workers_cpu_s or 0.0)
         gap_main.append(1e3 * (main_cpu - sum(r.stages.main.values())) / n)
-    return {K.STAGE_MS_PER_IMAGE: stages, K.STAGE_COVERAGE: round(median(coverage), 4),
-            K.rounds(K.STAGE_COVERAGE): [round(c, 4) for c in coverage],
+    return {K.STAGE_MS_PER_IMAGE: stages, **summarize_metric(K.STAGE_COVERAGE, coverage),
             K.STAGE_GAP_MS_PER_IMAGE: {"workers": round(median(gap_workers), 4), "main": round(median(gap_main), 4)}}
 
 
@@ -224,6 +214,13 @@ def description(*, transform: str, index: str, cache_mode: str, profile: Profile
 
 def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profile, cache_mode: str, cores: int,
                    device: str = "cpu") -> dict[str, Any]:
+    """The ``extra_info`` of ``case`` measured in ``rotation`` (:func:`rotated_case_record`)."""
+    return rotated_case_record(case, rotation, profile=profile, cache_mode=cache_mode, cores=cores,
+                               device=device).as_extra_info()
+
+
+def rotated_case_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profile, cache_mode: str, cores: int,
+                        device: str = "cpu") -> CaseRecord:
     """The record of ``case`` measured in ``rotation``: its rounds summarized with its ceilings of the same rounds
     (efficiency for a preset; shares of the PIL and decode-free ceilings for a decode pipeline; share of the
     endpoint's ceiling for a remote case), its description and the rotation's schedule."""
@@ -231,45 +228,46 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
     results, workers, capacities = mine.results, case.config.num_workers, rotation.capacities()
     if case.remote is not None:  # I/O-bound: the endpoint's ceiling, not a decode ceiling
         limit = case.remote.in_flight_limit(workers)
-        info = summarize(results, workers=workers, usable_cores=cores)
-        info.update(endpoint_shares(results, rotation.ceiling(ENDPOINT_CEILING), latency_ms=case.remote.latency_ms,
-                                    in_flight_limit=limit))
-        info.update({K.STRATEGY: case.remote.strategy, K.LATENCY_MS: case.remote.latency_ms,
-                     K.CONCURRENCY: case.remote.concurrency, K.IN_FLIGHT_LIMIT: limit})
-        law = remote_law(info, rotation.ceiling(ENDPOINT_CEILING), in_flight_limit=limit,
+        record = pass_record(results, workers=workers, usable_cores=cores)
+        record.add(endpoint_shares(results, rotation.ceiling(ENDPOINT_CEILING), latency_ms=case.remote.latency_ms,
+                                   in_flight_limit=limit))
+        record.add({K.STRATEGY: case.remote.strategy, K.LATENCY_MS: case.remote.latency_ms,
+                    K.CONCURRENCY: case.remote.concurrency, K.IN_FLIGHT_LIMIT: limit})
+        law = remote_law(record.as_extra_info(), rotation.ceiling(ENDPOINT_CEILING), in_flight_limit=limit,
                          processes=max(workers, 1), pool=case.remote.pool)
-        info.update({k: v for k, v in law.items() if v is not None})
+        record.add({k: v for k, v in law.items() if v is not None})
         for key in (k for k, v in law.items() if v is None):  # an invalid steady rate is never shown
-            info.pop(key, None)
+            record.drop(key)
     elif case.pipeline is not None:  # a faster decoder may beat the PIL path's ceiling: shares, no efficiency
-        info = summarize(results, workers=workers, usable_cores=cores, capacities=capacities)
-        info.update(machine_ceiling_shares(results, pil=rotation.ceiling(f"ceiling-{case.transform}"),
-                                           memmap=rotation.ceiling(MEMMAP_CEILING), usable_cores=cores,
-                                           capacities=capacities))
+        record = pass_record(results, workers=workers, usable_cores=cores, capacities=capacities)
+        record.add(machine_ceiling_shares(results, pil=rotation.ceiling(f"ceiling-{case.transform}"),
+                                          memmap=rotation.ceiling(MEMMAP_CEILING), usable_cores=cores,
+                                          capacities=capacities))
         member = own_decoder_member(case.pipeline)
-        info.update(own_decoder_shares(results, per_core=rotation.ceiling(member), member=member, usable_cores=cores))
-        info.update(stage_breakdown(results))
-        info.update({K.DECODER: case.pipeline.decoder, K.STORAGE: case.pipeline.storage,
-                     K.THREADS: case.pipeline.threads, K.OUTPUT: case.pipeline.output,
-                     K.OUTPUT_SIZE: case.pipeline.size, K.BATCHING: case.pipeline.batching})
+        record.add(own_decoder_shares(results, per_core=rotation.ceiling(member), member=member, usable_cores=cores))
+        record.add(stage_breakdown(results))
+        record.add({K.DECODER: case.pipeline.decoder, K.STORAGE: case.pipeline.storage,
+                    K.THREADS: case.pipeline.threads, K.OUTPUT: case.pipeline.output,
+                    K.OUTPUT_SIZE: case.pipeline.size, K.BATCHING: case.pipeline.batching})
     else:
-        info = summarize(results, ceilings=rotation.ceiling(f"ceiling-{case.transform}"), workers=workers,
-                         usable_cores=cores, capacities=capacities)
-    info.update(description(transform=case.transform, index=case.index, cache_mode=cache_mode, profile=profile,
-                            config=case.config, device=device))
-    info.update({K.ROTATION: rotation.info, K.ROTATION_POSITIONS: mine.positions})
+        record = pass_record(results, ceilings=rotation.ceiling(f"ceiling-{case.transform}"), workers=workers,
+                             usable_cores=cores, capacities=capacities)
+    record.add(description(transform=case.transform, index=case.index, cache_mode=cache_mode, profile=profile,
+                           config=case.config, device=device))
+    record.add({K.ROTATION: rotation.info, K.ROTATION_POSITIONS: mine.positions})
     if case.step_ms is not None:
-        info[K.STEP_MS] = case.step_ms
+        record.add({K.STEP_MS: case.step_ms})
     if case.id in rotation.shutdown_errors:  # workers that died on their way out, after their passes completed
-        info[K.WORKER_SHUTDOWN_ERRORS] = rotation.shutdown_errors[case.id]
-    return info
+        record.add({K.WORKER_SHUTDOWN_ERRORS: rotation.shutdown_errors[case.id]})
+    return record
 
 
 def single_record(results: Sequence[PassResult], *, config: LoaderConfig, transform: str, index: str,
                   profile: Profile, cache_mode: str, cores: int, shutdown_errors: Sequence[str] = ()) -> dict[str, Any]:
-    """The record of a case measured on its own, rounds back to back (memory experiments, leak checks)."""
-    info = summarize(results, workers=config.num_workers, usable_cores=cores)
-    info.update(description(transform=transform, index=index, cache_mode=cache_mode, profile=profile, config=config))
+    """The ``extra_info`` of a case measured on its own, rounds back to back (memory experiments, leak checks):
+    its rounds (:func:`pass_record`) and its description."""
+    record = pass_record(results, workers=config.num_workers, usable_cores=cores)
+    record.add(description(transform=transform, index=index, cache_mode=cache_mode, profile=profile, config=config))
     if shutdown_errors:  # workers that died on their way out, after their passes completed
-        info[K.WORKER_SHUTDOWN_ERRORS] = list(shutdown_errors)
-    return info
+        record.add({K.WORKER_SHUTDOWN_ERRORS: list(shutdown_errors)})
+    return record.as_extra_info()

@@ -1,0 +1,145 @@
+"""The case record: what one benchmark case saves in pytest-benchmark's ``extra_info``, typed and versioned.
+
+A :class:`CaseRecord` holds three things, each a mapping of the string keys of :mod:`lfw.results.keys`:
+
+- ``knobs``: what the case is (transform, index, loader config, profile, the group's own knobs);
+- ``metrics``: what was measured, each metric summarized over its rounds by :func:`summarize`, the one rule every
+  writer uses (median, or maximum for a memory peak; the per-round list beside it; the coefficient of variation
+  where the metric asks for one);
+- ``machine``: what it was measured on and how (device, usable cores, measured parallel capacity, the rotation's
+  schedule, the valgrind that counted it).
+
+:meth:`CaseRecord.as_extra_info` writes the flat ``extra_info`` every reader knows (the same keys as before the
+record had a type) plus ``schema_version`` (:data:`SCHEMA_VERSION`). A saved case without it is the older form,
+version 0, read the same way; :func:`schema_version` refuses a version newer than this code in one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any, Literal
+
+from lfw.errors import LFWError
+from lfw.results import keys as K
+from lfw.stats.variation import coefficient_of_variation
+
+# Version 1: the flat keys of lfw.results.keys, written through CaseRecord. Version 0: the same keys, no version.
+SCHEMA_VERSION = 1
+
+# Decimal places a metric's summary and rounds keep (the rates in images/s 2, shares and fractions 4); any other
+# metric keeps 6 (seconds, and the figures a rotation member measures beside its pass).
+DIGITS: dict[str, int] = {
+    **dict.fromkeys((K.IMAGES_PER_S, K.STEADY_IMAGES_PER_S, K.PER_CORE_IMAGES_PER_S, K.CEILING_IMAGES_PER_S,
+                     K.PIL_CEILING_IMAGES_PER_S, K.MEMMAP_CEILING_IMAGES_PER_S, K.OWN_DECODER_PER_CORE), 2),
+    K.PARALLEL_CAPACITY: 3,
+    **dict.fromkeys((K.CPU_UTILIZATION, K.CPU_MS_PER_IMAGE, K.MAIN_CPU_SHARE, K.DATA_WAIT_FRACTION, K.EFFICIENCY,
+                     K.PIL_CEILING_SHARE, K.MEMMAP_CEILING_SHARE, K.OWN_DECODER_SHARE, K.STAGE_COVERAGE,
+                     K.STRAGGLER_RATIO), 4),
+}
+DEFAULT_DIGITS = 6
+CV_DIGITS = 4
+MEMORY_DIGITS = 4  # the memory figures of a pass (MiB, samples, sampler seconds), summarized over rounds
+
+# Which section a key belongs to; every other key is a metric (or a fact derived from the metrics).
+KNOB_KEYS = frozenset((
+    K.TRANSFORM, K.INDEX, K.CACHE_MODE, K.PROFILE, K.CONFIG, K.STEP_MS, K.WORKERS, K.DECODER, K.STORAGE, K.THREADS,
+    K.OUTPUT, K.OUTPUT_SIZE, K.BATCHING, K.STRATEGY, K.LATENCY_MS, K.CONCURRENCY, K.IN_FLIGHT_LIMIT, K.CASE,
+    K.POSITIVE_CONTROL, K.EPOCHS, K.MAP_METHOD, K.MAP_DECODER, K.INDEX_SIZE, K.INDEX_ENTRIES, K.GC_FROZEN, K.RANK,
+    K.WORLD_SIZE, K.BACKEND, K.OWN_DECODER, K.LEAK_THRESHOLD, K.FIRST_EPOCH_THRESHOLD,
+))
+MACHINE_KEYS = frozenset((
+    K.DEVICE, K.USABLE_CORES, K.PARALLEL_CAPACITY, K.rounds(K.PARALLEL_CAPACITY), K.ROTATION, K.ROTATION_POSITIONS,
+    K.WORKER_SHUTDOWN_ERRORS, K.VALGRIND,
+))
+
+Section = Literal["knobs", "metrics", "machine"]
+Kept = Literal["both", "summary", "rounds"]
+
+
+def section_of(key: str) -> Section:
+    """Where a key lives in a :class:`CaseRecord`: ``knobs``, ``machine`` or (any other key) ``metrics``."""
+    if key in KNOB_KEYS:
+        return "knobs"
+    return "machine" if key in MACHINE_KEYS else "metrics"
+
+
+def summarize(name: str, rounds: Sequence[float], *, cv: bool = False, kept: Kept = "both",
+              digits: int | None = None) -> dict[str, Any]:
+    """A metric over its rounds, as the record saves it: ``name`` the median (the maximum for a memory peak,
+    :data:`~lfw.results.keys.PEAK_KEYS`), ``name_rounds`` every round's value, and with ``cv`` the coefficient
+    of variation of the unrounded rounds (``name_cv``, 4 places).
+
+    ``kept`` leaves out the per-round list (``"summary"``) or the summary (``"rounds"``); ``digits`` (default
+    :data:`DIGITS` by name, else 6) is the rounding of both. Raises ValueError for no rounds.
+    """
+    if not rounds:
+        raise ValueError(f"no rounds of {name} to summarize")
+    places = digits if digits is not None else DIGITS.get(name, DEFAULT_DIGITS)
+    out: dict[str, Any] = {}
+    if kept != "rounds":
+        out[name] = round(max(rounds) if name in K.PEAK_KEYS else median(rounds), places)
+    if kept != "summary":
+        out[K.rounds(name)] = [round(v, places) for v in rounds]
+    if cv:
+        out[f"{name}_cv"] = round(coefficient_of_variation(rounds), CV_DIGITS)
+    return out
+
+
+def schema_version(extra: Mapping[str, Any], where: str) -> int:
+    """The schema a saved case was written with: 0 without ``schema_version`` (the older form, read as it is).
+
+    Raises:
+        LFWError: a version that is not an int from 0, or one newer than :data:`SCHEMA_VERSION` (one line,
+            naming the version the case needs).
+    """
+    version = extra.get(K.SCHEMA_VERSION, 0)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise LFWError(f"{where}: {K.SCHEMA_VERSION} {version!r} is not a case record version (an int from 0)")
+    if version > SCHEMA_VERSION:
+        raise LFWError(f"{where} was saved with case record schema {version}; this lfw-bench reads schema "
+                       f"{SCHEMA_VERSION} and older: read it with an lfw-bench that knows schema {version}")
+    return version
+
+
+@dataclass
+class CaseRecord:
+    """One case's record: ``knobs``, ``metrics`` and ``machine`` (see the module docstring), each keyed by
+    :mod:`lfw.results.keys`; a key lives in exactly one of them (:func:`section_of`)."""
+
+    knobs: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    machine: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    @classmethod
+    def from_extra_info(cls, extra: Mapping[str, Any], where: str = "extra_info") -> CaseRecord:
+        """The record of a saved ``extra_info`` (its version checked by :func:`schema_version`)."""
+        record = cls(schema_version=schema_version(extra, where))
+        return record.add({k: v for k, v in extra.items() if k != K.SCHEMA_VERSION})
+
+    def add(self, values: Mapping[str, Any]) -> CaseRecord:
+        """Put each value in its section (a later value replaces an earlier one); returns the record."""
+        for key, value in values.items():
+            getattr(self, section_of(key))[key] = value
+        return self
+
+    def measure(self, name: str, rounds: Sequence[float], *, cv: bool = False, kept: Kept = "both",
+                digits: int | None = None) -> CaseRecord:
+        """Add metric ``name`` summarized over ``rounds`` (:func:`summarize`); returns the record."""
+        return self.add(summarize(name, rounds, cv=cv, kept=kept, digits=digits))
+
+    def drop(self, key: str) -> None:
+        """Remove ``key`` wherever it is (absent: nothing to do)."""
+        getattr(self, section_of(key)).pop(key, None)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, section_of(key)).get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in getattr(self, section_of(key))
+
+    def as_extra_info(self) -> dict[str, Any]:
+        """The flat ``extra_info`` pytest-benchmark saves: every section's keys and ``schema_version``."""
+        return {**self.metrics, **self.machine, **self.knobs, K.SCHEMA_VERSION: self.schema_version}
