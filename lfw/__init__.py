@@ -1,7 +1,7 @@
 """lfw-bench: measure the PyTorch DataLoader on Labeled Faces in the Wild.
 
 Layout: floors, lowest first (:data:`LAYERS`); a module imports its own folder and the folders below it, never
-one above (``tests/test_layers.py`` reads every import and keeps it so). At the bottom the one-line errors
+one above (a unit test reads every import of the package and keeps it so). At the bottom the one-line errors
 (:mod:`lfw.errors`) and what every command-line tool and chart shares (:mod:`lfw.cli`); then statistics and the
 saved-run model (:mod:`lfw.stats`, :mod:`lfw.results`); data (:mod:`lfw.data`); the one measurement primitive
 (:mod:`lfw.measure`); pipelines and the remote reader built on it; the suite engine (:mod:`lfw.suite`); and the

@@ -40,7 +40,6 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from statistics import median
 from typing import Any
 
 from tqdm import tqdm
@@ -54,6 +53,7 @@ from lfw.gate.thresholds import Thresholds
 from lfw.gate.worktree import checkout, git, resolve, toplevel
 from lfw.results import case_record, write_run
 from lfw.results import keys as K
+from lfw.results.record import CaseRecord
 
 BASE, CURRENT = "base", "current"
 QUADS = {"ABBA": (BASE, CURRENT, CURRENT, BASE), "BAAB": (CURRENT, BASE, BASE, CURRENT)}
@@ -369,17 +369,15 @@ def side_records(run: ABRun, side: str) -> list[dict[str, Any]]:
     for case in run.cases:
         group, name, full, params = identity(case)
         passes = run.passes[side][case]
-        extra = {
-            K.IMAGES_PER_S: median(p["images_per_s"] for p in passes),
-            K.rounds(K.IMAGES_PER_S): [p["images_per_s"] for p in passes],
-            K.TTFB_S: median(p["ttfb_s"] for p in passes),
-            K.rounds(K.TTFB_S): [p["ttfb_s"] for p in passes],
+        record = CaseRecord().add({
             K.IMAGES: passes[0]["images"], K.BATCHES: passes[0]["batches"],
             K.AB_PAIR: [p["pair"] for p in passes], K.AB_SLOT: [p["slot"] for p in passes],
             K.AB_QUAD: [p["quad"] for p in passes], K.AB_SIDE: side,
-        }
+        })
+        record.measure(K.IMAGES_PER_S, [p["images_per_s"] for p in passes])
+        record.measure(K.TTFB_S, [p["ttfb_s"] for p in passes])
         records.append(case_record(name=name, fullname=full, group=group, params=params,
-                                   seconds=[p["wall_s"] for p in passes], extra=extra))
+                                   seconds=[p["wall_s"] for p in passes], extra=record.as_extra_info()))
     return records
 
 
