@@ -108,8 +108,8 @@ remote: $(STAMP)
 # (requests per image through the proxy), judged against this runner's committed baseline by lfw.gate (cost and
 # requests +3%, memory floors, wall clock for gross regressions only). The run's charts are drawn first, so the
 # verdict page (reports/gate.md, the CI job summary and PR comment) links them, and again after, so the HTML page
-# shows this verdict. A failed benchmark still gets its verdict (a gap the gate names); the exit status is the
-# gate's, else pytest's.
+# shows this verdict (reports/verdict.json, matched to the run by its SHA-256). A failed benchmark still gets its
+# verdict (a gap the gate names); the exit status is the gate's, else pytest's.
 # pytest-benchmark's own --benchmark-compare-fail is not used: it judges absolute seconds, and this machine runs up
 # to 2x faster or slower from one session to the next (docs/gating.md).
 gate: $(STAMP)
@@ -187,4 +187,4 @@ typecheck: $(STAMP)
 
 clean:
 	rm -rf reports/*.png reports/*.svg reports/README.md reports/index.html reports/gate.md reports/gate-ab.md \
-	  reports/history .pytest_cache .ruff_cache
+	  reports/verdict.json reports/verdict-ab.json reports/history .pytest_cache .ruff_cache

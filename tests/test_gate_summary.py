@@ -22,8 +22,9 @@ from lfw.gate import compare_runs
 from lfw.gate.__main__ import main
 from lfw.gate.metrics import IMAGES_PER_S, SAME_MACHINE, TTFB
 from lfw.gate.paired_rule import PairedInput, decide
-from lfw.gate.summary import MARKER, STEP_SUMMARY_ENV, TWO_FILE_LAYERS
+from lfw.gate.summary import MARKER, STEP_SUMMARY_ENV
 from lfw.gate.table import verdict_line
+from lfw.gate.verdict_build import TWO_FILE_LAYERS
 from lfw.results import case_key, load_run, short_name
 from tests.test_ab import fake_repo, pairs
 
@@ -89,7 +90,7 @@ def test_every_two_file_metric_belongs_to_one_layer() -> None:
 
 
 def test_the_recommendation_is_the_reports(tmp_path: Path, step_summary: Path) -> None:
-    from lfw.report.recommend import recommendations
+    from lfw.results.recommend import recommendations
 
     main([str(BASELINE), str(UNCHANGED), "--summary-md", str(tmp_path / "gate.md")])
     page = (tmp_path / "gate.md").read_text()

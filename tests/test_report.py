@@ -23,6 +23,9 @@ from matplotlib.container import ErrorbarContainer
 from PIL import Image
 
 from lfw.cli.figures import save_figure
+from lfw.gate import Thresholds, compare_runs
+from lfw.gate.verdict import Verdict
+from lfw.gate.verdict_build import two_file_verdict
 from lfw.report import Report, build_report, load_run, write_summary
 from lfw.report.__main__ import main
 from lfw.report.chart_compare import VERDICT_COLOURS, compare_chart
@@ -32,9 +35,8 @@ from lfw.report.chart_remote import remote_chart
 from lfw.report.chart_workers import workers_chart
 from lfw.report.console import console
 from lfw.report.pipelines import PipelineVerdict, reference_for
-from lfw.report.recommend import recommend
-from lfw.report.verdict import gate_verdicts
-from lfw.results import Case, parse_run
+from lfw.results import Case, Run
+from lfw.results.recommend import recommend
 
 FIXTURE = Path(__file__).parent / "fixtures" / "quick_run.json"
 Capture = pytest.CaptureFixture[str]
@@ -55,13 +57,20 @@ def slower_heavy(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def gate_verdict(base: Run, current: Run) -> Verdict:
+    """The verdict the gate writes for ``current`` against ``base`` (as ``python -m lfw.gate`` builds it)."""
+    report = compare_runs(base, current)
+    return two_file_verdict(report, base, current, Thresholds(), exit_code=report.exit_code)
+
+
 @pytest.fixture(scope="module")
 def full_report(tmp_path_factory: pytest.TempPathFactory) -> Report:
     """Baseline + a slower current run, rendered once (PNG only, to keep the suite fast)."""
     tmp = tmp_path_factory.mktemp("report")
     current = tmp / "current.json"
     current.write_text(json.dumps(slower_heavy(json.loads(FIXTURE.read_text()))))
-    report = build_report(load_run(current), tmp / "out", load_run(FIXTURE), formats=("png",))
+    base, run = load_run(FIXTURE), load_run(current)
+    report = build_report(run, tmp / "out", base, formats=("png",), verdict=gate_verdict(base, run))
     write_summary(report)
     return report
 
@@ -149,15 +158,17 @@ def test_knob_chart_draws_paired_ratios_beside_the_rates() -> None:
     assert xs == [16, 64, 256] and ys[1] == pytest.approx(1.0)
 
 
-def test_gate_verdicts_flag_the_slowed_transform() -> None:
+def test_gate_verdicts_flag_the_slowed_transform(tmp_path: Path) -> None:
     base = load_run(FIXTURE)
-    current = parse_run(slower_heavy(json.loads(FIXTURE.read_text())), "current.json")
-    verdicts, gate = gate_verdicts(base, current)
-    labels = {v.case.rpartition("[")[2].rstrip("]"): v.label for v in verdicts}
+    current_path = tmp_path / "current.json"
+    current_path.write_text(json.dumps(slower_heavy(json.loads(FIXTURE.read_text()))))
+    current = load_run(current_path)
+    verdict = gate_verdict(base, current)
+    labels = {v.case.rpartition("[")[2].rstrip("]"): v.label for v in verdict.cases}
     assert labels["workers0-heavy"] == labels["workers2-heavy"] == "regressed"
     assert labels["workers2-none"] == "unchanged" and labels["prefetch16"] == "new"
-    assert labels["step50ms"] == "missing" and gate.exit_code == 1
-    fig = compare_chart(base, current, verdicts)
+    assert labels["step50ms"] == "missing" and verdict.exit_code == 1
+    fig = compare_chart(base, current, list(verdict.cases))
     ticks = {t.get_text(): t.get_color() for t in fig.axes[0].get_yticklabels()}
     assert ticks["workers2-heavy: regressed -50%"] == VERDICT_COLOURS["regressed"]
     assert "efficiency" in fig.axes[0].get_xlabel()

@@ -1,7 +1,8 @@
 """The HTML report: ``index.html`` shows the summary's sections and every chart, and loads cleanly in a browser.
 
 The report is made by the CLI from the saved quick run (``fixtures/quick_run.json``, PNG only to stay fast) with
-itself as the baseline, a gate summary (``gate.md``) and one history chart placed in the folder beforehand. The
+itself as the baseline (the report runs the gate, which writes ``verdict.json`` and ``gate.md`` beside the page) and
+one history chart placed in the folder beforehand. The
 browser test opens a copy of the page in headless Chromium with a checker script injected first in ``<head>``:
 it records console errors and warnings and every ``error`` event (uncaught exceptions, resources that failed to
 load), and after ``load`` writes into the DOM how many images there are and which have ``naturalWidth`` 0;
@@ -26,36 +27,16 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from lfw.gate.verdict import load_verdict
 from lfw.report import load_run
 from lfw.report.__main__ import main
 from lfw.report.findings import find
 from lfw.report.html_page import HISTORY
-from lfw.report.markdown_html import inline, rebase_links, to_html
+from lfw.report.markdown_html import inline, to_html
 
 FIXTURE = Path(__file__).parent / "fixtures" / "quick_run.json"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 BROWSER_TIMEOUT_S = 30.0
-GATE_MD = """<!-- lfw-bench-gate -->
-### lfw-bench gate, two files: REGRESSED (exit 1)
-
-**REGRESSED: 1 of 2 comparisons in 2 cases**\x20\x20
-exit 1: regression
-
-| case | metric | baseline | current | change | minimum effect |
-| --- | --- | ---: | ---: | ---: | ---: |
-| `test_cost[none]` | instructions/image | 6.002 M | 6.302 M | +5.0% | +3% |
-| `<script>alert(1)</script>` | efficiency | 0.5 | 0.5 | +0.0% | -40% |
-
-<details><summary>left out on purpose: 1</summary>
-
-- `test_index[list]`: quick profile
-
-</details>
-
-#### Charts
-
-- [workers.png](workers.png)
-"""
 CHECKER = """<script>
 (function () {
   var errors = [];
@@ -114,10 +95,10 @@ def parse(page: str) -> Tags:
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The report folder the CLI writes, with a gate summary and one history chart already in it."""
+    """The report folder the CLI writes, with one history chart already in it; the gate's verdict is written by the
+    gate the report runs."""
     folder = tmp_path_factory.mktemp("html") / "report"
     (folder / HISTORY).mkdir(parents=True)
-    (folder / "gate.md").write_text(GATE_MD)
     Image.new("RGB", (640, 240), "#1f77b4").save(folder / HISTORY / "images-per-s-by-commit.png")
     assert main([str(FIXTURE), str(FIXTURE), "--out", str(folder), "--format", "png"]) == 0
     return folder
@@ -130,9 +111,9 @@ def test_the_page_shows_every_chart_the_findings_the_gate_and_the_history(out: P
     assert sorted(src for src in tags.images if "/" not in src) == charts
     assert f"{HISTORY}/images-per-s-by-commit.png" in tags.images
     assert {"findings", "gate-verdict", "against-the-baseline", "charts", "history", "all-cases", "machine"} <= tags.ids
-    assert tags.scripts == 0 and "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert '<td class="r">6.302 M</td>' in page and "<strong>REGRESSED: 1 of 2" in page and "&lt;!--" not in page
-    assert '<details><summary>left out on purpose: 1</summary>' in page and '<a href="workers.png">' in page
+    verdict = load_verdict(out / "verdict.json")
+    assert tags.scripts == 0 and f"<strong>{html.escape(verdict.headline)}</strong>" in page
+    assert verdict.exit_code == 0 and verdict.matches(FIXTURE, FIXTURE) and (out / "gate.md").is_file()
     text = " ".join("".join(tags.text).split())
     found = find(load_run(FIXTURE))
     for rec in found.knees:  # the recommendation and the evidence the console prints, word for word
@@ -155,23 +136,19 @@ def test_without_history_charts_the_page_says_so(tmp_path: Path) -> None:
     assert "No history charts" in " ".join(tags.text)
 
 
-def test_a_missing_gate_summary_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([str(FIXTURE), "--out", str(tmp_path / "out"), "--gate-md", str(tmp_path / "nope.md")]) == 2
-    assert capsys.readouterr().err == f"error: --gate-md {tmp_path / 'nope.md'}: not found\n"
+def test_a_missing_verdict_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(FIXTURE), "--out", str(tmp_path / "out"), "--verdict", str(tmp_path / "nope.json")]) == 2
+    assert capsys.readouterr().err == f"error: --verdict {tmp_path / 'nope.json'}: not found\n"
     assert not (tmp_path / "out").exists()
 
 
 def test_markdown_conversion_escapes_text_and_keeps_only_safe_links() -> None:
     assert inline("**a** `<b>` [x](javascript:void) [y](workers.png) *c*") == (
         '<strong>a</strong> <code>&lt;b&gt;</code> x <a href="workers.png">y</a> <em>c</em>')
-    fragment = to_html("- item:\n\n  | a | n |\n  |---|---:|\n  | x | 1 |\n\n- next\n\n# Title", top_level=3)
+    fragment = to_html("- item:\n\n  | a | n |\n  |---|---:|\n  | x | 1 |\n\n- next\n\n### Title\n\n**ok**  \nexit 0")
     assert fragment.count("<ul>") == 1 and "<li>item:\n<div" in fragment and '<td class="r">1</td>' in fragment
-    assert fragment.endswith('<h3 id="title">Title</h3>')
-    gate = to_html("<!-- marker -->\n### Gate\n\n**ok**  \nexit 0\n\n<details><summary>6 <cases></summary>\n\n- a\n\n"
-                   "</details>", top_level=3)
-    assert gate == ('<h3 id="gate">Gate</h3>\n<p><strong>ok</strong><br>\nexit 0</p>\n'
-                    "<details><summary>6 &lt;cases&gt;</summary>\n<ul>\n<li>a</li>\n</ul>\n</details>")
-    assert rebase_links("[a](x.png) [b](#c) [d](https://e)", "../") == "[a](../x.png) [b](#c) [d](https://e)"
+    assert fragment.endswith('<h3 id="title">Title</h3>\n<p><strong>ok</strong><br>\nexit 0</p>')
+    assert to_html("<script>x</script>") == "<p>&lt;script&gt;x&lt;/script&gt;</p>"
 
 
 def exited(pid: int, deadline: float) -> bool:

@@ -274,7 +274,7 @@ def test_the_pull_request_comment_job_posts_both_pages_and_skips_forks() -> None
                 for s in uses(jobs[name], "actions/upload-artifact@v4") if s["with"]["name"].startswith("verdict-")}
     assert len(uploaded) == 2 and all(fnmatch(n, download["with"]["pattern"]) for n in uploaded)
     assert TWO_FILE_PATH.as_posix() in uploaded["verdict-gate-${{ github.run_id }}"]
-    assert uploaded["verdict-ab-${{ github.run_id }}"] == AB_PATH.as_posix()
+    assert uploaded["verdict-ab-${{ github.run_id }}"].split() == [AB_PATH.as_posix(), "reports/verdict-ab.json"]
     for name in ("gate", "ab"):
         [page] = [s for s in uses(jobs[name], "actions/upload-artifact@v4") if s["with"]["name"].startswith("verdict-")]
         assert page["if"] == "always()"  # a failing gate's page is the one worth reading

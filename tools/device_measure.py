@@ -113,7 +113,7 @@ def _cases(label: str, measured: dict[str, Measured], info: dict[str, Any], core
 def step_decode(ctx: Context) -> dict[str, Any]:
     """CPU decode pipelines at every worker count beside GPU ``decode_jpeg`` fed by workers reading bytes,
     interleaved round by round; each decoder's best count, its knee and its ceiling."""
-    from lfw.report.recommend import recommend
+    from lfw.results.recommend import recommend
 
     root, images = ctx.root(), ctx.profile.pass_images("uint8")
     gpu_reason = G.cuda_missing()

@@ -88,8 +88,8 @@ def workers_keyword(workers: tuple[int, ...]) -> str:
 
 def step_workers(ctx: Context) -> dict[str, Any]:
     """The workers curve of the quick presets (benchmarks/test_workers_transforms.py), the knee per preset
-    (:func:`lfw.report.recommend.recommendations`) and the per-batch counts that say what saturates."""
-    from lfw.report.recommend import recommendations
+    (:func:`lfw.results.recommend.recommendations`) and the per-batch counts that say what saturates."""
+    from lfw.results.recommend import recommendations
 
     path = ctx.out / WORKERS_RUN
     code = pytest_run(ctx, workers_keyword(ctx.workers), path)

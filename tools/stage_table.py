@@ -16,9 +16,9 @@ from lfw.errors import cli_entry
 from lfw.measure.stages import STAGES
 from lfw.report.accelerators import accelerators_section
 from lfw.report.pipelines import GROUP, pipeline_verdict
-from lfw.report.ratios import share_text
 from lfw.results import Case, latest_run, load_run
 from lfw.results import keys as K
+from lfw.results.ratios import share_text
 
 
 def pct_range(case: Case, key: str) -> str:

@@ -1,7 +1,7 @@
 """The worker count for training, measured: the loop's steps/s at each count beside the loader's own rate.
 
 The loader's knee (the fewest workers within :data:`~lfw.stats.variation.KNEE_TOLERANCE` of its best rate with no step,
-the rule of the report's recommendation, :mod:`lfw.report.recommend`) answers "how many workers does this loader need?".
+the report's recommendation rule, :mod:`lfw.results.recommend`) answers "how many workers does this loader need?".
 Training asks something else: how many workers make the *loop* fastest. Where the step computes on the same
 cores as the workers (a CPU step, or the main process launching an accelerator's kernels), a worker more can
 slow the step by more than it speeds the loading, and the loop's best count falls below the loader's knee.

@@ -4,7 +4,9 @@ Exit codes: 0 no regression, 1 regression, 2 unusable input, 3 A/B inconclusive 
 4 measurement failed, 5 incomplete: a baseline case the run should have held is missing, or nothing was
 compared. The decision rule is :data:`lfw.gate.thresholds.RULE_TEXT` (printed by ``--help``).
 
-Every run that reaches a verdict (and an A/B run whose measurement failed) also writes its verdict as Markdown
+Every run that reaches a verdict (and an A/B run whose measurement failed) builds it once as a
+:class:`~lfw.gate.verdict.Verdict` and writes it twice: as JSON (``verdict.json`` beside the page, A/B
+``verdict-ab.json``, or ``--verdict-json PATH``: what the report reads) and as Markdown rendered from it
 (:mod:`lfw.gate.summary`): ``reports/gate.md``, A/B ``reports/gate-ab.md``, or ``--summary-md PATH``, appended
 to ``$GITHUB_STEP_SUMMARY`` when that is set. A usage error writes nothing.
 """
@@ -21,10 +23,13 @@ from types import FrameType
 from lfw.cli.args import OneLineParser
 from lfw.errors import EXIT_MEASUREMENT, LFWError, MeasurementError, cli_entry
 from lfw.gate.ab import DEFAULT_CASES, ABPlan, parse_cases, run_ab
-from lfw.gate.compare import COST_LAYER, EXIT_INCOMPLETE, GateReport, compare_runs
-from lfw.gate.summary import AB_PATH, TWO_FILE_PATH, ab_markdown, failure_markdown, two_file_markdown, write_summary
+from lfw.gate.compare import EXIT_INCOMPLETE, GateReport, compare_runs
+from lfw.gate.metrics import COST_LAYER
+from lfw.gate.summary import AB_PATH, TWO_FILE_PATH, verdict_markdown, write_summary
 from lfw.gate.table import machine_diff_text, render, render_paired
 from lfw.gate.thresholds import RULE_TEXT, Thresholds
+from lfw.gate.verdict import AB, AB_VERDICT_PATH, TWO_FILE, VERDICT_PATH, Verdict
+from lfw.gate.verdict_build import ab_verdict, failure_verdict, two_file_verdict
 from lfw.results import load_run
 
 DESCRIPTION = """\
@@ -110,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--summary-md", type=Path, metavar="PATH",
                    help=f"the verdict as Markdown (default {TWO_FILE_PATH}, A/B {AB_PATH}), written whatever the "
                         "verdict and appended to $GITHUB_STEP_SUMMARY when set")
+    o.add_argument("--verdict-json", type=Path, metavar="PATH",
+                   help=f"the verdict as JSON, what the report reads (default beside the Markdown page: "
+                        f"{VERDICT_PATH.name}, A/B {AB_VERDICT_PATH.name}), written whatever the verdict")
     o.add_argument("--accept-missing", action="append", default=[], metavar="PATTERN",
                    help="accept baseline cases missing from the run (a removal): group/id or test name, shell "
                         "wildcards allowed, repeatable; refreshing the baseline is the lasting fix")
@@ -130,6 +138,14 @@ def warn_machine(report: GateReport) -> None:
         print(f"warning: machine info differs: {named}", file=sys.stderr)
 
 
+def publish(verdict: Verdict, args: argparse.Namespace) -> None:
+    """Write the verdict as JSON and as the Markdown page rendered from it (see the module docstring)."""
+    summary = args.summary_md or (AB_PATH if verdict.mode == AB else TWO_FILE_PATH)
+    default = AB_VERDICT_PATH if verdict.mode == AB else VERDICT_PATH
+    verdict.write(args.verdict_json or summary.parent / default.name)
+    write_summary(verdict_markdown(verdict, summary), summary)
+
+
 def _terminate(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # unwinds through run_ab's cleanup: sides stopped, worktree removed
 
@@ -140,12 +156,11 @@ def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
     cases = parse_cases(args.cases or ", ".join(DEFAULT_CASES))
     plan = ABPlan(args.ab, cases, args.min_pairs, args.max_pairs, args.look_every, args.bench_profile, args.seed,
                   count=not args.no_counts)
-    summary = args.summary_md or AB_PATH
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         run = run_ab(plan, Path.cwd(), th, args.ab_out)
     except MeasurementError as exc:  # no verdict, but the page must not keep saying the last push's
-        write_summary(failure_markdown("A/B", EXIT_MEASUREMENT, str(exc)), summary)
+        publish(failure_verdict(AB, EXIT_MEASUREMENT, str(exc)), args)
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -156,8 +171,9 @@ def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
     if run.new_cases:
         header += f"\nnew cases, not in the base revision (not compared): {', '.join(run.new_cases)}"
     print(render_paired(run.verdicts, header=header, counts=run.counts, counts_unjudged=run.counts_unjudged))
-    current = load_run(run.out / "current.json") if run.out else None
-    write_summary(ab_markdown(run, current, summary), summary)
+    sides = [run.out / name if run.out else None for name in ("base.json", "current.json")]
+    base, current = (load_run(p) if p is not None and p.is_file() else None for p in sides)
+    publish(ab_verdict(run, base, current, th), args)
     return run.exit_code
 
 
@@ -177,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     for side, run in (("current", current), ("baseline", baseline)):
         if run.stopped_early:  # part of a run would read as cases removed, or as a run that passed
             message = f"the {side} run {run.path} is incomplete ({run.stopped_early}); rerun it whole"
-            write_summary(failure_markdown("two-file", EXIT_INCOMPLETE, message), args.summary_md or TWO_FILE_PATH)
+            publish(failure_verdict(TWO_FILE, EXIT_INCOMPLETE, message, (baseline, current)), args)
             print(f"error: {message}", file=sys.stderr)
             return EXIT_INCOMPLETE
     print(f"baseline: {args.baseline} ({len(baseline.cases)} cases); current: {args.current} "
@@ -187,12 +203,11 @@ def main(argv: list[str] | None = None) -> int:
     print(render(report, th, show_all=args.all))
     if args.json_report:
         args.json_report.write_text(json.dumps(report.to_dict(), indent=2) + "\n")
-    summary = args.summary_md or TWO_FILE_PATH
     if args.require_cost_layer and COST_LAYER in report.unjudged:
         error = f"--require-cost-layer: the cost layer was not judged: {report.unjudged[COST_LAYER]}"
-        write_summary(two_file_markdown(report, baseline, current, summary, exit_code=2, error=error), summary)
+        publish(two_file_verdict(report, baseline, current, th, exit_code=2, error=error), args)
         raise LFWError(error)
-    write_summary(two_file_markdown(report, baseline, current, summary, exit_code=report.exit_code), summary)
+    publish(two_file_verdict(report, baseline, current, th, exit_code=report.exit_code), args)
     return report.exit_code
 
 

@@ -30,7 +30,17 @@ from fnmatch import fnmatchcase
 from statistics import median
 from typing import Any, Literal
 
-from lfw.gate.metrics import COUNTED, INSTRUCTIONS, NOT_JUDGED, PORTABLE, SAME_MACHINE, Metric
+from lfw.gate.metrics import (
+    COST_LAYER,
+    COUNTED,
+    INSTRUCTIONS,
+    PORTABLE,
+    SAME_MACHINE,
+    WALL_CLOCK_MIN_ROUNDS,
+    Metric,
+    group_excludes,
+    too_few_rounds,
+)
 from lfw.gate.thresholds import Thresholds
 from lfw.results import Case, Run, pair_cases, short_name
 from lfw.results import keys as K
@@ -41,9 +51,7 @@ MACHINE_KEYS = ("runner_class", "cpu_model", "usable_cores", "torch", "pillow", 
                 "dataset_files", "bench_profile", "cache_mode", "valgrind")
 # Across these, wall-clock figures other than efficiency do not port (time to first batch).
 PORTABILITY_KEYS = ("runner_class", "cpu_model", "usable_cores")
-COST_LAYER = "cost layer"
 EXIT_INCOMPLETE = 5  # the gate compared less than the baseline holds (a gap), or nothing at all
-WALL_CLOCK_MIN_ROUNDS = 3  # a single round (start-method in quick) has no median to speak of: not judged
 Mode = Literal["auto", "absolute", "portable"]
 
 
@@ -255,7 +263,7 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
             report.notes.append(f"counted stack recorded on one side only, compared on the rest: {', '.join(one_side)}"
                                 "; refresh the baseline to record it")
     few_rounds = []
-    skipped_by_group: dict[tuple[str | None, str], list[str]] = {}
+    skipped_by_group: dict[tuple[str | None, Metric], list[str]] = {}
     controls = []
     for b_case, c_case in sorted(pairing.pairs, key=lambda pair: pair[1].key):
         name = c_case.fullname
@@ -269,10 +277,10 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
             b, c = b_case.rounds(metric.key), c_case.rounds(metric.key)
             if not b and not c:
                 continue  # not measured by this case
-            if (c_case.group, metric.key) in NOT_JUDGED:
-                skipped_by_group.setdefault((c_case.group, metric.key), []).append(name)
+            if group_excludes(c_case.group, metric):
+                skipped_by_group.setdefault((c_case.group, metric), []).append(name)
                 continue
-            if metric.family in ("throughput", "ttfb") and min(len(b), len(c)) < WALL_CLOCK_MIN_ROUNDS:
+            if too_few_rounds(metric, min(len(b), len(c))):
                 few_rounds.append(name)
                 continue
             if not b or not c:
@@ -284,9 +292,9 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
     if controls:
         report.notes.append(f"not compared, positive controls (their own test asserts the check flags them; how much "
                             f"they leak is their design): {', '.join(short_name(n) for n in controls)}")
-    for (group, key), skipped in skipped_by_group.items():
-        report.notes.append(f"{key} not judged for the {len(skipped)} cases of group {group}: "
-                            f"{NOT_JUDGED[(group, key)]}")
+    for (group, metric), skipped in skipped_by_group.items():
+        report.notes.append(f"{metric.key} not judged for the {len(skipped)} cases of group {group}: "
+                            f"{group_excludes(group, metric)}")
     if few_rounds:
         names = ", ".join(short_name(n) for n in dict.fromkeys(few_rounds))
         report.notes.append(f"wall clock not judged for cases with fewer than {WALL_CLOCK_MIN_ROUNDS} rounds: {names}")

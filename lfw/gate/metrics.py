@@ -83,3 +83,21 @@ SAME_MACHINE = (*COUNTED, REQUESTS, EFFICIENCY, PIL_SHARE, BOUND_SHARE, TTFB, *M
 PORTABLE = (*COUNTED, REQUESTS, EFFICIENCY, PIL_SHARE, BOUND_SHARE, *MEMORY, DATA_WAIT)
 # Pass-interleaved A/B: the wall-clock figures the two-file gate cannot judge finely.
 AB = (IMAGES_PER_S, TTFB)
+
+# What the gate judges, each metric once, in the gate's order (SAME_MACHINE, then A/B's images/s): the one list the
+# two-file comparison (lfw.gate.compare) and the history (lfw.history.store) both read.
+JUDGED: tuple[Metric, ...] = tuple(dict.fromkeys((*SAME_MACHINE, *AB)))
+JUDGED_BY_KEY: dict[str, Metric] = {m.key: m for m in JUDGED}
+WALL_CLOCK_MIN_ROUNDS = 3  # a single round (start-method in quick) has no median to speak of: not judged
+COST_LAYER = "cost layer"  # the layer of the counted metrics (COUNTED), named as such in every verdict
+
+
+def too_few_rounds(metric: Metric, rounds: int) -> bool:
+    """Whether ``rounds`` rounds are too few for the gate to judge ``metric``: wall clock (throughput, time to first
+    batch) needs :data:`WALL_CLOCK_MIN_ROUNDS`; every other family is judged from one round."""
+    return metric.family in ("throughput", "ttfb") and rounds < WALL_CLOCK_MIN_ROUNDS
+
+
+def group_excludes(group: str | None, metric: Metric) -> str | None:
+    """Why the gate never judges ``metric`` for cases of ``group`` (:data:`NOT_JUDGED`); None when it does."""
+    return NOT_JUDGED.get((group, metric.key))

@@ -2,18 +2,15 @@
 
 Every gate run, two-file or A/B, writes one page (``reports/gate.md``; A/B ``reports/gate-ab.md``;
 ``--summary-md`` moves it), also when the gate fails, and appends it to the file ``$GITHUB_STEP_SUMMARY``
-names when GitHub Actions sets it. A usage error writes nothing. The page is built from the objects the text
-output renders (:class:`~lfw.gate.compare.GateReport`, :class:`~lfw.gate.ab.ABRun`) and from the same verdict
-lines (:mod:`lfw.gate.table`), never judged again: the layers judged and not judged with the gate's own reasons,
-its notes, the cases missing or left out, a row per regression and per notable improvement, the verdict line and
-what its exit code means, the recommended ``num_workers`` per preset when the current run holds the workers
-group, and links to the charts drawn from the current run.
+names when GitHub Actions sets it. A usage error writes nothing. The page is rendered from the run's
+:class:`~lfw.gate.verdict.Verdict` alone (the object the gate also writes as ``verdict.json``), never judged again:
+the verdict line and what its exit code means, the runs judged, the layers judged and not judged with the gate's
+own reasons, its notes, the cases missing or left out, a row per regression and per notable improvement, each
+case's label, the recommended ``num_workers`` per preset when the current run holds the workers group, and links
+to the charts drawn from the current run.
 
 Its first line is :data:`MARKER`, a hidden HTML comment: CI's pull-request comment finds its own comment by it
 and updates that one instead of adding another on every push (``.github/workflows/ci.yml``).
-
-The recommendation is :mod:`lfw.report.recommend`'s (the report's own rule, not a second one), imported only
-when a page is written, so ``import lfw.gate`` and ``--help`` stay light.
 """
 
 from __future__ import annotations
@@ -22,20 +19,9 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from lfw.gate.ab import ABRun
-from lfw.gate.compare import COST_LAYER, Comparison, GateReport
-from lfw.gate.metrics import BOUND_SHARE, COUNTED, DATA_WAIT, EFFICIENCY, MEMORY, PIL_SHARE, REQUESTS, TTFB, Metric
-from lfw.gate.paired_rule import INCONCLUSIVE, PairedComparison
-from lfw.gate.table import (
-    fmt_change,
-    fmt_ratio,
-    fmt_threshold,
-    fmt_value,
-    machine_diff_text,
-    paired_verdict_line,
-    verdict_line,
-)
-from lfw.results import Run, short_name
+from lfw.gate.table import fmt_delta, fmt_value
+from lfw.gate.verdict import AB, TWO_FILE, Row, Verdict
+from lfw.results import short_name
 
 MARKER = "<!-- lfw-bench-gate -->"
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -53,21 +39,6 @@ EXIT_MEANING = {
     4: "measurement failed: a side crashed or timed out, or valgrind failed",
     5: "incomplete: a baseline case is missing, or nothing was compared; never a pass",
 }
-
-# The two-file layers (docs/gating.md) and the metrics each judges; COST_LAYER is GateReport.unjudged's key.
-TWO_FILE_LAYERS: dict[str, tuple[Metric, ...]] = {
-    COST_LAYER: COUNTED,
-    "requests per image (remote)": (REQUESTS,),
-    "memory": MEMORY,
-    "wall clock, gross (efficiency, time to first batch)": (EFFICIENCY, PIL_SHARE, BOUND_SHARE, TTFB),
-    "data wait": (DATA_WAIT,),
-}
-AB_LAYER = "wall clock, A/B (images/s, time to first batch, paired over process pairs)"
-# The layers the other mode judges, named as not judged with where they are.
-NOT_IN_TWO_FILE = (AB_LAYER, "no", "-", "not part of a two-file run: `make gate-ab` measures both revisions in one job")
-NOT_IN_AB = ("memory, data wait, gross wall clock", "no", "-",
-             "not part of an A/B run: `make gate` judges them two-file against the committed baseline")
-
 
 def cell(text: object) -> str:
     """A table cell: one line, pipes escaped."""
@@ -101,25 +72,63 @@ def layer_table(rows: Sequence[tuple[str, str, str, str]]) -> list[str]:
     return ["#### Layers", "", *md_table(("layer", "judged", "comparisons", "why not"), rows), ""]
 
 
-def comparison_rows(rows: Sequence[Comparison], improvements: bool = False) -> list[tuple[str, ...]]:
-    return [(f"`{short_name(c.case)}`", c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.baseline),
-             fmt_value(c.metric.key, c.metric.unit, c.current), fmt_change(c),
-             c.improvement_rule if improvements else c.rule) for c in rows]
+MODE_NAMES = {TWO_FILE: "two files", AB: "A/B"}
+TWO_FILE_HEADER = ("case", "metric", "baseline", "current", "change", "minimum effect")
+AB_HEADER = ("case", "metric", "base", "current", "change [interval]", "minimum effect", "pairs", "p (Holm)")
 
 
-def recommendation(current: Run | None) -> list[str]:
-    """The recommended num_workers per preset, as the report decides it, when the run holds a worker sweep."""
-    if current is None:
+def value(row: Row, which: float) -> str:
+    return fmt_value(row.metric_key, row.unit, which)
+
+
+def comparison_rows(rows: Sequence[Row], improvements: bool = False) -> list[tuple[str, ...]]:
+    """Table rows of comparisons: case, metric, both sides, the change and the rule (the other way for a notable
+    improvement); A/B rows add the interval, the pairs and Holm's p-value (exact counts have none)."""
+    out: list[tuple[str, ...]] = []
+    for r in rows:
+        rule = r.improvement_rule if improvements else r.rule
+        first = (f"`{short_name(r.case)}`", r.metric_label, value(r, r.baseline), value(r, r.current))
+        if r.pairs is not None:
+            out.append((*first, r.interval, rule, str(r.pairs), f"{r.p_holm:.4f}"))
+        else:
+            out.append((*first, fmt_delta(r.kind, r.unit, r.change), rule))
+    return out
+
+
+def ab_rows(rows: Sequence[Row], improvements: bool = False) -> list[tuple[str, ...]]:
+    """A/B table rows: the paired wall-clock rows, then the exact counts with no interval, pairs or p-value."""
+    return [row if len(row) == len(AB_HEADER) else (*row[:4], f"{row[4]} (exact count)", row[5], "-", "-")
+            for row in comparison_rows(rows, improvements)]
+
+
+def case_table(v: Verdict) -> list[str]:
+    """Every case's label with its detail (folded), after a line counting the labels."""
+    if not v.cases:
         return []
-    from lfw.report.recommend import GROUP, recommendations  # imported when a page is written: see the docstring
+    counts = ", ".join(f"{n} {label}" for label, n in v.label_counts().items())
+    rows = [(f"`{short_name(c.case)}`", c.label, c.detail) for c in v.cases]
+    return ["#### Verdict per case", "", f"{counts}  ", "", "<details><summary>every case</summary>", "",
+            *md_table(("case", "verdict", "detail"), rows), "", "</details>", ""]
 
-    found = [r for r in recommendations(current) if len(r.candidates) > 1]  # one worker count is no sweep
-    if not found:
+
+def recommendation(v: Verdict) -> list[str]:
+    """The recommended num_workers per preset (the report's rule), when the run holds a worker sweep."""
+    if not v.recommendation:
         return []
-    rows = [(r.transform, r.verdict(), r.evidence() if r.paired else f"{r.evidence()} (medians: rounds not paired)")
-            for r in found]
-    return [f"#### Recommended num_workers (this run's `{GROUP}` group)", "",
+    rows = [(r.transform, r.num_workers, r.evidence) for r in v.recommendation]
+    return [f"#### Recommended num_workers (this run's `{v.recommendation_group}` group)", "",
             *md_table(("transform", "num_workers", "each count's paired ratio to the best [interval]"), rows), ""]
+
+
+def sides_line(v: Verdict) -> list[str]:
+    """``baseline `a.json` (N cases); current `b.json` (M cases, commit ...)``, for the runs the verdict names."""
+    parts = []
+    for name, ident in (("baseline", v.baseline), ("current", v.current)):
+        if ident is None:
+            continue
+        at = f", commit {ident.commit[:10]}{', dirty' if ident.dirty else ''}" if ident.commit else ""
+        parts.append(f"{name} `{ident.path}` ({ident.cases} cases{at if name == 'current' else ''})")
+    return [f"{'; '.join(parts)}  "] if parts else []
 
 
 def charts_beside(summary: Path, since: float) -> list[Path]:
@@ -143,105 +152,69 @@ def chart_links(charts: Sequence[Path], summary: Path, hint: str) -> list[str]:
     return ["#### Charts", "", *links, ""]
 
 
-def two_file_markdown(report: GateReport, baseline: Run, current: Run, summary: Path, *, exit_code: int,
-                      error: str | None = None) -> str:
-    """The page of a two-file run; ``exit_code`` and ``error`` are the command's (e.g. --require-cost-layer)."""
-    lines = headline("two files", exit_code, verdict_line(report), error)
-    commit = current.commit.get("id")
-    at = f", commit {str(commit)[:10]}{', dirty' if current.commit.get('dirty') else ''}" if commit else ""
-    lines += [f"baseline `{baseline.path}` ({len(baseline.cases)} cases); current `{current.path}` "
-              f"({len(current.cases)} cases{at})  ", f"compared: {report.metrics_note}", ""]
-    rows = []
-    for layer, metrics in TWO_FILE_LAYERS.items():
-        judged = sum(c.metric in metrics for c in report.comparisons)
-        if layer in report.unjudged:
-            rows.append((layer, "no", "-", report.unjudged[layer]))
-        elif judged:
-            rows.append((layer, "yes", str(judged), ""))
-        else:
-            rows.append((layer, "no", "0", "no case measured it in both runs (see the cases left out or missing)"))
-    rows += [(layer, "no", "-", why) for layer, why in report.unjudged.items() if layer not in TWO_FILE_LAYERS]
-    rows.append(NOT_IN_TWO_FILE)
-    lines += layer_table(rows)
-    header = ("case", "metric", "baseline", "current", "change", "minimum effect")
-    if report.regressions:
-        lines += [f"#### Regressions ({len(report.regressions)})", "",
-                  *md_table(header, comparison_rows(report.regressions)), ""]
-    improved = [c for c in report.comparisons if c.improved]
-    if improved:
-        lines += [f"#### Notable improvements ({len(improved)}; reported, not part of the verdict)", "",
-                  *md_table((*header[:-1], "the rule the other way"), comparison_rows(improved, True)), ""]
+def verdict_markdown(v: Verdict, summary: Path) -> str:
+    """The page of a verdict, two files or A/B, rendered from the :class:`Verdict` alone; a verdict without layers
+    is a run that ended without one (:func:`~lfw.gate.verdict_build.failure_verdict`) and says only that."""
+    lines = headline(MODE_NAMES.get(v.mode, v.mode), v.exit_code, v.headline, v.error)
+    if not v.layers:
+        return "\n".join([*lines, v.setup]).rstrip() + "\n"
+    lines += [*sides_line(v), v.setup, ""]
+    lines += layer_table([(r.layer, r.judged, r.comparisons, r.why_not) for r in v.layers])
+    if v.mode == TWO_FILE:
+        lines += two_file_sections(v)
+    else:
+        lines += ab_sections(v)
+    lines += case_table(v)
+    lines += recommendation(v)
+    current = Path(v.current.path) if v.current is not None else None
+    since = current.stat().st_mtime if current is not None and current.is_file() else float("inf")
+    if v.mode == TWO_FILE:
+        run = v.current.path if v.current else "CURRENT.json"
+        hint = f"`python -m lfw.report {run} --out {summary.parent}` draws them"
+    else:
+        sides = " ".join(i.path for i in (v.baseline, v.current) if i is not None) or "BASE.json CURRENT.json"
+        hint = f"`python -m lfw.report {sides} --out {summary.parent}` draws both sides"
+    lines += chart_links(charts_beside(summary, since), summary, hint)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def two_file_sections(v: Verdict) -> list[str]:
+    """Regressions, notable improvements, what was not judged, and the cases missing, left out or new."""
+    lines = []
+    if v.regressions:
+        lines += [f"#### Regressions ({len(v.regressions)})", "",
+                  *md_table(TWO_FILE_HEADER, comparison_rows(v.regressions)), ""]
+    if v.improvements:
+        lines += [f"#### Notable improvements ({len(v.improvements)}; reported, not part of the verdict)", "",
+                  *md_table((*TWO_FILE_HEADER[:-1], "the rule the other way"), comparison_rows(v.improvements, True)),
+                  ""]
     lines += ["#### Not judged, missing, left out", ""]
-    lines += [f"- not judged: {layer}: {why}" for layer, why in report.unjudged.items()]
-    lines += [f"- note: {n}" for n in report.notes]
-    machine = machine_diff_text(report)
-    lines += [f"- machine info differs: {machine}"] if machine else []
+    lines += [f"- not judged: {layer}: {why}" for layer, why in v.unjudged.items()]
+    lines += [f"- note: {n}" for n in v.notes]
+    lines += [f"- machine info differs: {v.machine_diffs}"] if v.machine_diffs else []
     lines.append("")
-    lines += case_list(f"**MISSING: {len(report.gaps)} baseline cases this run should have held**",
-                       [f"`{short_name(m.case)}`: {m.why}" for m in report.gaps], fold=False)  # the failure
-    lines += case_list(f"left out on purpose, not compared: {len(report.narrowed)}",
-                       [f"`{short_name(m.case)}`: {m.why}" for m in report.narrowed])
-    lines += case_list(f"new cases, in the current run only (not gated): {len(report.new_cases)}",
-                       [f"`{short_name(n)}`" for n in report.new_cases])
-    lines += recommendation(current)
-    lines += chart_links(charts_beside(summary, current.path.stat().st_mtime), summary,
-                         f"`python -m lfw.report {current.path} --out {summary.parent}` draws them")
-    return "\n".join(lines).rstrip() + "\n"
+    lines += case_list(f"**MISSING: {len(v.gaps)} baseline cases this run should have held**",
+                       [f"`{short_name(m.case)}`: {m.why}" for m in v.gaps], fold=False)  # the failure
+    lines += case_list(f"left out on purpose, not compared: {len(v.narrowed)}",
+                       [f"`{short_name(m.case)}`: {m.why}" for m in v.narrowed])
+    lines += case_list(f"new cases, in the current run only (not gated): {len(v.new_cases)}",
+                       [f"`{short_name(n)}`" for n in v.new_cases])
+    return lines
 
 
-def paired_rows(rows: Sequence[PairedComparison], counts: Sequence[Comparison],
-                improvements: bool = False) -> list[tuple[str, ...]]:
-    """A/B rows: wall-clock pairs with their interval, then exact counts (no interval, pairs or p-value)."""
-    out: list[tuple[str, ...]] = [
-        (f"`{short_name(c.case)}`", c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.base_median),
-         fmt_value(c.metric.key, c.metric.unit, c.current_median), fmt_ratio(c),
-         f"{c.improvement_bound - 1:+.0%}" if improvements else fmt_threshold(c), str(c.pairs), f"{c.p_holm:.4f}")
-        for c in rows]
-    out += [(f"`{c.case}`", c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.baseline),
-             fmt_value(c.metric.key, c.metric.unit, c.current), f"{fmt_change(c)} (exact count)",
-             c.improvement_rule if improvements else c.rule, "-", "-") for c in counts]
-    return out
-
-
-def ab_markdown(run: ABRun, current: Run | None, summary: Path) -> str:
-    """The page of an A/B run; ``current`` is its current side as written (for the recommendation)."""
-    lines = headline("A/B", run.exit_code, paired_verdict_line(run.verdicts, run.counts))
-    tree = "the working tree (uncommitted changes included)" if run.current_dirty else "the working tree"
-    lines += [f"base `{run.plan.base_rev}` (`{run.sha[:10]}`) vs {tree}; {run.pairs} process pairs (looks at "
-              f"{', '.join(map(str, run.looks))}), seed {run.seed}; runs and verdicts in `{run.out}`", ""]
-    layer = f"{COST_LAYER} (both revisions counted in this job)"
-    counted = ((layer, "yes", str(len(run.counts)), "") if run.counts else
-               (layer, "no", "-", run.counts_unjudged or "no preset counted on both sides"))
-    lines += layer_table([(AB_LAYER, "yes" if run.verdicts else "no", str(len(run.verdicts)), ""), counted,
-                          NOT_IN_AB])
-    confidence = min((c.confidence for c in run.verdicts), default=0.9)
-    header = ("case", "metric", "base", "current", f"change [{confidence:.0%} interval]", "minimum effect",
-              "pairs", "p (Holm)")
-    sections: Mapping[str, tuple[list[PairedComparison], list[Comparison], bool]] = {
-        "Regressions": ([c for c in run.verdicts if c.regressed], [c for c in run.counts if c.regressed], False),
-        "Inconclusive (noisy: rerun)": ([c for c in run.verdicts if c.verdict == INCONCLUSIVE], [], False),
-        "Notable improvements": ([c for c in run.verdicts if c.improved], [c for c in run.counts if c.improved],
-                                 True)}
-    for title, (paired, counts, better) in sections.items():
-        if paired or counts:
-            shown = (*header[:5], "the rule the other way", *header[6:]) if better else header
+def ab_sections(v: Verdict) -> list[str]:
+    """Regressions, inconclusive comparisons and notable improvements, wall-clock pairs and exact counts together."""
+    lines = []
+    sections = {"Regressions": (v.regressions, False), "Inconclusive (noisy: rerun)": (v.inconclusive, False),
+                "Notable improvements": (v.improvements, True)}
+    for title, (rows, better) in sections.items():
+        if rows:
+            shown = (*AB_HEADER[:5], "the rule the other way", *AB_HEADER[6:]) if better else AB_HEADER
             note = "; reported, not part of the verdict" if better else ""
-            lines += [f"#### {title} ({len(paired) + len(counts)}{note})", "",
-                      *md_table(shown, paired_rows(paired, counts, better)), ""]
-    lines += case_list(f"new cases, not in the base revision (not compared): {len(run.new_cases)}",
-                       [f"`{c}`" for c in run.new_cases])
-    lines += recommendation(current)
-    since = current.path.stat().st_mtime if current is not None else float("inf")
-    sides = f"{run.out}/base.json {run.out}/current.json" if run.out else "BASE.json CURRENT.json"
-    lines += chart_links(charts_beside(summary, since), summary,
-                         f"`python -m lfw.report {sides} --out {summary.parent}` draws both sides")
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def failure_markdown(mode: str, exit_code: int, message: str) -> str:
-    """The page of a run that ended without a verdict (a measurement failure): says so, judges nothing."""
-    lines = headline(mode, exit_code, f"no verdict: {message}")
-    return "\n".join([*lines, "Nothing was judged; the job's log has the details."]) + "\n"
+            lines += [f"#### {title} ({len(rows)}{note})", "", *md_table(shown, ab_rows(rows, better)), ""]
+    lines += case_list(f"new cases, not in the base revision (not compared): {len(v.new_cases)}",
+                       [f"`{c}`" for c in v.new_cases])
+    return lines
 
 
 def write_summary(text: str, path: Path, environ: Mapping[str, str] = os.environ) -> list[Path]:

@@ -26,10 +26,15 @@ def fmt_value(metric_key: str, unit: str, value: float) -> str:
     return f"{value:.3f}{unit}"
 
 
+def fmt_delta(kind: str, unit: str, change: float) -> str:
+    """A change as shown: ``+5.0%`` for a relative metric, ``+12.3 MiB`` or ``+0.012`` for an absolute one."""
+    if kind == "relative":
+        return f"{change * 100:+.1f}%"
+    return f"{change:+.1f}{unit}" if "MiB" in unit else f"{change:+.3f}"
+
+
 def fmt_change(c: Comparison) -> str:
-    if c.metric.kind == "relative":
-        return f"{c.change * 100:+.1f}%"
-    return f"{c.change:+.1f}{c.metric.unit}" if "MiB" in c.metric.unit else f"{c.change:+.3f}"
+    return fmt_delta(c.metric.kind, c.metric.unit, c.change)
 
 
 def thresholds_line(th: Thresholds) -> str:

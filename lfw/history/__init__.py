@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lfw.history.store import JUDGED, History, HistoryRecord, append_run, load_history
+from lfw.gate.metrics import JUDGED
+from lfw.history.store import History, HistoryRecord, append_run, load_history
 
 __all__ = ["JUDGED", "History", "HistoryRecord", "HistoryReport", "append_run", "history_report", "load_history"]
 

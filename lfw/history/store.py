@@ -1,15 +1,14 @@
 """The history store: one compact JSON line per saved run, in ``<store>/<runner class>.jsonl``, append-only.
 
 A baseline says how one run looked; the history says when a figure moved. Each line holds what the gate judges of
-one run (:data:`JUDGED`: the gate's own metric lists, :data:`lfw.gate.metrics.SAME_MACHINE` and
-:data:`lfw.gate.metrics.AB`, so the history never judges a second list), per case (:func:`lfw.results.case_key`),
-as the median over the case's rounds, the value :func:`lfw.gate.compare.judge` compares; and, beside them, what
-places the run: its commit (id, time, dirty), its date, the machine (CPU model, usable cores) and the counted
-stack (:data:`lfw.results.keys.COUNTED_STACK`), which decides whether two instruction counts compare.
+one run (:data:`lfw.gate.metrics.JUDGED`, the gate's own list, so the history never judges a second one), per
+case (:func:`lfw.results.case_key`), as the median over the case's rounds, the value
+:func:`lfw.gate.compare.judge` compares; and, beside them, what places the run: its commit (id, time, dirty), its
+date, the machine (CPU model, usable cores) and the counted stack (:data:`lfw.results.keys.COUNTED_STACK`), which
+decides whether two instruction counts compare.
 
-The figures the gate leaves out are left out here too: positive controls, the pairs of
-:data:`lfw.gate.metrics.NOT_JUDGED`, wall clock of cases with fewer than
-:data:`lfw.gate.compare.WALL_CLOCK_MIN_ROUNDS` rounds.
+The figures the gate leaves out are left out here too, by the gate's own rules: positive controls, the pairs of
+:func:`lfw.gate.metrics.group_excludes`, wall clock with too few rounds (:func:`lfw.gate.metrics.too_few_rounds`).
 
 Runs of different runner classes do not compare (docs/gating.md), so each class has its own file. A run is
 identified by its commit and its date (pytest-benchmark's ``datetime``, the same in the autosave and in the
@@ -31,15 +30,11 @@ from statistics import median
 from typing import Any
 
 from lfw.errors import LFWError
-from lfw.gate.compare import WALL_CLOCK_MIN_ROUNDS
-from lfw.gate.metrics import AB, NOT_JUDGED, SAME_MACHINE, Metric
+from lfw.gate.metrics import JUDGED, Metric, group_excludes, too_few_rounds
 from lfw.results import AUTOSAVE_NAME, Run, load_run
 from lfw.results import keys as K
 
 SCHEMA = 1
-# What the gate judges, each metric once, in the gate's order (SAME_MACHINE, then A/B's images/s).
-JUDGED: tuple[Metric, ...] = tuple(dict.fromkeys((*SAME_MACHINE, *AB)))
-JUDGED_BY_KEY: dict[str, Metric] = {m.key: m for m in JUDGED}
 RUNNER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 SIGNIFICANT_DIGITS = 7  # counts repeat within 0.06%: 7 digits keep every step and keep lines short
 
@@ -125,16 +120,15 @@ def _compact(value: float) -> float:
 
 
 def judged_rounds(run: Run) -> Iterator[tuple[str, Metric, list[float]]]:
-    """(case key, metric, per-round values) of each :data:`JUDGED` metric a case records and the gate judges:
-    positive controls, metrics the gate leaves out for a group, and wall clock with too few rounds skipped."""
+    """(case key, metric, per-round values) of each :data:`~lfw.gate.metrics.JUDGED` metric a case records and the
+    gate judges: positive controls, metrics the gate leaves out for a group, and wall clock with too few rounds
+    skipped."""
     for case in run.cases:
         if case.value(K.POSITIVE_CONTROL) is True:
             continue
         for metric in JUDGED:
             values = case.rounds(metric.key)
-            if not values or (case.group, metric.key) in NOT_JUDGED:
-                continue
-            if metric.family in ("throughput", "ttfb") and len(values) < WALL_CLOCK_MIN_ROUNDS:
+            if not values or group_excludes(case.group, metric) or too_few_rounds(metric, len(values)):
                 continue
             yield case.key, metric, [float(v) for v in values]
 

@@ -4,7 +4,8 @@
 saved results), draws every chart the run has data for (:mod:`.render`; one module per chart family), writes
 the summary page ``README.md`` (:mod:`.page`) and the same as HTML, ``index.html``, with every chart shown
 (:mod:`.html_page`), and prints a compact table (:mod:`.console`). With a baseline and
-a current run it also draws the comparison and a verdict per case, the regression gate's own (:mod:`.verdict`).
+a current run it also draws the comparison and a verdict per case, the regression gate's own, read from the
+gate's ``verdict.json`` (:mod:`.verdict`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ _LAZY = {"Report": "render", "build_report": "render", "write_html": "html_page"
 
 
 def __getattr__(name: str) -> Any:
-    """The drawing side is imported on first use, so a reader of one submodule (the gate's summary reads the
-    recommendation) does not pay for every chart module and matplotlib's start-up."""
+    """The drawing side is imported on first use, so a reader of one submodule does not pay for every chart module
+    and matplotlib's start-up."""
     if name in _LAZY:
         import importlib
 

@@ -3,7 +3,8 @@
 No run named: the newest autosaved run under ``.benchmarks/``. One run: its report. Two runs: the first is
 the baseline, the second the current run, and the report adds the comparison and the gate's verdict per case.
 Beside the charts: ``README.md`` (Markdown) and ``index.html`` (the same sections with every chart shown, the
-gate's ``gate.md`` when there is one, and the charts under ``history/``).
+gate's verdict of these runs when there is one, and the charts under ``history/``). The verdicts are the gate's
+(``verdict.json``, matched to the runs by SHA-256; with two runs and none, the gate is run): :mod:`lfw.report.verdict`.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from lfw.cli.args import OneLineParser
 from lfw.cli.figures import FORMATS
 from lfw.errors import LFWError, cli_entry
 from lfw.report.console import console
-from lfw.report.html_page import gate_summary, write_html
+from lfw.report.html_page import write_html
 from lfw.report.page import write_summary
 from lfw.report.render import build_report
+from lfw.report.verdict import shown_verdict
 from lfw.results import latest_run, load_run
 
 
@@ -36,8 +38,9 @@ def parser() -> OneLineParser:
     p.add_argument("--history", type=Path, metavar="SOURCE",
                    help="also draw the history: a store folder, <runner>.jsonl or .benchmarks/ autosaves; charts "
                         "with change points into OUT/history/")
-    p.add_argument("--gate-md", type=Path, metavar="PATH",
-                   help="the gate's summary (Markdown) to show in index.html (default: OUT/gate.md if it exists)")
+    p.add_argument("--verdict", type=Path, metavar="PATH",
+                   help="the gate's verdict.json to show, used only if it judged these very runs (by SHA-256; "
+                        "default: OUT/verdict.json, and with BASE CURRENT the gate is run when that does not match)")
     return p
 
 
@@ -49,15 +52,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = args.runs or [latest_run(args.storage)]
     runs = [load_run(p) for p in paths]
     base, current = (runs[0], runs[1]) if len(runs) == 2 else (None, runs[0])
-    gate_md = gate_summary(args.out, args.gate_md, run=paths[-1])
+    shown = shown_verdict(args.out, paths[-1], paths[0] if base is not None else None, args.verdict)
     if args.history:  # drawn first, so the HTML page's history section shows it
         from lfw.history import history_report
 
         print(history_report(args.history, args.out).summary)
-    report = build_report(current, args.out, base, tuple(args.formats))
+    report = build_report(current, args.out, base, tuple(args.formats), shown.verdict)
     write_summary(report)
-    write_html(report, gate_md)
+    write_html(report, shown)
     print(console(report))
+    if shown.note:
+        print(shown.note)
     return 0
 
 

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from lfw.cli.figures import ERRORBAR, bar_height, mark_groups, new_figure
-from lfw.report.verdict import Verdict
+from lfw.gate.verdict import CaseVerdict
 from lfw.results import Case, Run, pair_cases
 from lfw.results import keys as K
 from lfw.stats.variation import mean_sd
@@ -31,7 +31,7 @@ def drawn_metric(old: Case, now: Case) -> str:
     return "efficiency" if old.rounds(K.EFFICIENCY) and now.rounds(K.EFFICIENCY) else "images_per_s"
 
 
-def compare_chart(base: Run, current: Run, verdicts: list[Verdict], judged_by: str = "") -> Figure | None:
+def compare_chart(base: Run, current: Run, verdicts: list[CaseVerdict], judged_by: str = "") -> Figure | None:
     """Baseline vs current per case (matched as the gate matches them), as % of the baseline mean."""
     pairs = [(b, c) for b, c in pair_cases(base, current).pairs if mean_sd(b.rounds(drawn_metric(b, c)))[0] > 0]
     if not pairs:

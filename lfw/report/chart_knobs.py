@@ -19,9 +19,9 @@ from matplotlib.figure import Figure
 
 from lfw.cli.figures import ERRORBAR, bar_height, colour_map, dodged_errorbar, new_figure
 from lfw.report.legend import describe, format_value, sort_key, varying_keys
-from lfw.report.ratios import Ratio, ratio
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results.ratios import Ratio, ratio
 from lfw.stats.variation import mean_sd
 
 METRICS = {

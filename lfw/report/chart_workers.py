@@ -3,7 +3,7 @@
 One line per transform preset; error bars are the standard deviation over rounds, from the per-round
 seconds (``stats.data``) and the per-round rates (``images_per_s_rounds``), as ``plt.errorbar(workers, mean,
 yerr=std)`` in the exercise. A ring marks the recommended worker count of each transform (the knee, decided on
-paired ratios by :mod:`lfw.report.recommend`); a transform with no clear winner gets no ring.
+paired ratios by :mod:`lfw.results.recommend`); a transform with no clear winner gets no ring.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from matplotlib.figure import Figure
 
 from lfw.cli.figures import ERRORBAR, colour_map, dodge, dodged_errorbar, new_figure
 from lfw.report.legend import sort_key
-from lfw.report.recommend import recommendations, scaling_cases
 from lfw.results import Run
 from lfw.results import keys as K
+from lfw.results.recommend import recommendations, scaling_cases
 from lfw.stats.variation import mean_sd
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections import Counter
 
 from lfw.cli.table import table
+from lfw.gate.verdict import LABELS
 from lfw.report.findings import find
 from lfw.report.render import Report
-from lfw.report.verdict import LABELS
 from lfw.results import keys as K
 from lfw.results import short_name
 

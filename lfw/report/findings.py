@@ -10,13 +10,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import median
 
+from lfw.gate.verdict import CaseVerdict
 from lfw.report.pipelines import PipelineVerdict, pipeline_verdict
-from lfw.report.ratios import paired, ratio_cv
-from lfw.report.recommend import Recommendation, recommendations, scaling_cases
 from lfw.report.remote import RemoteVerdict, remote_verdict
-from lfw.report.verdict import Verdict
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results.ratios import paired, ratio_cv
+from lfw.results.recommend import Recommendation, recommendations, scaling_cases
 
 CV_WARN = 0.10  # pyperf warns when the standard deviation exceeds 10% of the mean
 
@@ -35,7 +35,7 @@ class Findings:
     growth: list[Growth]
     cv: tuple[float, float, Case] | None
     paired_cv: float | None = None
-    regressions: list[Verdict] = field(default_factory=list)
+    regressions: list[CaseVerdict] = field(default_factory=list)
     slopes: list[tuple[Case, str]] = field(default_factory=list)
     pipeline: PipelineVerdict | None = None
     remote: RemoteVerdict | None = None
@@ -124,7 +124,7 @@ def left_out(run: Run) -> tuple[tuple[str, str], ...]:
     return tuple((k, o.reason) for k, o in run.selection.outcomes.items() if o.limit)
 
 
-def find(run: Run, verdicts: list[Verdict] | None = None) -> Findings:
+def find(run: Run, verdicts: list[CaseVerdict] | None = None) -> Findings:
     """The headline numbers; a group that did not finish (a case failed or never ran) gives no recommendation."""
     regressions = [v for v in verdicts or [] if v.label == "regressed"]
     unfinished = tuple(run.selection.unfinished_groups) if run.selection is not None else ()

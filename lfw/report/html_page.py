@@ -7,23 +7,22 @@ of base64, and the image on the page is the very chart file beside it. The price
 
 The words are :mod:`lfw.report.page`'s (its Markdown sections converted by :mod:`lfw.report.markdown_html`),
 so the HTML and Markdown pages cannot disagree; this module adds only the layout: a section per topic with a
-table of contents, a figure and caption per chart, the gate's summary (``gate.md``) when there is one, and the
-history charts another command writes under ``history/``. Every text is escaped.
+table of contents, a figure and caption per chart, the gate's verdict of these runs rendered from the verdict
+itself (:mod:`lfw.report.verdict_html`; :mod:`lfw.report.verdict` decides which), or the one line saying none
+matches, and the history charts another command writes under ``history/``. Every text is escaped.
 """
 
 from __future__ import annotations
 
 import html
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 from urllib.parse import quote
 
 from lfw.cli.figures import ChartSpec
-from lfw.errors import LFWError
 from lfw.report.findings import find
-from lfw.report.markdown_html import inline, rebase_links, slug, to_html
+from lfw.report.markdown_html import inline, slug, to_html
 from lfw.report.page import (
     FOOTER,
     cases_section,
@@ -37,9 +36,10 @@ from lfw.report.page import (
     verdicts_section,
 )
 from lfw.report.render import Report
+from lfw.report.verdict import ShownVerdict
+from lfw.report.verdict_html import verdict_html
 
 HISTORY = "history"  # <out>/history/*.png: trend charts across saved runs, drawn by the history command
-GATE_MD = "gate.md"  # <out>/gate.md: the gate's summary in Markdown, shown when present
 IMAGE_PREFERENCE = (".png", ".svg")  # what an <img> shows when a chart was written in several formats
 
 STYLE = """
@@ -171,36 +171,25 @@ def history_section(out: Path) -> Section:
     return Section("history", "History", "\n".join(parts))
 
 
-def gate_summary(out: Path, explicit: Path | None = None, run: Path | None = None) -> Path | None:
-    """The gate summary to show: ``explicit`` (which must exist), else ``<out>/gate.md`` when it was written after
-    ``run`` was saved (a verdict of this run, not one left by an earlier gate), else None."""
-    if explicit is not None:
-        if not explicit.is_file():
-            raise LFWError(f"--gate-md {explicit}: not found")
-        return explicit
-    default = out / GATE_MD
-    if not default.is_file() or (run is not None and run.is_file()
-                                 and default.stat().st_mtime < run.stat().st_mtime):
+def gate_section(shown: ShownVerdict | None) -> Section | None:
+    """The gate's verdict of these runs, or the line saying none matches; None when there is neither."""
+    if shown is None:
         return None
-    return default
+    if shown.verdict is not None:
+        judged = shown.verdict.current.path if shown.verdict.current is not None else "no run"
+        source = f'<p class="note">The gate\'s verdict of <code>{html.escape(judged)}</code>.</p>'
+        return Section("gate-verdict", "Gate verdict", source + "\n" + verdict_html(shown.verdict))
+    if shown.note:
+        return Section("gate-verdict", "Gate verdict", f'<p class="note">{html.escape(shown.note)}</p>')
+    return None
 
 
-def gate_section(path: Path, out: Path) -> Section:
-    """The gate's summary (Markdown) converted: its headings under the section's own, its relative links
-    rebased from its folder to ``out`` (the page's), its heading ids prefixed ``gate-``."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    folder = Path(os.path.relpath(path.parent.resolve(), out.resolve())).as_posix()
-    text = rebase_links(text, "" if folder == "." else folder + "/")
-    source = f'<p class="note">From <code>{html.escape(str(path))}</code>.</p>'
-    return Section("gate-verdict", "Gate verdict", source + "\n" + to_html(text, top_level=3, id_prefix="gate-"))
-
-
-def sections(report: Report, gate_md: Path | None = None) -> list[Section]:
+def sections(report: Report, shown: ShownVerdict | None = None) -> list[Section]:
     """The page's sections in reading order: findings, the gate, the baseline, charts, history, cases, machine."""
     f = find(report.run, report.verdicts)
     found = [from_markdown(incomplete_section(f)),
              from_markdown(findings_section(report, f)),
-             gate_section(gate_md, report.out) if gate_md is not None else None,
+             gate_section(shown),
              from_markdown(verdicts_section(report)),
              charts_section(report),
              history_section(report.out),
@@ -210,16 +199,17 @@ def sections(report: Report, gate_md: Path | None = None) -> list[Section]:
     return [s for s in found if s is not None]
 
 
-def html_page(report: Report, gate_md: Path | None = None) -> str:
+def html_page(report: Report, shown: ShownVerdict | None = None) -> str:
     """The whole page as one HTML document: no script, images by relative path, all text escaped."""
-    parts = sections(report, gate_md)
+    parts = sections(report, shown)
     nav = "".join(f'<a href="#{html.escape(s.id)}">{html.escape(s.title)}</a>' for s in parts)
     return PAGE.substitute(title=html.escape(f"lfw-bench report: {report.run.path.name}"), style=STYLE,
                            run=inline(f"Run {run_line(report.run)}."), nav=nav,
                            sections="\n".join(s.html() for s in parts), footer=inline(FOOTER))
 
 
-def write_html(report: Report, gate_md: Path | None = None) -> Path:
-    """Write ``<out>/index.html`` (replacing any) and return its path; ``gate_md`` as :func:`gate_summary` gives."""
-    report.index.write_text(html_page(report, gate_md), encoding="utf-8")
+def write_html(report: Report, shown: ShownVerdict | None = None) -> Path:
+    """Write ``<out>/index.html`` (replacing any) and return its path; ``shown`` as
+    :func:`lfw.report.verdict.shown_verdict` gives."""
+    report.index.write_text(html_page(report, shown), encoding="utf-8")
     return report.index

@@ -1,15 +1,14 @@
-"""A minimal Markdown-to-HTML converter for the report's own Markdown and the gate's summary (``gate.md``).
+"""A minimal Markdown-to-HTML converter for the report's own Markdown (:mod:`lfw.report.page`'s sections).
 
 The HTML page shows the very words the Markdown page writes (:mod:`lfw.report.page` owns them), so the two can
 never disagree; this module only changes their notation. It covers what those pages use and nothing more: ATX
 headings, paragraphs (two trailing spaces break a line), ``-``/``*`` lists whose items may hold indented blocks
 (the recommendation table sits in one), pipe tables with their alignment row, fenced code, and inline code,
-bold, italic and links; of raw HTML only what the gate's page writes: a one-line ``<!-- comment -->`` (dropped)
-and ``<details><summary>...</summary>`` ... ``</details>`` on lines of their own (kept, the summary escaped).
-Anything else renders as paragraph text: shown, never dropped. Every piece of text is escaped
-(:func:`html.escape`) before markup is added, so a case name or a gate note can never inject HTML; a link keeps
-its target only when it is relative, an ``#anchor`` or http(s). The stdlib has no Markdown parser and
-``markdown`` is not a dependency.
+bold, italic and links; raw HTML renders as paragraph text: shown escaped, never dropped or passed through.
+Every piece of text is escaped (:func:`html.escape`) before markup is added, so a case name can never inject
+HTML; a link keeps its target only when it is relative, an ``#anchor`` or http(s). The gate's verdict is not
+converted from Markdown: :mod:`lfw.report.verdict_html` renders it from the verdict itself. The stdlib has no
+Markdown parser and ``markdown`` is not a dependency.
 """
 
 from __future__ import annotations
@@ -26,9 +25,6 @@ _LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _ITALIC = re.compile(r"(?<![\w*])\*(?![\s*])(.+?)(?<![\s*])\*(?![\w*])")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
-_DETAILS = re.compile(r"^\s*<details>\s*<summary>(.*?)</summary>\s*$")
-_DETAILS_END = re.compile(r"^\s*</details>\s*$")
 
 
 def slug(text: str) -> str:
@@ -42,18 +38,6 @@ def safe_href(url: str) -> str | None:
     if _SCHEME.match(url) and not url.lower().startswith(("http://", "https://")):
         return None
     return url
-
-
-def rebase_links(text: str, prefix: str) -> str:
-    """``text`` (Markdown) with each relative link target prefixed by ``prefix`` (``../``, ``reports/``): a
-    document shown from another folder keeps its links. Anchors, absolute paths and URLs are left alone."""
-    def fix(m: re.Match[str]) -> str:
-        target = m.group(2)
-        if not prefix or target.startswith(("#", "/")) or _SCHEME.match(target):
-            return m.group(0)
-        return f"[{m.group(1)}]({prefix}{target})"
-
-    return _LINK.sub(fix, text)
 
 
 def _bold_italic(escaped: str) -> str:
@@ -141,7 +125,7 @@ def _list(lines: list[str], i: int) -> tuple[str, int]:
 
 def _starts_block(lines: list[str], i: int) -> bool:
     line = lines[i]
-    return (not line.strip() or any(p.match(line) for p in (_HEADING, _ITEM, _COMMENT, _DETAILS, _DETAILS_END))
+    return (not line.strip() or any(p.match(line) for p in (_HEADING, _ITEM))
             or line.lstrip().startswith(_FENCE) or _is_table_start(lines, i))
 
 
@@ -152,35 +136,21 @@ def _paragraph(lines: list[str]) -> str:
     return "<p>" + "\n".join(parts) + "</p>"
 
 
-def to_html(text: str, *, top_level: int | None = None, id_prefix: str = "") -> str:
-    """``text`` (Markdown) as an HTML fragment; every text is escaped.
-
-    ``top_level`` shifts headings so the highest in ``text`` becomes ``<h{top_level}>`` (capped at ``<h6>``),
-    for a document embedded under the page's own headings; ``id_prefix`` keeps its heading ids apart.
-    """
+def to_html(text: str) -> str:
+    """``text`` (Markdown) as an HTML fragment; every text is escaped."""
     lines = text.splitlines()
-    levels = [len(m.group(1)) for line in lines if (m := _HEADING.match(line))]
-    offset = top_level - min(levels) if top_level is not None and levels else 0
-    out, i, open_details = [], 0, 0
+    out, i = [], 0
     while i < len(lines):
         line = lines[i]
-        if not line.strip() or _COMMENT.match(line):
-            i += 1
-        elif m := _DETAILS.match(line):
-            out.append(f"<details><summary>{inline(m.group(1))}</summary>")
-            open_details, i = open_details + 1, i + 1
-        elif _DETAILS_END.match(line):
-            if open_details:  # a stray closing tag is dropped, not emitted
-                out.append("</details>")
-                open_details -= 1
+        if not line.strip():
             i += 1
         elif line.lstrip().startswith(_FENCE):
             end = next((j for j in range(i + 1, len(lines)) if lines[j].lstrip().startswith(_FENCE)), len(lines))
             out.append(f"<pre><code>{html.escape(chr(10).join(lines[i + 1:end]), quote=False)}</code></pre>")
             i = end + 1
         elif m := _HEADING.match(line):
-            level = max(1, min(6, len(m.group(1)) + offset))
-            out.append(f'<h{level} id="{html.escape(id_prefix + slug(m.group(2)))}">{inline(m.group(2))}</h{level}>')
+            level = len(m.group(1))
+            out.append(f'<h{level} id="{html.escape(slug(m.group(2)))}">{inline(m.group(2))}</h{level}>')
             i += 1
         elif _is_table_start(lines, i):
             block, i = _table(lines, i)
@@ -195,4 +165,4 @@ def to_html(text: str, *, top_level: int | None = None, id_prefix: str = "") -> 
                 para.append(lines[i])
                 i += 1
             out.append(_paragraph(para))
-    return "\n".join(out + ["</details>"] * open_details)
+    return "\n".join(out)

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lfw.report.ratios import share_text
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results.ratios import share_text
 
 GROUP = "decoders"
 SMALL = 0.10  # a factor that costs less than this share of the rate is not what stops the pipeline

@@ -2,7 +2,7 @@
 
 At the highest latency the run measured (100 ms in the quick profile), the case with the highest steady rate
 (:meth:`lfw.measure.PassResult.steady`: start-up left out; a case without one ranks by its whole-pass rate) is
-compared with the best steady rate at zero latency, paired by round (:mod:`lfw.report.ratios`): a ratio of
+compared with the best steady rate at zero latency, paired by round (:mod:`lfw.results.ratios`): a ratio of
 :data:`HIDDEN` or more means the latency is hidden. Beside it, apart: its share of the endpoint's zero-latency
 ceiling (fetch only) of the same rotation, its time to first batch, Little's law for its requests in flight and
 the limit that caps it (:mod:`lfw.remote.law`); then one request at a time with 2 workers against its
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lfw.report.ratios import Ratio, ratio, share_text
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results.ratios import Ratio, ratio, share_text
 
 GROUP = "remote"
 HIDDEN = 0.80  # at this share of the zero-latency rate the latency counts as hidden

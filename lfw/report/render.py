@@ -14,6 +14,7 @@ from pathlib import Path
 
 from lfw.cli.figures import FORMATS, ChartSpec, save_figure
 from lfw.errors import LFWError
+from lfw.gate.verdict import CaseVerdict, Verdict
 from lfw.report.chart_compare import compare_chart
 from lfw.report.chart_decoders import decoders_chart
 from lfw.report.chart_distributed import distributed_chart
@@ -30,7 +31,6 @@ from lfw.report.chart_remote import remote_chart
 from lfw.report.chart_startup import startup_chart
 from lfw.report.chart_workers import workers_chart
 from lfw.report.mprofile import write_mprofiles
-from lfw.report.verdict import JUDGED_BY, Verdict, gate_verdicts
 from lfw.results import Run
 
 README = "README.md"
@@ -93,7 +93,7 @@ class Report:
     base: Run | None = None
     charts: list[tuple[ChartSpec, list[Path]]] = field(default_factory=list)
     skipped: list[ChartSpec] = field(default_factory=list)
-    verdicts: list[Verdict] = field(default_factory=list)
+    verdicts: list[CaseVerdict] = field(default_factory=list)
     judged_by: str = ""
     mprofiles: list[Path] = field(default_factory=list)  # memory timelines for ``mprof plot``
 
@@ -131,15 +131,17 @@ def check_output(out: Path, inputs: list[Path]) -> None:
             raise LFWError(f"the report would overwrite its input {path}; choose another --out")
 
 
-def build_report(run: Run, out: Path, base: Run | None = None, formats: tuple[str, ...] = FORMATS) -> Report:
-    """Draw every chart the run supports into ``out`` (created), and the comparison when ``base`` is given."""
+def build_report(run: Run, out: Path, base: Run | None = None, formats: tuple[str, ...] = FORMATS,
+                 verdict: Verdict | None = None) -> Report:
+    """Draw every chart the run supports into ``out`` (created), and the comparison when ``base`` is given, coloured
+    by ``verdict``'s labels (the gate's, already matched to these runs: :mod:`lfw.report.verdict`)."""
     check_output(out, [run.path, *([base.path] if base else [])])
     out.mkdir(parents=True, exist_ok=True)
     report = Report(run, out, base)
     specs = chart_specs(run)
     if base is not None:
-        report.verdicts, _ = gate_verdicts(base, run)
-        report.judged_by = JUDGED_BY
+        if verdict is not None:
+            report.verdicts, report.judged_by = list(verdict.cases), verdict.judged_by
         specs.append(ChartSpec(COMPARE_STEM, "Baseline vs current per case, with the gate's verdicts",
                                f"efficiency (images/s where none) of {base.path.name} and {run.path.name} side by side",
                                "two runs with cases in common",

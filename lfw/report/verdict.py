@@ -1,73 +1,76 @@
-"""Verdicts per case for a baseline and a current run: the gate's own, so the report and CI never disagree.
+"""Which gate verdict the report shows: the gate's own, read from ``verdict.json``, never judged here.
 
-The report draws and lists verdicts but decides none: :func:`gate_verdicts` runs the two-file gate
-(:func:`lfw.gate.compare_runs`) on the same loaded runs and turns its comparisons into one verdict per case. A
-case regressed if the gate found any of its metrics regressed (the detail names them); it improved if its
-throughput metric (efficiency) rose by more than the gate's minimum effect. Cases are matched as the gate
-matches them (:func:`lfw.results.pair_cases`); a verdict names the current case by ``fullname``.
+The report draws and lists verdicts but decides none, so it and CI never disagree. It reads a
+:class:`~lfw.gate.verdict.Verdict` (``--verdict PATH``, else ``OUT/verdict.json``) and shows it only when the verdict
+is about the very runs it reports: the SHA-256 of the current run's bytes, and of the baseline's when one is given,
+must match the verdict's (:meth:`~lfw.gate.verdict.Verdict.matches`); a file's time says nothing about whose
+verdict it holds. Otherwise the report says so in one line, naming the command that makes one.
+
+Given a baseline and no verdict of its own (no ``--verdict``), the report asks the gate: it runs
+``python -m lfw.gate BASE CURRENT --verdict-json OUT/verdict.json --summary-md OUT/gate.md`` as a subprocess (with
+``$GITHUB_STEP_SUMMARY`` unset, so a report never appends to a CI job's page) and reads what it wrote. The gate
+stays the only judge; the report imports no comparison code.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
-from lfw.gate.compare import Comparison, GateReport, compare_runs
-from lfw.gate.thresholds import Thresholds
-from lfw.results import Run
+from lfw.errors import LFWError
+from lfw.gate.verdict import MAKE_ONE, VERDICT_PATH, Verdict, load_verdict
 
-LABELS = ("regressed", "improved", "unchanged", "not compared", "new", "missing")
-
-
-def judged_by(th: Thresholds) -> str:
-    """The rule behind the verdicts in one line, from the thresholds the gate applied."""
-    return (f"lfw.gate, two files: instruction counts +{th.cost:.0%}, efficiency (gross, -{th.efficiency:.0%}), "
-            "time to first batch (gross), memory floors (python -m lfw.gate --help)")
-
-
-JUDGED_BY = judged_by(Thresholds())
+VERDICT_JSON = VERDICT_PATH.name  # OUT/verdict.json: the gate's verdict beside the report
+GATE_PAGE = "gate.md"  # OUT/gate.md: the gate's Markdown page, written beside it when the report asks the gate
+GATE_EXITS = (0, 1, 5)  # the gate's exits that carry a verdict of both runs (no regression, regression, a gap)
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """What the gate says about one case: a label from :data:`LABELS`, the change and a one-line reason."""
+class ShownVerdict:
+    """The verdict the report shows (None when none matches) and, when none does, the one line that says so."""
 
-    case: str  # the case's fullname (file::test[params])
-    label: str
-    change: float | None = None  # relative change of the case's throughput metric, current / base - 1
-    detail: str = ""
+    verdict: Verdict | None
+    note: str = ""
 
 
-def describe(c: Comparison) -> str:
-    """``efficiency 0.41 -> 0.29 (-29.3%), minimum effect -35%``: one gate comparison in words."""
-    change = f"{c.change:+.1%}" if c.metric.kind == "relative" else f"{c.change:+.2f}{c.metric.unit}"
-    return f"{c.metric.label} {c.baseline:,.4g} -> {c.current:,.4g} ({change}), minimum effect {c.rule}"
+def no_match(path: Path, found: Verdict) -> str:
+    judged = found.current.path if found.current is not None else "no run"
+    return (f"no verdict matches these runs: {path} judges {judged} (by SHA-256); {MAKE_ONE} "
+            f"--verdict-json {path} makes one")
 
 
-def gate_verdicts(base: Run, current: Run, thresholds: Thresholds | None = None) -> tuple[list[Verdict], GateReport]:
-    """One verdict per case of ``current`` (and per case missing from it), from the two-file gate."""
-    th = thresholds or Thresholds()
-    gate = compare_runs(base, current, th)
-    by_case: dict[str, list[Comparison]] = {}
-    for comparison in gate.comparisons:
-        by_case.setdefault(comparison.case, []).append(comparison)
-    verdicts = []
-    for case in current.cases:
-        if case.fullname in gate.new_cases:
-            verdicts.append(Verdict(case.fullname, "new", None, "not in the baseline"))
-            continue
-        comparisons = by_case.get(case.fullname)
-        if not comparisons:
-            verdicts.append(Verdict(case.fullname, "not compared", None, "no metric the gate compares"))
-            continue
-        throughput = next((c for c in comparisons if c.metric.family == "throughput"), None)
-        change = throughput.change if throughput is not None else None
-        regressed = [c for c in comparisons if c.regressed]
-        if regressed:
-            label, shown = "regressed", regressed
-        else:
-            improved = change is not None and change > th.efficiency
-            label, shown = ("improved" if improved else "unchanged"), [throughput] if throughput else []
-        detail = "; ".join(describe(c) for c in shown) or "no throughput compared"
-        verdicts.append(Verdict(case.fullname, label, change, detail))
-    verdicts += [Verdict(m.case, "missing", None, m.why) for m in gate.missing]
-    return verdicts, gate
+def ask_gate(base: Path, current: Path, out: Path) -> Verdict:
+    """Run the gate on ``base`` and ``current``, writing ``out/verdict.json`` and ``out/gate.md``; its verdict.
+
+    Raises :class:`~lfw.errors.LFWError` with the gate's own one-line error when it gives no verdict of the runs.
+    """
+    path = out / VERDICT_JSON
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    done = subprocess.run([sys.executable, "-m", "lfw.gate", str(base), str(current), "--verdict-json", str(path),
+                           "--summary-md", str(out / GATE_PAGE)], env=env, capture_output=True, text=True,
+                          check=False)
+    if done.returncode not in GATE_EXITS or not path.is_file():
+        last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        raise LFWError(f"the gate gave no verdict of {base} and {current}: {last}")
+    return load_verdict(path)
+
+
+def shown_verdict(out: Path, current: Path, base: Path | None = None, explicit: Path | None = None) -> ShownVerdict:
+    """The verdict to show for ``current`` (against ``base`` when given); see the module docstring.
+
+    ``explicit`` must exist. Without it, ``out/verdict.json`` is read when present; with a baseline and no matching
+    verdict the gate is asked. An unreadable verdict or one of another schema version is a one-line LFWError.
+    """
+    if explicit is not None and not explicit.is_file():
+        raise LFWError(f"--verdict {explicit}: not found")
+    path = explicit or out / VERDICT_JSON
+    found = load_verdict(path) if path.is_file() else None
+    if found is not None and found.matches(current, base):
+        return ShownVerdict(found)
+    if base is not None and explicit is None:
+        out.mkdir(parents=True, exist_ok=True)
+        return ShownVerdict(ask_gate(base, current, out))
+    return ShownVerdict(None, no_match(path, found) if found is not None else "")

@@ -2,7 +2,7 @@
 
 The knee is the fewest workers whose throughput is within ``tolerance`` (5%) of the best: more workers than
 that buy little and cost memory and start-up. Decided on the paired ratios of the rotation
-(:mod:`lfw.report.ratios`), against the configuration with the highest median rate:
+(:mod:`lfw.results.ratios`), against the configuration with the highest median rate:
 
 - *within*: the ratio's interval lies at or above ``1 - tolerance``: as good as the best, with the evidence;
 - *worse*: the interval lies below ``1 - tolerance``: clearly slower than the best;
@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from lfw.report.ratios import Ratio, ratio
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results.ratios import Ratio, ratio
 from lfw.stats.variation import KNEE_TOLERANCE, first_within
 
 GROUP = "workers-transform"

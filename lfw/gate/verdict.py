@@ -1,0 +1,256 @@
+"""The gate's verdict of one run as data: computed once by the gate, written as ``verdict.json``, rendered everywhere.
+
+A :class:`Verdict` holds everything a reader of the verdict sees, already decided: the mode (two files or A/B),
+which runs were judged (path, SHA-256 of the file's bytes, commit and runner class when the run records them),
+the exit code and its one-line headline, every comparison (case, metric, both sides, the change, the rule, and
+whether it regressed or improved), one label per case (:data:`LABELS`), the cases missing or left out, the layer
+table and the recommended ``num_workers`` rows. The gate's Markdown page (:mod:`lfw.gate.summary`) and the report's
+HTML page render it; neither compares anything again, so they cannot disagree with the gate or with each other.
+
+The file is ``reports/verdict.json`` beside ``reports/gate.md`` (A/B: ``reports/verdict-ab.json``), or what the
+gate's ``--verdict-json`` names. :func:`load_verdict` reads :data:`SCHEMA_VERSION` and refuses any other in one
+line; :meth:`Verdict.matches` says whether a verdict is about given run files, by their bytes, not their times.
+This module imports no comparison code: readers load it without judging anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lfw.errors import LFWError
+
+SCHEMA_VERSION = 1
+TWO_FILE, AB = "two-file", "ab"
+VERDICT_PATH = Path("reports") / "verdict.json"
+AB_VERDICT_PATH = Path("reports") / "verdict-ab.json"
+# One label per case; "inconclusive" only in A/B (the pairs can neither show nor rule out a regression).
+LABELS = ("regressed", "improved", "unchanged", "not compared", "new", "missing", "inconclusive")
+MAKE_ONE = "python -m lfw.gate BASE.json CURRENT.json"  # the command that writes a two-file verdict
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, hex."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """Which run was judged: its path as given, the SHA-256 of its bytes, its case count, and where recorded its
+    commit (``dirty`` when the tree had uncommitted changes) and runner class."""
+
+    path: str
+    sha256: str
+    cases: int
+    commit: str | None = None
+    dirty: bool = False
+    runner_class: str | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One comparison: a metric of a case, both sides, the change and the rule it was judged against.
+
+    ``change`` is relative (+0.12 = 12% higher) for ``kind`` "relative", current - baseline otherwise. A/B
+    wall-clock rows also carry the ratio with its interval as text, the process pairs and Holm's p-value, and are
+    ``inconclusive`` when the pairs could neither show nor rule out a regression.
+    """
+
+    case: str
+    metric_key: str
+    metric_label: str
+    unit: str
+    kind: str  # relative, absolute
+    family: str  # the threshold family (lfw.gate.metrics.Family): cost, throughput, ttfb, memory, ...
+    baseline: float
+    current: float
+    change: float
+    rule: str
+    regressed: bool
+    improved: bool = False
+    improvement_rule: str = ""
+    interval: str = ""
+    pairs: int | None = None
+    p_holm: float | None = None
+    inconclusive: bool = False
+
+
+@dataclass(frozen=True)
+class CaseVerdict:
+    """The verdict on one case: a label from :data:`LABELS`, the change of its throughput metric (current / base - 1,
+    None when none was compared) and a one-line reason."""
+
+    case: str  # the case's fullname (file::test[params])
+    label: str
+    change: float | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class CaseNote:
+    """A baseline case the run does not hold, and why."""
+
+    case: str
+    why: str
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    """One row of the layer table: the layer, judged (yes/no), the number of comparisons and why not judged."""
+
+    layer: str
+    judged: str
+    comparisons: str
+    why_not: str
+
+
+@dataclass(frozen=True)
+class RecommendationRow:
+    """The recommended ``num_workers`` of one transform, with its evidence, as the report's rule decides it."""
+
+    transform: str
+    num_workers: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One gate run's verdict; see the module docstring. ``error`` is the command's own failure (a measurement
+    that failed, ``--require-cost-layer``), ``setup`` the line saying what was measured or compared."""
+
+    mode: str
+    exit_code: int
+    headline: str
+    baseline: RunIdentity | None = None
+    current: RunIdentity | None = None
+    error: str | None = None
+    setup: str = ""
+    judged_by: str = ""
+    comparisons: tuple[Row, ...] = ()
+    cases: tuple[CaseVerdict, ...] = ()
+    gaps: tuple[CaseNote, ...] = ()
+    narrowed: tuple[CaseNote, ...] = ()
+    new_cases: tuple[str, ...] = ()
+    layers: tuple[LayerRow, ...] = ()
+    unjudged: dict[str, str] = field(default_factory=dict)  # layer -> why it was not judged
+    notes: tuple[str, ...] = ()
+    machine_diffs: str = ""
+    recommendation_group: str = ""
+    recommendation: tuple[RecommendationRow, ...] = ()
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def regressions(self) -> list[Row]:
+        return [r for r in self.comparisons if r.regressed]
+
+    @property
+    def improvements(self) -> list[Row]:
+        return [r for r in self.comparisons if r.improved]
+
+    @property
+    def inconclusive(self) -> list[Row]:
+        return [r for r in self.comparisons if r.inconclusive]
+
+    def label_counts(self) -> dict[str, int]:
+        """How many cases carry each label, in :data:`LABELS` order, labels no case carries left out."""
+        counts = {label: sum(c.label == label for c in self.cases) for label in LABELS}
+        return {label: n for label, n in counts.items() if n}
+
+    def matches(self, current: Path, baseline: Path | None = None) -> bool:
+        """Whether this verdict is about these run files (their SHA-256): ``current``, and ``baseline`` when given."""
+        sides = [(self.current, current), *([(self.baseline, baseline)] if baseline is not None else [])]
+        return all(ident is not None and path.is_file() and ident.sha256 == file_sha256(path) for ident, path in sides)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def write(self, path: Path) -> Path:
+        """Write the verdict as JSON to ``path`` (folders created) and return the path."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+        return path
+
+
+def describe(row: Row) -> str:
+    """``efficiency 0.41 -> 0.29 (-29.3%), minimum effect -35%``: one comparison in words."""
+    change = f"{row.change:+.1%}" if row.kind == "relative" else f"{row.change:+.2f}{row.unit}"
+    return f"{row.metric_label} {row.baseline:,.4g} -> {row.current:,.4g} ({change}), minimum effect {row.rule}"
+
+
+def case_verdicts(cases: Sequence[str], rows: Sequence[Row], new_cases: Sequence[str], missing: Sequence[CaseNote],
+                  efficiency_threshold: float) -> list[CaseVerdict]:
+    """One verdict per case of the current run (``cases``, fullnames in run order), then one per ``missing`` case.
+
+    A case is new when it is in ``new_cases``; not compared when no row is about it; regressed when any of its rows
+    regressed (inconclusive when none did but an A/B row could not decide; the detail names them); else improved
+    when its throughput metric rose by more than ``efficiency_threshold``, else unchanged (the detail names that
+    metric). ``change`` is the throughput metric's change.
+    """
+    by_case: dict[str, list[Row]] = {}
+    for row in rows:
+        by_case.setdefault(row.case, []).append(row)
+    new, out = set(new_cases), []
+    for case in cases:
+        if case in new:
+            out.append(CaseVerdict(case, "new", None, "not in the baseline"))
+            continue
+        mine = by_case.get(case)
+        if not mine:
+            out.append(CaseVerdict(case, "not compared", None, "no metric the gate compares"))
+            continue
+        throughput = next((r for r in mine if r.family == "throughput"), None)
+        change = throughput.change if throughput is not None else None
+        regressed, undecided = [r for r in mine if r.regressed], [r for r in mine if r.inconclusive]
+        if regressed:
+            label, shown = "regressed", regressed
+        elif undecided:
+            label, shown = "inconclusive", undecided
+        else:
+            improved = change is not None and change > efficiency_threshold
+            label, shown = ("improved" if improved else "unchanged"), [throughput] if throughput else []
+        detail = "; ".join(describe(r) for r in shown) or "no throughput compared"
+        out.append(CaseVerdict(case, label, change, detail))
+    return out + [CaseVerdict(m.case, "missing", None, m.why) for m in missing]
+
+
+def _rows(cls: type[Any], items: Any) -> tuple[Any, ...]:
+    return tuple(cls(**item) for item in items or ())
+
+
+def verdict_from_dict(doc: dict[str, Any]) -> Verdict:
+    """A :class:`Verdict` from :meth:`Verdict.to_dict`'s output (schema_version 1); TypeError/KeyError when a field
+    is missing or unknown."""
+    return Verdict(
+        mode=doc["mode"], exit_code=int(doc["exit_code"]), headline=doc["headline"],
+        baseline=RunIdentity(**doc["baseline"]) if doc.get("baseline") else None,
+        current=RunIdentity(**doc["current"]) if doc.get("current") else None,
+        error=doc.get("error"), setup=doc.get("setup", ""), judged_by=doc.get("judged_by", ""),
+        comparisons=_rows(Row, doc.get("comparisons")), cases=_rows(CaseVerdict, doc.get("cases")),
+        gaps=_rows(CaseNote, doc.get("gaps")), narrowed=_rows(CaseNote, doc.get("narrowed")),
+        new_cases=tuple(doc.get("new_cases") or ()), layers=_rows(LayerRow, doc.get("layers")),
+        unjudged=dict(doc.get("unjudged") or {}), notes=tuple(doc.get("notes") or ()),
+        machine_diffs=doc.get("machine_diffs", ""), recommendation_group=doc.get("recommendation_group", ""),
+        recommendation=_rows(RecommendationRow, doc.get("recommendation")), schema_version=doc["schema_version"])
+
+
+def load_verdict(path: Path) -> Verdict:
+    """Read a ``verdict.json``. Raises :class:`~lfw.errors.LFWError` (one line) when the file is missing, is not a
+    verdict, or has a schema_version other than :data:`SCHEMA_VERSION` (saying which one this version reads)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LFWError(f"{path}: no such verdict; {MAKE_ONE} --verdict-json {path} writes one") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LFWError(f"{path}: not a verdict file ({' '.join(str(exc).split())})") from None
+    version = doc.get("schema_version") if isinstance(doc, dict) else None
+    if version != SCHEMA_VERSION:
+        raise LFWError(f"{path}: verdict schema_version {version!r}; this lfw-bench reads schema_version "
+                       f"{SCHEMA_VERSION}: rerun the gate ({MAKE_ONE}) to write one")
+    try:
+        return verdict_from_dict(doc)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise LFWError(f"{path}: not a verdict of schema_version {SCHEMA_VERSION} ({exc!r})") from None

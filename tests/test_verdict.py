@@ -1,0 +1,138 @@
+"""The gate's verdict as data (``verdict.json``): written by the gate, read back whole, refused in one line when of
+another schema version, shown by the report only for the runs it judged (by SHA-256), and rendered with the same
+labels in the gate's Markdown page and the report's HTML page. The report judges nothing itself."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from lfw.errors import LFWError
+from lfw.gate import Thresholds, compare_runs
+from lfw.gate.__main__ import main as gate_main
+from lfw.gate.summary import verdict_markdown
+from lfw.gate.verdict import SCHEMA_VERSION, TWO_FILE, CaseVerdict, Row, RunIdentity, Verdict, load_verdict
+from lfw.gate.verdict_build import two_file_verdict
+from lfw.report.__main__ import main as report_main
+from lfw.report.verdict_html import verdict_html
+from lfw.results import load_run, short_name
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE = ROOT / "benchmarks" / "baselines" / "cpu-2core.json"
+CROSS_CPU = ROOT / "benchmarks" / "gate_rates" / "cross_cpu" / "2026-11-23-gate-run.json"
+UNCHANGED = ROOT / "benchmarks" / "gate_rates" / "unchanged-engine-2026-11-23.json"
+FIXTURE = Path(__file__).parent / "fixtures" / "quick_run.json"
+Capture = pytest.CaptureFixture[str]
+
+
+@pytest.fixture
+def gated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The gate run on the cross-CPU run (one regression): the folder holding its verdict.json and gate.md."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert gate_main([str(BASELINE), str(CROSS_CPU), "--summary-md", str(tmp_path / "gate.md")]) == 1
+    return tmp_path
+
+
+def test_the_verdict_json_round_trips_to_the_verdict_the_gate_built(gated: Path) -> None:
+    baseline, current = load_run(BASELINE), load_run(CROSS_CPU)
+    report = compare_runs(baseline, current)
+    built = two_file_verdict(report, baseline, current, Thresholds(), exit_code=report.exit_code)
+    loaded = load_verdict(gated / "verdict.json")
+    assert loaded == built and loaded.schema_version == SCHEMA_VERSION and loaded.mode == TWO_FILE
+    assert len(loaded.regressions) == 1 and loaded.regressions[0].metric_key == "pil_ceiling_share"
+    assert loaded.matches(CROSS_CPU, BASELINE) and not loaded.matches(UNCHANGED, BASELINE)
+    assert loaded.current is not None and loaded.current.sha256 == json.loads(
+        (gated / "verdict.json").read_text())["current"]["sha256"]
+
+
+def test_the_gate_page_is_rendered_from_the_verdict(gated: Path) -> None:
+    verdict = load_verdict(gated / "verdict.json")
+    assert verdict_markdown(verdict, gated / "gate.md") == (gated / "gate.md").read_text()
+
+
+@pytest.mark.parametrize("version", [2, 0, None])
+def test_another_schema_version_is_a_one_line_error(gated: Path, version: int | None, capsys: Capture) -> None:
+    doc = json.loads((gated / "verdict.json").read_text())
+    doc["schema_version"] = version
+    path = gated / "other.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(LFWError, match=r"schema_version 1") as raised:
+        load_verdict(path)
+    assert "\n" not in str(raised.value) and f"schema_version {version!r}" in str(raised.value)
+    assert report_main([str(CROSS_CPU), "--out", str(gated / "out"), "--verdict", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "reads schema_version 1" in err
+
+
+def test_a_stale_verdict_is_not_shown_as_this_runs(gated: Path, capsys: Capture) -> None:
+    """A verdict of another run (other bytes, however new the file) is named as not matching, never shown."""
+    out = gated / "out"
+    out.mkdir()
+    (out / "verdict.json").write_bytes((gated / "verdict.json").read_bytes())
+    run = gated / "run.json"
+    run.write_bytes(FIXTURE.read_bytes())
+    assert report_main([str(run), "--out", str(out), "--format", "svg"]) == 0
+    printed = capsys.readouterr().out
+    assert f"no verdict matches these runs: {out / 'verdict.json'} judges {CROSS_CPU}" in printed
+    assert "python -m lfw.gate BASE.json CURRENT.json" in printed
+    page = (out / "index.html").read_text()
+    assert "no verdict matches these runs" in page and "REGRESSED" not in page
+
+
+def test_a_matching_verdict_is_shown_for_its_current_run(gated: Path, capsys: Capture) -> None:
+    out = gated / "out"
+    assert report_main([str(CROSS_CPU), "--out", str(out), "--format", "svg", "--verdict",
+                        str(gated / "verdict.json")]) == 0
+    assert "no verdict matches" not in capsys.readouterr().out
+    page = (out / "index.html").read_text()
+    assert "<strong>REGRESSED: 1 of 191 comparisons in 64 cases</strong>" in page
+
+
+def labels_in_table(text: str, start: str) -> dict[str, str]:
+    """case -> label of the per-case verdict table after ``start`` (Markdown or HTML rows)."""
+    body = text.split(start, 1)[1].split("</table>", 1)[0].split("</details>", 1)[0]
+    md = re.findall(r"^\| `([^`]+)` \| ([a-z ]+) \|", body, re.M)
+    cells = re.findall(r"<tr><td><code>([^<]+)</code></td><td>([a-z ]+)</td>", body)
+    return {html.unescape(case): label for case, label in (md or cells)}
+
+
+def test_gate_page_and_html_show_the_labels_of_verdict_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two runs and no gate run before: the report runs the gate, and every page shows the labels it wrote."""
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "job-summary.md"))
+    current = tmp_path / "current.json"
+    doc = json.loads(FIXTURE.read_text())
+    doc["benchmarks"] = [b for b in doc["benchmarks"] if b["name"] != "test_data_wait[step50ms]"]
+    current.write_text(json.dumps(doc))
+    out = tmp_path / "out"
+    assert report_main([str(FIXTURE), str(current), "--out", str(out), "--format", "svg"]) == 0
+    assert not (tmp_path / "job-summary.md").exists()  # the report's gate never appends to a job's page
+    verdict = load_verdict(out / "verdict.json")
+    assert verdict.matches(current, FIXTURE) and verdict.exit_code == 5  # a case missing: a gap
+    expected = {short_name(c.case): c.label for c in verdict.cases}
+    assert expected["test_data_wait[step50ms]"] == "missing" and "unchanged" in expected.values()
+    assert labels_in_table((out / "gate.md").read_text(), "#### Verdict per case") == expected
+    assert labels_in_table((out / "index.html").read_text(), "Verdict per case") == expected
+    readme = (out / "README.md").read_text()
+    assert all(f"| `{case}` | {'**regressed**' if label == 'regressed' else label} |" in readme
+               for case, label in expected.items())
+
+
+def test_the_html_verdict_escapes_every_text() -> None:
+    hostile = "<script>alert(1)</script>"
+    row = Row(f"x::{hostile}", "efficiency", "eff<b>", "", "relative", "throughput", 0.5, 0.2, -0.6, "-40%", True)
+    verdict = Verdict(TWO_FILE, 1, f"REGRESSED {hostile}", None, RunIdentity(hostile, "0" * 64, 1), setup=hostile,
+                      comparisons=(row,), cases=(CaseVerdict(row.case, "regressed", -0.6, hostile),),
+                      notes=(hostile,))
+    fragment = verdict_html(verdict)
+    assert "<script>" not in fragment and "<b>" not in fragment and "&lt;script&gt;alert(1)&lt;/script&gt;" in fragment
+
+
+def test_the_report_imports_no_comparison_code() -> None:
+    """The report reads the gate's verdict; only the gate compares two runs."""
+    sources = sorted((ROOT / "lfw" / "report").glob("*.py"))
+    assert sources and not [p.name for p in sources if re.search(r"lfw\.gate\.compare|compare_runs", p.read_text())]
