@@ -12,7 +12,22 @@ the baseline without a word. This package judges a run in layers:
 The CLI is ``python -m lfw.gate``; its ``--help`` prints the decision rule and the exit codes.
 """
 
-from lfw.gate.compare import Comparison, GateReport, compare_runs
-from lfw.gate.thresholds import Thresholds
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["Comparison", "GateReport", "Thresholds", "compare_runs"]
+
+
+def __getattr__(name: str) -> Any:
+    """The comparison is imported when asked for, so reading a saved verdict (:mod:`lfw.gate.verdict`, as the
+    report does) does not load it."""
+    if name == "Thresholds":
+        from lfw.gate.thresholds import Thresholds
+
+        return Thresholds
+    if name in ("Comparison", "GateReport", "compare_runs"):
+        from lfw.gate import compare
+
+        return getattr(compare, name)
+    raise AttributeError(f"module 'lfw.gate' has no attribute {name!r}")

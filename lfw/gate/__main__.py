@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 from pathlib import Path
-from types import FrameType
 
 from lfw.cli.args import OneLineParser
 from lfw.errors import EXIT_MEASUREMENT, LFWError, MeasurementError, cli_entry
@@ -30,6 +28,7 @@ from lfw.gate.table import machine_diff_text, render, render_paired
 from lfw.gate.thresholds import RULE_TEXT, Thresholds
 from lfw.gate.verdict import AB, AB_VERDICT_PATH, TWO_FILE, VERDICT_PATH, Verdict
 from lfw.gate.verdict_build import ab_verdict, failure_verdict, two_file_verdict
+from lfw.gate.worktree import sigterm_as_interrupt
 from lfw.results import load_run
 
 DESCRIPTION = """\
@@ -146,24 +145,18 @@ def publish(verdict: Verdict, args: argparse.Namespace) -> None:
     write_summary(verdict_markdown(verdict, summary), summary)
 
 
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt  # unwinds through run_ab's cleanup: sides stopped, worktree removed
-
-
 def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
     if args.baseline or args.current:
         raise LFWError("--ab takes no baseline or current file: it measures both sides itself")
     cases = parse_cases(args.cases or ", ".join(DEFAULT_CASES))
     plan = ABPlan(args.ab, cases, args.min_pairs, args.max_pairs, args.look_every, args.bench_profile, args.seed,
                   count=not args.no_counts)
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        run = run_ab(plan, Path.cwd(), th, args.ab_out)
-    except MeasurementError as exc:  # no verdict, but the page must not keep saying the last push's
-        publish(failure_verdict(AB, EXIT_MEASUREMENT, str(exc)), args)
-        raise
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with sigterm_as_interrupt():  # SIGTERM unwinds through run_ab's clean-up: sides stopped, worktree removed
+        try:
+            run = run_ab(plan, Path.cwd(), th, args.ab_out)
+        except MeasurementError as exc:  # no verdict, but the page must not keep saying the last push's
+            publish(failure_verdict(AB, EXIT_MEASUREMENT, str(exc)), args)
+            raise
     tree = "working tree (uncommitted changes included)" if run.current_dirty else "working tree"
     header = (f"A/B: base {args.ab} ({run.sha[:10]}) vs {tree}; {run.pairs} process pairs (looks at "
               f"{', '.join(map(str, run.looks))}), one ABBA/BAAB quad per case per pair, seed {run.seed}; "

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from lfw.gate.metrics import Metric
+from lfw.gate.metrics import JUDGED, Metric
 from lfw.gate.thresholds import Thresholds
 from lfw.history.changepoints import ALPHA, MIN_RUNS, Step, exact_steps, statistical_steps
-from lfw.history.store import JUDGED, HistoryRecord
+from lfw.history.store import HistoryRecord
 from lfw.results import keys as K
 
 
