@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 from lfw.cli.figures import ChartSpec
 from lfw.report.findings import find
-from lfw.report.markdown_html import inline, slug, to_html
+from lfw.report.markdown_html import slug, to_html
 from lfw.report.page import (
     FOOTER,
     cases_section,
@@ -58,15 +58,16 @@ code { font: 13px ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; ba
 pre { background: #f6f8fa; padding: 8px 12px; overflow-x: auto; }
 pre code { background: none; padding: 0; }
 .scroll { overflow-x: auto; }
-table { border-collapse: collapse; margin: 8px 0 16px; font-size: 14px; }
+table { display: block; width: max-content; max-width: 100%; overflow-x: auto; border-collapse: collapse;
+        margin: 8px 0 16px; font-size: 14px; }
 th, td { border: 1px solid #d0d7de; padding: 3px 8px; vertical-align: top; text-align: left; }
 th { background: #f6f8fa; }
-th.r, td.r { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-th.c, td.c { text-align: center; }
+th[style*="right"], td[style*="right"] { font-variant-numeric: tabular-nums; white-space: nowrap; }
 li { margin: 3px 0; }
 figure { margin: 20px 0 28px; }
 figure img { display: block; max-width: 100%; height: auto; border: 1px solid #eaeef2; }
 figcaption { margin-top: 6px; color: #424a53; }
+figcaption p { margin: 0; }
 .note { color: #59636e; }
 footer { margin-top: 32px; padding-bottom: 24px; color: #59636e; }
 footer p { border-top: 1px solid #d0d7de; padding-top: 8px; }
@@ -84,13 +85,13 @@ PAGE = Template("""<!DOCTYPE html>
 <body>
 <header>
 <h1>lfw-bench report</h1>
-<p>$run</p>
+$run
 <nav>$nav</nav>
 </header>
 <main>
 $sections
 </main>
-<footer><p>$footer</p></footer>
+<footer>$footer</footer>
 </body>
 </html>
 """)
@@ -130,7 +131,7 @@ def figure(src: str, title: str, caption_md: str, anchor: str) -> str:
     """A ``<figure>``: the image at relative URL ``src`` (quoted here), alt text ``title``, and a caption
     written in Markdown (escaped on conversion)."""
     return (f'<figure id="{html.escape(anchor)}">\n<img src="{html.escape(quote(src))}" alt="{html.escape(title)}">\n'
-            f"<figcaption>{inline(caption_md)}</figcaption>\n</figure>")
+            f"<figcaption>{to_html(caption_md)}</figcaption>\n</figure>")
 
 
 def chart_figure(spec: ChartSpec, files: list[Path]) -> str:
@@ -138,7 +139,7 @@ def chart_figure(spec: ChartSpec, files: list[Path]) -> str:
     shown = image_file(files)
     caption = f"**{spec.title}**: {spec.shows}. ({format_links(files)})"
     if shown is None:
-        return f'<p id="chart-{html.escape(spec.stem)}">{inline(caption)}</p>'
+        return f'<div id="chart-{html.escape(spec.stem)}">{to_html(caption)}</div>'
     return figure(shown.name, spec.title, caption, f"chart-{spec.stem}")
 
 
@@ -204,8 +205,8 @@ def html_page(report: Report, shown: ShownVerdict | None = None) -> str:
     parts = sections(report, shown)
     nav = "".join(f'<a href="#{html.escape(s.id)}">{html.escape(s.title)}</a>' for s in parts)
     return PAGE.substitute(title=html.escape(f"lfw-bench report: {report.run.path.name}"), style=STYLE,
-                           run=inline(f"Run {run_line(report.run)}."), nav=nav,
-                           sections="\n".join(s.html() for s in parts), footer=inline(FOOTER))
+                           run=to_html(f"Run {run_line(report.run)}."), nav=nav,
+                           sections="\n".join(s.html() for s in parts), footer=to_html(FOOTER))
 
 
 def write_html(report: Report, shown: ShownVerdict | None = None) -> Path:
