@@ -109,12 +109,13 @@ def test_a_step_over_its_budget_is_stopped_with_its_children(tmp_path: Path, mon
             f"open({str(pid_file)!r}, 'w').write(str(p.pid)); print('started', flush=True); time.sleep(600)")
     result: dict[str, Any] = {}
     with Log(tmp_path) as log:
-        runner = threading.Thread(target=lambda: result.update(run_child([sys.executable, "-c", code], 1.0,
+        # a budget of 3 s: time for the step to start its own child and say so on a loaded 2-core runner
+        runner = threading.Thread(target=lambda: result.update(run_child([sys.executable, "-c", code], 3.0,
                                                                           os.environ, log, "sleeper")))
         runner.start()
         runner.join(HANG_GUARD_S)
     assert not runner.is_alive(), "the step was not stopped"
-    assert result["status"] == "incomplete" and result["reason"] == "stopped at its budget of 1 s"
+    assert result["status"] == "incomplete" and result["reason"] == "stopped at its budget of 3 s"
     child = int(pid_file.read_text())  # the step's own child went with it (at most a zombie left to reap)
     with contextlib.suppress(psutil.NoSuchProcess):
         assert psutil.Process(child).status() == psutil.STATUS_ZOMBIE
