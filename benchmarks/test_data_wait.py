@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from lfw.suite.matrix import GROUPS
+from lfw.suite.matrix import GROUPS, STEP_MS
 
 GROUP = GROUPS["data-wait"]
 pytestmark = pytest.mark.benchmark(group=GROUP.name)
@@ -25,7 +25,11 @@ pytestmark = pytest.mark.benchmark(group=GROUP.name)
 @pytest.mark.parametrize(GROUP.argnames, GROUP.argvalues, ids=GROUP.ids)
 def test_data_wait(rotated_case, benchmark, step_ms: int) -> None:
     info = rotated_case()
-    assert info["images"] == info["batches"] * 64 and info["step_ms"] == step_ms
+    assert info["images"] == info["batches"] * 64
+    # The training step measured inside the pass holds the loop for at least its step time (a free step for ~0).
+    assert info["step_ms_per_batch"] >= step_ms
+    if step_ms == 0:
+        assert info["step_ms_per_batch"] < min(ms for ms in STEP_MS if ms > 0)
     if benchmark.enabled:
         fraction = info["data_wait_fraction"]
         assert 0.0 <= fraction <= 1.0

@@ -16,4 +16,8 @@ pytestmark = pytest.mark.benchmark(group=GROUP.name)
 def test_prefetch(rotated_case, dataset_factory, prefetch_factor: int) -> None:
     info = rotated_case()
     assert info["workers_seen"] == 2 and info["images"] == min(info["batches"] * 64, len(dataset_factory("none")))
-    assert info["config"]["prefetch_factor"] == prefetch_factor
+    # Read back from the live iterator: its own prefetch factor, and the batches iter() asked the two workers for
+    # before the first came back (prefetch_factor each, or the epoch's batches where it has fewer).
+    assert info["prefetch_factor_seen"] == prefetch_factor
+    epoch_batches = -(-len(dataset_factory("none")) // 64)
+    assert info["prefetched_batches"] == min(prefetch_factor * info["workers_seen"], epoch_batches)

@@ -102,4 +102,4 @@ def test_startup(pytestconfig: pytest.Config, run_case: Callable[..., dict[str, 
     record(benchmark, {K.TRANSFORM: TRANSFORM, K.INDEX_ENTRIES: entries, K.PICKLED_DATASET_BYTES: pickled,
                        K.INDEX_MIB: mib})
     assert info[K.IMAGES] == BATCH_SIZE * num_workers and info[K.TTFB_S] > 0
-    assert info[K.CONFIG]["start_method"] == start_method and info[K.WORKERS_SEEN] == num_workers
+    assert info[K.WORKER_START_METHOD] == start_method and info[K.WORKERS_SEEN] == num_workers

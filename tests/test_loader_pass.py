@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import psutil
@@ -14,8 +16,10 @@ from torch.utils.data import Dataset
 from lfw.data.dataset import LFWDataset
 from lfw.errors import LFWError
 from lfw.measure import LoaderConfig, LoaderPass, measure_pass, memory
+from lfw.measure.loader_pass import sleep_step
+from lfw.results import keys as K
 from lfw.stats.variation import coefficient_of_variation
-from lfw.suite.record import summarize
+from lfw.suite.record import step_record, summarize
 
 
 def test_pass_counts_exactly_k_batches(tiny_tree: Path) -> None:
@@ -100,6 +104,56 @@ def test_step_callback_is_timed_and_data_wait_measured(tiny_tree: Path) -> None:
     assert len(result.steps_s) == 3 and min(result.steps_s) >= 0.02
     assert len(result.events) == 3
     assert 0 < result.data_wait_fraction < 1
+
+
+def test_the_step_time_per_batch_is_recorded(tiny_tree: Path) -> None:
+    loader = LoaderConfig(batch_size=4).build(LFWDataset(tiny_tree))
+    result = measure_pass(loader, 3, memory_interval_s=None, step=sleep_step(0.02))
+    info = step_record([result, measure_pass(loader, 3, memory_interval_s=None, step=sleep_step(0.0))])
+    assert info[K.rounds(K.STEP_MS_PER_BATCH)][0] >= 20.0 > info[K.rounds(K.STEP_MS_PER_BATCH)][1]
+    assert step_record([measure_pass(loader, 2, memory_interval_s=None)]) == {}  # no step, no step time
+
+
+@pytest.mark.parametrize(("workers", "start_method", "prefetch"), [(2, "fork", 3), (1, "spawn", 1)])
+def test_the_pass_reads_back_what_the_loader_did_with_its_knobs(tiny_tree: Path, workers: int, start_method: str,
+                                                                 prefetch: int) -> None:
+    """Worker processes, how they were started and the batches asked for come from the live iterator, so a loader
+    that ignored a knob records what it did, not what it was asked."""
+    config = LoaderConfig(batch_size=4, num_workers=workers, prefetch_factor=prefetch, start_method=start_method)
+    result = measure_pass(config.build(LFWDataset(tiny_tree)), 3, memory_interval_s=None)
+    assert result.workers_seen == workers and result.worker_start_method == start_method
+    assert result.prefetch_factor_seen == prefetch and result.prefetched_batches == prefetch * workers
+    info = summarize([result], workers=workers)
+    assert (info[K.WORKERS_SEEN], info[K.WORKER_START_METHOD]) == (workers, start_method)
+    assert (info[K.PREFETCH_FACTOR_SEEN], info[K.PREFETCHED_BATCHES]) == (prefetch, prefetch * workers)
+
+
+def test_a_loader_built_without_its_knobs_records_the_defaults(tiny_tree: Path) -> None:
+    asked = LoaderConfig(batch_size=4, num_workers=2, prefetch_factor=4, start_method="spawn")
+    ignored = torch.utils.data.DataLoader(LFWDataset(tiny_tree), batch_size=4, num_workers=2)  # knobs left out
+    result = measure_pass(ignored, 2, memory_interval_s=None)
+    assert result.worker_start_method == multiprocessing.get_start_method() != asked.start_method
+    assert result.prefetch_factor_seen == 2 != asked.prefetch_factor and result.prefetched_batches == 4
+
+
+def test_prefetched_batches_stop_at_the_epoch_and_a_single_process_has_none(tiny_tree: Path) -> None:
+    short = LoaderConfig(batch_size=16, num_workers=2, prefetch_factor=4).build(LFWDataset(tiny_tree))  # 3 batches
+    assert measure_pass(short, 1, memory_interval_s=None).prefetched_batches == 3
+    single = measure_pass(LoaderConfig(batch_size=4).build(LFWDataset(tiny_tree)), 2, memory_interval_s=None)
+    assert (single.workers_seen, single.worker_start_method) == (0, None)
+    assert (single.prefetched_batches, single.prefetch_factor_seen) == (None, None)
+
+
+@pytest.mark.parametrize("pin", [False, True])
+def test_pinning_is_read_from_the_first_batch(tiny_tree: Path, pin: bool) -> None:
+    """Where an accelerator can pin, the first batch is pinned exactly when asked; without one torch turns
+    pinning off, and the result says pinning was unavailable (None)."""
+    loader = LoaderConfig(batch_size=4, pin_memory=pin).build(LFWDataset(tiny_tree))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that pin_memory has no accelerator to pin for
+        result = measure_pass(loader, 2, memory_interval_s=None)
+    assert result.batch_pinned is (pin if torch.cuda.is_available() else None)
+    assert summarize([result])[K.BATCH_PINNED] is result.batch_pinned
 
 
 class _Stuck(Dataset):

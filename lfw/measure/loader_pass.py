@@ -9,7 +9,11 @@ Used by the CLI's ``-get_timing``, every benchmark and every tool, so that all o
   with the reason);
 - with a CUDA device the batch is copied host-to-device (``non_blocking=True``) and the device is synchronized
   before the clock stops; CUDA events around each copy give its device time (``extra["h2d_ms_per_batch"]``);
-- memory of the whole process tree is sampled in a background thread (see :mod:`lfw.measure.memory`).
+- memory of the whole process tree is sampled in a background thread (see :mod:`lfw.measure.memory`);
+- what the loader did with its knobs is read back from the live iterator, so a knob the DataLoader ignored
+  shows in the result: the worker processes serving the pass and how they were started, the batches ``iter()``
+  asked the workers for and the iterator's own prefetch factor, and whether the first batch came out in pinned
+  memory (with an accelerator).
 
 Work that is not the pass stays out of the timed region: :meth:`LoaderPass.setup` shuts down the previous
 iterator's workers (or, with persistent workers, finishes its epoch) and :meth:`LoaderPass.run` does only the
@@ -31,7 +35,14 @@ from torch.utils.data import DataLoader
 from lfw.errors import LFWError, one_line
 from lfw.measure.memory import TreeSampler, TreeSnapshot, tree_snapshot
 from lfw.measure.stages import RECEIVE, StageClock, StageTotals
-from lfw.measure.torch_compat import drop_persistent_workers, shutdown_workers, worker_pids
+from lfw.measure.torch_compat import (
+    drop_persistent_workers,
+    iterator_prefetch_factor,
+    requests_outstanding,
+    shutdown_workers,
+    worker_pids,
+    worker_start_method,
+)
 from lfw.results import keys as K
 
 # Reading PSS costs milliseconds of CPU per torch process. At 2 s, a pass shorter than that takes no sample while
@@ -64,6 +75,9 @@ class MemoryStats:
     else the one before ``iter()``; growth (end - start) then also counts the workers' own footprint, which is
     what a regression in per-worker memory changes. ``samples`` are the snapshots taken while the clock ran
     (periodic ones and the start mark); ``end`` is taken after the clock stopped, while the workers still exist.
+    ``start_marks`` counts the start marks the sampler took (1 when the pass asked for one, else 0), even one that
+    a pass too short for a separate snapshot served with its end snapshot; None where not counted (stats built
+    outside :class:`LoaderPass`), and then left out of :meth:`as_extra_info`.
     """
 
     before: TreeSnapshot
@@ -72,6 +86,7 @@ class MemoryStats:
     samples: list[TreeSnapshot]
     worker_pids: list[int]
     sampler_cpu_s: float = 0.0
+    start_marks: int | None = None
 
     def peak(self, metric: str) -> float | None:
         """The largest value sampled *during* the pass; None when no sample fell inside it.
@@ -95,6 +110,8 @@ class MemoryStats:
                 info[K.tree(metric, "peak")] = round(peak, 2)
             info[K.tree(metric, "growth")] = round(end - start, 2)
         info[K.MEMORY_SAMPLES] = len(self.samples)
+        if self.start_marks is not None:
+            info[K.MEMORY_START_MARKS] = self.start_marks
         info[K.SAMPLER_CPU_S] = round(self.sampler_cpu_s, 4)
         end_w = self.worker_uss(self.end)
         if end_w:
@@ -137,6 +154,14 @@ class PassResult:
     arrivals_s: list[float] = field(default_factory=list)  # each batch's arrival, seconds after the pass start
     batch_images: list[int] = field(default_factory=list)  # images in each batch, in arrival order
     start_wave: int = 1  # batches of the start-up wave: one per loading process
+    # What the live iterator did with the loader's knobs, read back from it (torch_compat), not from the settings;
+    # None where not read (a result built outside LoaderPass.run) or, as commented, where there is nothing to read:
+    workers_seen: int | None = None  # worker processes serving the pass's iterator, counted after the last batch
+    worker_start_method: str | None = None  # how they were started: fork, spawn, forkserver; None without workers
+    prefetched_batches: int | None = None  # batches iter() asked the workers for (prefetch_factor x workers)
+    prefetch_factor_seen: int | None = None  # batches per worker the iterator keeps asked for; None without workers
+    pinning_available: bool | None = None  # an accelerator could pin (without one torch turns pin_memory off)
+    batch_pinned: bool | None = None  # first batch in pinned memory; read only where pinning is available
 
     @property
     def cpu_s(self) -> float | None:
@@ -202,6 +227,12 @@ def _batch_images(batch: Any) -> int:
     return int(first.shape[0]) if hasattr(first, "shape") and first.ndim else 0
 
 
+def _is_pinned(batch: Any) -> bool | None:
+    """Whether a batch's (first) tensor is in pinned memory; None for a batch without a tensor."""
+    first = batch[0] if isinstance(batch, list | tuple) else batch
+    return bool(first.is_pinned()) if isinstance(first, torch.Tensor) else None
+
+
 def _process_cpu(pid: int) -> float:
     """CPU seconds (user + system) a process has used; 0 for one that has already gone."""
     try:
@@ -244,6 +275,7 @@ class LoaderPass:
         self.batches = min(batches or len(loader), len(loader))
         self.device = torch.device(device) if device else None
         self._cuda = self.device is not None and self.device.type == "cuda"
+        self._can_pin = torch.cuda.is_available()  # without an accelerator torch turns pin_memory off
         if self._cuda and not torch.cuda.is_available():
             raise LFWError("device 'cuda' asked for, but CUDA is not available; leave the device out")
         self.memory_interval_s = memory_interval_s
@@ -296,6 +328,8 @@ class LoaderPass:
         sizes: list[int] = []
         images = batches = first_images = 0
         ttfb = 0.0
+        prefetched: int | None = None
+        pinned: bool | None = None
         # Persistent workers exist before the pass and carry CPU time from earlier epochs; new ones start at 0.
         workers_cpu0 = {pid: _process_cpu(pid) for pid in worker_pids(self.loader)}
         if self.stages is not None:
@@ -309,11 +343,14 @@ class LoaderPass:
         try:
             iterator = iter(self.loader)
             self._iterator, self._exhausted = iterator, False
+            prefetched = requests_outstanding(iterator)  # what iter() primed, before any batch came back
             while batches < self.batches:
                 t_ask, c_ask = time.perf_counter(), time.thread_time()
                 batch = next(iterator)
                 t_got = time.perf_counter()
                 next_cpu += time.thread_time() - c_ask
+                if batches == 0 and self._can_pin:
+                    pinned = _is_pinned(batch)
                 if self.device is not None:
                     batch = self._copy(batch, copies)
                 if batches == 0:
@@ -359,10 +396,14 @@ class LoaderPass:
         result = PassResult(images=images, batches=batches, wall_s=wall, ttfb_s=ttfb, waits_s=waits, steps_s=steps,
                             events=events, t0=t0, started_unix=started_unix, first_batch_images=first_images,
                             main_cpu_s=main_cpu, workers_cpu_s=workers_cpu, stages=stages, arrivals_s=arrivals,
-                            batch_images=sizes, start_wave=max(1, int(getattr(self.loader, "num_workers", 0) or 0)))
+                            batch_images=sizes, start_wave=max(1, int(getattr(self.loader, "num_workers", 0) or 0)),
+                            prefetched_batches=prefetched, pinning_available=self._can_pin, batch_pinned=pinned)
         if copies:  # read after the clock stopped: the device is synchronized, every event has happened
             result.extra[K.H2D_MS_PER_BATCH] = sum(a.elapsed_time(b) for a, b in copies) / len(copies)
         self._worker_pids = worker_pids(self.loader, iterator)
+        result.workers_seen = len(self._worker_pids)
+        result.worker_start_method = worker_start_method(iterator)
+        result.prefetch_factor_seen = iterator_prefetch_factor(iterator)
         self.results.append(result)
         return result
 
@@ -404,7 +445,8 @@ class LoaderPass:
         workers = self._worker_pids
         start = sampler.marks[0] if sampler.marks and workers else before
         during = [s for s in sampler.samples if s is not end]
-        self.results[-1].memory = MemoryStats(before, start, end, during, workers, sampler.cpu_s)
+        self.results[-1].memory = MemoryStats(before, start, end, during, workers, sampler.cpu_s,
+                                              start_marks=len(sampler.marks))
 
     def close(self, stop_workers: bool = False) -> None:
         """Complete the last result and stop its workers.

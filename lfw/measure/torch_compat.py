@@ -2,7 +2,8 @@
 
 torch keeps no public way to list a loader's worker processes or to stop them on demand; these read the
 private attributes its iterators have carried since torch 1.x (``_workers``, ``_shutdown_workers``, a loader's
-persistent ``_iterator``). Each function degrades to "nothing there" rather than failing when an attribute is
+persistent ``_iterator``, a multi-process iterator's ``_tasks_outstanding`` and ``_prefetch_factor``, a worker
+process's ``_popen``). Each function degrades to "nothing there" rather than failing when an attribute is
 missing, so a torch release that renames one shows as missing worker figures, not as a crash mid-run.
 
 A loader that is not a DataLoader (:class:`lfw.pipelines.nodes.NodesLoader`, a torchdata.nodes pipeline) is
@@ -51,6 +52,31 @@ def worker_pids(loader: DataLoader | MeasuredLoader, iterator: Any = None) -> li
         return [int(pid) for pid in hook(iterator)]
     source = iterator if iterator is not None else persistent_iterator(loader)
     return [w.pid for w in getattr(source, "_workers", []) if w.pid is not None]
+
+
+def worker_start_method(iterator: Any) -> str | None:
+    """How the live workers of ``iterator`` were started, ``"fork"``, ``"spawn"`` or ``"forkserver"``: the
+    ``method`` of the launcher multiprocessing started each process with (its ``_popen``), read from the
+    processes themselves rather than from the loader's settings. None without worker processes, for a loader
+    with the ``worker_pids`` hook (module docstring), or when the workers disagree or do not say."""
+    methods = {getattr(getattr(w, "_popen", None), "method", None) for w in getattr(iterator, "_workers", [])}
+    methods.discard(None)
+    return str(methods.pop()) if len(methods) == 1 else None
+
+
+def iterator_prefetch_factor(iterator: Any) -> int | None:
+    """The batches per worker a multi-process DataLoader iterator keeps asked for (its ``_prefetch_factor``, what
+    it primes and refills by); None for a single-process iterator or a loader that is not a DataLoader."""
+    factor = getattr(iterator, "_prefetch_factor", None) if getattr(iterator, "_workers", None) else None
+    return int(factor) if isinstance(factor, int) else None
+
+
+def requests_outstanding(iterator: Any) -> int | None:
+    """Batches a multi-process DataLoader iterator has asked its workers for and not yet returned. Read right
+    after ``iter()``, it is what the iterator primed: ``prefetch_factor`` x workers, or the epoch's batches if
+    fewer. None for a single-process iterator or a loader that is not a DataLoader."""
+    outstanding = getattr(iterator, "_tasks_outstanding", None)
+    return int(outstanding) if isinstance(outstanding, int) else None
 
 
 def shutdown_workers(iterator: Any) -> None:

@@ -63,6 +63,17 @@ MAIN_CPU_SHARE = "main_cpu_share"  # the main process's share of the tree's CPU
 # Device time of one batch's host-to-device copy (CUDA events around it), mean over the pass's batches.
 H2D_MS_PER_BATCH = "h2d_ms_per_batch"
 
+# --- what the live loader did with its knobs (lfw.measure.loader_pass.PassResult), read back from its iterator --
+# The last round's (lfw.suite.record.loader_facts), so a knob the DataLoader was built without shows here whatever
+# the case's config says; a fact with nothing to read (no worker processes) is absent.
+WORKERS_SEEN = "workers_seen"  # worker processes serving the pass (0: the main process loads)
+WORKER_START_METHOD = "worker_start_method"  # how they were started: fork, spawn or forkserver
+PREFETCHED_BATCHES = "prefetched_batches"  # batches iter() asked the workers for: prefetch_factor x workers, or
+# the epoch's batches where it has fewer
+PREFETCH_FACTOR_SEEN = "prefetch_factor_seen"  # the live iterator's own prefetch factor
+BATCH_PINNED = "batch_pinned"  # first batch in pinned memory; None where no accelerator can pin (pinning unavailable)
+STEP_MS_PER_BATCH = "step_ms_per_batch"  # measured time in the training step per batch, mean of a round (ms)
+
 # --- memory of one pass (lfw.measure.loader_pass.MemoryStats) ------------------------------------------------
 PSS_GROWTH_MIB = tree("pss", "growth")
 PSS_PEAK_MIB = tree("pss", "peak")
@@ -75,9 +86,9 @@ WORKER_USS_END_MIB = "worker_uss_end_mib"
 WORKER_USS_GROWTH_MIB = "worker_uss_growth_mib"
 WORKER_USS_MAX_GROWTH_MIB = "worker_uss_max_growth_mib"
 MEMORY_SAMPLES = "memory_samples"
+MEMORY_START_MARKS = "memory_start_marks"  # start marks the sampler took: 1 where the pass asked for one, else 0
 SAMPLER_CPU_S = "sampler_cpu_s"
 SAMPLER_CPU_FRACTION = "sampler_cpu_fraction"
-WORKERS_SEEN = "workers_seen"
 TIMELINE = "timeline"
 # Summarized over rounds by the largest value (a peak), not the median.
 PEAK_KEYS = tuple(tree(m, "peak") for m in TREE_METRICS)

@@ -81,6 +81,7 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
     record.add(pooled.wait_percentiles_ms())
     if any(r.steps_s for r in results):
         record.measure(K.DATA_WAIT_FRACTION, [r.data_wait_fraction for r in results])
+    record.add(loader_facts(results[-1]))
     with_memory = [r.memory for r in results if r.memory is not None]
     if with_memory:
         per_round = [m.as_extra_info() for m in with_memory]
@@ -92,8 +93,9 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
         # The sampler's own CPU time over the machine's CPU capacity during the passes: what sampling costs.
         capacity = sum(r.wall_s for r in results if r.memory is not None) * (usable_cores or 1)
         sampler_cpu = sum(m.sampler_cpu_s for m in with_memory)
-        record.add({K.WORKERS_SEEN: len(with_memory[-1].worker_pids),
-                    K.TIMELINE: {**with_memory[-1].timeline(), "start_unix": round(last.started_unix, 3)},
+        if K.WORKERS_SEEN not in record:  # a pass that did not count its workers: the memory record's
+            record.add({K.WORKERS_SEEN: len(with_memory[-1].worker_pids)})
+        record.add({K.TIMELINE: {**with_memory[-1].timeline(), "start_unix": round(last.started_unix, 3)},
                     K.SAMPLER_CPU_FRACTION: round(sampler_cpu / capacity, 5) if capacity else 0.0})
     if workers is not None:
         record.add({K.WORKERS: workers})
@@ -110,6 +112,28 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
         record.measure(K.EFFICIENCY, [rate / (ceiling * n) for rate, ceiling, n in zip(rates, ceilings, cores,
                                                                                         strict=True)])
     return record
+
+
+def loader_facts(result: PassResult) -> dict[str, Any]:
+    """What the live loader of ``result``'s pass did with its knobs (read back from its iterator): the worker
+    processes that served it and how they were started, the batches ``iter()`` asked them for and the iterator's
+    prefetch factor, and whether the first batch came out pinned (None: no accelerator, pinning unavailable).
+    A fact the pass did not read (a result built outside :class:`~lfw.measure.LoaderPass`) is left out, and a
+    loader without workers has no start method or prefetch to record."""
+    facts: dict[str, Any] = {K.WORKERS_SEEN: result.workers_seen, K.WORKER_START_METHOD: result.worker_start_method,
+                             K.PREFETCHED_BATCHES: result.prefetched_batches,
+                             K.PREFETCH_FACTOR_SEEN: result.prefetch_factor_seen}
+    facts = {key: value for key, value in facts.items() if value is not None}
+    if result.pinning_available is not None:
+        facts[K.BATCH_PINNED] = result.batch_pinned if result.pinning_available else None
+    return facts
+
+
+def step_record(results: Sequence[PassResult]) -> dict[str, Any]:
+    """The time the training step held the loop per batch, as measured inside the passes: each round's mean (ms)
+    and their median, under ``step_ms_per_batch``; empty when no pass ran a step."""
+    per_round = [1e3 * sum(r.steps_s) / len(r.steps_s) for r in results if r.steps_s]
+    return summarize_metric(K.STEP_MS_PER_BATCH, per_round, digits=3) if per_round else {}
 
 
 def steady_record(results: Sequence[PassResult]) -> dict[str, Any]:
@@ -257,6 +281,7 @@ def rotated_case_record(case: LoaderCase, rotation: GroupRotation, *, profile: P
     record.add({K.ROTATION: rotation.info, K.ROTATION_POSITIONS: mine.positions})
     if case.step_ms is not None:
         record.add({K.STEP_MS: case.step_ms})
+        record.add(step_record(results))
     if case.id in rotation.shutdown_errors:  # workers that died on their way out, after their passes completed
         record.add({K.WORKER_SHUTDOWN_ERRORS: rotation.shutdown_errors[case.id]})
     return record
