@@ -93,6 +93,18 @@ def restore_sigterm(stop: RunStop) -> None:
         stop.previous_handler = None
 
 
+def drop_unmeasured(benchmarks: list[Any]) -> list[str]:
+    """Remove, in place, the saved-benchmark entries an interrupt left without a single timed round (the case in
+    flight when Ctrl-C came), and return their names. pytest-benchmark cannot save such an entry (its summary of
+    no rounds raises), and the case is already counted among those that did not end."""
+    def measured(bench: Any) -> bool:
+        return bool(getattr(getattr(bench, "stats", None), "data", None))
+
+    dropped = [str(getattr(b, "fullname", b)) for b in benchmarks if not measured(b)]
+    benchmarks[:] = [b for b in benchmarks if measured(b)]
+    return dropped
+
+
 def narrow(reason: str) -> NoReturn:
     """``pytest.skip(reason)`` for a case the run's selection or machine leaves out (:class:`Narrowed`)."""
     raise Narrowed(reason)

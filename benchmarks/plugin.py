@@ -101,6 +101,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[N
                          if k not in config.stash[OUTCOMES] and k not in config.stash[DESELECTED])
     incomplete = _selection(config).incomplete
     bs = getattr(config, "_benchmarksession", None)
+    if incomplete and bs is not None and not bs.disabled:
+        H.drop_unmeasured(bs.benchmarks)
     if incomplete and bs is not None and not bs.disabled and bs.benchmarks:
         for option in ("save", "autosave"):
             if getattr(bs, option):

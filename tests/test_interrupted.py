@@ -143,3 +143,32 @@ def test_the_report_lists_what_did_not_fit_and_draws_no_knee_from_one_worker_cou
     page = (tmp_path / "report" / "README.md").read_text()
     assert "## Left out on this machine" in page and need in page
     assert "Left out on this machine" in (tmp_path / "report" / "index.html").read_text()
+
+
+def test_a_case_interrupted_before_its_first_round_is_left_out_of_the_saved_run() -> None:
+    """Ctrl-C inside a case, after pytest-benchmark made its entry and before one round: the entry has no data,
+    and pytest-benchmark's saving raises on it; the plugin drops it so the rest of the run is saved."""
+    from types import SimpleNamespace
+
+    from pytest_benchmark.plugin import pytest_benchmark_generate_json
+    from pytest_benchmark.stats import Metadata
+
+    from benchmarks.helpers import drop_unmeasured
+
+    def entry(name: str, rounds: list[float]) -> Metadata:
+        fixture = SimpleNamespace(name=name, fullname=f"benchmarks/t.py::{name}", group="g", param=None, params=None,
+                                  extra_info={}, cprofile_stats=None, has_error=False)
+        meta = Metadata(fixture, iterations=1, options={})
+        for value in rounds:
+            meta.update(value)
+        return meta
+
+    def save(entries: list[Metadata]) -> dict[str, object]:
+        return pytest_benchmark_generate_json(config=None, benchmarks=entries, include_data=True, machine_info={},
+                                              commit_info={})
+
+    entries = [entry("ended", [0.1, 0.2]), entry("in_flight", [])]
+    with pytest.raises(ValueError):  # what the plugin works around
+        save(entries)
+    assert drop_unmeasured(entries) == ["benchmarks/t.py::in_flight"]
+    assert [b["name"] for b in save(entries)["benchmarks"]] == ["ended"]

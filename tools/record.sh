@@ -187,12 +187,16 @@ interrupted() {  # Ctrl-C during make bench: what it leaves behind, and what mak
     run=$(tr '\r' '\n' < /tmp/lfw-interrupted.log | sed -n 's/.*Saved benchmark data in: //p' | tail -1)
     echo "the run it saved: $(basename "$run")"
     echo "processes left that the run started: $(pgrep -fc 'lfw\.|moto_server|pass_server' || true)"
-    echo "--- make report"
-    make report 2>&1 | grep -v -e '^\.venv' | head -4 || true
-    echo "--- python -m lfw.gate benchmarks/baselines/cpu-2core.json <that run> (what make gate runs)"
-    status=0
-    $PY -m lfw.gate benchmarks/baselines/cpu-2core.json "$run" --summary-md /tmp/lfw-gate.md || status=$?
-    echo "gate exit status: $status"
+    if [ -z "$run" ]; then
+      echo "no run was saved: nothing for make report or the gate to read"
+    else
+      echo "--- make report"
+      make report 2>&1 | grep -v -e '^\.venv' | head -4 || true
+      echo "--- python -m lfw.gate benchmarks/baselines/cpu-2core.json <that run> (what make gate runs)"
+      status=0
+      $PY -m lfw.gate benchmarks/baselines/cpu-2core.json "$run" --summary-md /tmp/lfw-gate.md || status=$?
+      echo "gate exit status: $status"
+    fi
     echo "--- python -m lfw.history show .benchmarks"
     $PY -m lfw.history show .benchmarks --out /tmp/lfw-history 2>&1 | grep -e 'incomplete' | head -2 || true
   } > docs/runs/interrupted.txt 2>&1
