@@ -35,7 +35,10 @@ def fake_project(tmp_path: Path, code: int) -> tuple[Path, str]:
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 @pytest.mark.parametrize("code", [0, 3])
-def test_each_run_is_made_in_a_clean_checkout_that_is_removed_after(tmp_path: Path, code: int) -> None:
+def test_each_run_is_made_in_a_clean_checkout_that_is_removed_after(tmp_path: Path, code: int,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS"):  # under make test, the fake make would name its folders
+        monkeypatch.delenv(name, raising=False)
     repo, commit = fake_project(tmp_path, code)
     raw = tmp_path / "raw"
     raw.mkdir()
