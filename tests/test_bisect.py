@@ -171,9 +171,12 @@ def test_an_interrupt_leaves_no_worktree_and_no_process(tmp_path: Path, sig: sig
     repo, shas = make_repo(tmp_path, workload_history(regressed_at=6))
     pids = tmp_path / "pids"
     count = script(tmp_path, "hang.py", HANGING_COUNTER) + f" {shlex.quote(str(pids))}"
+    # SIGINT back to its default in the child: a shell's background job starts with it ignored, and Python then
+    # never raises KeyboardInterrupt (a CI step run in the background would otherwise hang here)
     proc = subprocess.Popen([sys.executable, "-m", "lfw.gate.bisect", shas[0], shas[-1], "--count-cmd", count,
                              "--repo", str(repo)], cwd=Path(__file__).parent.parent, stderr=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, text=True)
+                            stdout=subprocess.DEVNULL, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not (pids.exists() and pids.read_text()) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -181,7 +184,12 @@ def test_an_interrupt_leaves_no_worktree_and_no_process(tmp_path: Path, sig: sig
                   if line.startswith("worktree ") and Path(line.split(maxsplit=1)[1]) != repo]
     assert (checkout / "NOTES").read_text() == "note 0\n"  # GOOD's checkout, counting
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # not left running into the next tests
+        proc.communicate()
+        raise
     assert proc.returncode == 130 and err.strip().endswith("interrupted")
     assert worktrees(repo) == 1 and not checkout.exists() and not checkout.parent.exists()
     assert not [pid for pid in map(int, pids.read_text().split()) if alive(pid)]
