@@ -19,7 +19,7 @@ from lfw.measure import LoaderConfig, LoaderPass, measure_pass, memory
 from lfw.measure.loader_pass import sleep_step
 from lfw.results import keys as K
 from lfw.stats.variation import coefficient_of_variation
-from lfw.suite.record import step_record, summarize
+from lfw.suite.record import pass_record, step_record
 
 
 def test_pass_counts_exactly_k_batches(tiny_tree: Path) -> None:
@@ -123,7 +123,7 @@ def test_the_pass_reads_back_what_the_loader_did_with_its_knobs(tiny_tree: Path,
     result = measure_pass(config.build(LFWDataset(tiny_tree)), 3, memory_interval_s=None)
     assert result.workers_seen == workers and result.worker_start_method == start_method
     assert result.prefetch_factor_seen == prefetch and result.prefetched_batches == prefetch * workers
-    info = summarize([result], workers=workers)
+    info = pass_record([result], workers=workers).as_extra_info()
     assert (info[K.WORKERS_SEEN], info[K.WORKER_START_METHOD]) == (workers, start_method)
     assert (info[K.PREFETCH_FACTOR_SEEN], info[K.PREFETCHED_BATCHES]) == (prefetch, prefetch * workers)
 
@@ -153,7 +153,7 @@ def test_pinning_is_read_from_the_first_batch(tiny_tree: Path, pin: bool) -> Non
         warnings.simplefilter("ignore")  # torch warns that pin_memory has no accelerator to pin for
         result = measure_pass(loader, 2, memory_interval_s=None)
     assert result.batch_pinned is (pin if torch.cuda.is_available() else None)
-    assert summarize([result])[K.BATCH_PINNED] is result.batch_pinned
+    assert pass_record([result]).as_extra_info()[K.BATCH_PINNED] is result.batch_pinned
 
 
 class _Stuck(Dataset):
@@ -187,7 +187,7 @@ def test_summary_keeps_rounds_and_computes_efficiency(tiny_tree: Path) -> None:
         for _ in range(3):
             runner.setup()
             runner.run()
-    info = summarize(runner.results, ceilings=[100.0] * 3, workers=0, usable_cores=2)
+    info = pass_record(runner.results, ceilings=[100.0] * 3, workers=0, usable_cores=2).as_extra_info()
     assert len(info["images_per_s_rounds"]) == 3 and info["rounds"] == 3
     assert info["ceiling_images_per_s"] == 100.0  # workers=0 counts as one core
     assert info["efficiency"] == pytest.approx(info["images_per_s"] / 100.0, rel=1e-3)

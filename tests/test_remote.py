@@ -207,7 +207,7 @@ def test_a_steady_rate_exists_only_with_enough_batches_and_never_above_the_endpo
     from lfw.remote.bench import RemoteCase, RemoteMember
     from lfw.remote.law import remote_law
     from lfw.results import keys as K
-    from lfw.suite.record import summarize
+    from lfw.suite.record import pass_record
 
     s3.shape(jitter=0, tail_p=0)
 
@@ -216,7 +216,7 @@ def test_a_steady_rate_exists_only_with_enough_batches_and_never_above_the_endpo
         member = RemoteMember(LoaderPass(LoaderConfig(batch_size=1).build(data), memory_interval_s=None), s3,
                               RemoteCase(strategy, latency_ms))
         try:
-            return summarize([member.measure()])
+            return pass_record([member.measure()]).as_extra_info()
         finally:
             member.close()
 

@@ -13,7 +13,7 @@ from lfw.measure.capacity import ParallelCapacity
 from lfw.measure.ceiling import CeilingSweep, spread_indices
 from lfw.measure.loader_pass import PassResult
 from lfw.measure.rotation import LoaderMember, PassClock, Rotation, round_orders
-from lfw.suite.record import summarize
+from lfw.suite.record import pass_record
 
 
 class Recorder:
@@ -82,11 +82,11 @@ def test_efficiency_is_paired_by_round() -> None:
         PassResult(images=100, batches=2, wall_s=0.1, ttfb_s=0.01),
         PassResult(images=100, batches=2, wall_s=0.05, ttfb_s=0.01),
     ]
-    info = summarize(results, ceilings=[2000.0, 4000.0], workers=2, usable_cores=2)
+    info = pass_record(results, ceilings=[2000.0, 4000.0], workers=2, usable_cores=2).as_extra_info()
     assert info["efficiency_rounds"] == [0.25, 0.25] and info["efficiency"] == 0.25
     assert info["ceiling_images_per_s"] == 6000.0 and info["per_core_images_per_s_rounds"] == [2000.0, 4000.0]
     with pytest.raises(ValueError, match="paired by round"):
-        summarize(results, ceilings=[2000.0], workers=2, usable_cores=2)
+        pass_record(results, ceilings=[2000.0], workers=2, usable_cores=2).as_extra_info()
 
 
 def test_a_round_in_which_the_machine_gave_one_core_keeps_its_efficiency() -> None:
@@ -97,12 +97,15 @@ def test_a_round_in_which_the_machine_gave_one_core_keeps_its_efficiency() -> No
         PassResult(images=100, batches=2, wall_s=0.1, ttfb_s=0.01),
         PassResult(images=100, batches=2, wall_s=0.2, ttfb_s=0.01),
     ]
-    lost_core = summarize(results, ceilings=[2000.0, 2000.0], workers=2, usable_cores=2, capacities=[1.95, 1.0])
+    lost_core = pass_record(results, ceilings=[2000.0, 2000.0], workers=2, usable_cores=2,
+                            capacities=[1.95, 1.0]).as_extra_info()
     assert lost_core["efficiency_rounds"] == [round(1000 / (2000 * 1.95), 4), 0.25]
     assert lost_core["parallel_capacity_rounds"] == [1.95, 1.0]
-    serialized = summarize(results, ceilings=[2000.0, 2000.0], workers=2, usable_cores=2, capacities=[2.0, 2.0])
+    serialized = pass_record(results, ceilings=[2000.0, 2000.0], workers=2, usable_cores=2,
+                             capacities=[2.0, 2.0]).as_extra_info()
     assert serialized["efficiency_rounds"] == [0.25, 0.125]
-    one_worker = summarize(results, ceilings=[2000.0, 2000.0], workers=1, usable_cores=2, capacities=[0.7, 2.0])
+    one_worker = pass_record(results, ceilings=[2000.0, 2000.0], workers=1, usable_cores=2,
+                             capacities=[0.7, 2.0]).as_extra_info()
     assert one_worker["efficiency_rounds"] == [0.5, 0.25]  # one process always has a core
 
 

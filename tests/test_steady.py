@@ -5,7 +5,7 @@ from __future__ import annotations
 from lfw.measure.loader_pass import STEADY_MIN_BATCHES, PassResult
 from lfw.remote.law import limiting, remote_law
 from lfw.results import keys as K
-from lfw.suite.record import summarize
+from lfw.suite.record import pass_record
 
 
 def paced(batches: int, *, wave: int = 1, start_s: float = 1.0, every_s: float = 0.1, size: int = 32) -> PassResult:
@@ -33,15 +33,15 @@ def test_too_few_batches_give_no_steady_rate_and_say_why() -> None:
 
 
 def test_the_record_keeps_a_steady_rate_only_where_every_round_has_one() -> None:
-    present = summarize([paced(1 + STEADY_MIN_BATCHES) for _ in range(3)])
+    present = pass_record([paced(1 + STEADY_MIN_BATCHES) for _ in range(3)]).as_extra_info()
     assert present[K.STEADY_IMAGES_PER_S] == 320 and present[K.STEADY_BATCHES] == STEADY_MIN_BATCHES
-    absent = summarize([paced(1 + STEADY_MIN_BATCHES), paced(2)])
+    absent = pass_record([paced(1 + STEADY_MIN_BATCHES), paced(2)]).as_extra_info()
     assert K.STEADY_IMAGES_PER_S not in absent and K.rounds(K.STEADY_IMAGES_PER_S) not in absent
     assert "a steady rate needs" in absent[K.STEADY_ABSENT] and K.TTFB_S in absent
 
 
 def test_a_steady_rate_above_the_ceiling_by_more_than_its_noise_is_invalid_not_a_result() -> None:
-    info = summarize([paced(1 + STEADY_MIN_BATCHES) for _ in range(3)])  # 320 images/s steady
+    info = pass_record([paced(1 + STEADY_MIN_BATCHES) for _ in range(3)]).as_extra_info()  # 320 images/s steady
     above = remote_law(info, [200.0, 205.0, 195.0], in_flight_limit=64, processes=2, pool=32)
     assert "above the endpoint's ceiling" in above[K.STEADY_INVALID]
     assert above[K.STEADY_IMAGES_PER_S] is None  # the caller drops it

@@ -1,7 +1,7 @@
 """The device campaign's steps that no benchmark of the suite measures: copy bandwidth, GPU decode, a fed GPU step.
 
 Loader passes are timed by the suite's primitive (:class:`lfw.measure.LoaderPass`, interleaved by
-:class:`lfw.measure.rotation.Rotation`, summarized by :func:`lfw.suite.record.summarize`); only what happens on the
+:class:`lfw.measure.rotation.Rotation`, summarized by :func:`lfw.suite.record.pass_record`); only what happens on the
 device alone (a copy, a decode of bytes already in memory) is timed with CUDA events (:mod:`tools.device_gpu`).
 Every figure is written beside its ceiling.
 """
@@ -22,7 +22,7 @@ from lfw.measure.rotation import LoaderMember, Measured, Member, Rotation
 from lfw.pipelines import Pipeline
 from lfw.results import Case
 from lfw.results import keys as K
-from lfw.suite.record import summarize
+from lfw.suite.record import pass_record
 from lfw.suite.runner import ROTATION_SEED
 from tools import device_gpu as G
 from tools.device_context import Context, Skip
@@ -104,7 +104,7 @@ def _cases(label: str, measured: dict[str, Measured], info: dict[str, Any], core
         if not key.startswith(label + "-w") or not m.results:
             continue
         w = int(key.rsplit("-w", 1)[1])
-        extra = {**summarize(m.results, workers=w, usable_cores=cores), K.ROTATION: info}
+        extra = {**pass_record(m.results, workers=w, usable_cores=cores).as_extra_info(), K.ROTATION: info}
         cases.append(Case(f"decode[{key}]", f"decode[{key}]", "decode", {"num_workers": w, "transform": label},
                           tuple(r.wall_s for r in m.results), extra))
     return cases
@@ -125,7 +125,7 @@ def step_decode(ctx: Context) -> dict[str, Any]:
 
         measured = rotation.run(progress=advance)
     info = {"group": "decode", "seed": ROTATION_SEED, K.ROUNDS: ctx.rounds, "members": list(members)}
-    rows = {key: {k: v for k, v in summarize(m.results, usable_cores=ctx.cores).items()
+    rows = {key: {k: v for k, v in pass_record(m.results, usable_cores=ctx.cores).as_extra_info().items()
                   if k in KEEP or k in [K.rounds(x) for x in KEEP]}
             if m.results else {"error": m.error} for key, m in measured.items()}
     decoders: dict[str, Any] = {}

@@ -20,8 +20,7 @@ from lfw.measure.loader_pass import PassResult
 from lfw.remote.bench import endpoint_shares
 from lfw.remote.law import remote_law
 from lfw.results import keys as K
-from lfw.results.record import DEFAULT_DIGITS, MEMORY_DIGITS, CaseRecord
-from lfw.results.record import summarize as summarize_metric
+from lfw.results.record import DEFAULT_DIGITS, MEMORY_DIGITS, CaseRecord, summarize
 from lfw.suite.matrix import LoaderCase
 from lfw.suite.profiles import Profile
 from lfw.suite.runner import ENDPOINT_CEILING, MEMMAP_CEILING, GroupRotation, own_decoder_member
@@ -37,15 +36,6 @@ def parallel_cores(workers: int, usable_cores: int, capacities: Sequence[float] 
     if len(capacities) != rounds:
         raise ValueError(f"{len(capacities)} capacities for {rounds} rounds: they must be paired by round")
     return [max(1.0, min(float(wanted), c)) for c in capacities]
-
-
-def summarize(results: Sequence[PassResult], *, ceilings: Sequence[float] | None = None,
-              workers: int | None = None, usable_cores: int | None = None,
-              capacities: Sequence[float] | None = None) -> dict[str, Any]:
-    """The extra_info record of a case measured as ``results`` (one per round): :func:`pass_record`'s
-    ``extra_info``."""
-    return pass_record(results, ceilings=ceilings, workers=workers, usable_cores=usable_cores,
-                       capacities=capacities).as_extra_info()
 
 
 def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | None = None,
@@ -133,7 +123,7 @@ def step_record(results: Sequence[PassResult]) -> dict[str, Any]:
     """The time the training step held the loop per batch, as measured inside the passes: each round's mean (ms)
     and their median, under ``step_ms_per_batch``; empty when no pass ran a step."""
     per_round = [1e3 * sum(r.steps_s) / len(r.steps_s) for r in results if r.steps_s]
-    return summarize_metric(K.STEP_MS_PER_BATCH, per_round, digits=3) if per_round else {}
+    return summarize(K.STEP_MS_PER_BATCH, per_round, digits=3) if per_round else {}
 
 
 def steady_record(results: Sequence[PassResult]) -> dict[str, Any]:
@@ -144,7 +134,7 @@ def steady_record(results: Sequence[PassResult]) -> dict[str, Any]:
     absent = next((s.reason for s in steady if s.images_per_s is None), None)
     if absent is not None:
         return {K.STEADY_ABSENT: absent, K.STEADY_BATCHES: min(s.batches for s in steady)}
-    return {**summarize_metric(K.STEADY_IMAGES_PER_S, [s.images_per_s or 0.0 for s in steady]),
+    return {**summarize(K.STEADY_IMAGES_PER_S, [s.images_per_s or 0.0 for s in steady]),
             K.STEADY_BATCHES: min(s.batches for s in steady)}
 
 
@@ -163,8 +153,8 @@ def machine_ceiling_shares(results: Sequence[PassResult], *, pil: Sequence[float
     info: dict[str, Any] = {}
     for key, share_key, per_core in ((K.PIL_CEILING_IMAGES_PER_S, K.PIL_CEILING_SHARE, pil),
                                      (K.MEMMAP_CEILING_IMAGES_PER_S, K.MEMMAP_CEILING_SHARE, memmap)):
-        info.update(summarize_metric(key, [c * n for c, n in zip(per_core, cores, strict=True)]))
-        info.update(summarize_metric(share_key, [r.images_per_s / (c * n)
+        info.update(summarize(key, [c * n for c, n in zip(per_core, cores, strict=True)]))
+        info.update(summarize(share_key, [r.images_per_s / (c * n)
                                                  for r, c, n in zip(results, per_core, cores, strict=True)]))
     return info
 
@@ -183,9 +173,9 @@ def own_decoder_shares(results: Sequence[PassResult], *, per_core: Sequence[floa
     if usable_cores < 1:
         raise ValueError(f"usable cores must be 1 or more, got {usable_cores}")
     shares = [r.images_per_s / (c * usable_cores) for r, c in zip(results, per_core, strict=True)]
-    return {K.OWN_DECODER: member, **summarize_metric(K.OWN_DECODER_PER_CORE, per_core),
+    return {K.OWN_DECODER: member, **summarize(K.OWN_DECODER_PER_CORE, per_core),
             K.OWN_DECODER_IMAGES_PER_S: round(usable_cores * median(per_core), 2),
-            **summarize_metric(K.OWN_DECODER_SHARE, shares)}
+            **summarize(K.OWN_DECODER_SHARE, shares)}
 
 
 def stage_breakdown(results: Sequence[PassResult]) -> dict[str, Any]:
@@ -206,7 +196,7 @@ def stage_breakdown(results: Sequence[PassResult]) -> dict[str, Any]:
         gap_workers.append(1e3 * ((r.workers_cpu_s or 0.0) - sum(r.stages.workers.values())) / n)
         main_cpu = r.cpu_s - (r.workers_cpu_s or 0.0)
         gap_main.append(1e3 * (main_cpu - sum(r.stages.main.values())) / n)
-    return {K.STAGE_MS_PER_IMAGE: stages, **summarize_metric(K.STAGE_COVERAGE, coverage),
+    return {K.STAGE_MS_PER_IMAGE: stages, **summarize(K.STAGE_COVERAGE, coverage),
             K.STAGE_GAP_MS_PER_IMAGE: {"workers": round(median(gap_workers), 4), "main": round(median(gap_main), 4)}}
 
 
