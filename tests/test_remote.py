@@ -230,3 +230,42 @@ def test_a_steady_rate_exists_only_with_enough_batches_and_never_above_the_endpo
     assert law[K.REMOTE_LIMIT] == "in-flight limit" and K.STEADY_INVALID not in law
     flagged = remote_law(slow, [steady / 3], in_flight_limit=1, processes=1, pool=16)
     assert "above the endpoint's ceiling" in flagged[K.STEADY_INVALID] and flagged[K.STEADY_IMAGES_PER_S] is None
+
+
+def test_a_request_in_flight_across_a_stats_reset_ends_in_the_new_window() -> None:
+    """A stalled request still open when the counters are reset is carried into the next window and leaves it when
+    the client gives up, so later windows never count a phantom request in flight."""
+    import asyncio
+
+    from lfw.remote.proxy import Proxy
+
+    async def scenario() -> tuple[int, int]:
+        async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+            await reader.read()
+            writer.close()
+
+        origin = await asyncio.start_server(upstream, "127.0.0.1", 0)
+        proxy = Proxy(("127.0.0.1", origin.sockets[0].getsockname()[1]), seed=0)
+        front = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
+        proxy.control({"op": "fault", "kind": "stall", "count": 1})
+        _, client = await asyncio.open_connection("127.0.0.1", front.sockets[0].getsockname()[1])
+        client.write(b"GET /lfw/a.jpg HTTP/1.1\r\nHost: x\r\n\r\n")
+        await client.drain()
+        while proxy.window.in_flight == 0:
+            await asyncio.sleep(0.01)
+        proxy.control({"op": "stats", "reset": True})
+        carried = proxy.window.in_flight
+        client.close()  # the client gives up on the stalled request
+        for _ in range(500):  # a hang guard, not the assertion
+            if proxy.window.in_flight == 0:
+                break
+            await asyncio.sleep(0.01)
+        left = proxy.window.in_flight
+        for server in (front, origin):
+            server.close()
+        return carried, left
+
+    assert asyncio.run(scenario()) == (1, 0)

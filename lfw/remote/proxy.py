@@ -96,6 +96,13 @@ class Window:
         self.in_flight += change
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
+    def successor(self) -> Window:
+        """The next window: requests still in flight are carried into it, and it counts their end."""
+        after = Window(in_flight=self.in_flight, max_in_flight=self.in_flight)
+        if self.in_flight:
+            after.first_start = after.started
+        return after
+
     def summary(self) -> dict[str, Any]:
         self.flight(0)
         seconds = max(time.perf_counter() - self.started, 1e-9)
@@ -148,9 +155,7 @@ class Proxy:
         if op == "stats":
             stats = self.window.summary()
             if message.get("reset"):
-                flying = self.window.in_flight
-                self.window = Window()
-                self.window.in_flight = flying
+                self.window = self.window.successor()
             return stats
         return {"error": f"unknown op {op!r}"}
 
@@ -254,7 +259,7 @@ class Proxy:
             self.done(window, t0, first_byte, sent)
             return True
         finally:
-            window.flight(-1)
+            self.window.flight(-1)  # the current window: one reset while this request flew carried it there
 
     def done(self, window: Window, t0: float, first_byte: float, sent: int) -> None:
         window.bytes_out += sent
