@@ -1,18 +1,11 @@
 """``python -m lfw.diagnose``: is training data-bound? Measure, predict, show.
 
-Measure (default): a training loop over the LFW loader whose step sleeps ``--step-ms`` or trains a small CNN
-(``--model cnn``). The loader reads a transform preset (``--transform``) or a decode pipeline (``--pipeline``: a
-decoders case id such as ``simplejpeg-w2``, or a spec such as ``decoder=simplejpeg,threads=2``), or the user's own
-dataset (``--dataset MODULE:FACTORY``, as ``--bench-dataset``), and the step may be the user's (``--step
-MODULE:FN``; :mod:`lfw.diagnose.user_parts`). Prints the
-data-wait fraction, accelerator utilization, batches/s, the bottleneck, the simulator's prediction next to the
-measurement, the worker count that ends the stalls and a recommendation, and writes the timeline chart (measured
-and simulated side by side) to ``--out``.
-
-Simulate (``--simulate``): the pipeline model alone, e.g. the seed article's first figure::
-
-    python -m lfw.diagnose --model cnn --sweep-workers 0,1,2,4   # the worker count for training, measured
-  python -m lfw.diagnose --simulate --workers 7 --load-ms 2000 --step-ms 100 --seconds 30
+Measure (default): a training loop over a loader (a transform preset, a decode pipeline ``--pipeline`` or the user's
+``--dataset``) whose step sleeps ``--step-ms``, trains a small CNN (``--model cnn``) or is the user's (``--step``;
+:mod:`lfw.diagnose.user_parts`). Prints the data-wait fraction, accelerator utilization, batches/s, the bottleneck,
+the simulator's prediction beside the measurement, the worker count that ends the stalls and a recommendation, and
+writes the timeline chart (measured and simulated side by side) to ``--out``. Simulate (``--simulate``): the
+pipeline model alone. Examples: :data:`EXAMPLES` (``--help``) and ``docs/diagnose.md``.
 """
 
 from __future__ import annotations
@@ -21,7 +14,6 @@ import argparse
 import math
 import re
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +25,7 @@ from lfw.data.dataset import LFWDataset
 from lfw.data.root import DataSource, resolve_root
 from lfw.data.transforms import PRESETS
 from lfw.diagnose.predict import Diagnosis, diagnose, workers_text
-from lfw.diagnose.simulator import PipelineModel, simulate, workers_to_end_stalls
+from lfw.diagnose.simulator import PipelineModel, simulate
 from lfw.diagnose.sweep import parse_counts, sweep
 from lfw.diagnose.timeline import Panel, animate_timeline, draw_timeline
 from lfw.diagnose.training import (
@@ -119,21 +111,26 @@ MAX_SIMULATED_S = 3600.0  # an hour of simulated training: far beyond any figure
 MAX_SIMULATED_BATCHES = 1_000_000  # the event loop's bound, so a mistyped figure cannot simulate for long
 
 
+FLOATS = ("step_ms", "load_ms", "seconds", "load_cv", "desync_ms", "transfer_ms")  # finite when given
+AT_LEAST = (("load_cv", 0), ("desync_ms", 0), ("transfer_ms", 0), ("step_ms", 0), ("threads", 1), ("batches", 1),
+            ("batch_size", 1), ("prefetch_factor", 1))  # a flag, and the least value it takes when given
+
+
 def _check(args: argparse.Namespace) -> None:
     """Flag values that argparse's types cannot reject, as one-line errors."""
-    for flag in ("step_ms", "load_ms", "seconds", "load_cv", "desync_ms", "transfer_ms"):
+    for flag in FLOATS:
         value = getattr(args, flag)
         if value is not None and not math.isfinite(value):
             raise LFWError(f"--{flag.replace('_', '-')} must be a finite number, got {value:g}")
     if not 0 < args.seconds <= MAX_SIMULATED_S:
         raise LFWError(f"--seconds must be above 0 and at most {MAX_SIMULATED_S:g}, got {args.seconds:g}")
-    for flag in ("load_cv", "desync_ms", "transfer_ms"):
-        if getattr(args, flag) < 0:
-            raise LFWError(f"--{flag.replace('_', '-')} must be 0 or more, got {getattr(args, flag):g}")
+    for flag, least in AT_LEAST:
+        value = getattr(args, flag)
+        if value is not None and value < least:
+            shown = f"{value:g}" if isinstance(value, float) else value
+            raise LFWError(f"--{flag.replace('_', '-')} must be {least} or more, got {shown}")
     if args.workers is not None and args.workers < 0:
         raise LFWError(f"--workers must be 0 (load in the main loop) or more, got {args.workers}")
-    if args.step_ms is not None and args.step_ms < 0:
-        raise LFWError(f"--step-ms must be 0 or more, got {args.step_ms:g}")
     if args.load_ms is not None and not args.load_ms > 0:
         raise LFWError(f"--load-ms must be positive, got {args.load_ms:g}")
     if args.model is not None and args.model not in MODELS:
@@ -146,14 +143,10 @@ def _check(args: argparse.Namespace) -> None:
         raise LFWError("--simulate needs --load-ms, the mean batch load time per worker")
     if not args.simulate and args.load_ms is not None:
         raise LFWError("--load-ms is for --simulate; a measurement takes the load time from the workers")
-    if args.threads < 1:
-        raise LFWError(f"--threads must be 1 or more, got {args.threads}")
     if args.pipeline is not None and args.simulate:
         raise LFWError("--pipeline is measured; --simulate takes the load time itself (--load-ms)")
     if args.pipeline is not None and args.transform is not None:
         raise LFWError("give --transform (a preset) or --pipeline (a decode pipeline), not both")
-    if args.batches < 1:
-        raise LFWError(f"--batches must be 1 or more, got {args.batches}")
     if args.sweep_workers is not None:
         if args.simulate:
             raise LFWError("--sweep-workers is measured; --simulate takes one worker count (--workers)")
@@ -161,10 +154,6 @@ def _check(args: argparse.Namespace) -> None:
             raise LFWError("give --workers (one count) or --sweep-workers (several), not both")
         args.sweep_counts = parse_counts(args.sweep_workers)
     _check_user_parts(args)
-    if args.batch_size is not None and args.batch_size < 1:
-        raise LFWError(f"--batch-size must be 1 or more, got {args.batch_size}")
-    if args.prefetch_factor is not None and args.prefetch_factor < 1:
-        raise LFWError(f"--prefetch-factor must be 1 or more, got {args.prefetch_factor}")
 
 
 def _check_user_parts(args: argparse.Namespace) -> None:
@@ -182,16 +171,15 @@ def _check_user_parts(args: argparse.Namespace) -> None:
             raise LFWError("--simulate needs a step time (--step-ms), not a step")
 
 
+DEFAULTS = {"workers": DEFAULT_WORKERS, "batch_size": DEFAULT_BATCH_SIZE, "prefetch_factor": DEFAULT_PREFETCH,
+            "transform": DEFAULT_TRANSFORM}
+
+
 def _defaults(args: argparse.Namespace) -> argparse.Namespace:
     """The flags left unset, filled in; a --pipeline case keeps its own workers, batch size and prefetch instead."""
     if args.pipeline is not None:
         return args
-    return argparse.Namespace(**{**vars(args),
-                                 "workers": DEFAULT_WORKERS if args.workers is None else args.workers,
-                                 "batch_size": DEFAULT_BATCH_SIZE if args.batch_size is None else args.batch_size,
-                                 "prefetch_factor": DEFAULT_PREFETCH if args.prefetch_factor is None
-                                 else args.prefetch_factor,
-                                 "transform": DEFAULT_TRANSFORM if args.transform is None else args.transform})
+    return argparse.Namespace(**{**vars(args), **{k: v for k, v in DEFAULTS.items() if getattr(args, k) is None}})
 
 
 def _slug(text: str) -> str:
@@ -238,9 +226,9 @@ def _print_needed(model: PipelineModel) -> None:
     if model.step_s + model.transfer_s <= 0:
         print("workers to end the stalls: none can (the step costs nothing)")
         return
-    needed = workers_to_end_stalls(model.load_s, model.step_s, model.transfer_s, model.prefetcher)
-    check = simulate(replace(model, workers=needed, load_cv=0.0), max_batches=max(100, 8 * needed))
-    print(f"workers to end the stalls: {needed} (smallest N with N / load >= 1 / step; simulated steady "
+    fed = model.stalls_ended()
+    check = simulate(fed, max_batches=max(100, 8 * fed.workers))
+    print(f"workers to end the stalls: {fed.workers} (smallest N with N / load >= 1 / step; simulated steady "
           f"state {check.steady_batches_per_s:.2f} batches/s, data wait {check.steady_data_wait_fraction:.1%})")
 
 
@@ -263,35 +251,38 @@ def _step(args: argparse.Namespace, step_ms: float | None, classes: int) -> tupl
     return make_step(args.model, step_ms, classes)
 
 
-def measure(args: argparse.Namespace, source: DataSource, setup: PipelineSetup | None,
+def _setup(args: argparse.Namespace) -> PipelineSetup | None:
+    """``--pipeline``'s decode pipeline and loader; None for a preset or a dataset."""
+    if args.pipeline is None:
+        return None
+    return pipeline_setup(args.pipeline, workers=args.workers, batch_size=args.batch_size,
+                          prefetch_factor=args.prefetch_factor)
+
+
+def measure(args: argparse.Namespace, source: DataSource | None, setup: PipelineSetup | None,
             step_ms: float | None) -> Measurement:
-    """The measured pass the flags describe: a preset through LFWDataset, or ``setup``'s decode pipeline."""
+    """The measured pass the flags describe: ``--dataset``'s dataset, ``setup``'s decode pipeline or a preset
+    through LFWDataset, the last two under ``source``."""
     if args.model is not None:
         torch.set_num_threads(args.threads)
-    if args.dataset is not None:
-        return _measure_user(args, step_ms)
-    if setup is None:
-        dataset: Any = LFWDataset(source.path, transform=args.transform)
-        step, label = _step(args, step_ms, len(dataset.classes))
-        config = LoaderConfig(batch_size=args.batch_size, num_workers=args.workers,
-                              prefetch_factor=args.prefetch_factor if args.workers else None)
-        return measure_training(dataset, config, args.batches, step, transform=args.transform, step_label=label,
+    if setup is not None:
+        assert source is not None
+        dataset = pipeline_dataset(setup, source.path, args.batches * setup.config.batch_size)
+        step, label = _step(args, step_ms, _classes(dataset))
+        return measure_pipeline(setup, source.path, args.batches, step, dataset=dataset, step_label=label,
                                 progress=not args.quiet)
-    dataset = pipeline_dataset(setup, source.path, args.batches * setup.config.batch_size)
-    step, label = _step(args, step_ms, _classes(dataset))
-    return measure_pipeline(setup, source.path, args.batches, step, dataset=dataset, step_label=label,
-                            progress=not args.quiet)
-
-
-def _measure_user(args: argparse.Namespace, step_ms: float | None) -> Measurement:
-    """The measured pass over ``--dataset``'s dataset, the step ``--step``, ``--model`` or a sleep."""
-    dataset = dataset_from(args.dataset)
+    if args.dataset is not None:
+        dataset, transform = dataset_from(args.dataset), args.dataset
+    else:
+        assert source is not None
+        dataset, transform = LFWDataset(source.path, transform=args.transform), args.transform
     step, label = _step(args, step_ms, _classes(dataset))
     config = LoaderConfig(batch_size=args.batch_size, num_workers=args.workers,
                           prefetch_factor=args.prefetch_factor if args.workers else None)
-    m = measure_training(dataset, config, args.batches, step, transform=args.dataset, step_label=label,
+    m = measure_training(dataset, config, args.batches, step, transform=transform, step_label=label,
                          progress=not args.quiet)
-    m.extra["dataset"] = args.dataset
+    if args.dataset is not None:
+        m.extra["dataset"] = args.dataset
     return m
 
 
@@ -303,14 +294,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 
     def measure_at(workers: int, with_step: bool) -> Measurement:
         at = argparse.Namespace(**{**vars(args if with_step else loader_alone), "workers": workers})
-        if at.dataset is not None:
-            return _measure_user(at, step_ms if with_step else 0.0)
-        setup = None
-        if at.pipeline is not None:
-            setup = pipeline_setup(at.pipeline, workers=workers, batch_size=at.batch_size,
-                                   prefetch_factor=at.prefetch_factor)
-        assert source is not None
-        return measure(at, source, setup, step_ms if with_step else 0.0)
+        return measure(at, source, _setup(at), step_ms if with_step else 0.0)
 
     result = sweep(args.sweep_counts, measure_at)
     what = args.dataset or args.pipeline or f"transform {args.transform}"
@@ -327,21 +311,16 @@ def _step_ms(args: argparse.Namespace) -> float | None:
 
 
 def run_measurement(args: argparse.Namespace) -> int:
-    step_ms = _step_ms(args)
-    setup = None
-    if args.dataset is not None:
-        measurement = _measure_user(args, step_ms)
-        where, reads, what = f"dataset {args.dataset}", f"dataset {args.dataset}", args.dataset.split(":")[-1]
+    setup = _setup(args)
+    source = resolve_root(args.path) if args.dataset is None else None
+    measurement = measure(args, source, setup, _step_ms(args))
+    if source is None:
+        where = reads = f"dataset {args.dataset}"
+        what = args.dataset.split(":")[-1]
     else:
-        if args.pipeline is not None:
-            setup = pipeline_setup(args.pipeline, workers=args.workers, batch_size=args.batch_size,
-                                   prefetch_factor=args.prefetch_factor)
-        source = resolve_root(args.path)
-        measurement = measure(args, source, setup, step_ms)
         where = f"{source.kind} data at {source.path}"
-        reads = f"pipeline {setup.label}" if setup is not None else f"transform {args.transform}"
-        reads += f" ({source.kind} LFW)"
         what = setup.label if setup is not None else args.transform
+        reads = f"{'pipeline' if setup is not None else 'transform'} {what} ({source.kind} LFW)"
     config, label = measurement.config, measurement.step_label
     workers = config.num_workers
     result = diagnose(measurement, usable_cores(), emulated_step=args.model is None and args.step is None)
@@ -349,7 +328,7 @@ def run_measurement(args: argparse.Namespace) -> int:
     sim = simulate(result.model, max_batches=measurement.result.batches)
     panels = [
         Panel(f"measured: {measurement.result.batches} batches, {measurement.batches_per_s:.2f} batches/s",
-              measurement.records, workers, workers * (config.prefetch_factor or DEFAULT_PREFETCH) or None),
+              measurement.records, workers, measurement.capacity or None),
         Panel(f"simulated from the measured times: {result.predicted_batches_per_s:.2f} batches/s",
               sim.records, workers, result.model.capacity or None),
     ]

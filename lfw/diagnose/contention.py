@@ -32,8 +32,8 @@ from typing import Any
 
 from lfw.diagnose.events import BatchRecord
 from lfw.diagnose.feeds import Feed
-from lfw.diagnose.predict import handover_times, load_times
-from lfw.diagnose.training import Measurement, PipelineSetup, measure_pipeline, pipeline_dataset
+from lfw.diagnose.predict import handover_times, load_times, median_or_0
+from lfw.diagnose.training import Measurement, PipelineSetup, full_step, measure_pipeline, pipeline_dataset
 from lfw.errors import LFWError
 
 STEP_REPEATS = 20  # calls of the step alone; the median is the figure
@@ -122,22 +122,14 @@ def measure_contention(setup: PipelineSetup, root: str | os.PathLike[str], step:
     steps = [s for m in loop for s in (m.result.steps_s[1:] or m.result.steps_s)]
     in_main = replace(setup.config, num_workers=0, persistent_workers=False, prefetch_factor=None)
     sample = next(iter(in_main.build(pipeline_dataset(setup, root, setup.config.batch_size))))
-    consumer = setup.pipeline.consumer_step()
-    if consumer is not None:  # the pipeline's own per-batch work runs in the step, in the loop as here
-        inner = step
-
-        def step(batch: Any) -> None:
-            consumer(batch)
-            inner(batch)
-
-    return Contention(time_step_alone(step, sample, step_repeats), statistics.median(steps) if steps else 0.0,
+    # the pipeline's own per-batch work runs in the step, in the loop as here
+    return Contention(time_step_alone(full_step(setup, step), sample, step_repeats), median_or_0(steps),
                       _median(load_times, alone), _median(load_times, loop), _median(handover_times, loop),
                       loop[0].result.batches)
 
 
 def _median(times: Callable[[list[BatchRecord]], list[float]], passes: list[Measurement]) -> float:
-    pooled = [t for m in passes for t in times(m.records)]
-    return statistics.median(pooled) if pooled else 0.0
+    return median_or_0([t for m in passes for t in times(m.records)])
 
 
 def _no_step(_batch: Any) -> None:

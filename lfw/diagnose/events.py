@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,11 +61,44 @@ class BatchRecord:
     def load(self) -> float:
         return self.load_end - self.load_start
 
+    @classmethod
+    def stamped(cls, index: int, stamp: LoadStamp | None, t0: float, times: Iterable[float]) -> BatchRecord:
+        """A batch's record from its ask, got, step start and step end (``times``, already on the pass's clock) and
+        its stamp (absolute ``perf_counter``, put on that clock by subtracting ``t0``)."""
+        ask, got, step_start, step_end = times
+        rec = cls(index, stamp.worker if stamp else MAIN_PROCESS, ask=ask, got=got, step_start=step_start,
+                  step_end=step_end)
+        if stamp is not None:
+            rec.load_start, rec.load_end = stamp.start - t0, stamp.end - t0
+        return rec
+
 
 class StartedBatch(list[Any]):
     """The samples of one batch plus the moment their loading started (what ``__getitems__`` hands collate)."""
 
-    start: float = math.nan
+    def __init__(self, samples: Iterable[Any] = (), start: float = math.nan) -> None:
+        super().__init__(samples)
+        self.start = start
+
+
+def fetch_started(dataset: Any, indices: Sequence[int], fetch: Callable[[list[int]], Any] | None) -> StartedBatch:
+    """Note the start, then fetch ``indices`` with ``fetch`` (a batched ``__getitems__``) or item by item."""
+    start = time.perf_counter()
+    return StartedBatch(fetch(list(indices)) if fetch is not None else [dataset[i] for i in indices], start)
+
+
+def stamp_since(start: float) -> LoadStamp:
+    """This process's stamp of a batch whose loading started at ``start`` (now when NaN) and ends now."""
+    end = time.perf_counter()
+    info = get_worker_info()
+    return LoadStamp(info.id if info is not None else MAIN_PROCESS, os.getpid(), end if math.isnan(start) else start,
+                     end)
+
+
+def with_stamp(batch: Any, stamp: LoadStamp) -> list[Any]:
+    """``[*batch, stamp]``: the layout :func:`split_stamp` takes apart (``batch[0]`` stays the images)."""
+    parts = list(batch) if isinstance(batch, list | tuple) else [batch]
+    return [*parts, stamp]
 
 
 class TimedDataset(Dataset):
@@ -87,11 +120,8 @@ class TimedDataset(Dataset):
         return self.dataset[i]
 
     def __getitems__(self, indices: Sequence[int]) -> StartedBatch:
-        start = time.perf_counter()
         fetch = getattr(self.dataset, "__getitems__", None)
-        samples = StartedBatch(fetch(list(indices)) if callable(fetch) else (self.dataset[i] for i in indices))
-        samples.start = start
-        return samples
+        return fetch_started(self.dataset, indices, fetch if callable(fetch) else None)
 
 
 def timed_collate(inner: Callable[[list[Any]], Any] = default_collate) -> Callable[[list[Any]], Any]:
@@ -107,11 +137,7 @@ class _TimedCollate:
 
     def __call__(self, samples: list[Any]) -> list[Any]:
         start = getattr(samples, "start", time.perf_counter())
-        batch = self.inner(list(samples))
-        info = get_worker_info()
-        stamp = LoadStamp(info.id if info is not None else MAIN_PROCESS, os.getpid(), start, time.perf_counter())
-        parts = list(batch) if isinstance(batch, list | tuple) else [batch]
-        return [*parts, stamp]
+        return with_stamp(self.inner(list(samples)), stamp_since(start))
 
 
 def split_stamp(batch: Any) -> tuple[Any, LoadStamp | None]:
@@ -134,8 +160,3 @@ def queue_depth(records: Sequence[BatchRecord], times: np.ndarray) -> np.ndarray
     t = times[:, None]
     return ((ends[None, :] <= t) & (gots[None, :] > t)).sum(axis=1)
 
-
-def stalls(records: Sequence[BatchRecord], min_wait_s: float = 1e-3) -> list[tuple[float, float]]:
-    """(start, duration) of every wait of the main loop longer than ``min_wait_s``: the stalls to look for."""
-    return [(r.ask, r.wait) for r in records
-            if not math.isnan(r.got) and not math.isnan(r.ask) and r.wait > min_wait_s]

@@ -48,11 +48,10 @@ accelerator that computes asynchronously while the host receives the next batch 
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from lfw.diagnose.simulator import PipelineModel, simulate
+from lfw.diagnose.simulator import SEEDS, PipelineModel, seed_mean
 from lfw.errors import LFWError
 from lfw.results import Case, Run
 from lfw.results import keys as K
@@ -62,7 +61,6 @@ BATCH = 64
 STEP_TIMES_MS = (10.0, 25.0, 50.0, 100.0)
 HEADLINE_STEP_MS = 50.0
 STEADY_BATCHES = 400  # simulated steps: a prefetch queue filled before the first step is about 1% of them
-SEEDS = 5  # simulations averaged when load times vary (the same seeds for every N: common random numbers)
 DECODERS_GROUP = "decoders"
 _EPS = 1e-9  # a bound that lands on a whole number within rounding still admits it
 
@@ -168,10 +166,7 @@ def simulated_au(feed: Feed, step_s: float, accelerators: int, batches: int = ST
     over ``seeds`` seeds when load times vary, one run when they do not."""
     if batches < 2:
         raise LFWError(f"AU needs at least 2 simulated steps (the first is excluded), got {batches}")
-    model = feed.model(step_s, accelerators)
-    runs = range(max(seeds, 1)) if model.load_cv > 0 else range(1)
-    return statistics.fmean(1.0 - simulate(replace(model, seed=s), max_batches=batches).steady_data_wait_fraction
-                            for s in runs)
+    return seed_mean(feed.model(step_s, accelerators), batches, lambda r: 1.0 - r.steady_data_wait_fraction, seeds)
 
 
 def fed(feed: Feed, step_s: float, *, target: float = AU_TARGET, batches: int = STEADY_BATCHES,

@@ -19,15 +19,14 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 from lfw.diagnose.events import MAIN_PROCESS, BatchRecord
-from lfw.diagnose.simulator import PipelineModel, simulate, workers_to_end_stalls
+from lfw.diagnose.simulator import PipelineModel, seed_mean, simulate
 from lfw.diagnose.training import Measurement
 
 COMPUTE_BOUND_AU = 0.9  # at or above this accelerator utilization the step, not the loader, sets the pace
-SEEDS = 5  # simulations averaged when the measured load times vary
 Bottleneck = Literal["data loading", "the training step"]
 
 
@@ -77,10 +76,20 @@ def worker_gaps(records: list[BatchRecord], capacity: int) -> list[float]:
     return gaps
 
 
-def worker_overhead(m: Measurement) -> float:
+def median_or_0(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def worker_overhead(records: list[BatchRecord], capacity: int) -> float:
     """Median per-batch worker overhead outside the load (0 without workers or gaps)."""
-    gaps = worker_gaps(m.records, (m.config.prefetch_factor or 2) * m.config.num_workers)
-    return statistics.median(gaps) if gaps else 0.0
+    return median_or_0(worker_gaps(records, capacity))
+
+
+def load_per_batch(records: list[BatchRecord], capacity: int) -> float | None:
+    """A worker's load time per batch: the mean stamped load (each worker's first left out) plus the median
+    overhead between batches (module docstring); None when nothing was stamped."""
+    loads = load_times(records)
+    return statistics.fmean(loads) + worker_overhead(records, capacity) if loads else None
 
 
 def fit_model(m: Measurement) -> PipelineModel:
@@ -88,24 +97,15 @@ def fit_model(m: Measurement) -> PipelineModel:
     loads = load_times(m.records)
     if not loads:  # an uninstrumented run: fall back to the waits, which are load times when data-bound
         loads = [max(r.wait, 1e-6) for r in m.records]
-    prefetch = m.config.prefetch_factor or 2
-    load_s = max(statistics.fmean(loads) + worker_overhead(m), 1e-6)
+    load_s = max(load_per_batch(m.records, m.capacity) or statistics.fmean(loads), 1e-6)
     cv = statistics.pstdev(loads) / load_s if len(loads) > 1 else 0.0
-    handover = handover_times(m.records)
     workers = m.config.num_workers
     starts = [r.load_start for r in m.records if not math.isnan(r.load_start)]
     return PipelineModel(
-        workers=workers, load_s=load_s, step_s=m.step_s, prefetch_factor=prefetch,
-        transfer_s=statistics.median(handover) if handover else 0.0, load_cv=cv,
+        workers=workers, load_s=load_s, step_s=m.step_s, prefetch_factor=m.config.prefetch_factor or 2,
+        transfer_s=median_or_0(handover_times(m.records)), load_cv=cv,
         startup_s=max(0.0, min(starts)) if starts and workers > 0 else 0.0,
     )
-
-
-def predicted_rate(model: PipelineModel, batches: int) -> float:
-    """Simulated batches/s over the same number of batches; averaged over seeds when load times vary."""
-    seeds = range(SEEDS) if model.load_cv > 0 else range(1)
-    rates = [simulate(replace(model, seed=s), max_batches=batches).batches_per_s for s in seeds]
-    return statistics.fmean(rates)
 
 
 @dataclass
@@ -138,20 +138,19 @@ def diagnose(m: Measurement, usable_cores: int, *, emulated_step: bool) -> Diagn
     """
     model = fit_model(m)
     batches = m.result.batches
-    predicted = predicted_rate(model, batches)
+    predicted = seed_mean(model, batches, lambda r: r.batches_per_s)  # seeds when load times vary
     au = m.accelerator_utilization
-    needed = None
-    if model.step_s > 0:
-        needed = workers_to_end_stalls(model.load_s, model.step_s, model.transfer_s, model.prefetcher)
-    at_needed = None
-    if needed is not None:  # the steady state: over a long run, start-up left out
-        at_needed = simulate(replace(model, workers=needed, load_cv=0.0),
-                             max_batches=max(200, 8 * needed * model.prefetch_factor)).steady_batches_per_s
+    needed: int | None = None
+    at_needed: float | None = None
+    if model.step_s > 0:  # the steady state at the count that ends the stalls: a long run, start-up left out
+        fed = model.stalls_ended()
+        needed = fed.workers
+        at_needed = simulate(fed, max_batches=max(200, 8 * needed * model.prefetch_factor)).steady_batches_per_s
     bottleneck: Bottleneck = "the training step" if au >= COMPUTE_BOUND_AU else "data loading"
     budget = max(1, usable_cores - (0 if emulated_step else 1))
     advice = _recommend(m, model, au, needed, budget, usable_cores)
     return Diagnosis(model, m.batches_per_s, predicted, m.result.data_wait_fraction, au, needed, at_needed,
-                     bottleneck, advice, worker_overhead(m))
+                     bottleneck, advice, worker_overhead(m.records, m.capacity))
 
 
 def _recommend(m: Measurement, model: PipelineModel, au: float, needed: int | None, budget: int,

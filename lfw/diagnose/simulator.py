@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import heapq
 import math
+import statistics
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -39,6 +41,7 @@ from lfw.diagnose.events import MAIN_PROCESS, BatchRecord
 from lfw.errors import LFWError
 
 DISTRIBUTIONS = ("lognormal", "gamma")
+SEEDS = 5  # simulations averaged when load times vary (seed_mean)
 
 
 @dataclass(frozen=True)
@@ -83,13 +86,16 @@ class PipelineModel:
 
     def steady_batches_per_s(self) -> float:
         """The closed form the simulator converges to once start-up is over (no variance)."""
-        consumer = self.transfer_s + self.step_s
         if self.workers == 0:
-            return 1.0 / (self.load_s + consumer)
-        if self.prefetcher:
-            consumer = max(self.transfer_s, self.step_s)
+            return 1.0 / (self.load_s + self.transfer_s + self.step_s)
+        consumer = _consumer_s(self.step_s, self.transfer_s, self.prefetcher)
         supply = self.workers / self.load_s
         return min(supply, 1.0 / consumer) if consumer > 0 else supply
+
+    def stalls_ended(self) -> PipelineModel:
+        """This model at the fewest workers that end the stalls (:func:`workers_to_end_stalls`), without variance."""
+        needed = workers_to_end_stalls(self.load_s, self.step_s, self.transfer_s, self.prefetcher)
+        return replace(self, workers=needed, load_cv=0.0)
 
 
 @dataclass
@@ -130,6 +136,11 @@ class SimResult:
         return 1.0 - compute / self.horizon_s if self.horizon_s > 0 else 0.0
 
 
+def _consumer_s(step_s: float, transfer_s: float, prefetcher: bool) -> float:
+    """The main loop's time per batch: the copy, then the step; the longer of the two when a prefetcher overlaps."""
+    return max(step_s, transfer_s) if prefetcher else step_s + transfer_s
+
+
 def workers_to_end_stalls(load_s: float, step_s: float, transfer_s: float = 0.0, prefetcher: bool = False) -> int:
     """Smallest N with ``N / load_s >= 1 / consumer``: enough workers to keep the step fed.
 
@@ -137,7 +148,7 @@ def workers_to_end_stalls(load_s: float, step_s: float, transfer_s: float = 0.0,
     overlaps the copy of the next batch with the current step. With neither a step nor a copy there is no pace
     to keep up with; the answer is then 1 and callers say so.
     """
-    consumer = max(step_s, transfer_s) if prefetcher else step_s + transfer_s
+    consumer = _consumer_s(step_s, transfer_s, prefetcher)
     if consumer <= 0:
         return 1
     return max(1, math.ceil(load_s / consumer - 1e-9))
@@ -339,3 +350,10 @@ def simulate(model: PipelineModel, horizon_s: float | None = None, max_batches: 
     if max_batches is not None and max_batches <= 0:
         raise LFWError(f"batches to simulate must be a positive integer, got {max_batches}")
     return _Simulation(model, max_batches).run(horizon_s)
+
+
+def seed_mean(model: PipelineModel, batches: int, figure: Callable[[SimResult], float], seeds: int = SEEDS) -> float:
+    """``figure`` of a ``batches``-step simulation, the mean over ``seeds`` seeds when load times vary (the same
+    seeds for every model: common random numbers), one run when they do not."""
+    runs = range(max(seeds, 1)) if model.load_cv > 0 else range(1)
+    return statistics.fmean(figure(simulate(replace(model, seed=s), max_batches=batches)) for s in runs)

@@ -38,13 +38,14 @@ from tqdm import tqdm
 
 from lfw.data.collate import collate_skipping
 from lfw.diagnose.events import (
-    MAIN_PROCESS,
     BatchRecord,
     LoadStamp,
     StartedBatch,
     TimedDataset,
     split_stamp,
+    stamp_since,
     timed_collate,
+    with_stamp,
 )
 from lfw.errors import LFWError
 from lfw.measure import LoaderConfig, LoaderPass, PassResult
@@ -158,6 +159,11 @@ class Measurement:
         return sum(steps[1:]) / window if window > 0 else 0.0
 
     @property
+    def capacity(self) -> int:
+        """Most batches in flight: ``prefetch_factor`` (2 when unset) x workers."""
+        return (self.config.prefetch_factor or 2) * self.config.num_workers
+
+    @property
     def step_s(self) -> float:
         """Mean step time, the first step (model warm-up) excluded when there are others."""
         steps = self.result.steps_s[1:] or self.result.steps_s
@@ -166,14 +172,8 @@ class Measurement:
 
 def _records(result: PassResult, stamps: list[LoadStamp | None]) -> list[BatchRecord]:
     """Per-batch records on the pass's clock (seconds since it started)."""
-    t0 = result.t0
-    records = []
-    for i, (ev, stamp) in enumerate(zip(result.events, stamps, strict=False)):
-        rec = BatchRecord(i, stamp.worker if stamp else -1, ask=ev[0], got=ev[1], step_start=ev[2], step_end=ev[3])
-        if stamp is not None:
-            rec.load_start, rec.load_end = stamp.start - t0, stamp.end - t0
-        records.append(rec)
-    return records
+    return [BatchRecord.stamped(i, stamp, result.t0, ev)
+            for i, (ev, stamp) in enumerate(zip(result.events, stamps, strict=False))]
 
 
 def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step: Callable[[Any], None], *,
@@ -259,12 +259,6 @@ class _TimedWholeBatches(Dataset):
         return self.dataset[i]
 
 
-def _with_stamp(batch: Any, stamp: LoadStamp) -> list[Any]:
-    """``[*batch, stamp]``: the layout :func:`~lfw.diagnose.events.split_stamp` takes apart."""
-    parts = list(batch) if isinstance(batch, list | tuple) else [batch]
-    return [*parts, stamp]
-
-
 class _Stamped:
     """A worker's whole batch that becomes a batch only when the main process unpickles it (a slot batch),
     with its stamp: unpickled as ``[*batch, stamp]``."""
@@ -273,7 +267,7 @@ class _Stamped:
         self.batch, self.stamp = batch, stamp
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return _with_stamp, (self.batch, self.stamp)
+        return with_stamp, (self.batch, self.stamp)
 
 
 class _StampFromMark:
@@ -287,14 +281,11 @@ class _StampFromMark:
     def __call__(self, samples: Any) -> Any:
         start = _batch_start if not math.isnan(_batch_start) else time.perf_counter()
         if self.timed is not None:
-            started = StartedBatch(samples)
-            started.start = start
-            return self.timed(started)
-        info = get_worker_info()
-        stamp = LoadStamp(info.id if info is not None else MAIN_PROCESS, os.getpid(), start, time.perf_counter())
-        if info is not None and not isinstance(samples, list | tuple):
+            return self.timed(StartedBatch(samples, start))
+        stamp = stamp_since(start)
+        if get_worker_info() is not None and not isinstance(samples, list | tuple):
             return _Stamped(samples, stamp)
-        return _with_stamp(samples, stamp)
+        return with_stamp(samples, stamp)
 
 
 def instrument(dataset: Dataset, batch_size: int) -> tuple[Dataset, Callable[[Any], Any]]:
@@ -406,10 +397,15 @@ def pipeline_dataset(setup: PipelineSetup, root: str | os.PathLike[str], images:
     return setup.pipeline.dataset(Path(root), images, batch_size=setup.config.batch_size)
 
 
-def _then(first: Callable[[Any], None], second: Callable[[Any], None]) -> Callable[[Any], None]:
+def full_step(setup: PipelineSetup, step: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``step`` after the pipeline's own per-batch work (a ``deferred`` pipeline's normalization), if it has any."""
+    consumer = setup.pipeline.consumer_step()
+    if consumer is None:
+        return step
+
     def both(batch: Any) -> None:
-        first(batch)
-        second(batch)
+        consumer(batch)
+        step(batch)
 
     return both
 
@@ -426,9 +422,7 @@ def measure_pipeline(setup: PipelineSetup, root: str | os.PathLike[str], batches
     """
     if dataset is None:
         dataset = pipeline_dataset(setup, root, batches * setup.config.batch_size)
-    consumer = setup.pipeline.consumer_step()
-    full_step = step if consumer is None else _then(consumer, step)
-    m = measure_training(dataset, setup.config, batches, full_step, transform=setup.pipeline.label,
+    m = measure_training(dataset, setup.config, batches, full_step(setup, step), transform=setup.pipeline.label,
                          step_label=step_label, progress=progress, warmup=warmup)
     m.extra["pipeline"] = setup.label
     return m

@@ -19,16 +19,15 @@ gone), a dataset that takes no attributes (``__slots__``).
 
 from __future__ import annotations
 
+import functools
 import math
-import os
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+from torch.utils.data import DataLoader, IterableDataset
 
-from lfw.diagnose.events import MAIN_PROCESS, LoadStamp, StartedBatch
+from lfw.diagnose.events import LoadStamp, StartedBatch, fetch_started, stamp_since
 
 _ATTR = "__getitems__"
 
@@ -64,12 +63,8 @@ class MarkedFetch:
         self.dataset = dataset
 
     def __call__(self, indices: Sequence[int]) -> StartedBatch:
-        start = time.perf_counter()
         own = getattr(type(self.dataset), _ATTR, None)
-        items = own(self.dataset, list(indices)) if callable(own) else [self.dataset[i] for i in indices]
-        samples = StartedBatch(items)
-        samples.start = start
-        return samples
+        return fetch_started(self.dataset, indices, functools.partial(own, self.dataset) if callable(own) else None)
 
 
 class StampingCollate:
@@ -81,10 +76,7 @@ class StampingCollate:
     def __call__(self, samples: Any) -> Stamped:
         start = getattr(samples, "start", math.nan)
         batch = self.inner(list(samples) if isinstance(samples, StartedBatch) else samples)
-        end = time.perf_counter()
-        info = get_worker_info()
-        return Stamped(batch, LoadStamp(info.id if info is not None else MAIN_PROCESS, os.getpid(),
-                                        end if math.isnan(start) else start, end))
+        return Stamped(batch, stamp_since(start))
 
 
 @dataclass

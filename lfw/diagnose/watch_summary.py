@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 from scipy import stats as st
 
-from lfw.diagnose.events import MAIN_PROCESS, BatchRecord
-from lfw.diagnose.predict import load_times, worker_gaps, workers_text
+from lfw.diagnose.events import BatchRecord
+from lfw.diagnose.predict import handover_times, load_per_batch, median_or_0, workers_text
 from lfw.diagnose.simulator import workers_to_end_stalls
 from lfw.errors import LFWError
 from lfw.results import keys as K
@@ -75,16 +75,12 @@ def _pct(values: Sequence[float], q: float) -> float:
 
 
 def _load(records: Sequence[BatchRecord], workers: int, prefetch: int) -> tuple[float | None, float | None]:
-    """Mean load per batch in its worker (first of each worker left out) plus the median gap, and the median
-    hand-over, in ms; None where nothing was stamped."""
-    loads = load_times(list(records))
-    if not loads:
+    """A worker's load per batch (:func:`lfw.diagnose.predict.load_per_batch`) and the median hand-over, in ms;
+    None where nothing was stamped."""
+    load = load_per_batch(list(records), prefetch * workers)
+    if load is None:
         return None, None
-    gaps = worker_gaps(list(records), prefetch * workers)
-    load = statistics.fmean(loads) + (statistics.median(gaps) if gaps else 0.0)
-    hand = [max(0.0, r.got - max(r.ask, r.load_end)) for r in records
-            if r.worker != MAIN_PROCESS and not math.isnan(r.load_end)]
-    return load * 1e3, (statistics.median(hand) * 1e3 if hand else 0.0)
+    return load * 1e3, median_or_0(handover_times(list(records))) * 1e3
 
 
 def summarize(s: Steps, records: Sequence[BatchRecord], context: dict[str, Any]) -> dict[str, Any]:

@@ -181,15 +181,8 @@ class Watch(Generic[T]):
         """Per-step records on one clock (seconds since the first epoch started), load times where stamped."""
         log = self._log
         t0 = log.epoch_t0[0] if log.epoch_t0 else 0.0
-        out = []
-        for i in range(len(log.end)):
-            stamp = log.stamps[i]
-            rec = BatchRecord(i, stamp.worker if stamp else -1, ask=log.ask[i] - t0, got=log.got[i] - t0,
-                              step_start=log.handed[i] - t0, step_end=log.end[i] - t0)
-            if stamp is not None:
-                rec.load_start, rec.load_end = stamp.start - t0, stamp.end - t0
-            out.append(rec)
-        return out
+        return [BatchRecord.stamped(i, log.stamps[i], t0, (t - t0 for t in times))
+                for i, times in enumerate(zip(log.ask, log.got, log.handed, log.end, strict=False))]
 
     def summary(self) -> dict[str, Any]:
         """The figures of the steps so far (:func:`lfw.diagnose.watch_summary.summarize`)."""
