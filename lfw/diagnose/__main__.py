@@ -116,6 +116,27 @@ AT_LEAST = (("load_cv", 0), ("desync_ms", 0), ("transfer_ms", 0), ("step_ms", 0)
             ("batch_size", 1), ("prefetch_factor", 1))  # a flag, and the least value it takes when given
 
 
+CONFLICTS = (  # two flags that cannot both be given, and the one-line error when they are
+    ("model", "step_ms", "give --step-ms (an emulated step) or --model (a real one), not both"),
+    ("simulate", "model", "--simulate needs a step time (--step-ms), not a model"),
+    ("pipeline", "simulate", "--pipeline is measured; --simulate takes the load time itself (--load-ms)"),
+    ("pipeline", "transform", "give --transform (a preset) or --pipeline (a decode pipeline), not both"),
+    ("sweep_workers", "simulate", "--sweep-workers is measured; --simulate takes one worker count (--workers)"),
+    ("sweep_workers", "workers", "give --workers (one count) or --sweep-workers (several), not both"),
+    *(("dataset", flag, f"--dataset replaces LFW; --{flag} does not apply to it")
+      for flag in ("pipeline", "transform", "path")),
+    ("dataset", "simulate", "--dataset is measured; --simulate takes the load time itself (--load-ms)"),
+    ("step", "model", "give one step: --step (yours), --model or --step-ms"),
+    ("step", "step_ms", "give one step: --step (yours), --model or --step-ms"),
+    ("step", "simulate", "--simulate needs a step time (--step-ms), not a step"),
+)
+
+
+def _given(args: argparse.Namespace, flag: str) -> bool:
+    value = getattr(args, flag)
+    return value is not None and value is not False
+
+
 def _check(args: argparse.Namespace) -> None:
     """Flag values that argparse's types cannot reject, as one-line errors."""
     for flag in FLOATS:
@@ -135,40 +156,15 @@ def _check(args: argparse.Namespace) -> None:
         raise LFWError(f"--load-ms must be positive, got {args.load_ms:g}")
     if args.model is not None and args.model not in MODELS:
         raise LFWError(f"unknown model {args.model!r}; choose one of: {', '.join(MODELS)} (or use --step-ms)")
-    if args.model is not None and args.step_ms is not None:
-        raise LFWError("give --step-ms (an emulated step) or --model (a real one), not both")
-    if args.simulate and args.model is not None:
-        raise LFWError("--simulate needs a step time (--step-ms), not a model")
+    for flag, other, message in CONFLICTS:
+        if _given(args, flag) and _given(args, other):
+            raise LFWError(message)
     if args.simulate and args.load_ms is None:
         raise LFWError("--simulate needs --load-ms, the mean batch load time per worker")
     if not args.simulate and args.load_ms is not None:
         raise LFWError("--load-ms is for --simulate; a measurement takes the load time from the workers")
-    if args.pipeline is not None and args.simulate:
-        raise LFWError("--pipeline is measured; --simulate takes the load time itself (--load-ms)")
-    if args.pipeline is not None and args.transform is not None:
-        raise LFWError("give --transform (a preset) or --pipeline (a decode pipeline), not both")
     if args.sweep_workers is not None:
-        if args.simulate:
-            raise LFWError("--sweep-workers is measured; --simulate takes one worker count (--workers)")
-        if args.workers is not None:
-            raise LFWError("give --workers (one count) or --sweep-workers (several), not both")
         args.sweep_counts = parse_counts(args.sweep_workers)
-    _check_user_parts(args)
-
-
-def _check_user_parts(args: argparse.Namespace) -> None:
-    """--dataset and --step against the flags they replace."""
-    if args.dataset is not None:
-        for flag in ("pipeline", "transform", "path"):
-            if getattr(args, flag) is not None:
-                raise LFWError(f"--dataset replaces LFW; --{flag} does not apply to it")
-        if args.simulate:
-            raise LFWError("--dataset is measured; --simulate takes the load time itself (--load-ms)")
-    if args.step is not None:
-        if args.model is not None or args.step_ms is not None:
-            raise LFWError("give one step: --step (yours), --model or --step-ms")
-        if args.simulate:
-            raise LFWError("--simulate needs a step time (--step-ms), not a step")
 
 
 DEFAULTS = {"workers": DEFAULT_WORKERS, "batch_size": DEFAULT_BATCH_SIZE, "prefetch_factor": DEFAULT_PREFETCH,

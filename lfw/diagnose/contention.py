@@ -1,23 +1,13 @@
 """What a training loop and its loader cost each other, measured: the step beside the loader, the loader beside
 the step, and the hand-over in wall time.
 
-A pipeline's rate measured alone (no step) and a step timed alone (no loader) are what a feeding prediction
-starts from (:mod:`lfw.diagnose.feeds`). In training both run at once on the same cores, and the main process
-that receives each batch from a worker is the one that steps, so a prediction from the two figures alone is
-optimistic. :func:`measure_contention` measures what changes, in three short measurements of one pipeline and
-one step (the two passes alternate, :data:`PAIRS` times each, and each figure pools their batches):
-
-- **the step alone**: ``step_repeats`` calls in the main process with nothing else running (median seconds);
-- **the loader alone**: an instrumented pass with no step (:func:`lfw.diagnose.training.measure_pipeline`):
-  the workers' own load time per batch (their stamps, each worker's first batch left out) and the hand-over;
-- **the loop**: the same pass with the step. Its length is the caller's choice; one short enough that the loop
-  is data-bound keeps the workers loading flat out, as they do at and beyond the accelerator count a feeding
-  prediction looks for (``tools/feeds_check.py`` probes at half the pipeline's batch interval alone).
-
-The hand-over is wall time, from the later of "the main loop asked" and "the worker finished the batch" to "the
-main loop has it" (:func:`lfw.diagnose.predict.handover_times`): unpickling, mapping the batch's shared memory and
-waiting for a core while the workers hold them. CPU time per batch misses the wait. Without workers there is no
-hand-over, and the load runs in the main loop, so the loader's slowdown is the only figure that applies.
+Why: a pipeline's rate measured alone (no step) and a step timed alone (no loader) are what a feeding prediction
+starts from (:mod:`lfw.diagnose.feeds`), and both are optimistic about a loop that runs them at once on the same
+cores, where the main process that steps also receives every batch. :func:`measure_contention` measures the step
+alone, the loader alone and the loop; the hand-over is wall time (:func:`lfw.diagnose.predict.handover_times`),
+since CPU time per batch misses the wait for a core while the workers hold them. Without workers there is no
+hand-over and the loader's slowdown is the only figure that applies. ``docs/diagnose.md`` ("Contention in
+training") says how :func:`in_loop` applies the figures.
 """
 
 from __future__ import annotations
@@ -100,13 +90,16 @@ def time_step_alone(step: Callable[[Any], None], batch: Any, repeats: int = STEP
 def measure_contention(setup: PipelineSetup, root: str | os.PathLike[str], step: Callable[[Any], None], *,
                        batches: int = PROBE_BATCHES, pairs: int = PAIRS, step_repeats: int = STEP_REPEATS,
                        progress: bool = False) -> Contention:
-    """The three measurements of the module docstring for ``setup`` under ``root`` and ``step``.
+    """The step alone (``step_repeats`` calls on the loader's first batch, median), the loader alone (an
+    instrumented pass with no step: the workers' stamped load per batch, each worker's first left out) and the
+    loop (the same pass with ``step``), for ``setup`` under ``root``.
 
     The loader alone and the loop alternate, ``pairs`` times each (a pass's rate drifts with the machine's
     moment, and a probe compares two of them), every pass after an untimed warm-up epoch (workers started,
     buffers touched) and over ``batches`` batches (fewer when the tree holds fewer). Each figure is the median
-    over the pooled batches of its passes. The step alone is timed on the loader's first batch. Raises
-    :class:`LFWError` for fewer than 2 batches or no pair.
+    over the pooled batches of its passes. A loop short enough to be data-bound keeps the workers loading flat
+    out, as at the accelerator count a feeding prediction looks for. Raises :class:`LFWError` for fewer than 2
+    batches or no pair.
     """
     if batches < 2:
         raise LFWError(f"a contention probe needs 2 or more batches per pass, got {batches}")

@@ -4,7 +4,7 @@ A measured batch carries a :class:`LoadStamp` from the worker that loaded it. Th
 worker process with :func:`time.perf_counter`, which on Linux reads ``CLOCK_MONOTONIC``: one clock for every
 process on the machine, so worker-side and main-loop times can be put on the same axis.
 
-:class:`TimedDataset` and :func:`timed_collate` are the instrumentation: the dataset's ``__getitems__`` (which
+:class:`TimedDataset` and :class:`TimedCollate` are the instrumentation: the dataset's ``__getitems__`` (which
 PyTorch's fetcher calls with a whole batch of indices) notes when loading starts, the collate function notes
 when the batch is complete and appends the stamp as the *last* element of the batch. ``batch[0]`` stays the
 image tensor, so :class:`~lfw.measure.LoaderPass` counts the same images as without instrumentation.
@@ -124,20 +124,21 @@ class TimedDataset(Dataset):
         return fetch_started(self.dataset, indices, fetch if callable(fetch) else None)
 
 
-def timed_collate(inner: Callable[[list[Any]], Any] = default_collate) -> Callable[[list[Any]], Any]:
-    """A collate function that runs ``inner`` and appends a :class:`LoadStamp` to the collated batch."""
-    return _TimedCollate(inner)
+class TimedCollate:
+    """``inner``, then the batch joined with its :class:`LoadStamp` by ``join`` (``[*batch, stamp]`` by default).
 
+    Picklable (a class, not a closure) so that spawn and forkserver workers can receive it.
+    """
 
-class _TimedCollate:
-    """Picklable (a class, not a closure) so that spawn and forkserver workers can receive it."""
-
-    def __init__(self, inner: Callable[[list[Any]], Any]) -> None:
+    def __init__(self, inner: Callable[[list[Any]], Any] = default_collate,
+                 join: Callable[[Any, LoadStamp], Any] = with_stamp) -> None:
         self.inner = inner
+        self.join = join
 
-    def __call__(self, samples: list[Any]) -> list[Any]:
-        start = getattr(samples, "start", time.perf_counter())
-        return with_stamp(self.inner(list(samples)), stamp_since(start))
+    def __call__(self, samples: Any) -> Any:
+        start = getattr(samples, "start", math.nan)
+        return self.join(self.inner(list(samples) if isinstance(samples, StartedBatch) else samples),
+                         stamp_since(start))
 
 
 def split_stamp(batch: Any) -> tuple[Any, LoadStamp | None]:

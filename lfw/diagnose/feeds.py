@@ -2,47 +2,13 @@
 
 AU is MLPerf Storage's (DLIO's): compute time over total time, the first step excluded, as
 :attr:`lfw.diagnose.training.Measurement.accelerator_utilization` measures it and ``1 -``
-:attr:`~lfw.diagnose.simulator.SimResult.steady_data_wait_fraction` simulates it.
-
-The model. N accelerators, fed round-robin by one host pipeline, each take a batch of ``batch`` images every
-``step_s``: the host hands a batch on every ``step_s / N``, so one pipeline feeding N accelerators is one consumer
-whose step is ``step_s / N``, and that consumer's AU is each accelerator's. A pipeline measured at ``rate``
-images/s with ``workers`` workers becomes the simulator's :class:`~lfw.diagnose.simulator.PipelineModel`:
-
-- ``load_s = max(workers, 1) x batch / rate``: each worker's batch load time at the measured rate (without workers
-  the main loop loads, and the consumer's step comes on top of the load);
-- ``transfer_s = handover_s``: the main process's own time per batch beside the step (receiving a batch from a
-  worker: unpickling, mapping its shared memory, handing out the next index). The consumer spends it between two
-  steps, so at small ``step_s / N`` it caps AU at ``step / (step + handover)`` per batch whatever the workers
-  supply. A run gives it as the main process's CPU per image x ``batch`` (its share of the tree's CPU x the tree's
-  CPU per image); 0 without workers, where the load time already holds the main loop's work;
-- ``prefetch_factor`` as configured (2 when unset), ``load_cv`` the variation of load times when known (a run
-  records only the rate's variation over rounds, :data:`~lfw.results.keys.IMAGES_PER_S_CV`, which stands in for it).
-- ``step_slowdown``, ``load_slowdown`` and ``busy_handover_s``: the contention of the loop (1, 1 and None unless
-  measured).
-
-A feed measured alone is optimistic in training: the loop's step and the loader share the cores, and the main
-process that steps also receives every batch. :func:`lfw.diagnose.contention.in_loop` adds a measured
-:class:`~lfw.diagnose.contention.Contention` to it: the step's slowdown beside the workers, the load's slowdown
-beside the step and the hand-over in wall time, all three measured with the workers loading flat out. The model
-applies the step's slowdown as measured and the other two in proportion to how busy the workers are at the
-point asked (:meth:`Feed.busy_share`): a hand-over waits for a core only while the workers hold them. The closed
-form takes them at their flat-out values.
-
-:func:`accelerators_fed` is the largest N whose simulated AU over ``batches`` steps is at least ``target``, averaged
-over seeds when loads vary; the simulator adds start-up, variance and in-order delivery to the closed form.
-
-Closed form (no variance, start-up left out): the consumer gets ``min(workers / load_s, 1 / (handover_s + step_s /
-N))`` batches/s and computes ``step_s / N`` of each, so AU >= target holds while
-
-- ``N <= rate x step_s / (batch x target)`` (what the workers supply: :func:`throughput_bound`), and
-- ``N <= step_s x (1 - target) / (target x handover_s)`` (the hand-over), or, without workers,
-  ``N <= step_s x (1 - target) / (target x load_s)`` (load and step take turns in the main loop);
-
-:func:`closed_form_fed` is the smaller of the two. The model assumes a consumer that blocks for its step, as the
-measured check does (``tools/feeds_check.py`` runs ``lfw.diagnose`` with a sleep of ``step_s / N``); an
-accelerator that computes asynchronously while the host receives the next batch pays the hand-over only when
-``N x handover_s`` exceeds ``step_s``, so for it the throughput bound is the figure.
+:attr:`~lfw.diagnose.simulator.SimResult.steady_data_wait_fraction` simulates it. N accelerators fed round-robin
+by one host pipeline, each stepping for ``step_s`` per batch, are one consumer whose step is ``step_s / N``, so
+that consumer's AU is each accelerator's. A :class:`Feed` (the measured rate, workers, hand-over, and the loop's
+contention from :func:`lfw.diagnose.contention.in_loop`) becomes the simulator's model (:meth:`Feed.model`);
+:func:`fed` is the largest N whose simulated AU is at least the target, :func:`closed_form_fed` the closed form
+(no start-up, no variance). Each estimate, the two bounds of the closed form, why the hand-over caps AU, and the
+measured check (``tools/feeds_check.py``) are in ``docs/diagnose.md``, "How many accelerators a pipeline feeds".
 """
 
 from __future__ import annotations
@@ -56,7 +22,7 @@ from lfw.errors import LFWError
 from lfw.results import Case, Run
 from lfw.results import keys as K
 
-AU_TARGET = 0.9  # the same threshold as lfw.diagnose.predict.COMPUTE_BOUND_AU: at or above it, compute-bound
+AU_TARGET = 0.9  # lfw.diagnose.predict.COMPUTE_BOUND_AU too: at or above it, compute-bound
 BATCH = 64
 STEP_TIMES_MS = (10.0, 25.0, 50.0, 100.0)
 HEADLINE_STEP_MS = 50.0
@@ -67,7 +33,7 @@ _EPS = 1e-9  # a bound that lands on a whole number within rounding still admits
 
 @dataclass(frozen=True)
 class Feed:
-    """A measured pipeline as the model takes it (module docstring): rate, workers and what shapes delivery."""
+    """A measured pipeline as the model takes it (``docs/diagnose.md``): rate, workers and what shapes delivery."""
 
     rate: float  # images/s the pipeline delivered with no step
     workers: int
@@ -89,16 +55,14 @@ class Feed:
             raise LFWError(f"batch size must be a positive integer, got {self.batch}")
         if self.prefetch_factor < 1:
             raise LFWError(f"prefetch_factor must be a positive integer, got {self.prefetch_factor}")
-        if not (math.isfinite(self.handover_s) and self.handover_s >= 0):
-            raise LFWError(f"the hand-over time must be 0 or more seconds, got {self.handover_s:g}")
-        if not (math.isfinite(self.load_cv) and self.load_cv >= 0):
-            raise LFWError(f"the load-time variation must be 0 or more, got {self.load_cv:g}")
+        for value, what in ((self.handover_s, "the hand-over time must be 0 or more seconds"),
+                            (self.load_cv, "the load-time variation must be 0 or more"),
+                            (self.busy_handover_s, "the busy hand-over must be 0 or more seconds")):
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise LFWError(f"{what}, got {value:g}")
         for name, factor in (("step", self.step_slowdown), ("load", self.load_slowdown)):
             if not (math.isfinite(factor) and factor > 0):
                 raise LFWError(f"the {name}'s slowdown must be a positive factor, got {factor:g}")
-        busy = self.busy_handover_s
-        if busy is not None and not (math.isfinite(busy) and busy >= 0):
-            raise LFWError(f"the busy hand-over must be 0 or more seconds, got {busy:g}")
 
     @property
     def load_s(self) -> float:
@@ -145,7 +109,7 @@ def throughput_bound(rate: float, step_s: float, batch: int = BATCH, target: flo
 
 
 def closed_form_fed(feed: Feed, step_s: float, target: float = AU_TARGET) -> int:
-    """The closed form's largest N (module docstring): the throughput bound, and the hand-over bound with
+    """The closed form's largest N (``docs/diagnose.md``): the throughput bound, and the hand-over bound with
     workers or the load-and-step bound without; 0 when one accelerator already falls below ``target``."""
     _check_step(step_s, target)
     step_s *= feed.step_slowdown

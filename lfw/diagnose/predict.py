@@ -23,16 +23,22 @@ from dataclasses import dataclass
 from typing import Literal
 
 from lfw.diagnose.events import MAIN_PROCESS, BatchRecord
+from lfw.diagnose.feeds import AU_TARGET
 from lfw.diagnose.simulator import PipelineModel, seed_mean, simulate
 from lfw.diagnose.training import Measurement
 
-COMPUTE_BOUND_AU = 0.9  # at or above this accelerator utilization the step, not the loader, sets the pace
+COMPUTE_BOUND_AU = AU_TARGET  # at or above this accelerator utilization the step, not the loader, sets the pace
 Bottleneck = Literal["data loading", "the training step"]
 
 
-def workers_text(n: int) -> str:
-    """``1 worker``, ``2 workers``: counts read as words in reports."""
-    return f"{n} worker{'' if n == 1 else 's'}"
+def workers_text(n: int, noun: str = "worker") -> str:
+    """``1 worker``, ``2 workers`` (or cores): counts read as words in reports."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def worker_budget(cores: int, *, cpu_step: bool) -> int:
+    """Cores the workers may have: all of them, one fewer when the step computes on the CPU."""
+    return max(1, cores - (1 if cpu_step else 0))
 
 
 def _by_worker(records: list[BatchRecord]) -> list[list[BatchRecord]]:
@@ -147,7 +153,7 @@ def diagnose(m: Measurement, usable_cores: int, *, emulated_step: bool) -> Diagn
         needed = fed.workers
         at_needed = simulate(fed, max_batches=max(200, 8 * needed * model.prefetch_factor)).steady_batches_per_s
     bottleneck: Bottleneck = "the training step" if au >= COMPUTE_BOUND_AU else "data loading"
-    budget = max(1, usable_cores - (0 if emulated_step else 1))
+    budget = worker_budget(usable_cores, cpu_step=not emulated_step)
     advice = _recommend(m, model, au, needed, budget, usable_cores)
     return Diagnosis(model, m.batches_per_s, predicted, m.result.data_wait_fraction, au, needed, at_needed,
                      bottleneck, advice, worker_overhead(m.records, m.capacity))

@@ -112,20 +112,22 @@ class SimResult:
     def batches_per_s(self) -> float:
         return self.completed / self.horizon_s if self.horizon_s > 0 else 0.0
 
+    def _steady(self) -> tuple[list[BatchRecord], float]:
+        """The steps finished by the horizon, in order, and the time from the first one's end to the last one's."""
+        done = sorted((r for r in self.records if r.step_end <= self.horizon_s), key=lambda r: r.step_end)
+        return done, done[-1].step_end - done[0].step_end if len(done) > 1 else 0.0
+
     @property
     def steady_batches_per_s(self) -> float:
         """Rate after the first step: start-up (worker launch, the first loads) left out."""
-        ends = sorted(r.step_end for r in self.records if r.step_end <= self.horizon_s)
-        return (len(ends) - 1) / (ends[-1] - ends[0]) if len(ends) > 1 and ends[-1] > ends[0] else 0.0
+        done, window = self._steady()
+        return (len(done) - 1) / window if window > 0 else 0.0
 
     @property
     def steady_data_wait_fraction(self) -> float:
         """Share of the time after the first step that the loop spent not computing."""
-        done = sorted((r for r in self.records if r.step_end <= self.horizon_s), key=lambda r: r.step_end)
-        if len(done) < 2 or done[-1].step_end <= done[0].step_end:
-            return 0.0
-        compute = sum(r.step_end - r.step_start for r in done[1:])
-        return 1.0 - compute / (done[-1].step_end - done[0].step_end)
+        done, window = self._steady()
+        return 1.0 - sum(r.step_end - r.step_start for r in done[1:]) / window if window > 0 else 0.0
 
     @property
     def data_wait_fraction(self) -> float:
@@ -225,11 +227,15 @@ class _Simulation:
     def try_start(self, t: float, worker: int) -> None:
         if self.worker_busy[worker] or not self.tasks[worker]:
             return
-        batch = self.tasks[worker].popleft()
         self.worker_busy[worker] = True
-        self.record(batch, worker).load_start = t
+        self.start_load(t, self.tasks[worker].popleft(), worker)
+
+    def start_load(self, t: float, batch: int, worker: int) -> BatchRecord:
+        rec = self.record(batch, worker)
+        rec.load_start = t
         self.log.append((t, "load_start", batch, worker))
         self.push(t + self.draw_load(), "load_end", batch, worker)
+        return rec
 
     # -- main loop --------------------------------------------------------------------------------------
     def deliverable(self) -> int | None:
@@ -241,15 +247,10 @@ class _Simulation:
         """The main loop calls ``next()``; it receives at once if the batch is ready, else it blocks."""
         if self.max_batches is not None and self.received >= self.max_batches:
             return
-        if self.m.workers == 0:  # the main loop loads the batch itself
-            batch = self.received
-            rec = self.record(batch, MAIN_PROCESS)
-            rec.ask = rec.load_start = t
-            self.log.append((t, "load_start", batch, MAIN_PROCESS))
-            self.push(t + self.draw_load(), "load_end", batch, MAIN_PROCESS)
-            self.waiting_since = t
-            return
         self.waiting_since = t
+        if self.m.workers == 0:  # the main loop loads the batch itself
+            self.start_load(t, self.received, MAIN_PROCESS).ask = t
+            return
         self.try_receive(t)
 
     def try_receive(self, t: float) -> None:

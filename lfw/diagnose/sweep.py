@@ -1,15 +1,10 @@
 """The worker count for training, measured: the loop's steps/s at each count beside the loader's own rate.
 
-The loader's knee (the fewest workers within :data:`~lfw.stats.variation.KNEE_TOLERANCE` of its best rate with no step,
-the report's recommendation rule, :mod:`lfw.results.recommend`) answers "how many workers does this loader need?".
-Training asks something else: how many workers make the *loop* fastest. Where the step computes on the same
-cores as the workers (a CPU step, or the main process launching an accelerator's kernels), a worker more can
-slow the step by more than it speeds the loading, and the loop's best count falls below the loader's knee.
-:class:`WorkerSweep` holds both per count, each from its own measured pass (:mod:`lfw.diagnose.training`), and
-says which count each rule picks and whether they differ.
-
-Steps/s of the loop and images/s of the loader are steady rates: from the end of the first step (the loader
-alone: its first batch) to the end of the last, so worker start-up is left out as in accelerator utilization.
+Why: the loader's knee (the fewest workers within :data:`~lfw.stats.variation.KNEE_TOLERANCE` of its best rate
+with no step, :mod:`lfw.results.recommend`'s rule) is not the count that makes the *loop* fastest where the step
+computes on the same cores as the workers. :class:`WorkerSweep` holds both per count, each from its own measured
+pass, and says which count each rule picks; rates are steady, from the end of the first step to the end of the
+last (``docs/diagnose.md``, "The worker count for training").
 """
 
 from __future__ import annotations
@@ -27,11 +22,8 @@ LOOP_TOLERANCE = 0.02  # one pass per count: the loop's counts within 2% of its 
 
 def steady_steps_per_s(m: Measurement) -> float:
     """Steps per second from the end of the first step to the end of the last (0 with fewer than 2 steps)."""
-    events = m.result.events
-    if len(events) < 2:
-        return 0.0
-    window = events[-1][3] - events[0][3]
-    return (len(events) - 1) / window if window > 0 else 0.0
+    window = m.steady_window_s
+    return (len(m.result.events) - 1) / window if window > 0 else 0.0
 
 
 @dataclass(frozen=True)

@@ -166,14 +166,20 @@ def _draw(fig: Figure, axes: np.ndarray, panels: Sequence[Panel], title: str, un
     _legend(fig)
 
 
-def draw_timeline(panels: Sequence[Panel], out: str | Path, title: str) -> Path:
-    """Write the chart as a PNG and return its path."""
+def _laid_out(panels: Sequence[Panel], out: str | Path, title: str) -> tuple[Path, Figure, np.ndarray, float]:
+    """The output path (its folder made), and the figure with the whole run drawn and laid out once."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig, axes = _figure(panels)
     t_max = _t_max(panels)
     _draw(fig, axes, panels, title, t_max, t_max)
     fig.tight_layout(rect=(0, LEGEND_SPACE, 1, 1))
+    return out, fig, axes, t_max
+
+
+def draw_timeline(panels: Sequence[Panel], out: str | Path, title: str) -> Path:
+    """Write the chart as a PNG and return its path."""
+    out, fig, _, _ = _laid_out(panels, out, title)
     fig.savefig(out, dpi=110)
     return out
 
@@ -182,19 +188,15 @@ def animate_timeline(panels: Sequence[Panel], out: str | Path, title: str, frame
                      fps: int = 8, progress: bool = True) -> Path:
     """Write the GIF: the same chart drawn up to a moving "now", ``frames`` steps over the whole run.
 
-    Every frame redraws the whole chart (about half a second each on one core), hence the progress bar.
+    Every frame redraws the whole chart (about half a second each on one core), hence the progress bar. The
+    frames keep the layout of the full chart.
     """
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig, axes = _figure(panels)
-    t_max = _t_max(panels)
+    out, fig, axes, t_max = _laid_out(panels, out, title)
 
     def frame(i: int) -> list:
         _draw(fig, axes, panels, title, t_max * (i + 1) / frames, t_max)
         return []
 
-    _draw(fig, axes, panels, title, t_max, t_max)  # lay out the full chart once; frames keep that layout
-    fig.tight_layout(rect=(0, LEGEND_SPACE, 1, 1))
     with tqdm(total=frames, unit="frame", desc=f"drawing {out.name}", disable=not progress, leave=False) as bar:
         FuncAnimation(fig, frame, frames=frames, blit=False).save(
             out, writer=PillowWriter(fps=fps), dpi=70, progress_callback=lambda i, n: bar.update(1))

@@ -12,11 +12,9 @@ the steps (``step=``), exactly as the benchmarks do. This module adds the two th
 Worker stamps are absolute ``perf_counter`` times (CLOCK_MONOTONIC, shared by all processes on Linux);
 LoaderPass's events are relative to the pass start ``PassResult.t0`` on the same clock.
 
-Any dataset is instrumented, not only the presets' map-style one: a dataset with its own batched fetch
-(``__getitems__``: a decode thread pool, a memmap read) keeps it; an ``IterableDataset`` (tar shards) notes a
-batch's start when its first item is asked for; a dataset whose items are whole batches (``yields_batches``,
-built with ``batch_size=None``) notes it when the item is asked for. :func:`measure_pipeline` measures a decode
-pipeline (:mod:`lfw.pipelines`) this way, named by a decoders case id or a spec (:func:`pipeline_setup`).
+Any dataset is instrumented (:func:`instrument`), so :func:`measure_pipeline` measures a decode pipeline
+(:mod:`lfw.pipelines`) this way, named by a decoders case id or a spec (:func:`pipeline_setup`;
+``docs/diagnose.md``, "A decode pipeline instead of a preset").
 """
 
 from __future__ import annotations
@@ -41,12 +39,13 @@ from lfw.diagnose.events import (
     BatchRecord,
     LoadStamp,
     StartedBatch,
+    TimedCollate,
     TimedDataset,
     split_stamp,
     stamp_since,
-    timed_collate,
     with_stamp,
 )
+from lfw.diagnose.feeds import DECODERS_GROUP
 from lfw.errors import LFWError
 from lfw.measure import LoaderConfig, LoaderPass, PassResult
 from lfw.measure.loader_pass import sleep_step
@@ -152,11 +151,16 @@ class Measurement:
         The window runs from the end of the first step to the end of the last, so worker start-up and the
         first batch's load (paid once per epoch) do not count against the pipeline's steady state.
         """
-        steps, events = self.result.steps_s, self.result.events
-        if len(events) < 2:
+        if len(self.result.events) < 2:
             return 1.0 - self.result.data_wait_fraction
-        window = events[-1][3] - events[0][3]
-        return sum(steps[1:]) / window if window > 0 else 0.0
+        window = self.steady_window_s
+        return sum(self.result.steps_s[1:]) / window if window > 0 else 0.0
+
+    @property
+    def steady_window_s(self) -> float:
+        """From the end of the first step to the end of the last (0 with fewer than 2 steps)."""
+        events = self.result.events
+        return events[-1][3] - events[0][3] if len(events) > 1 else 0.0
 
     @property
     def capacity(self) -> int:
@@ -276,7 +280,7 @@ class _StampFromMark:
 
     def __init__(self, inner: Callable[[list[Any]], Any] | None) -> None:
         self.inner = inner
-        self.timed = timed_collate(inner) if inner is not None else None
+        self.timed = TimedCollate(inner) if inner is not None else None
 
     def __call__(self, samples: Any) -> Any:
         start = _batch_start if not math.isnan(_batch_start) else time.perf_counter()
@@ -289,20 +293,22 @@ class _StampFromMark:
 
 
 def instrument(dataset: Dataset, batch_size: int) -> tuple[Dataset, Callable[[Any], Any]]:
-    """The dataset and collate function that stamp every batch with who loaded it and when (module docstring).
+    """The dataset and collate function that stamp every batch with who loaded it and when.
 
-    Items are collated by ``default_collate``, or by the skipping collate when the dataset skips bad files.
+    A dataset with its own batched fetch (``__getitems__``: a decode thread pool, a memmap read) keeps it; an
+    ``IterableDataset`` (tar shards) notes a batch's start when its first item is asked for; a dataset whose items
+    are whole batches (``yields_batches``, built with ``batch_size=None``) when the item is. Items are collated by
+    ``default_collate``, or by the skipping collate when the dataset skips bad files.
     """
     inner = collate_skipping if getattr(dataset, "on_error", "raise") == "skip" else default_collate
     if getattr(dataset, "yields_batches", False):
         return _TimedWholeBatches(dataset), _StampFromMark(None)
     if isinstance(dataset, IterableDataset):
         return _TimedIterable(dataset, batch_size), _StampFromMark(inner)
-    return TimedDataset(dataset), timed_collate(inner)
+    return TimedDataset(dataset), TimedCollate(inner)
 
 
 # --- decode pipelines ------------------------------------------------------------------------------------------
-DECODERS_GROUP = "decoders"
 DEFAULT_WORKERS = 2
 SPEC_EXAMPLE = "decoder=simplejpeg,threads=2"
 

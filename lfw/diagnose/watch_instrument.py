@@ -20,14 +20,13 @@ gone), a dataset that takes no attributes (``__slots__``).
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from torch.utils.data import DataLoader, IterableDataset
 
-from lfw.diagnose.events import LoadStamp, StartedBatch, fetch_started, stamp_since
+from lfw.diagnose.events import LoadStamp, StartedBatch, TimedCollate, fetch_started
 
 _ATTR = "__getitems__"
 
@@ -67,18 +66,6 @@ class MarkedFetch:
         return fetch_started(self.dataset, indices, functools.partial(own, self.dataset) if callable(own) else None)
 
 
-class StampingCollate:
-    """The user's collate, then a :class:`Stamped` with the start the fetch noted and the end of the collate."""
-
-    def __init__(self, inner: Callable[[list[Any]], Any]) -> None:
-        self.inner = inner
-
-    def __call__(self, samples: Any) -> Stamped:
-        start = getattr(samples, "start", math.nan)
-        batch = self.inner(list(samples) if isinstance(samples, StartedBatch) else samples)
-        return Stamped(batch, stamp_since(start))
-
-
 @dataclass
 class Instrumented:
     """What :func:`instrument` changed on a loader (nothing when ``reason`` says why not)."""
@@ -89,13 +76,9 @@ class Instrumented:
     had_attr: bool = False
     saved_attr: Any = None
 
-    @property
-    def active(self) -> bool:
-        return not self.reason
-
     def restore(self) -> None:
         """Put the loader's collate and the dataset's attributes back as they were (idempotent)."""
-        if not self.active or self.collate is None:
+        if self.collate is None:  # not instrumented, or restored already
             return
         self.loader.collate_fn = self.collate
         dataset = self.loader.dataset
@@ -129,5 +112,5 @@ def instrument(loader: DataLoader, enabled: bool = True) -> Instrumented:
     done = Instrumented(loader, collate=loader.collate_fn, had_attr=_ATTR in vars(dataset),
                         saved_attr=vars(dataset).get(_ATTR))
     setattr(dataset, _ATTR, MarkedFetch(dataset))
-    loader.collate_fn = StampingCollate(loader.collate_fn)
+    loader.collate_fn = TimedCollate(loader.collate_fn, Stamped)  # the user's collate, then a Stamped
     return done

@@ -30,7 +30,15 @@ import numpy as np
 from scipy import stats as st
 
 from lfw.diagnose.events import BatchRecord
-from lfw.diagnose.predict import handover_times, load_per_batch, median_or_0, workers_text
+from lfw.diagnose.feeds import DECODERS_GROUP
+from lfw.diagnose.predict import (
+    COMPUTE_BOUND_AU,
+    handover_times,
+    load_per_batch,
+    median_or_0,
+    worker_budget,
+    workers_text,
+)
 from lfw.diagnose.simulator import workers_to_end_stalls
 from lfw.errors import LFWError
 from lfw.results import keys as K
@@ -117,12 +125,6 @@ def summarize(s: Steps, records: Sequence[BatchRecord], context: dict[str, Any])
     return out
 
 
-def _budget(context: dict[str, Any]) -> int:
-    """Cores the workers may have: all with an accelerator step, one fewer when the step computes on the CPU."""
-    cores = int(context.get("cores") or 1)
-    return max(1, cores - (0 if context.get("cuda_used") else 1))
-
-
 def advise(s: dict[str, Any], context: dict[str, Any]) -> list[str]:
     """What to try, most promising first (more workers, a faster decoder, slot batches, pin memory)."""
     share, workers, load, hand = s["data_bound_share"], s["workers"], s["load_ms_per_batch"], s["handover_ms_p50"]
@@ -131,7 +133,7 @@ def advise(s: dict[str, Any], context: dict[str, Any]) -> list[str]:
                 "is the lever"]
     tips: list[str] = []
     step = s["step_ms_p50"]
-    budget = _budget(context)
+    budget = worker_budget(int(context.get("cores") or 1), cpu_step=not context.get("cuda_used"))
     suite = suite_figures(context.get("run"))
     if load is None:
         tips.append(f"load time per batch unknown ({s['instrumented'] or 'not stamped'}); "
@@ -140,14 +142,14 @@ def advise(s: dict[str, Any], context: dict[str, Any]) -> list[str]:
         needed = workers_to_end_stalls(load / 1e3, step / 1e3, (hand or 0.0) / 1e3)
         if needed > workers and needed <= budget:
             tips.append(f"more workers: {needed} keep a {step:.0f} ms step fed (a batch loads in {load:.0f} ms per "
-                        f"worker; {budget} core{'s' if budget > 1 else ''} for workers)")
+                        f"worker; {workers_text(budget, 'core')} for workers)")
         elif needed > workers:
             more = f"num_workers={budget}, then " if workers < budget else ""
             target = budget * (step + (hand or 0.0))
-            cores = f"{budget} core{'s' if budget > 1 else ''}"
-            tips.append(f"{more}a faster decoder: {workers_text(needed)} would be needed, {cores} can serve; a "
-                        f"batch must load in <= {target:.0f} ms per worker (now {load:.0f} ms){suite}")
-        if hand and workers and hand / (step + hand) > 1 - 0.9:
+            tips.append(f"{more}a faster decoder: {workers_text(needed)} would be needed, "
+                        f"{workers_text(budget, 'core')} can serve; a batch must load in <= {target:.0f} ms per "
+                        f"worker (now {load:.0f} ms){suite}")
+        if hand and workers and hand / (step + hand) > 1 - COMPUTE_BOUND_AU:
             tips.append(f"slot batches: the loop spends {hand:.1f} ms per batch taking it from the workers "
                         f"({hand / (step + hand):.0%} of a step); fewer shared-memory objects per batch cut it")
     if context.get("cuda_used") and not context.get("pin_memory"):
@@ -174,7 +176,7 @@ def suite_figures(run: str | Path | None) -> str:
         candidates.append(Path("benchmarks/baselines/cpu-2core.json"))
     for path in candidates:
         try:
-            cases = [c for c in load_run(path).group("decoders")
+            cases = [c for c in load_run(path).group(DECODERS_GROUP)
                      if c.number(K.IMAGES_PER_S) and c.value(K.STORAGE) != "memmap"] if path.is_file() else []
         except (LFWError, OSError):
             cases = []

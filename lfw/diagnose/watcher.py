@@ -16,10 +16,8 @@ Contract:
   ``iter(loader)`` (worker start-up included) to the end of its last step, which is the moment the loop asks for
   a batch that is not there, breaks, or raises; the final ``next()`` that ends an epoch (where the loader shuts
   its workers down) is not in the wall time. The watcher holds each batch until the loop asks for the next one
-  and releases it inside that wait: the loop drops its own reference only when it rebinds the loop variable,
-  after ``next()`` has returned, so the release of a batch's memory (unmapping its shared memory: milliseconds
-  for a large float batch) would otherwise fall into the step, where a timer around ``next()`` in the user's
-  loop does not put it. So one batch more than the loop holds stays alive, for one step;
+  and releases it inside that wait, where a timer around ``next()`` puts the release of its shared memory, not
+  in the step (``docs/diagnose.md``, "The batch it holds"): one batch more than the loop holds stays alive;
 - the loader's dataset is instrumented when it can be (:mod:`lfw.diagnose.watch_instrument`), giving each
   batch's load time inside the worker that loaded it; the loader is put back as it was when the epoch ends;
 - when an epoch ends, the verdict line (:meth:`Watch.verdict`) is printed to stderr unless ``quiet=True``;
@@ -210,11 +208,9 @@ class Watch(Generic[T]):
         """The timeline chart of the steps so far (a row per worker when stamped, waits and steps)."""
         from lfw.diagnose.timeline import Panel, draw_timeline
 
-        records = self.records()
-        workers = int(getattr(self.loader, "num_workers", 0) or 0)
         s = self.summary()
         label = f"watched: {s['steps']} steps, data-bound {s['data_bound_share']:.0%} ({s['clock']})"
-        return draw_timeline([Panel(label, records, workers, None)], Path(path), title)
+        return draw_timeline([Panel(label, self.records(), s["workers"], None)], Path(path), title)
 
     def _context(self) -> dict[str, Any]:
         loader = self.loader
