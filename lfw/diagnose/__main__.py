@@ -178,17 +178,14 @@ def _defaults(args: argparse.Namespace) -> argparse.Namespace:
     return argparse.Namespace(**{**vars(args), **{k: v for k, v in DEFAULTS.items() if getattr(args, k) is None}})
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.-]+", "", text.replace(" ", "-"))
-
-
-def _charts(args: argparse.Namespace, panels: list[Panel], name: str, title: str) -> list[Path]:
+def _charts(args: argparse.Namespace, panels: list[Panel], name: str, title: str, label: str) -> None:
+    """Write the chart (and the GIF with ``--gif``) unless ``--no-chart``, printing each path after ``label``."""
     if args.no_chart:
-        return []
-    written = [draw_timeline(panels, args.out / f"{name}.png", title)]
+        return
+    name = re.sub(r"[^A-Za-z0-9.-]+", "", name.replace(" ", "-"))
+    print(f"{label}: {draw_timeline(panels, args.out / f'{name}.png', title)}")
     if args.gif:
-        written.append(animate_timeline(panels, args.out / f"{name}.gif", title, progress=not args.quiet))
-    return written
+        print(f"{label}: {animate_timeline(panels, args.out / f'{name}.gif', title, progress=not args.quiet)}")
 
 
 def run_simulation(args: argparse.Namespace) -> int:
@@ -213,8 +210,7 @@ def run_simulation(args: argparse.Namespace) -> int:
     panels = [Panel(f"{title}: {result.completed} batches in {args.seconds:g} s", result.records, args.workers,
                     model.capacity or None)]
     name = f"simulated-w{args.workers}-load{args.load_ms:g}ms-step{step_ms:g}ms"
-    for path in _charts(args, panels, _slug(name), "Loader pipeline timeline (simulated)"):
-        print(f"chart: {path}")
+    _charts(args, panels, name, "Loader pipeline timeline (simulated)", "chart")
     return 0
 
 
@@ -330,8 +326,7 @@ def run_measurement(args: argparse.Namespace) -> int:
     ]
     title = f"{workers_text(workers)}, batch {config.batch_size}, {reads}, step {label}"
     name = f"timeline-w{workers}-b{config.batch_size}-{what}-{label}"
-    for path in _charts(args, panels, _slug(name), title):
-        print(f"chart      : {path}")
+    _charts(args, panels, name, title, "chart      ")
     return 0
 
 

@@ -29,6 +29,7 @@ from lfw.errors import LFWError
 STEP_REPEATS = 20  # calls of the step alone; the median is the figure
 PROBE_BATCHES = 60  # batches of each instrumented pass
 PAIRS = 3  # alternations of the loader alone and the loop
+FIGURES = ("step_alone_s", "step_beside_s", "load_alone_s", "load_beside_s", "handover_s")  # of a Contention
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class Contention:
     batches: int  # batches of each instrumented pass (the loop's first)
 
     def __post_init__(self) -> None:
-        for name in ("step_alone_s", "step_beside_s", "load_alone_s", "load_beside_s", "handover_s"):
+        for name in FIGURES:
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise LFWError(f"{name.removesuffix('_s').replace('_', ' ')} must be 0 or more seconds, got {value:g}")
@@ -60,8 +61,7 @@ class Contention:
 
     def as_record(self) -> dict[str, float]:
         """The figures in milliseconds and the two slowdowns, for a text or JSON record."""
-        ms = {name.removesuffix("_s") + "_ms": round(getattr(self, name) * 1e3, 3)
-              for name in ("step_alone_s", "step_beside_s", "load_alone_s", "load_beside_s", "handover_s")}
+        ms = {name.removesuffix("_s") + "_ms": round(getattr(self, name) * 1e3, 3) for name in FIGURES}
         return {**ms, "step_slowdown": round(self.step_slowdown, 4), "load_slowdown": round(self.load_slowdown, 4),
                 "batches": self.batches}
 

@@ -101,20 +101,24 @@ def with_stamp(batch: Any, stamp: LoadStamp) -> list[Any]:
     return [*parts, stamp]
 
 
-class TimedDataset(Dataset):
+class Wrapping:
+    """A dataset wrapper's common part: the wrapped dataset, its length and its ``on_error``."""
+
+    def __init__(self, dataset: Any) -> None:
+        self.dataset = dataset
+        self.on_error = getattr(dataset, "on_error", "raise")
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+
+class TimedDataset(Wrapping, Dataset):
     """Wraps a map-style dataset so that each batch notes when its loading started, in whichever process.
 
     PyTorch's fetcher calls ``__getitems__`` once per batch when it exists, so the start time covers reading,
     decoding and transforming every sample of the batch. A dataset with its own ``__getitems__`` (a decode thread
     pool, one memmap read per batch) keeps it instead of being asked for its items one by one.
     """
-
-    def __init__(self, dataset: Dataset) -> None:
-        self.dataset = dataset
-        self.on_error = getattr(dataset, "on_error", "raise")
-
-    def __len__(self) -> int:
-        return len(self.dataset)  # type: ignore[arg-type]
 
     def __getitem__(self, i: int) -> Any:
         return self.dataset[i]

@@ -41,6 +41,7 @@ from lfw.diagnose.events import (
     StartedBatch,
     TimedCollate,
     TimedDataset,
+    Wrapping,
     split_stamp,
     stamp_since,
     with_stamp,
@@ -218,7 +219,7 @@ def _mark_start() -> None:
     _batch_start = time.perf_counter()
 
 
-class _TimedIterable(IterableDataset):
+class _TimedIterable(Wrapping, IterableDataset):
     """An ``IterableDataset`` whose every ``batch_size``-th item marks a batch's start in the loading process.
 
     The DataLoader's iterable fetcher asks a process's iterator for ``batch_size`` items per batch, so the first
@@ -226,12 +227,8 @@ class _TimedIterable(IterableDataset):
     """
 
     def __init__(self, dataset: IterableDataset, batch_size: int) -> None:
-        self.dataset = dataset
+        super().__init__(dataset)
         self.batch_size = batch_size
-        self.on_error = getattr(dataset, "on_error", "raise")
-
-    def __len__(self) -> int:
-        return len(self.dataset)  # type: ignore[arg-type]
 
     def __iter__(self) -> Iterator[Any]:
         items = iter(self.dataset)
@@ -247,16 +244,10 @@ class _TimedIterable(IterableDataset):
             yield item
 
 
-class _TimedWholeBatches(Dataset):
+class _TimedWholeBatches(Wrapping, Dataset):
     """A dataset whose items are whole batches (``yields_batches``): asking for an item marks its start."""
 
     yields_batches = True
-
-    def __init__(self, dataset: Dataset) -> None:
-        self.dataset = dataset
-
-    def __len__(self) -> int:
-        return len(self.dataset)  # type: ignore[arg-type]
 
     def __getitem__(self, i: int) -> Any:
         _mark_start()

@@ -5,11 +5,9 @@ The summary mapping's keys are a contract (tools outside the project read them):
 ``steps``, ``wait_ms_p50``/``p95``/``p99``, ``step_ms_p50``/``p95``, and the rest documented in
 :func:`summarize`.
 
-The interval: consecutive steps are not independent (a slow patch of the machine, a worker falling behind, the
-prefetch queue draining), so single steps are not the unit. The steps are cut into ``B`` blocks of consecutive
-steps (``B = min(20, steps // 5)``, at least 3), each block's share is computed, and the interval is the share
-plus or minus Student's t (``scipy.stats.t``, ``B - 1`` degrees of freedom) times the blocks' standard error:
-the batch-means method of simulation output analysis. Fewer than 15 steps give no interval (NaN).
+The interval is the batch-means method of simulation output analysis (:func:`share_interval`), since
+consecutive steps are not independent (a slow patch of the machine, a worker falling behind, the prefetch queue
+draining), so single steps are not the unit.
 
 The advice follows the simulator's steady state (:func:`lfw.diagnose.simulator.workers_to_end_stalls`) on the
 measured load time per batch and the step, and quotes the suite's own decoders group when a saved run exists.
@@ -64,7 +62,12 @@ class Steps:
 
 
 def share_interval(waits: Sequence[float], cycles: Sequence[float]) -> tuple[float, float, int]:
-    """The 95% batch-means interval of ``sum(waits) / sum(cycles)`` and the number of blocks (module docstring)."""
+    """The 95% batch-means interval of ``sum(waits) / sum(cycles)`` and the number of blocks ``B``.
+
+    The steps are cut into ``B = min(20, steps // 5)`` blocks of consecutive steps (at least 3; fewer than 15 steps
+    give NaN), and the interval is the share plus or minus Student's t (``B - 1`` degrees of freedom) times the
+    blocks' standard error.
+    """
     n = len(cycles)
     blocks = min(MAX_BLOCKS, n // STEPS_PER_BLOCK)
     total = sum(cycles)
