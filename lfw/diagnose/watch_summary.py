@@ -85,15 +85,6 @@ def _pct(values: Sequence[float], q: float) -> float:
     return round(float(np.percentile(np.asarray(values) * 1e3, q)), 3) if values else 0.0
 
 
-def _load(records: Sequence[BatchRecord], workers: int, prefetch: int) -> tuple[float | None, float | None]:
-    """A worker's load per batch (:func:`lfw.diagnose.predict.load_per_batch`) and the median hand-over, in ms;
-    None where nothing was stamped."""
-    load = load_per_batch(list(records), prefetch * workers)
-    if load is None:
-        return None, None
-    return load * 1e3, median_or_0(handover_times(list(records))) * 1e3
-
-
 def summarize(s: Steps, records: Sequence[BatchRecord], context: dict[str, Any]) -> dict[str, Any]:
     """The summary mapping. Beside the contract keys (module docstring): ``epochs``, ``wall_s``,
     ``first_wait_ms`` (each epoch's first batch, worker start-up included, mean), ``steady_data_bound_share``
@@ -108,7 +99,8 @@ def summarize(s: Steps, records: Sequence[BatchRecord], context: dict[str, Any])
     steady = [i for i in range(len(cycles)) if i not in firsts]
     steady_wall = sum(cycles[i] for i in steady)
     workers = int(context.get("workers") or 0)
-    load_ms, hand_ms = _load(records, workers, int(context.get("prefetch_factor") or 2))
+    load = load_per_batch(list(records), workers * int(context.get("prefetch_factor") or 2))  # None: not stamped
+    hand_ms = median_or_0(handover_times(list(records))) * 1e3 if load is not None else None
     overhead_s = sum(s.overhead)
     out: dict[str, Any] = {
         "data_bound_share": share, "data_bound_low": low, "data_bound_high": high,
@@ -120,7 +112,7 @@ def summarize(s: Steps, records: Sequence[BatchRecord], context: dict[str, Any])
         "wait_ms_p50": _pct(s.waits, 50), "wait_ms_p95": _pct(s.waits, 95), "wait_ms_p99": _pct(s.waits, 99),
         "step_ms_p50": _pct(s.steps, 50), "step_ms_p95": _pct(s.steps, 95),
         "clock": s.clock, "workers": workers, "instrumented": context.get("instrumented", ""),
-        "load_ms_per_batch": load_ms, "handover_ms_p50": hand_ms,
+        "load_ms_per_batch": load * 1e3 if load is not None else None, "handover_ms_p50": hand_ms,
         "overhead_us_per_step": overhead_s / len(cycles) * 1e6 if cycles else 0.0,
         "overhead_share": overhead_s / wall if wall > 0 else 0.0,
     }
