@@ -90,10 +90,8 @@ def child_command(root: Path, presets: Sequence[str], batch_size: int, batches: 
 
 def child_env() -> dict[str, str]:
     """The counting process's environment: one thread everywhere, a fixed hash seed."""
-    env = dict(os.environ)
-    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-                "PYTHONHASHSEED": "0"})
-    return env
+    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+            "PYTHONHASHSEED": "0"}
 
 
 def count_instructions(root: Path, presets: Sequence[str], *, batch_size: int, batches: int,
@@ -148,7 +146,6 @@ def run_child(root: Path, presets: Sequence[str], batch_size: int, batches: int,
         dataset = LFWDataset(root, transform=preset)
         runner = LoaderPass(LoaderConfig(batch_size=batch_size, num_workers=0).build(dataset), batches,
                             memory_interval_s=None)
-        runner.setup()
         runner.run()  # warm-up: lazy imports, first-call caches, allocator arenas
         runner.setup()
         torch.manual_seed(0)

@@ -164,10 +164,7 @@ def loader_need(loader: Any, *, pinned_copy: bool = False) -> Need:
 
 def open_fds() -> int:
     """Descriptors this process has open now."""
-    try:
-        return len(os.listdir("/proc/self/fd"))
-    except OSError:
-        return psutil.Process().num_fds()
+    return psutil.Process().num_fds()
 
 
 def shortfall(need: Need, limits: Limits, *, held_beside: int = 0, in_flight_beside: int = 0,

@@ -44,7 +44,7 @@ class LoaderMember:
     ``before_pass`` runs in the untimed setup (e.g. evicting the files from the page cache in cold mode).
     """
 
-    def __init__(self, runner: LoaderPass, before_pass: Callable[[], None] | None = None) -> None:
+    def __init__(self, runner: LoaderPass, before_pass: Callable[[], object] | None = None) -> None:
         self.runner = runner
         self.before_pass = before_pass
 
@@ -63,11 +63,9 @@ class LoaderMember:
 def round_orders(keys: Sequence[str], rounds: int, seed: int) -> list[list[str]]:
     """One random permutation of ``keys`` per round (seeded, so a run's schedule can be reproduced)."""
     rng = random.Random(seed)
-    orders = []
-    for _ in range(rounds):
-        order = list(keys)
+    orders = [list(keys) for _ in range(rounds)]
+    for order in orders:
         rng.shuffle(order)
-        orders.append(order)
     return orders
 
 

@@ -228,15 +228,8 @@ def description(*, transform: str, index: str, cache_mode: str, profile: Profile
 
 def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profile, cache_mode: str, cores: int,
                    device: str = "cpu") -> dict[str, Any]:
-    """The ``extra_info`` of ``case`` measured in ``rotation`` (:func:`rotated_case_record`)."""
-    return rotated_case_record(case, rotation, profile=profile, cache_mode=cache_mode, cores=cores,
-                               device=device).as_extra_info()
-
-
-def rotated_case_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profile, cache_mode: str, cores: int,
-                        device: str = "cpu") -> CaseRecord:
-    """The record of ``case`` measured in ``rotation``: its rounds summarized with its ceilings of the same rounds
-    (efficiency for a preset; shares of the PIL and decode-free ceilings for a decode pipeline; share of the
+    """The ``extra_info`` of ``case`` measured in ``rotation``: its rounds summarized with its ceilings of the same
+    rounds (efficiency for a preset; shares of the PIL and decode-free ceilings for a decode pipeline; share of the
     endpoint's ceiling for a remote case), its description and the rotation's schedule."""
     mine = rotation.measured[case.id]
     results, workers, capacities = mine.results, case.config.num_workers, rotation.capacities()
@@ -274,7 +267,7 @@ def rotated_case_record(case: LoaderCase, rotation: GroupRotation, *, profile: P
         record.add(step_record(results))
     if case.id in rotation.shutdown_errors:  # workers that died on their way out, after their passes completed
         record.add({K.WORKER_SHUTDOWN_ERRORS: rotation.shutdown_errors[case.id]})
-    return record
+    return record.as_extra_info()
 
 
 def single_record(results: Sequence[PassResult], *, config: LoaderConfig, transform: str, index: str,
