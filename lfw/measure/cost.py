@@ -1,10 +1,7 @@
 """The deterministic cost layer: CPU instructions per image of the loading pipeline, counted under callgrind.
 
-Wall-clock rates on a shared VM drift between sessions, and a process can run faster or slower than its twin started
-a second later (measured in docs/gating.md), so a two-file comparison of seconds cannot see a change of a few
-percent. The number of instructions the pipeline executes does not drift: it depends on the code, the libraries and
-the data. It is what a regression in the per-image work (a slower decode, an extra copy, a costlier transform)
-changes.
+Wall-clock rates on a shared VM drift too much to see a change of a few percent; the number of instructions the
+pipeline executes depends only on the code, the libraries and the data (measured in docs/gating.md, the cost layer).
 
 What is counted: one pass of ``batches`` batches through :class:`~lfw.measure.LoaderPass` with ``num_workers=0``
 and one intra-op thread, i.e. read + decode + transform + collate of each image in this process, after an

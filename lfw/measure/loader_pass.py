@@ -1,12 +1,9 @@
 """The measurement primitive: one pass over K batches from a fresh DataLoader iterator.
 
-Used by the CLI's ``-get_timing``, every benchmark and every tool, so that all of them time the same thing:
+Used by the CLI's ``-get_timing``, every benchmark and every tool, so that all of them time the same thing: the
+clock starts before ``iter(loader)``, as a training epoch pays worker start-up, and each batch's wait and arrival
+are recorded (docs/methodology.md, "One measurement primitive"; :meth:`PassResult.steady`). Besides:
 
-- the clock starts before ``iter(loader)``, so time to first batch includes worker start-up (as in the course
-  exercise, and as a training epoch pays it);
-- each batch's wait (the time ``next()`` blocks) and arrival time are recorded, giving latency percentiles and
-  the steady-state rate (:meth:`PassResult.steady`: after the start-up wave, from enough batches, else absent
-  with the reason);
 - with a CUDA device the batch is copied host-to-device (``non_blocking=True``) and the device is synchronized
   before the clock stops; CUDA events around each copy give its device time (``extra["h2d_ms_per_batch"]``);
 - memory of the whole process tree is sampled in a background thread (see :mod:`lfw.measure.memory`);
@@ -457,10 +454,8 @@ class LoaderPass:
 def measure_pass(loader: DataLoader, batches: int | None = None, **kwargs: Any) -> PassResult:
     """Time one pass of any DataLoader with the suite's primitive: set up, measured, torn down.
 
-    ``batches`` (default: the whole loader) caps the pass; ``kwargs`` are :class:`LoaderPass`'s (``device``,
-    ``memory_interval_s``, ``mark_start``, ``step``). The clock starts before ``iter(loader)``, so worker
-    start-up is in the pass; the result's memory record is complete when this returns, and the loader's
-    non-persistent workers are stopped.
+    ``batches`` (default: the whole loader) and ``kwargs`` are :class:`LoaderPass`'s; the result's memory record
+    is complete when this returns, and the loader's non-persistent workers are stopped.
     """
     with LoaderPass(loader, batches, **kwargs) as runner:
         return runner.run()
