@@ -26,11 +26,6 @@ BLOCK = bytes(1 << 20)  # 1 MiB of zeros: hashing it is pure CPU, the same work 
 UNITS = 48  # blocks per process per measurement: tens of milliseconds on a current core
 
 
-def _burn(units: int) -> None:
-    for _ in range(units):
-        hashlib.sha256(BLOCK).digest()
-
-
 def timed_in_processes(processes: int, units: int = UNITS) -> float:
     """Wall seconds for ``processes`` forked children, started together, to each hash ``units`` blocks."""
     t0 = time.perf_counter()
@@ -39,7 +34,8 @@ def timed_in_processes(processes: int, units: int = UNITS) -> float:
         pid = os.fork()
         if pid == 0:  # the child: the work, then out without running the parent's exit handlers
             try:
-                _burn(units)
+                for _ in range(units):
+                    hashlib.sha256(BLOCK).digest()
             finally:
                 os._exit(0)
         children.append(pid)

@@ -146,19 +146,17 @@ def loader_need(loader: Any, *, pinned_copy: bool = False) -> Need:
     in_flight = workers * prefetch + 1 if workers else 1
     ring = getattr(dataset, "ring_bytes", None)
     if isinstance(ring, int):
-        batch, shape = ring // max(1, getattr(dataset, "ring_size", 1)), "slots"
-        shm_in_flight, shm_held = 0, ring * workers
+        batch, shm_in_flight, shm_held = ring // max(1, getattr(dataset, "ring_size", 1)), 0, ring * workers
+        what = (f"{workers} worker ring{'s' if workers != 1 else ''} of {getattr(dataset, 'ring_size', '?')} "
+                f"slots of {getattr(dataset, 'batch_size', '?')} images")
     else:
         item, shape = item_nbytes(dataset)
         batch = item if getattr(dataset, "yields_batches", False) else item * int(loader.batch_size or 1)
         shm_in_flight, shm_held = (batch * in_flight if workers else 0), 0
+        what = f"{in_flight} batch{'es' if in_flight > 1 else ''} of {loader.batch_size or 'whole'} x {shape}"
     pinned = 2 * batch if (loader.pin_memory or pinned_copy) else 0
     memory = shm_in_flight + shm_held + pinned + workers * WORKER_PRIVATE_BYTES + (0 if workers else batch)
     fds = open_fds() + FDS_PER_WORKER * workers + FDS_PER_BATCH * (in_flight if workers else 0) + FDS_SPARE
-    what = f"{in_flight} batch{'es' if in_flight > 1 else ''} of {loader.batch_size or 'whole'} x {shape}"
-    if isinstance(ring, int):
-        what = (f"{workers} worker ring{'s' if workers != 1 else ''} of {getattr(dataset, 'ring_size', '?')} "
-                f"slots of {getattr(dataset, 'batch_size', '?')} images")
     return Need(shm_in_flight, shm_held, memory, fds, in_flight, batch, workers, what)
 
 

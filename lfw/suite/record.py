@@ -212,11 +212,8 @@ def knob_params(config: LoaderConfig, *, transform: str | None, index: str | Non
     index, then the test's own parametrized values (``case_params`` win, and a test's other parameters, such as
     the memory experiments' ``layout`` and ``freeze``, are kept beside the knobs), None where a knob does not
     apply."""
-    params: dict[str, Any] = dict.fromkeys(KNOBS)
-    params.update({k: v for k, v in config.as_dict().items() if k in KNOBS})
-    params.update({"transform": transform, "index": index})
-    params.update(case_params or {})
-    return params
+    return {**dict.fromkeys(KNOBS), **{k: v for k, v in config.as_dict().items() if k in KNOBS},
+            "transform": transform, "index": index, **(case_params or {})}
 
 
 def description(*, transform: str, index: str, cache_mode: str, profile: Profile, config: LoaderConfig,
