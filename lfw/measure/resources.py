@@ -1,11 +1,8 @@
 """What a DataLoader configuration holds while it runs, against what the machine has: checked before a pass.
 
-A worker hands every batch to the main process through shared memory (``/dev/shm``): ``default_collate`` in a
-worker builds the batch in a new shared-memory segment, and the segment lives until the main process drops the
-batch. With ``W`` workers and ``prefetch_factor`` ``P`` at most ``W x P`` batches are asked for ahead, and the
-consumer holds one more, so a pass needs about ``(W x P + 1) x batch bytes`` of ``/dev/shm`` (none with
-``W = 0``: the main process loads alone). Docker's default ``/dev/shm`` is 64 MB, less than four float batches
-of 64 LFW images (48 MB each), and a worker that cannot allocate its batch fails the whole pass with a traceback.
+A worker hands every batch to the main process through ``/dev/shm``, about ``(workers x prefetch_factor + 1) x
+batch bytes`` per pass, and Docker's default 64 MB holds less than four float batches of LFW; a worker that cannot
+allocate its batch fails the whole pass with a traceback. The budget is tabled in docs/containers.md.
 
 :func:`loader_need` states a loader's :class:`Need` from its knobs and one item of its dataset;
 :meth:`Limits.read` reads what this process has (``/dev/shm`` free bytes, ``ulimit -n``, the cgroup's memory

@@ -83,10 +83,7 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
             record.add({K.WORKERS_SEEN: len(with_memory[-1].worker_pids)})
         record.add({K.TIMELINE: {**with_memory[-1].timeline(), "start_unix": round(last.started_unix, 3)},
                     K.SAMPLER_CPU_FRACTION: round(sampler_cpu / capacity, 5) if capacity else 0.0})
-    if workers is not None:
-        record.add({K.WORKERS: workers})
-    if usable_cores is not None:
-        record.add({K.USABLE_CORES: usable_cores})
+    record.add({k: v for k, v in ((K.WORKERS, workers), (K.USABLE_CORES, usable_cores)) if v is not None})
     if capacities is not None:
         record.measure(K.PARALLEL_CAPACITY, capacities)
     if ceilings and workers is not None and usable_cores:
