@@ -178,12 +178,8 @@ def _one_knob(group: str, knob: str, values: Sequence[Any], ids: Sequence[str],
 
 def _decoders() -> Group:
     """Decode pipelines against the machine's two ceilings (:mod:`lfw.pipelines`; docs/decoders.md explains the
-    pick).
-
-    Every pass is one epoch over the same 1,024 images with persistent workers (started in the warm-up round),
-    so the group compares steady pipelines, not worker start-up; batch 64, uint8 output unless named. Memory is
-    not sampled (its snapshots walk every idle persistent worker of the group, seconds of CPU per round).
-    """
+    pick and the passes: one epoch each, persistent workers); batch 64, uint8 output unless named. Memory is not
+    sampled (docs/methodology.md: walking idle persistent workers costs more CPU than the loading)."""
     t2, draft = 2, 112
     cases = (  # id, pipeline, workers, in the quick profile
         ("pil-w0", Pipeline("pil"), 0, True),
@@ -246,9 +242,7 @@ def _remote() -> Group:
     """Strategy x injected latency x workers against the local S3 endpoint (:mod:`lfw.remote`).
 
     Persistent workers, started in the warm-up round with their S3 clients; every pass is one epoch over the
-    first objects of the bucket, :func:`remote_pass_batches` long. No memory sampling: every member's idle
-    workers stay alive through the rotation, and walking their page tables every 2 s cost more CPU than the
-    loading it was measuring.
+    first objects of the bucket, :func:`remote_pass_batches` long. No memory sampling, as in the decoders group.
     """
     cases = []
     for strategy in CONCURRENCY:
