@@ -139,10 +139,9 @@ def run_child(root: Path, presets: Sequence[str], batch_size: int, batches: int,
     torch.set_num_threads(1)
     req = requests(str(cache_dir))
     images: dict[str, dict[str, Any]] = {}
+    config = LoaderConfig(batch_size=batch_size, num_workers=0)
     for preset in presets:
-        dataset = LFWDataset(root, transform=preset)
-        runner = LoaderPass(LoaderConfig(batch_size=batch_size, num_workers=0).build(dataset), batches,
-                            memory_interval_s=None)
+        runner = LoaderPass(config.build(LFWDataset(root, transform=preset)), batches, memory_interval_s=None)
         runner.run()  # warm-up: lazy imports, first-call caches, allocator arenas
         runner.setup()
         torch.manual_seed(0)
@@ -157,8 +156,7 @@ def run_child(root: Path, presets: Sequence[str], batch_size: int, batches: int,
     from lfw.measure.moves import count_moves
 
     for preset in presets:  # after every instruction count: the audit hook that counts opens stays installed
-        loader = LoaderConfig(batch_size=batch_size, num_workers=0).build(LFWDataset(root, transform=preset))
-        images[preset]["moves"] = count_moves(loader, batches).per_image()
+        images[preset]["moves"] = count_moves(config.build(LFWDataset(root, transform=preset)), batches).per_image()
     result_path.write_text(json.dumps(images))
 
 
