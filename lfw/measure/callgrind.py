@@ -30,7 +30,6 @@ SOURCE = """\
 #include <valgrind/callgrind.h>
 void lfw_start(void) { CALLGRIND_START_INSTRUMENTATION; }
 void lfw_stop(void) { CALLGRIND_STOP_INSTRUMENTATION; }
-void lfw_zero(void) { CALLGRIND_ZERO_STATS; }
 void lfw_dump(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
 int lfw_on_valgrind(void) { return RUNNING_ON_VALGRIND; }
 """
@@ -105,9 +104,6 @@ class Requests:
 
     def stop(self) -> None:
         self._lib.lfw_stop()
-
-    def zero(self) -> None:
-        self._lib.lfw_zero()
 
     def dump(self, label: str) -> None:
         """Write the counts collected since the last dump to a new file, its ``desc:`` naming ``label``."""

@@ -1,16 +1,10 @@
 """How many cores the machine gives right now: a fixed CPU workload in one process, then in N at once.
 
-The single-core ceiling (:class:`~lfw.measure.ceiling.CeilingSweep`) measures how fast one core runs; it cannot
-see a machine that gives fewer cores than the affinity mask promises (a hypervisor taking one of two vCPUs for a
-while, another tenant's job). Then every multi-worker case loses half its rate against an unchanged ceiling, and
-a gate on efficiency calls the machine's loss a code regression. This member of each rotation measures the
-parallel capacity of the same round: ``capacity = N x t_1 / t_N``, where ``t_1`` is the time of a fixed workload
-in one forked process and ``t_N`` the time of the same workload in ``N = usable_cores`` forked processes at once
-(near N on a healthy machine, near 1 when one core is given).
-
-The workload is SHA-256 over a fixed buffer: work no code under test runs, so a change that serializes the
-pipeline's workers (a shared lock around decode) does not lower the capacity, and is still seen as lower
-efficiency, while a lost core lowers both and efficiency stays put.
+The single-core ceiling cannot see a machine that gives fewer cores than the affinity mask promises (a hypervisor
+taking one of two vCPUs for a while), and a gate on efficiency would call that loss a code regression. This member
+of each rotation measures the round's ``capacity = N x t_1 / t_N``: a fixed workload (SHA-256, which no code under
+test runs) in one forked process against ``N = usable_cores`` at once; docs/gating.md (wall clock) says how the
+ceiling uses it.
 """
 
 from __future__ import annotations
@@ -26,11 +20,6 @@ BLOCK = bytes(1 << 20)  # 1 MiB of zeros: hashing it is pure CPU, the same work 
 UNITS = 48  # blocks per process per measurement: tens of milliseconds on a current core
 
 
-def _burn(units: int) -> None:
-    for _ in range(units):
-        hashlib.sha256(BLOCK).digest()
-
-
 def timed_in_processes(processes: int, units: int = UNITS) -> float:
     """Wall seconds for ``processes`` forked children, started together, to each hash ``units`` blocks."""
     t0 = time.perf_counter()
@@ -39,7 +28,8 @@ def timed_in_processes(processes: int, units: int = UNITS) -> float:
         pid = os.fork()
         if pid == 0:  # the child: the work, then out without running the parent's exit handlers
             try:
-                _burn(units)
+                for _ in range(units):
+                    hashlib.sha256(BLOCK).digest()
             finally:
                 os._exit(0)
         children.append(pid)

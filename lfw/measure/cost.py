@@ -1,10 +1,7 @@
 """The deterministic cost layer: CPU instructions per image of the loading pipeline, counted under callgrind.
 
-Wall-clock rates on a shared VM drift between sessions, and a process can run faster or slower than its twin started
-a second later (measured in docs/gating.md), so a two-file comparison of seconds cannot see a change of a few
-percent. The number of instructions the pipeline executes does not drift: it depends on the code, the libraries and
-the data. It is what a regression in the per-image work (a slower decode, an extra copy, a costlier transform)
-changes.
+Wall-clock rates on a shared VM drift too much to see a change of a few percent; the number of instructions the
+pipeline executes depends only on the code, the libraries and the data (measured in docs/gating.md, the cost layer).
 
 What is counted: one pass of ``batches`` batches through :class:`~lfw.measure.LoaderPass` with ``num_workers=0``
 and one intra-op thread, i.e. read + decode + transform + collate of each image in this process, after an
@@ -90,10 +87,8 @@ def child_command(root: Path, presets: Sequence[str], batch_size: int, batches: 
 
 def child_env() -> dict[str, str]:
     """The counting process's environment: one thread everywhere, a fixed hash seed."""
-    env = dict(os.environ)
-    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-                "PYTHONHASHSEED": "0"})
-    return env
+    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+            "PYTHONHASHSEED": "0"}
 
 
 def count_instructions(root: Path, presets: Sequence[str], *, batch_size: int, batches: int,
@@ -144,11 +139,9 @@ def run_child(root: Path, presets: Sequence[str], batch_size: int, batches: int,
     torch.set_num_threads(1)
     req = requests(str(cache_dir))
     images: dict[str, dict[str, Any]] = {}
+    config = LoaderConfig(batch_size=batch_size, num_workers=0)
     for preset in presets:
-        dataset = LFWDataset(root, transform=preset)
-        runner = LoaderPass(LoaderConfig(batch_size=batch_size, num_workers=0).build(dataset), batches,
-                            memory_interval_s=None)
-        runner.setup()
+        runner = LoaderPass(config.build(LFWDataset(root, transform=preset)), batches, memory_interval_s=None)
         runner.run()  # warm-up: lazy imports, first-call caches, allocator arenas
         runner.setup()
         torch.manual_seed(0)
@@ -163,8 +156,7 @@ def run_child(root: Path, presets: Sequence[str], batch_size: int, batches: int,
     from lfw.measure.moves import count_moves
 
     for preset in presets:  # after every instruction count: the audit hook that counts opens stays installed
-        loader = LoaderConfig(batch_size=batch_size, num_workers=0).build(LFWDataset(root, transform=preset))
-        images[preset]["moves"] = count_moves(loader, batches).per_image()
+        images[preset]["moves"] = count_moves(config.build(LFWDataset(root, transform=preset)), batches).per_image()
     result_path.write_text(json.dumps(images))
 
 

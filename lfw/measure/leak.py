@@ -152,22 +152,6 @@ def first_epoch_verdict(info: dict[str, Any], threshold: float = FIRST_EPOCH_THR
     return FirstEpochVerdict(float(info[K.WORKER_USS_GROWTH_MIB]), threshold)
 
 
-def run_epochs(runner: LoaderPass, epochs: int) -> list[PassResult]:
-    """Top ``runner`` up to ``epochs`` whole-epoch passes, close it and return the last ``epochs``.
-
-    A benchmark round is one epoch, but a disabled benchmark runs a single round, so the leak check completes
-    the series here through the same primitive. With persistent workers, consecutive passes are consecutive
-    epochs of the same processes.
-    """
-    if runner.batches != len(runner.loader):
-        raise LFWError(f"leak check passes must be whole epochs: {runner.batches} of {len(runner.loader)} batches")
-    while len(runner.results) < epochs:
-        runner.setup()
-        runner.run()
-    runner.close()
-    return runner.results[-epochs:]
-
-
 @dataclass(frozen=True)
 class LeakReport:
     """The epochs measured, their end-of-epoch series and the verdict on it."""
@@ -200,8 +184,12 @@ def leak_check(loader: DataLoader, epochs: int, *, threshold: float = LEAK_THRES
     try:
         if timed is not None:
             timed(runner)
-        results = run_epochs(runner, epochs)
+        # A disabled benchmark runs a single round: the series is completed here, through the same primitive (with
+        # persistent workers, consecutive passes are consecutive epochs of the same processes).
+        while len(runner.results) < epochs:
+            runner.run()
     finally:
         runner.close(stop_workers=True)
+    results = runner.results[-epochs:]
     series = epoch_series(results)
     return LeakReport(results, series, leak_verdict(series, threshold))

@@ -7,7 +7,7 @@ import multiprocessing
 import os
 import signal
 import sys
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
@@ -80,10 +80,6 @@ class LoaderConfig:
         if self.num_workers and isinstance(ring, int) and ring < needed:
             raise LFWError(f"a slot ring of {ring} is too small for prefetch_factor={self.prefetch_factor or 2}: a "
                            f"worker would overwrite a batch still in use; make the dataset with ring >= {needed}")
-
-    def with_(self, **changes: Any) -> LoaderConfig:
-        """A copy with some knobs changed."""
-        return replace(self, **changes)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

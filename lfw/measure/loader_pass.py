@@ -1,12 +1,9 @@
 """The measurement primitive: one pass over K batches from a fresh DataLoader iterator.
 
-Used by the CLI's ``-get_timing``, every benchmark and every tool, so that all of them time the same thing:
+Used by the CLI's ``-get_timing``, every benchmark and every tool, so that all of them time the same thing: the
+clock starts before ``iter(loader)``, as a training epoch pays worker start-up, and each batch's wait and arrival
+are recorded (docs/methodology.md, "One measurement primitive"; :meth:`PassResult.steady`). Besides:
 
-- the clock starts before ``iter(loader)``, so time to first batch includes worker start-up (as in the course
-  exercise, and as a training epoch pays it);
-- each batch's wait (the time ``next()`` blocks) and arrival time are recorded, giving latency percentiles and
-  the steady-state rate (:meth:`PassResult.steady`: after the start-up wave, from enough batches, else absent
-  with the reason);
 - with a CUDA device the batch is copied host-to-device (``non_blocking=True``) and the device is synchronized
   before the clock stops; CUDA events around each copy give its device time (``extra["h2d_ms_per_batch"]``);
 - memory of the whole process tree is sampled in a background thread (see :mod:`lfw.measure.memory`);
@@ -23,7 +20,7 @@ pass. ``benchmark.pedantic(runner.run, setup=runner.setup, ...)`` therefore time
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -102,13 +99,9 @@ class MemoryStats:
         info: dict[str, Any] = {}
         for metric in K.TREE_METRICS:
             start, end = getattr(self.start, metric), getattr(self.end, metric)
-            info[K.tree(metric, "before")] = round(getattr(self.before, metric), 2)
-            info[K.tree(metric, "start")] = round(start, 2)
-            info[K.tree(metric, "end")] = round(end, 2)
-            peak = self.peak(metric)
-            if peak is not None:
-                info[K.tree(metric, "peak")] = round(peak, 2)
-            info[K.tree(metric, "growth")] = round(end - start, 2)
+            values: dict[K.Point, float | None] = {"before": getattr(self.before, metric), "start": start, "end": end,
+                                                   "peak": self.peak(metric), "growth": end - start}
+            info.update({K.tree(metric, k): round(v, 2) for k, v in values.items() if v is not None})
         info[K.MEMORY_SAMPLES] = len(self.samples)
         if self.start_marks is not None:
             info[K.MEMORY_START_MARKS] = self.start_marks
@@ -206,12 +199,11 @@ class PassResult:
             return Steady(None, after, "the batches after the start-up wave arrived at once")
         return Steady(sum(self.batch_images[wave:]) / seconds, after)
 
-    def wait_percentiles_ms(self) -> dict[str, float]:
-        if not self.waits_s:
-            return {K.WAIT_P50_MS: 0.0, K.WAIT_P95_MS: 0.0, K.WAIT_P99_MS: 0.0}
-        p50, p95, p99 = np.percentile(np.asarray(self.waits_s) * 1e3, [50, 95, 99])
-        return {K.WAIT_P50_MS: round(float(p50), 3), K.WAIT_P95_MS: round(float(p95), 3),
-                K.WAIT_P99_MS: round(float(p99), 3)}
+
+def wait_percentiles_ms(waits_s: Sequence[float]) -> dict[str, float]:
+    """p50, p95 and p99 of per-batch waits (seconds) in ms; zeros without waits."""
+    values = np.percentile(np.asarray(waits_s) * 1e3, [50, 95, 99]) if waits_s else [0.0] * 3
+    return {k: round(float(v), 3) for k, v in zip((K.WAIT_P50_MS, K.WAIT_P95_MS, K.WAIT_P99_MS), values, strict=True)}
 
 
 def sleep_step(step_s: float) -> Callable[[Any], None]:
@@ -222,15 +214,9 @@ def sleep_step(step_s: float) -> Callable[[Any], None]:
     return step
 
 
-def _batch_images(batch: Any) -> int:
-    first = batch[0] if isinstance(batch, list | tuple) else batch
-    return int(first.shape[0]) if hasattr(first, "shape") and first.ndim else 0
-
-
-def _is_pinned(batch: Any) -> bool | None:
-    """Whether a batch's (first) tensor is in pinned memory; None for a batch without a tensor."""
-    first = batch[0] if isinstance(batch, list | tuple) else batch
-    return bool(first.is_pinned()) if isinstance(first, torch.Tensor) else None
+def _first(batch: Any) -> Any:
+    """A batch's first field (its images), or the batch itself when it is one tensor."""
+    return batch[0] if isinstance(batch, list | tuple) else batch
 
 
 def _process_cpu(pid: int) -> float:
@@ -326,7 +312,7 @@ class LoaderPass:
         copies: list[tuple[Any, Any]] = []  # CUDA events around each batch's host-to-device copy
         arrivals: list[float] = []
         sizes: list[int] = []
-        images = batches = first_images = 0
+        batches = 0
         ttfb = 0.0
         prefetched: int | None = None
         pinned: bool | None = None
@@ -349,8 +335,9 @@ class LoaderPass:
                 batch = next(iterator)
                 t_got = time.perf_counter()
                 next_cpu += time.thread_time() - c_ask
-                if batches == 0 and self._can_pin:
-                    pinned = _is_pinned(batch)
+                first = _first(batch)
+                if batches == 0 and self._can_pin and isinstance(first, torch.Tensor):
+                    pinned = bool(first.is_pinned())  # before the copy: the host batch the loader made
                 if self.device is not None:
                     batch = self._copy(batch, copies)
                 if batches == 0:
@@ -360,10 +347,7 @@ class LoaderPass:
                 else:
                     waits.append(t_got - t_ask)
                 arrivals.append(t_got - t0)
-                sizes.append(_batch_images(batch))
-                images += sizes[-1]
-                if batches == 0:
-                    first_images = images
+                sizes.append(int(first.shape[0]) if hasattr(first, "shape") and first.ndim else 0)
                 batches += 1
                 if self.step is not None:
                     t_step = time.perf_counter()
@@ -393,9 +377,10 @@ class LoaderPass:
         if self.stages is not None:
             self.stages.add_main_seconds(RECEIVE, max(0.0, next_cpu - self.stages.main_thread_seconds()))
             stages = self.stages.totals()
-        result = PassResult(images=images, batches=batches, wall_s=wall, ttfb_s=ttfb, waits_s=waits, steps_s=steps,
-                            events=events, t0=t0, started_unix=started_unix, first_batch_images=first_images,
-                            main_cpu_s=main_cpu, workers_cpu_s=workers_cpu, stages=stages, arrivals_s=arrivals,
+        result = PassResult(images=sum(sizes), batches=batches, wall_s=wall, ttfb_s=ttfb, waits_s=waits,
+                            steps_s=steps, events=events, t0=t0, started_unix=started_unix,
+                            first_batch_images=sizes[0] if sizes else 0, main_cpu_s=main_cpu,
+                            workers_cpu_s=workers_cpu, stages=stages, arrivals_s=arrivals,
                             batch_images=sizes, start_wave=max(1, int(getattr(self.loader, "num_workers", 0) or 0)),
                             prefetched_batches=prefetched, pinning_available=self._can_pin, batch_pinned=pinned)
         if copies:  # read after the clock stopped: the device is synchronized, every event has happened
@@ -470,10 +455,8 @@ class LoaderPass:
 def measure_pass(loader: DataLoader, batches: int | None = None, **kwargs: Any) -> PassResult:
     """Time one pass of any DataLoader with the suite's primitive: set up, measured, torn down.
 
-    ``batches`` (default: the whole loader) caps the pass; ``kwargs`` are :class:`LoaderPass`'s (``device``,
-    ``memory_interval_s``, ``mark_start``, ``step``). The clock starts before ``iter(loader)``, so worker
-    start-up is in the pass; the result's memory record is complete when this returns, and the loader's
-    non-persistent workers are stopped.
+    ``batches`` (default: the whole loader) and ``kwargs`` are :class:`LoaderPass`'s; the result's memory record
+    is complete when this returns, and the loader's non-persistent workers are stopped.
     """
     with LoaderPass(loader, batches, **kwargs) as runner:
         return runner.run()

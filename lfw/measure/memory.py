@@ -1,18 +1,15 @@
 """Memory of the whole process tree: the main process and every DataLoader worker.
 
-RSS is the wrong number for forked workers: pages shared with the parent count in full in every process, so
-the sum stays flat while copy-on-access turns shared pages into private ones. PSS (each shared page divided
-among its sharers) and USS (pages private to one process) show the real cost, so all three are recorded.
+RSS, PSS and USS are all recorded: RSS stays flat while forked workers copy shared pages, PSS and USS show it
+(docs/methodology.md, Memory).
 
 Reading PSS makes the kernel walk every page table of a process (milliseconds for a process that has imported
 torch), so sampling runs in a background thread at a coarse interval; its cost on throughput is measured by
 the ``overhead`` benchmark group, not assumed.
 
-:func:`frozen_gc` isolates what a memory experiment measures from a second copy-on-access effect: a
-forked worker's cyclic GC writes the GC header of every tracked object inherited from the parent (torch, pytest,
-...), which copies tens of MiB into *each* worker within one epoch even with a numpy index. ``gc.freeze()``
-before the fork moves those objects out of the GC's reach (Python's documented remedy); then the workers of a
-numpy index barely grow (both measured in docs/methodology.md, Memory).
+:func:`frozen_gc` isolates what a memory experiment measures from a second copy-on-access effect: a forked
+worker's cyclic GC writes to every object inherited from the parent, tens of MiB per worker per epoch, which
+``gc.freeze()`` before the fork prevents (measured in docs/methodology.md, Memory).
 """
 
 from __future__ import annotations

@@ -101,7 +101,6 @@ def count_moves(loader: DataLoader, batches: int) -> MoveCounts:
     _Opens.install()
     runner = LoaderPass(loader, batches, memory_interval_s=None, step=add)
     try:
-        runner.setup()
         runner.run()  # warm-up: lazy imports and first-use opens stay out of the count
         runner.setup()
         moved[0] = 0

@@ -1,11 +1,8 @@
 """What a DataLoader configuration holds while it runs, against what the machine has: checked before a pass.
 
-A worker hands every batch to the main process through shared memory (``/dev/shm``): ``default_collate`` in a
-worker builds the batch in a new shared-memory segment, and the segment lives until the main process drops the
-batch. With ``W`` workers and ``prefetch_factor`` ``P`` at most ``W x P`` batches are asked for ahead, and the
-consumer holds one more, so a pass needs about ``(W x P + 1) x batch bytes`` of ``/dev/shm`` (none with
-``W = 0``: the main process loads alone). Docker's default ``/dev/shm`` is 64 MB, less than four float batches
-of 64 LFW images (48 MB each), and a worker that cannot allocate its batch fails the whole pass with a traceback.
+A worker hands every batch to the main process through ``/dev/shm``, about ``(workers x prefetch_factor + 1) x
+batch bytes`` per pass, and Docker's default 64 MB holds less than four float batches of LFW; a worker that cannot
+allocate its batch fails the whole pass with a traceback. The budget is tabled in docs/containers.md.
 
 :func:`loader_need` states a loader's :class:`Need` from its knobs and one item of its dataset;
 :meth:`Limits.read` reads what this process has (``/dev/shm`` free bytes, ``ulimit -n``, the cgroup's memory
@@ -146,28 +143,23 @@ def loader_need(loader: Any, *, pinned_copy: bool = False) -> Need:
     in_flight = workers * prefetch + 1 if workers else 1
     ring = getattr(dataset, "ring_bytes", None)
     if isinstance(ring, int):
-        batch, shape = ring // max(1, getattr(dataset, "ring_size", 1)), "slots"
-        shm_in_flight, shm_held = 0, ring * workers
+        batch, shm_in_flight, shm_held = ring // max(1, getattr(dataset, "ring_size", 1)), 0, ring * workers
+        what = (f"{workers} worker ring{'s' if workers != 1 else ''} of {getattr(dataset, 'ring_size', '?')} "
+                f"slots of {getattr(dataset, 'batch_size', '?')} images")
     else:
         item, shape = item_nbytes(dataset)
         batch = item if getattr(dataset, "yields_batches", False) else item * int(loader.batch_size or 1)
         shm_in_flight, shm_held = (batch * in_flight if workers else 0), 0
+        what = f"{in_flight} batch{'es' if in_flight > 1 else ''} of {loader.batch_size or 'whole'} x {shape}"
     pinned = 2 * batch if (loader.pin_memory or pinned_copy) else 0
     memory = shm_in_flight + shm_held + pinned + workers * WORKER_PRIVATE_BYTES + (0 if workers else batch)
     fds = open_fds() + FDS_PER_WORKER * workers + FDS_PER_BATCH * (in_flight if workers else 0) + FDS_SPARE
-    what = f"{in_flight} batch{'es' if in_flight > 1 else ''} of {loader.batch_size or 'whole'} x {shape}"
-    if isinstance(ring, int):
-        what = (f"{workers} worker ring{'s' if workers != 1 else ''} of {getattr(dataset, 'ring_size', '?')} "
-                f"slots of {getattr(dataset, 'batch_size', '?')} images")
     return Need(shm_in_flight, shm_held, memory, fds, in_flight, batch, workers, what)
 
 
 def open_fds() -> int:
     """Descriptors this process has open now."""
-    try:
-        return len(os.listdir("/proc/self/fd"))
-    except OSError:
-        return psutil.Process().num_fds()
+    return psutil.Process().num_fds()
 
 
 def shortfall(need: Need, limits: Limits, *, held_beside: int = 0, in_flight_beside: int = 0,

@@ -8,14 +8,8 @@ member sees the same drift and the ratio of two members can be taken per round: 
 is the round. The single-core ceiling of each transform is a member of the rotation too, so efficiency (rate over
 ceiling) is paired by round as well and cannot drift above 1 because the ceiling was measured at another moment.
 
-Members are anything with ``measure() -> PassResult``; :class:`LoaderMember` wraps :class:`LoaderPass` (setup,
-timed pass, finish: the workers are stopped before the next member runs, so no idle worker of another
-configuration is alive during a pass), :class:`~lfw.measure.ceiling.CeilingSweep` times ``dataset[i]`` in this
-process.
-
-:data:`pass_clock` is the timer pytest-benchmark uses in this suite (``--benchmark-timer`` in ``pytest.ini``):
-outside a replay it is ``time.perf_counter``; a rotated case replays its measured passes through it, so
-pytest-benchmark's rounds hold exactly the pass times the rotation measured.
+Members are anything with ``measure() -> PassResult`` (:class:`Member`). :data:`pass_clock` is the timer that
+replays a rotated case's measured passes as pytest-benchmark's rounds (docs/methodology.md, "Interleaved rounds").
 """
 
 from __future__ import annotations
@@ -39,12 +33,12 @@ class Member(Protocol):
 
 
 class LoaderMember:
-    """One DataLoader configuration: each ``measure()`` is setup (untimed), one timed pass, finish (untimed).
-
-    ``before_pass`` runs in the untimed setup (e.g. evicting the files from the page cache in cold mode).
+    """One DataLoader configuration: each ``measure()`` is setup (untimed), one timed pass, finish (untimed: the
+    workers are stopped before the next member runs, so no idle worker of another configuration is alive during a
+    pass). ``before_pass`` runs in the untimed setup (e.g. evicting the files from the page cache in cold mode).
     """
 
-    def __init__(self, runner: LoaderPass, before_pass: Callable[[], None] | None = None) -> None:
+    def __init__(self, runner: LoaderPass, before_pass: Callable[[], object] | None = None) -> None:
         self.runner = runner
         self.before_pass = before_pass
 
@@ -63,11 +57,9 @@ class LoaderMember:
 def round_orders(keys: Sequence[str], rounds: int, seed: int) -> list[list[str]]:
     """One random permutation of ``keys`` per round (seeded, so a run's schedule can be reproduced)."""
     rng = random.Random(seed)
-    orders = []
-    for _ in range(rounds):
-        order = list(keys)
+    orders = [list(keys) for _ in range(rounds)]
+    for order in orders:
         rng.shuffle(order)
-        orders.append(order)
     return orders
 
 

@@ -1,16 +1,10 @@
 """Where a pipeline's CPU goes: thread CPU time per stage, summed over every loading process of a pass.
 
-A :class:`StageClock` belongs to a dataset (its ``stage_clock`` attribute). The dataset times its own stages
-with it (``read``: open and bytes; ``decode``; ``transform``: resize, dtype, normalization), the loader's
-:class:`TimedCollate` times ``collate``, and :class:`~lfw.measure.LoaderPass` times ``receive``: the main
-thread's CPU inside ``next(iterator)`` that no other stage claimed (with workers: unpickling each batch, taking
-its shared memory from the worker, handing out the next index; without: the DataLoader's fetch loop).
-
-Times are ``time.thread_time()``: CPU time of the calling thread, so a stage that waits (a blocked read, a
-contended lock) is charged only for the CPU it used, and the stages can be compared with the process tree's
-measured CPU (:attr:`~lfw.measure.PassResult.cpu_s`). What the stages do not cover is left as a gap, by
-process (workers, main), never spread over the stages: in workers it holds pickling each batch and handing its
-shared memory to the main process (torch's queue feeder and ``resource_sharer`` threads) and the worker loop.
+A :class:`StageClock` belongs to a dataset (its ``stage_clock`` attribute): the dataset times ``read``,
+``decode`` and ``transform`` with it, :class:`TimedCollate` times ``collate`` and :class:`~lfw.measure.LoaderPass`
+times ``receive``; what each stage holds, and the gap no stage claims, are in docs/decoders.md. Times are
+``time.thread_time()``, so a stage that waits is charged only for the CPU it used and the stages can be compared
+with the process tree's measured CPU (:attr:`~lfw.measure.PassResult.cpu_s`).
 
 The totals live in a small shared-memory array (``multiprocessing.RawArray``) with one row per loading process
 (the main process's main thread, its other threads, DataLoader worker ``i``), so forked and spawned workers add

@@ -39,18 +39,13 @@ class MeasuredLoader(Protocol):
     def __iter__(self) -> Iterator[Any]: ...
 
 
-def persistent_iterator(loader: DataLoader | MeasuredLoader) -> Any:
-    """The iterator a loader with persistent workers keeps between epochs; None when it has none."""
-    return getattr(loader, "_iterator", None)
-
-
 def worker_pids(loader: DataLoader | MeasuredLoader, iterator: Any = None) -> list[int]:
     """Pids of the live workers of ``iterator``, else of the loader's persistent iterator; a loader with the
     ``worker_pids`` hook (module docstring) answers for itself."""
     hook = getattr(loader, "worker_pids", None)
     if callable(hook):
         return [int(pid) for pid in hook(iterator)]
-    source = iterator if iterator is not None else persistent_iterator(loader)
+    source = iterator if iterator is not None else getattr(loader, "_iterator", None)  # persistent workers' own
     return [w.pid for w in getattr(source, "_workers", []) if w.pid is not None]
 
 
@@ -89,5 +84,5 @@ def shutdown_workers(iterator: Any) -> None:
 
 def drop_persistent_workers(loader: DataLoader) -> None:
     """Stop a loader's persistent workers and forget its iterator: the next ``iter()`` starts fresh workers."""
-    shutdown_workers(persistent_iterator(loader))
+    shutdown_workers(getattr(loader, "_iterator", None))
     loader._iterator = None

@@ -26,12 +26,12 @@ Groups that parametrize their own cases, one reason each:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from lfw.errors import LFWError
 from lfw.measure.ceiling import spread_indices
-from lfw.measure.loader_config import LoaderConfig
+from lfw.measure.loader_config import START_METHODS, LoaderConfig
 from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S, STEADY_MIN_BATCHES
 from lfw.pipelines import Pipeline
 from lfw.remote.bench import CONCURRENCY, RemoteCase
@@ -165,21 +165,21 @@ def _workers_transform() -> Group:
     return Group("workers-transform", ("num_workers", "transform"), tuple(cases))
 
 
-def _one_knob(group: str, knob: str, values: Sequence[Any], ids: Sequence[str]) -> tuple[LoaderCase, ...]:
-    """Two workers, batch 64, preset ``none``, and one LoaderConfig knob set to each value."""
-    return tuple(LoaderCase(group, case_id, {knob: value},
-                            LoaderConfig(**{"batch_size": 64, "num_workers": 2, knob: value}))
-                 for value, case_id in zip(values, ids, strict=True))
+def _one_knob(group: str, knob: str, values: Sequence[Any], ids: Sequence[str],
+              per_case: Mapping[str, Mapping[str, Any]] | None = None, *, rounds_quick: int | None = None,
+              warmup_rounds: int = 0, **common: Any) -> Group:
+    """Two workers, batch 64, preset ``none``, and one LoaderConfig knob set to each value; ``common`` and a case's
+    ``per_case`` entry are its other :class:`LoaderCase` fields."""
+    return Group(group, (knob,), tuple(
+        LoaderCase(group, case_id, {knob: value}, LoaderConfig(**{"batch_size": 64, "num_workers": 2, knob: value}),
+                   **{**common, **(per_case or {}).get(case_id, {})})
+        for value, case_id in zip(values, ids, strict=True)), rounds_quick, warmup_rounds)
 
 
 def _decoders() -> Group:
     """Decode pipelines against the machine's two ceilings (:mod:`lfw.pipelines`; docs/decoders.md explains the
-    pick).
-
-    Every pass is one epoch over the same 1,024 images with persistent workers (started in the warm-up round),
-    so the group compares steady pipelines, not worker start-up; batch 64, uint8 output unless named. Memory is
-    not sampled (its snapshots walk every idle persistent worker of the group, seconds of CPU per round).
-    """
+    pick and the passes: one epoch each, persistent workers); batch 64, uint8 output unless named. Memory is not
+    sampled (docs/methodology.md: walking idle persistent workers costs more CPU than the loading)."""
     t2, draft = 2, 112
     cases = (  # id, pipeline, workers, in the quick profile
         ("pil-w0", Pipeline("pil"), 0, True),
@@ -242,9 +242,7 @@ def _remote() -> Group:
     """Strategy x injected latency x workers against the local S3 endpoint (:mod:`lfw.remote`).
 
     Persistent workers, started in the warm-up round with their S3 clients; every pass is one epoch over the
-    first objects of the bucket, :func:`remote_pass_batches` long. No memory sampling: every member's idle
-    workers stay alive through the rotation, and walking their page tables every 2 s cost more CPU than the
-    loading it was measuring.
+    first objects of the bucket, :func:`remote_pass_batches` long. No memory sampling, as in the decoders group.
     """
     cases = []
     for strategy in CONCURRENCY:
@@ -267,7 +265,6 @@ def _remote() -> Group:
 
 BATCH_SIZES = (16, 64, 256, 512)
 PREFETCH = (1, 2, 4, 8)  # 1: 3 batches in flight with 2 workers, not 5: what fits a small /dev/shm
-START_METHODS = ("fork", "forkserver", "spawn")
 STEP_MS = (0, 20, 50)
 SAMPLING = {"sampling-off": (None, False), "sampling-default": (DEFAULT_MEMORY_INTERVAL_S, False),
             "sampling-dense": (0.25, True)}
@@ -275,31 +272,22 @@ DATA_WAIT_MAX_BATCHES = 8  # 8 x 50 ms of sleep per pass already
 
 GROUPS: dict[str, Group] = {g.name: g for g in (
     _workers_transform(),
-    Group("batch-size", ("batch_size",), tuple(
-        LoaderCase("batch-size", f"bs{b}", {"batch_size": b}, LoaderConfig(batch_size=b, num_workers=2),
-                   full_only=(f"bs{b} (two 366 MiB float batches per pass) runs in full only" if b > 256 else None))
-        for b in BATCH_SIZES), rounds_quick=3),
-    Group("pin-memory", ("pin_memory",), tuple(
-        LoaderCase("pin-memory", case_id, {"pin_memory": pin}, LoaderConfig(batch_size=64, num_workers=2,
-                                                                            pin_memory=pin),
-                   copy_to_cuda=True, needs_cuda=pin)
-        for pin, case_id in ((False, "nopin"), (True, "pin")))),
+    _one_knob("batch-size", "batch_size", BATCH_SIZES, [f"bs{b}" for b in BATCH_SIZES],
+              {"bs512": {"full_only": "bs512 (two 366 MiB float batches per pass) runs in full only"}}, rounds_quick=3),
+    _one_knob("pin-memory", "pin_memory", (False, True), ("nopin", "pin"), {"pin": {"needs_cuda": True}},
+              copy_to_cuda=True),
     Group("index", ("index",), tuple(
         LoaderCase("index", kind, {"index": kind}, LoaderConfig(batch_size=64, num_workers=2, shuffle=True),
                    index=kind, lfw_only=LFW_FILES, not_quick=QUICK_BUDGET)
         for kind in ("list", "numpy"))),
-    Group("persistent-workers", ("persistent_workers",), tuple(
-        LoaderCase("persistent-workers", case_id, {"persistent_workers": keep},
-                   LoaderConfig(batch_size=64, num_workers=2, persistent_workers=keep), epoch_images=True)
-        for keep, case_id in ((False, "nonpersistent"), (True, "persistent"))), warmup_rounds=1),
-    Group("prefetch", ("prefetch_factor",), tuple(
-        replace(case, not_quick="prefetch4 is kept out of its time budget (it compares the default 2 with 8)")
-        if case.id == "prefetch4" else case
-        for case in _one_knob("prefetch", "prefetch_factor", PREFETCH, [f"prefetch{p}" for p in PREFETCH]))),
-    Group("start-method", ("start_method",), tuple(
-        replace(case, full_only="forkserver (seconds per pass, like spawn) runs in full only")
-        if case.id == "forkserver" else case
-        for case in _one_knob("start-method", "start_method", START_METHODS, START_METHODS)), rounds_quick=1),
+    _one_knob("persistent-workers", "persistent_workers", (False, True), ("nonpersistent", "persistent"),
+              warmup_rounds=1, epoch_images=True),
+    _one_knob("prefetch", "prefetch_factor", PREFETCH, [f"prefetch{p}" for p in PREFETCH],
+              {"prefetch4": {"not_quick": "prefetch4 is kept out of its time budget (it compares the default 2 "
+                                          "with 8)"}}),
+    _one_knob("start-method", "start_method", START_METHODS, START_METHODS,
+              {"forkserver": {"full_only": "forkserver (seconds per pass, like spawn) runs in full only"}},
+              rounds_quick=1),
     Group("data-wait", ("step_ms",), tuple(
         LoaderCase("data-wait", f"step{ms}ms", {"step_ms": ms}, LoaderConfig(batch_size=64, num_workers=2),
                    "uint8", step_ms=ms, max_batches=DATA_WAIT_MAX_BATCHES, memory_interval_s=None,

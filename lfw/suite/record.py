@@ -1,9 +1,7 @@
 """The record builder: many passes to the :class:`~lfw.results.record.CaseRecord` every benchmark case saves.
 
-Throughput, time to first batch and memory are summarized over rounds by :func:`lfw.results.record.summarize`
-(the median; memory peaks by the maximum), and every per-round value is kept (``*_rounds``) so that the gate can
-test differences statistically and the report can draw error bars.
-The coefficient of variation (``images_per_s_cv``) says how much to trust a case.
+Every metric goes through :func:`lfw.results.record.summarize` (the rule is in docs/record.md); the per-round values
+are kept so that the gate can test differences statistically and the report can draw error bars.
 
 :func:`rotated_record` is the whole record of a case measured in its group's rotation (summary, paired
 ceilings, the case's description); :func:`single_record` the record of a case measured on its own.
@@ -16,7 +14,7 @@ from statistics import median
 from typing import Any
 
 from lfw.measure.loader_config import LoaderConfig
-from lfw.measure.loader_pass import PassResult
+from lfw.measure.loader_pass import PassResult, wait_percentiles_ms
 from lfw.remote.bench import endpoint_shares
 from lfw.remote.law import remote_law
 from lfw.results import keys as K
@@ -66,9 +64,7 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
                        kept="summary")
     for key in dict.fromkeys(k for r in results for k in r.extra):  # members' own figures, e.g. an endpoint's
         record.measure(key, [r.extra[key] for r in results if key in r.extra], digits=DEFAULT_DIGITS)
-    pooled = PassResult(images=0, batches=0, wall_s=0.0, ttfb_s=0.0,
-                        waits_s=[w for r in results for w in r.waits_s])
-    record.add(pooled.wait_percentiles_ms())
+    record.add(wait_percentiles_ms([w for r in results for w in r.waits_s]))  # pooled over the rounds
     if any(r.steps_s for r in results):
         record.measure(K.DATA_WAIT_FRACTION, [r.data_wait_fraction for r in results])
     record.add(loader_facts(results[-1]))
@@ -87,10 +83,7 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
             record.add({K.WORKERS_SEEN: len(with_memory[-1].worker_pids)})
         record.add({K.TIMELINE: {**with_memory[-1].timeline(), "start_unix": round(last.started_unix, 3)},
                     K.SAMPLER_CPU_FRACTION: round(sampler_cpu / capacity, 5) if capacity else 0.0})
-    if workers is not None:
-        record.add({K.WORKERS: workers})
-    if usable_cores is not None:
-        record.add({K.USABLE_CORES: usable_cores})
+    record.add({k: v for k, v in ((K.WORKERS, workers), (K.USABLE_CORES, usable_cores)) if v is not None})
     if capacities is not None:
         record.measure(K.PARALLEL_CAPACITY, capacities)
     if ceilings and workers is not None and usable_cores:
@@ -105,11 +98,8 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
 
 
 def loader_facts(result: PassResult) -> dict[str, Any]:
-    """What the live loader of ``result``'s pass did with its knobs (read back from its iterator): the worker
-    processes that served it and how they were started, the batches ``iter()`` asked them for and the iterator's
-    prefetch factor, and whether the first batch came out pinned (None: no accelerator, pinning unavailable).
-    A fact the pass did not read (a result built outside :class:`~lfw.measure.LoaderPass`) is left out, and a
-    loader without workers has no start method or prefetch to record."""
+    """What the live loader of ``result``'s pass did with its knobs (the read-back fields of :class:`PassResult`);
+    a fact the pass did not read is left out, and ``batch_pinned`` is None where pinning was unavailable."""
     facts: dict[str, Any] = {K.WORKERS_SEEN: result.workers_seen, K.WORKER_START_METHOD: result.worker_start_method,
                              K.PREFETCHED_BATCHES: result.prefetched_batches,
                              K.PREFETCH_FACTOR_SEEN: result.prefetch_factor_seen}
@@ -161,13 +151,9 @@ def machine_ceiling_shares(results: Sequence[PassResult], *, pil: Sequence[float
 
 def own_decoder_shares(results: Sequence[PassResult], *, per_core: Sequence[float], member: str,
                        usable_cores: int) -> dict[str, Any]:
-    """A pipeline's rate over ``usable_cores`` x its own decoder's single-core rate, round by round.
-
-    ``per_core`` is the single-core rate of the same decode (``member``, :func:`~lfw.suite.runner.own_decoder_member`)
-    measured in the same rounds. The limit is the usable cores' (not lowered by the round's measured parallel
-    capacity: the share says how close the pipeline gets to every core decoding, whatever kept a core from it).
-    The record keeps the median single-core rate, the median share and every round's (the interval a report prints).
-    """
+    """A pipeline's rate over ``usable_cores`` x its own decoder's single-core rate (``per_core``, measured by
+    ``member`` in the same rounds), round by round (docs/decoders.md). The limit is the usable cores', not lowered by
+    the round's measured capacity: the share says how close the pipeline gets to every core decoding."""
     if len(per_core) != len(results):
         raise ValueError(f"{len(per_core)} ceilings for {len(results)} rounds: pair them by round")
     if usable_cores < 1:
@@ -179,10 +165,8 @@ def own_decoder_shares(results: Sequence[PassResult], *, per_core: Sequence[floa
 
 
 def stage_breakdown(results: Sequence[PassResult]) -> dict[str, Any]:
-    """Where the CPU per image went (:mod:`lfw.measure.stages`): each timed stage's median ms per image over the
-    rounds, the share of the measured tree CPU per image the timed stages add up to (per round and median), and
-    the part no stage claimed, by process: ``workers`` (pickling, handing shared memory over, the worker loop)
-    and ``main`` (whatever the main process did outside ``next()``). Empty when the passes timed no stages."""
+    """Where the CPU per image went (:mod:`lfw.measure.stages`): each timed stage's median ms per image, their
+    coverage of the measured tree CPU and the gap by process (docs/decoders.md); empty when no stages were timed."""
     timed = [r for r in results if r.stages is not None and r.stages.images and r.cpu_s]
     if not timed:
         return {}
@@ -212,11 +196,8 @@ def knob_params(config: LoaderConfig, *, transform: str | None, index: str | Non
     index, then the test's own parametrized values (``case_params`` win, and a test's other parameters, such as
     the memory experiments' ``layout`` and ``freeze``, are kept beside the knobs), None where a knob does not
     apply."""
-    params: dict[str, Any] = dict.fromkeys(KNOBS)
-    params.update({k: v for k, v in config.as_dict().items() if k in KNOBS})
-    params.update({"transform": transform, "index": index})
-    params.update(case_params or {})
-    return params
+    return {**dict.fromkeys(KNOBS), **{k: v for k, v in config.as_dict().items() if k in KNOBS},
+            "transform": transform, "index": index, **(case_params or {})}
 
 
 def description(*, transform: str, index: str, cache_mode: str, profile: Profile, config: LoaderConfig,
@@ -228,15 +209,8 @@ def description(*, transform: str, index: str, cache_mode: str, profile: Profile
 
 def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profile, cache_mode: str, cores: int,
                    device: str = "cpu") -> dict[str, Any]:
-    """The ``extra_info`` of ``case`` measured in ``rotation`` (:func:`rotated_case_record`)."""
-    return rotated_case_record(case, rotation, profile=profile, cache_mode=cache_mode, cores=cores,
-                               device=device).as_extra_info()
-
-
-def rotated_case_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profile, cache_mode: str, cores: int,
-                        device: str = "cpu") -> CaseRecord:
-    """The record of ``case`` measured in ``rotation``: its rounds summarized with its ceilings of the same rounds
-    (efficiency for a preset; shares of the PIL and decode-free ceilings for a decode pipeline; share of the
+    """The ``extra_info`` of ``case`` measured in ``rotation``: its rounds summarized with its ceilings of the same
+    rounds (efficiency for a preset; shares of the PIL and decode-free ceilings for a decode pipeline; share of the
     endpoint's ceiling for a remote case), its description and the rotation's schedule."""
     mine = rotation.measured[case.id]
     results, workers, capacities = mine.results, case.config.num_workers, rotation.capacities()
@@ -274,7 +248,7 @@ def rotated_case_record(case: LoaderCase, rotation: GroupRotation, *, profile: P
         record.add(step_record(results))
     if case.id in rotation.shutdown_errors:  # workers that died on their way out, after their passes completed
         record.add({K.WORKER_SHUTDOWN_ERRORS: rotation.shutdown_errors[case.id]})
-    return record
+    return record.as_extra_info()
 
 
 def single_record(results: Sequence[PassResult], *, config: LoaderConfig, transform: str, index: str,

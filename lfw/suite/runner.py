@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -160,10 +161,7 @@ def case_member(case: LoaderCase, datasets: Datasets, profile: Profile, *, cache
         warm(paths)
         if warmed is not None:
             warmed.add(tuple(paths))
-    def evict_files() -> None:
-        evict(paths)
-
-    return LoaderMember(runner, evict_files if cache_mode == "cold" else None)
+    return LoaderMember(runner, partial(evict, paths) if cache_mode == "cold" else None)
 
 
 @dataclass
