@@ -24,13 +24,14 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
-from typing import TypeVar
+from collections.abc import Callable, Collection, Iterator
+from typing import TypeVar, cast
 
 EXIT_USAGE = 2
 EXIT_MEASUREMENT = 4
 
 F = TypeVar("F", bound=Callable[..., int | None])
+T = TypeVar("T")
 
 
 class LFWError(Exception):
@@ -49,6 +50,13 @@ class MeasurementError(LFWError):
 
 class CorruptImageError(LFWError):
     """An image file that PIL cannot decode (truncated, not a JPEG, zero bytes)."""
+
+
+def check_choice(what: str, value: object, choices: Collection[T]) -> T:
+    """``value`` if it is one of ``choices``, else ``unknown <what> <value>; choose one of: ...`` as an LFWError."""
+    if value not in choices:
+        raise LFWError(f"unknown {what} {value!r}; choose one of: {', '.join(map(str, choices))}")
+    return cast(T, value)
 
 
 def one_line(exc: BaseException) -> str:

@@ -20,7 +20,7 @@ from typing import Literal, TypeAlias
 
 import numpy as np
 
-from lfw.errors import LFWError
+from lfw.errors import LFWError, check_choice
 
 IndexKind: TypeAlias = Literal["numpy", "list", "packed"]
 INDEX_KINDS: tuple[IndexKind, ...] = ("numpy", "list", "packed")
@@ -77,9 +77,7 @@ FileIndex: TypeAlias = "list[str] | np.ndarray | PackedPaths"
 
 def check_index_kind(kind: str) -> IndexKind:
     """``kind`` if it names an index kind, else a user error listing the valid ones."""
-    if kind not in INDEX_KINDS:
-        raise LFWError(f"unknown index kind {kind!r}; choose one of: {', '.join(INDEX_KINDS)}")
-    return kind
+    return check_choice("index kind", kind, INDEX_KINDS)
 
 
 def make_index(paths: Sequence[str], labels: Sequence[int], kind: IndexKind) -> tuple[FileIndex, LabelIndex]:

@@ -19,6 +19,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -186,26 +187,35 @@ def cache_root() -> Path:
                 Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lfw-bench")
 
 
-def cached_tree(images: int, seed: int = 0, cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """A synthetic tree of ``images`` images in the cache folder (:func:`cache_root`), made once and reused.
+@contextmanager
+def building(final: Path) -> Iterator[Path]:
+    """A fresh staging folder beside ``final``, renamed to ``final`` if the block completes, removed if not.
 
-    A tree is written to a temporary folder and renamed into place when complete, so an interrupted run never
-    leaves a half-written tree that a later run would trust.
+    If another process published ``final`` first, theirs is kept and this staging folder removed.
     """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = final.parent / f".partial-{final.name}-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        yield staging
+        try:
+            staging.rename(final)
+        except OSError:
+            if not final.is_dir():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def cached_tree(images: int, seed: int = 0, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """A synthetic tree of ``images`` images in the cache folder (:func:`cache_root`), made once (:func:`building`)
+    and reused."""
     base = Path(cache_dir) if cache_dir else cache_root()
     final = base / f"synthetic-lfw-{images}-seed{seed}" / "lfw"
-    if final.is_dir():
-        return final
-    staging = base / f".partial-{images}-seed{seed}-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    synthesize(staging / "lfw", images=images, seed=seed)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        (staging / "lfw").rename(final)
-    except OSError:  # another process finished the same tree first; use theirs
-        if not final.is_dir():
-            raise
-    shutil.rmtree(staging, ignore_errors=True)
+    if not final.is_dir():
+        with building(final) as staging:
+            synthesize(staging, images=images, seed=seed)
     return final
 
 

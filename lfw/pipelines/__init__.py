@@ -29,7 +29,7 @@ from typing import Any
 from torch.utils.data import Subset
 
 from lfw.data.dataset import OnError
-from lfw.errors import LFWError
+from lfw.errors import LFWError, check_choice
 from lfw.pipelines.datasets import DecodedMemmap, JpegFiles, TarShards, normalize
 from lfw.pipelines.decoders import DECODERS
 from lfw.pipelines.slots import SlotBatches
@@ -53,14 +53,10 @@ class Pipeline:
     batching: str = "items"
 
     def __post_init__(self) -> None:
-        if self.decoder not in DECODERS:
-            raise LFWError(f"unknown decoder {self.decoder!r}; choose one of: {', '.join(DECODERS)}")
-        if self.storage not in STORAGES:
-            raise LFWError(f"unknown storage {self.storage!r}; choose one of: {', '.join(STORAGES)}")
-        if self.output not in PIPELINE_OUTPUTS:
-            raise LFWError(f"unknown output {self.output!r}; choose one of: {', '.join(PIPELINE_OUTPUTS)}")
-        if self.batching not in BATCHINGS:
-            raise LFWError(f"unknown batching {self.batching!r}; choose one of: {', '.join(BATCHINGS)}")
+        for what, value, choices in (("decoder", self.decoder, DECODERS), ("storage", self.storage, STORAGES),
+                                     ("output", self.output, PIPELINE_OUTPUTS),
+                                     ("batching", self.batching, BATCHINGS)):
+            check_choice(what, value, choices)
         if self.batching == "slots" and (self.storage, self.threads, self.output, self.size) != ("files", 0, "uint8",
                                                                                                 None):
             raise LFWError("slot batches decode loose files to uint8 at their own size, one image at a time")

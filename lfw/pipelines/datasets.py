@@ -7,8 +7,8 @@ plug into the same :class:`~lfw.measure.LoaderConfig` and :class:`~lfw.measure.L
 - :class:`JpegFiles` is :class:`~lfw.data.dataset.LFWDataset` with a decoder as its loader and tensor ops as its
   transform (same scan, index and ``on_error``), plus ``threads``: with ``threads > 0`` the DataLoader's batched
   fetch (``__getitems__``) decodes a batch on a thread pool owned by the process that loads it (the main process
-  with ``num_workers=0``, each worker otherwise; made lazily, so a forked worker never inherits a pool whose
-  threads it does not have). The decoders release the GIL while they decode.
+  with ``num_workers=0``, each worker otherwise: :class:`ProcessThreads`). The decoders release the GIL while
+  they decode.
 - :class:`TarShards` is an ``IterableDataset`` over tar files: each DataLoader worker reads its own shards
   (``shards[worker_id::num_workers]``) front to back, one sequential read per shard instead of one open per image.
 - :class:`DecodedMemmap` reads images already decoded into one ``uint8`` array on disk: no decode at all, the
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import os
 import tarfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -31,17 +31,41 @@ from torchvision.transforms.v2 import functional as F
 
 from lfw.data.dataset import LFWDataset, OnError
 from lfw.data.transforms import IMAGENET_MEAN, IMAGENET_STD
-from lfw.errors import CorruptImageError, LFWError
+from lfw.errors import CorruptImageError, LFWError, check_choice
 from lfw.measure.stages import DECODE, READ, TRANSFORM, StageClock, now
 from lfw.pipelines.decoders import check_decoder, decode, read_file
 
 OUTPUTS = ("uint8", "float")
 Item = tuple[torch.Tensor, int] | None
+T = TypeVar("T")
 
 
 def normalize(images: torch.Tensor) -> torch.Tensor:
     """``uint8`` images (one or a batch) to ``float32`` in ImageNet units: what ``ToTensor`` + ``Normalize`` give."""
     return F.normalize(images.float().div_(255), IMAGENET_MEAN, IMAGENET_STD)
+
+
+class ProcessThreads:
+    """A thread pool owned by the process that uses it: made lazily (a forked worker never inherits a pool whose
+    threads it does not have), never pickled (a spawned worker makes its own), and remade when a larger one is
+    asked for."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._pool: ThreadPoolExecutor | None = None
+        self._pid = self._size = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_pool": None, "_pid": 0, "_size": 0}
+
+    def map(self, size: int, fn: Callable[[int], T], items: Sequence[int]) -> list[T]:
+        """``[fn(i) for i in items]`` on this process's pool of at least ``size`` threads."""
+        if self._pool is None or self._pid != os.getpid() or self._size < size:
+            if self._pool is not None and self._pid == os.getpid():
+                self._pool.shutdown(wait=False)
+            self._pool = ThreadPoolExecutor(size, thread_name_prefix=self.name)
+            self._pid, self._size = os.getpid(), size
+        return list(self._pool.map(fn, items))
 
 
 class TensorOutput:
@@ -50,8 +74,7 @@ class TensorOutput:
     workers can unpickle it."""
 
     def __init__(self, size: int | None = None, output: str = "uint8", clock: StageClock | None = None) -> None:
-        if output not in OUTPUTS:
-            raise LFWError(f"unknown output {output!r}; choose one of: {', '.join(OUTPUTS)}")
+        check_choice("output", output, OUTPUTS)
         if size is not None and size <= 0:
             raise LFWError(f"output size must be a positive number of pixels, got {size}")
         self.size = size
@@ -109,22 +132,13 @@ class JpegFiles(LFWDataset):
                          on_error=on_error,
                          loader=DecodeFile(decoder, size if decoder == "pil-draft" else None, self.stage_clock))
         self.threads = threads
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_pid = 0
+        self.pool = ProcessThreads("lfw-decode")
 
     def __getitems__(self, indices: Sequence[int]) -> list[Item]:
         """A whole batch, on this process's thread pool when ``threads > 0`` (the DataLoader calls this)."""
         if self.threads == 0:
             return [self[i] for i in indices]
-        if self._pool is None or self._pool_pid != os.getpid():
-            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="lfw-decode")
-            self._pool_pid = os.getpid()
-        return list(self._pool.map(self.__getitem__, indices))
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_pool"], state["_pool_pid"] = None, 0  # a pool cannot travel to a spawned worker; it makes its own
-        return state
+        return self.pool.map(self.threads, self.__getitem__, indices)
 
 
 class TarShards(IterableDataset):

@@ -39,7 +39,7 @@ from typing import Any, Literal
 from torch.utils.data import Dataset, default_collate
 
 from lfw.data.collate import collate_skipping
-from lfw.errors import LFWError
+from lfw.errors import LFWError, check_choice
 from lfw.measure.loader_config import DEFAULT_TIMEOUT_S, START_METHODS, die_with_parent
 
 MapMethod = Literal["thread", "process"]
@@ -319,15 +319,13 @@ class NodesLoader:
         missing = torchdata_missing()
         if missing:
             raise LFWError(missing)
-        if method not in MAP_METHODS:
-            raise LFWError(f"unknown map method {method!r}; choose one of: {', '.join(MAP_METHODS)}")
+        check_choice("map method", method, MAP_METHODS)
         if num_workers < 1:
             raise LFWError(f"a parallel map needs at least 1 worker, got num_workers={num_workers}")
         if batch_size <= 0:
             raise LFWError(f"batch size must be a positive integer, got {batch_size}")
-        if multiprocessing_context is not None and multiprocessing_context not in START_METHODS:
-            raise LFWError(f"unknown start method {multiprocessing_context!r}; choose one of: "
-                           f"{', '.join(START_METHODS)}")
+        if multiprocessing_context is not None:
+            check_choice("start method", multiprocessing_context, START_METHODS)
         if timeout_s <= 0:
             raise LFWError(f"timeout must be a positive number of seconds, got {timeout_s:g}")
         self.dataset = dataset

@@ -20,16 +20,14 @@ naming its ``s3://`` URL (never a short read: :class:`~lfw.remote.client.S3Reade
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from lfw.errors import LFWError
+from lfw.errors import LFWError, check_choice
+from lfw.pipelines.datasets import ProcessThreads
 from lfw.pipelines.decoders import decode
 from lfw.remote.client import S3Reader, S3Settings
 
@@ -49,8 +47,7 @@ class S3LFW(Dataset):
 
     def __init__(self, settings: S3Settings, strategy: str = "serial", concurrency: int = 4,
                  images: int | None = None) -> None:
-        if strategy not in STRATEGIES:
-            raise LFWError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
+        check_choice("strategy", strategy, STRATEGIES)
         if concurrency < 1:
             raise LFWError(f"concurrency must be at least 1, got {concurrency}")
         self.strategy = strategy
@@ -65,8 +62,7 @@ class S3LFW(Dataset):
         self.classes = people
         self.keys = np.array([k.encode() for k in keys], dtype=np.bytes_)
         self.labels = np.array([label_of[k.split("/")[-2]] for k in keys], dtype=np.int32)
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_pid = self._pool_size = 0
+        self.pool = ProcessThreads("lfw-s3")
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -87,19 +83,6 @@ class S3LFW(Dataset):
     def __getitems__(self, indices: Sequence[int]) -> list[Item]:
         if self.strategy == "serial":
             return [self[i] for i in indices]
-        if self.strategy == "threads":
-            return list(self.pool(self.concurrency).map(self.__getitem__, indices))
-        return list(self.pool(len(indices)).map(self.__getitem__, indices))
-
-    def pool(self, size: int) -> ThreadPoolExecutor:
-        """This process's thread pool of at least ``size`` threads (made after a fork, never inherited)."""
-        if self._pool is None or self._pool_pid != os.getpid() or self._pool_size < size:
-            if self._pool is not None and self._pool_pid == os.getpid():
-                self._pool.shutdown(wait=False)
-            self._pool = ThreadPoolExecutor(size, thread_name_prefix="lfw-s3")
-            self._pool_pid, self._pool_size = os.getpid(), size
-        return self._pool
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_pool": None, "_pool_pid": 0, "_pool_size": 0}
+        size = self.concurrency if self.strategy == "threads" else len(indices)
+        return self.pool.map(size, self.__getitem__, indices)
 
