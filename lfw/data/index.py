@@ -103,11 +103,9 @@ def replicate(index: FileIndex, labels: LabelIndex, size: int) -> tuple[FileInde
     n = len(index)
     if n == 0 or size <= 0:
         raise LFWError("cannot replicate an empty index; scan a folder with images first")
-    if isinstance(index, PackedPaths):
-        return index.replicate(size), np.asarray(labels)[np.arange(size) % n]
-    if isinstance(index, np.ndarray):
+    if isinstance(index, PackedPaths | np.ndarray):
         order = np.arange(size) % n
-        return index[order], np.asarray(labels)[order]
+        return index.replicate(size) if isinstance(index, PackedPaths) else index[order], np.asarray(labels)[order]
     reps, rest = divmod(size, n)
     repeated = index * reps + index[:rest]
     # Fresh str objects, not `size` references to the same n: the list must really hold `size` refcounts.

@@ -1,17 +1,11 @@
 """Reading objects from S3 with boto3: one client per process, bounded retries, a length check on every body.
 
-- **Fork safety.** A boto3 client holds sockets and a connection pool, which a forked DataLoader worker must not
-  share with its parent; :class:`S3Reader` makes its client lazily in the process that first uses it (checked by
-  pid) and never pickles one. The client is thread-safe, so the decode threads of one process share it, with a
-  connection pool as large as the concurrency asked for.
-- **Endpoints that are not AWS.** Path-style addressing, and boto3's default request and response checksums
-  (since 1.36) only when required, which servers such as moto may not compute.
-- **Retries that say what happened.** botocore's own retries are off; :meth:`S3Reader.get` retries, with
-  exponential backoff and jitter, what is transient: 5xx and throttling, connection resets, read timeouts, and a
-  body shorter than its Content-Length (a connection reset mid-body must never reach the JPEG decoder as a
-  "corrupt" file). What is not transient fails at once with one line: a missing key names the key, missing
-  credentials or an unreachable endpoint say what to set. Every loop is bounded: ``attempts`` tries, each within
-  ``connect_timeout_s`` + ``read_timeout_s``.
+A client holds sockets a forked DataLoader worker must not share, so :class:`S3Reader` makes one lazily in the
+process that uses it (checked by pid) and never pickles it. botocore's retries are off: :meth:`S3Reader.get`
+retries what is transient (5xx, throttling, resets, timeouts, and a body shorter than its Content-Length, which
+must never reach the JPEG decoder as a "corrupt" file) at most ``attempts`` times, and fails at once, in one line
+that says what to fix, on the rest. Path-style addressing and checksums only when required, for endpoints that
+are not AWS. docs/remote.md ("The client") has the whole contract.
 """
 
 from __future__ import annotations

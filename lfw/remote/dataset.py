@@ -1,21 +1,15 @@
 """LFW in an S3 bucket, read with one of three concurrency strategies.
 
-Where the first byte of every read costs milliseconds instead of microseconds, throughput is set by how many
-requests are in flight (Little's law: images/s = requests in flight / seconds per request), so the strategy is
-the knob:
-
-- ``serial``: the plain map-style dataset, ``__getitem__`` fetches and decodes one image: one request in flight
-  per loading process (the main process, or each DataLoader worker);
-- ``threads``: ``__getitems__`` fetches and decodes the batch's images on a pool of ``concurrency`` threads per
-  loading process;
-- ``batch``: ``__getitems__`` issues every GET of the batch at once (as many in flight as the batch holds), each
-  image decoded by the thread that fetched it as its body arrives (Pillow releases the GIL while it decodes), so
-  the batch's decoding overlaps its slowest requests instead of following them.
+Where the first byte of every read costs milliseconds, throughput is set by how many requests are in flight
+(Little's law), so the strategy is the knob (docs/remote.md): ``serial``, one request in flight per loading
+process; ``threads``, the batch fetched and decoded on ``concurrency`` threads per loading process; ``batch``,
+every GET of the batch in flight at once, each image decoded by the thread that fetched it (Pillow releases the
+GIL), so the batch's decoding overlaps its slowest requests instead of following them.
 
 Keys are listed once, in the process that builds the dataset, and kept as a numpy byte array (no per-key Python
-object for forked workers to copy on access); labels come from the person folder in each key. Images decode with
-Pillow to (3, H, W) uint8 tensors; a body that is not a valid JPEG is a :class:`~lfw.errors.CorruptImageError`
-naming its ``s3://`` URL (never a short read: :class:`~lfw.remote.client.S3Reader` retries those).
+object for forked workers to copy on access); labels come from the person folder in each key. A body that is
+not a valid JPEG is a :class:`~lfw.errors.CorruptImageError` naming its ``s3://`` URL (never a short read:
+:class:`~lfw.remote.client.S3Reader` retries those).
 """
 
 from __future__ import annotations

@@ -159,7 +159,7 @@ def upload_tree(settings: S3Settings, root: str | os.PathLike[str], images: int 
     Returns the number of objects written. Keys keep LFW's layout: ``<prefix>/<Person>/<Person>_0001.jpg``.
     """
     scan = scan_images(root)
-    paths = scan.paths[:images] if images is not None else scan.paths
+    paths = scan.paths[:images]
     client = s3_client(settings)
     with suppress(client.exceptions.BucketAlreadyOwnedByYou):
         client.create_bucket(Bucket=settings.bucket)

@@ -24,6 +24,7 @@ from typing import Any
 
 from lfw.remote.bench import NEAR_CEILING
 from lfw.results import keys as K
+from lfw.results import summarize
 from lfw.stats.variation import coefficient_of_variation
 
 NEAR_LIMIT = 0.8  # at this share of the in-flight limit (or the pool), the configuration's concurrency is
@@ -49,8 +50,7 @@ def steady_against_ceiling(info: Mapping[str, Any], ceiling: Sequence[float]) ->
         return {K.STEADY_INVALID: f"steady rate {median(rates):,.1f} images/s is above the endpoint's ceiling "
                                   f"{top:,.1f} by more than its noise ({tolerance:.0%}): not a measurement"}
     shares = [r / c for r, c in zip(rates, ceiling, strict=True) if c > 0]
-    return {K.STEADY_CEILING_SHARE: round(median(shares), 4), K.rounds(K.STEADY_CEILING_SHARE):
-            [round(s, 4) for s in shares]} if shares else {}
+    return summarize(K.STEADY_CEILING_SHARE, shares, digits=4) if shares else {}
 
 
 def littles_law_error(info: Mapping[str, Any]) -> dict[str, Any]:

@@ -42,20 +42,20 @@ def hodges_lehmann(x: Sequence[float]) -> float:
 
 
 @cache
-def _null_counts(n: int) -> tuple[int, ...]:
-    """How many of the ``2**n`` sign patterns give each value ``0..n(n+1)/2`` of the signed-rank sum T+."""
-    top = n * (n + 1) // 2
+def _null_counts(ranks: tuple[int, ...]) -> tuple[int, ...]:
+    """How many of the ``2**len(ranks)`` sign patterns give each value ``0..sum(ranks)`` of the signed-rank sum
+    T+ (the sum of the positive pairs' ranks: 1..n, or doubled average ranks where magnitudes tie)."""
+    top = sum(ranks)
     counts = [1] + [0] * top
-    for rank in range(1, n + 1):
+    for rank in ranks:
         for total in range(top, rank - 1, -1):
             counts[total] += counts[total - rank]
     return tuple(counts)
 
 
 def _cdf(n: int, t: int) -> float:
-    """P(T+ <= t) under the null hypothesis (symmetry about zero), exactly."""
-    counts = _null_counts(n)
-    return sum(counts[: max(0, t + 1)]) / 2**n
+    """P(T+ <= t) for ``n`` pairs without ties under the null hypothesis (symmetry about zero), exactly."""
+    return sum(_null_counts(tuple(range(1, n + 1)))[: max(0, t + 1)]) / 2**n
 
 
 @dataclass(frozen=True)
@@ -101,15 +101,8 @@ def signed_rank_p(x: Sequence[float], alternative: str = "greater") -> float:
         return 1.0
     ranks2 = np.rint(2 * rankdata(np.abs(a))).astype(int)  # doubled average ranks are integers
     t_plus = int(ranks2[a > 0].sum())
-    top = int(ranks2.sum())
-    counts = np.zeros(top + 1, dtype=float)
-    counts[0] = 1.0
-    for r in ranks2:
-        counts[r:] = counts[r:] + counts[: top + 1 - r].copy()
-    counts /= counts.sum()
-    if alternative == "greater":
-        return float(counts[t_plus:].sum())
-    return float(counts[: t_plus + 1].sum())
+    counts = _null_counts(tuple(sorted(int(r) for r in ranks2)))
+    return sum(counts[t_plus:] if alternative == "greater" else counts[: t_plus + 1]) / 2**n
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
