@@ -73,7 +73,7 @@ class TensorOutput:
     normalized ``float32``, timed as the ``transform`` stage on ``clock``. A class, not a closure, so spawned
     workers can unpickle it."""
 
-    def __init__(self, size: int | None = None, output: str = "uint8", clock: StageClock | None = None) -> None:
+    def __init__(self, clock: StageClock, size: int | None = None, output: str = "uint8") -> None:
         check_choice("output", output, OUTPUTS)
         if size is not None and size <= 0:
             raise LFWError(f"output size must be a positive number of pixels, got {size}")
@@ -86,8 +86,7 @@ class TensorOutput:
         if self.size is not None:
             image = F.resize(image, [self.size, self.size], antialias=True)
         out = normalize(image) if self.output == "float" else image
-        if self.clock is not None:
-            self.clock.add(TRANSFORM, t)
+        self.clock.add(TRANSFORM, t)
         return out
 
 
@@ -95,14 +94,12 @@ class DecodeFile:
     """The loader of :class:`JpegFiles`: a path to a (3, H, W) uint8 tensor through ``decoder``; the ``read`` and
     ``decode`` stages are timed on ``clock``."""
 
-    def __init__(self, decoder: str, size: int | None = None, clock: StageClock | None = None) -> None:
+    def __init__(self, clock: StageClock, decoder: str, size: int | None = None) -> None:
         self.decoder = check_decoder(decoder)
         self.size = size
         self.clock = clock
 
     def __call__(self, path: str) -> torch.Tensor:
-        if self.clock is None:
-            return decode(self.decoder, read_file(path), path, self.size)
         t = now()
         data = read_file(path)
         t = self.clock.add(READ, t, images=1)
@@ -128,9 +125,9 @@ class JpegFiles(LFWDataset):
         if threads < 0:
             raise LFWError(f"threads must be 0 (one item at a time) or more, got {threads}")
         self.stage_clock = StageClock()
-        super().__init__(root, transform=TensorOutput(size, output, self.stage_clock), index="numpy",
+        super().__init__(root, transform=TensorOutput(self.stage_clock, size, output), index="numpy",
                          on_error=on_error,
-                         loader=DecodeFile(decoder, size if decoder == "pil-draft" else None, self.stage_clock))
+                         loader=DecodeFile(self.stage_clock, decoder, size if decoder == "pil-draft" else None))
         self.threads = threads
         self.pool = ProcessThreads("lfw-decode")
 
@@ -163,7 +160,7 @@ class TarShards(IterableDataset):
         self.decoder = check_decoder(decoder)
         self.draft = size if decoder == "pil-draft" else None
         self.stage_clock = StageClock()
-        self.finish = TensorOutput(size, output, self.stage_clock)
+        self.finish = TensorOutput(self.stage_clock, size, output)
         self.on_error = on_error
         self.bad_files = 0
 
@@ -224,7 +221,7 @@ class DecodedMemmap(Dataset):
             raise LFWError(f"{images} is not a decoded LFW memmap (N x H x W x 3 uint8 with N labels); delete it "
                            "and run again to rebuild it")
         self.stage_clock = StageClock()
-        self.finish = TensorOutput(size, output, self.stage_clock)
+        self.finish = TensorOutput(self.stage_clock, size, output)
 
     def __len__(self) -> int:
         return len(self.images)

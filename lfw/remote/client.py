@@ -99,8 +99,7 @@ class S3Reader:
                 keys += [o["Key"] for o in page.get("Contents", []) if o["Key"].lower().endswith(suffixes)]
             return keys
 
-        return sorted(self._retrying(listing, f"s3://{self.settings.bucket}/{self.settings.prefix}/ at "
-                                              f"{self.settings.endpoint}"))
+        return sorted(self._retrying(listing, self.settings.url(f"{self.settings.prefix}/")))
 
     def get(self, key: str) -> bytes:
         """The object's bytes, retried on transient failures; one-line :class:`LFWError` when it cannot be had."""

@@ -49,8 +49,8 @@ class S3LFW(Dataset):
         self.reader = S3Reader(settings, pool=max(concurrency, settings.pool))
         keys = self.reader.list_keys()[:images]
         if not keys:
-            raise LFWError(f"no JPEG objects under s3://{settings.bucket}/{settings.prefix}/ at {settings.endpoint}; "
-                           "upload LFW there first (lfw.remote.endpoint.upload_tree)")
+            raise LFWError(f"no JPEG objects under {settings.url(settings.prefix + '/')}; upload LFW there first "
+                           "(lfw.remote.endpoint.upload_tree)")
         people = sorted({k.split("/")[-2] for k in keys})
         label_of = {name: i for i, name in enumerate(people)}
         self.classes = people
