@@ -1,9 +1,8 @@
 """Rank 0's view of a distributed run: per-rank figures, the straggler, coverage, and the saved JSON.
 
-The straggler ratio is taken on load time (epoch minus the time spent waiting at the collective), per epoch:
-every step all-reduces, so all ranks finish an epoch together and epoch time alone hides who made the others
-wait. The JSON is pytest-benchmark's format (one case per rank, its rounds the epochs, plus the ranks' total),
-written through :mod:`lfw.results`, so ``python -m lfw.report`` and ``python -m lfw.gate`` read it.
+The straggler ratio is taken on load time, per epoch (why: :mod:`lfw.distributed.rank`). The JSON is
+pytest-benchmark's format (one case per rank, its rounds the epochs, plus the ranks' total), written through
+:mod:`lfw.results`, so ``python -m lfw.report`` and ``python -m lfw.gate`` read it.
 """
 
 from __future__ import annotations

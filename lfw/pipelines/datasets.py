@@ -4,15 +4,11 @@ All three give ``(image, label)`` items whose image is a (3, H, W) tensor: ``uin
 normalized with ImageNet statistics (``output="float"``), optionally resized to ``size`` x ``size`` first. They
 plug into the same :class:`~lfw.measure.LoaderConfig` and :class:`~lfw.measure.LoaderPass` as every other case.
 
-- :class:`JpegFiles` is :class:`~lfw.data.dataset.LFWDataset` with a decoder as its loader and tensor ops as its
-  transform (same scan, index and ``on_error``), plus ``threads``: with ``threads > 0`` the DataLoader's batched
-  fetch (``__getitems__``) decodes a batch on a thread pool owned by the process that loads it (the main process
-  with ``num_workers=0``, each worker otherwise: :class:`ProcessThreads`). The decoders release the GIL while
-  they decode.
-- :class:`TarShards` is an ``IterableDataset`` over tar files: each DataLoader worker reads its own shards
-  (``shards[worker_id::num_workers]``) front to back, one sequential read per shard instead of one open per image.
-- :class:`DecodedMemmap` reads images already decoded into one ``uint8`` array on disk: no decode at all, the
-  rate that only memory bandwidth, collation and the DataLoader bound (the decode-free ceiling).
+- :class:`JpegFiles`: :class:`~lfw.data.dataset.LFWDataset` with a decoder as its loader (same scan, index and
+  ``on_error``), and optionally a decode thread pool per loading process (the decoders release the GIL);
+- :class:`TarShards`: one sequential read per shard instead of one open per image;
+- :class:`DecodedMemmap`: no decode at all, the rate that only memory bandwidth, collation and the DataLoader
+  bound (the decode-free ceiling).
 """
 
 from __future__ import annotations
@@ -109,7 +105,8 @@ class DecodeFile:
 
 
 class JpegFiles(LFWDataset):
-    """LFW's loose JPEGs through ``decoder``; ``threads`` decode each batch concurrently in the loading process.
+    """LFW's loose JPEGs through ``decoder``; with ``threads > 0`` the DataLoader's batched fetch
+    (``__getitems__``) decodes the batch on the loading process's :class:`ProcessThreads`.
 
     Args:
         root: as for :class:`~lfw.data.dataset.LFWDataset`.

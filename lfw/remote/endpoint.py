@@ -87,14 +87,11 @@ class Child:
         if self.proc.stdin is not None:
             with suppress(OSError):
                 self.proc.stdin.close()
-        for action in (None, self.proc.terminate, self.proc.kill):
-            if action is not None:
-                action()
-            try:
+        for action in (lambda: None, self.proc.terminate, self.proc.kill):
+            action()
+            with suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5)
                 break
-            except subprocess.TimeoutExpired:
-                continue
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()

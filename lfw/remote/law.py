@@ -35,8 +35,7 @@ LIMITS = ("endpoint ceiling", "in-flight limit", "pool", "client CPU", "idle req
 
 def ceiling_tolerance(ceiling: Sequence[float]) -> float:
     """How far above the ceiling a rate may be measured before it is invalid: the ceiling's own noise."""
-    cv = coefficient_of_variation(list(ceiling)) if len(ceiling) > 1 else 0.0
-    return max(CEILING_NOISE_FLOOR, 2 * cv)
+    return max(CEILING_NOISE_FLOOR, 2 * coefficient_of_variation(ceiling))
 
 
 def steady_against_ceiling(info: Mapping[str, Any], ceiling: Sequence[float]) -> dict[str, Any]:
@@ -84,8 +83,7 @@ def remote_law(info: Mapping[str, Any], ceiling: Sequence[float], *, in_flight_l
     out: dict[str, Any] = steady_against_ceiling(info, ceiling)
     if K.STEADY_INVALID in out:
         out.update({K.STEADY_IMAGES_PER_S: None, K.rounds(K.STEADY_IMAGES_PER_S): None})
-    merged = {**info, **out}
-    out.update(littles_law_error({k: v for k, v in merged.items() if v is not None}))
-    out[K.REMOTE_LIMIT] = limiting({k: v for k, v in merged.items() if v is not None},
-                                   in_flight_limit=in_flight_limit, processes=processes, pool=pool)
+    kept = {k: v for k, v in {**info, **out}.items() if v is not None}
+    out.update(littles_law_error(kept))
+    out[K.REMOTE_LIMIT] = limiting(kept, in_flight_limit=in_flight_limit, processes=processes, pool=pool)
     return out
