@@ -97,15 +97,7 @@ class Pipeline:
     @property
     def label(self) -> str:
         """``simplejpeg-files-t2``-style words for tables (the case id adds the worker count)."""
-        words = [self.decoder if self.storage != "memmap" else "memmap"]
-        if self.storage == "tar":
-            words.append("tar")
-        if self.threads:
-            words.append(f"t{self.threads}")
-        if self.size:
-            words.append(f"r{self.size}")
-        if self.output != "uint8":
-            words.append(self.output)
-        if self.batching == "slots":
-            words.append("slots")
-        return "-".join(words)
+        words = (self.decoder if self.storage != "memmap" else "memmap", "tar" if self.storage == "tar" else "",
+                 f"t{self.threads}" if self.threads else "", f"r{self.size}" if self.size else "",
+                 self.output if self.output != "uint8" else "", "slots" if self.batching == "slots" else "")
+        return "-".join(word for word in words if word)

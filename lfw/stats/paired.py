@@ -3,16 +3,10 @@
 A paired design measures two things close together in time (the same round of a rotation, the same ABBA quad
 of two processes) and keeps one number per pair: the log ratio of the two measurements. On a machine whose
 speed drifts, the pair, not the round and not the session, is what repeats independently, so everything here
-works on a 1-D array of per-pair log ratios:
-
-- :func:`hodges_lehmann`: the median of the Walsh averages ``(x_i + x_j) / 2, i <= j``: the estimate that
-  goes with the signed-rank test, robust to a wild pair.
-- :func:`signed_rank_interval`: the distribution-free confidence interval for that estimate, from the exact
-  null distribution of the Wilcoxon signed-rank statistic (Hollander & Wolfe). With few pairs the requested
-  level may be out of reach; the interval then reports the level it achieves (5 pairs: the range of the
-  Walsh averages, 93.75%).
-- :func:`signed_rank_p`: the exact one-sided p-value of the signed-rank test.
-- :func:`holm`: Holm's step-down adjustment, so that a run of many comparisons keeps its false-alarm rate.
+works on a 1-D array of per-pair log ratios: the Hodges-Lehmann estimate (robust to a wild pair), its
+distribution-free interval and the one-sided test, both from the exact null distribution of the Wilcoxon
+signed-rank statistic (Hollander & Wolfe), and Holm's adjustment, so that a run of many comparisons keeps its
+false-alarm rate.
 
 Kept free of torch imports, like :mod:`lfw.stats.variation`: the gate and the report start fast.
 """
