@@ -143,12 +143,12 @@ class S3Reader:
 
     def _fatal(self, exc: Exception, where: str) -> LFWError:
         """A failure that retrying cannot fix, as one line that says what to do."""
-        from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+        from botocore.exceptions import ClientError, NoCredentialsError
 
         if isinstance(exc, NoCredentialsError):
             return LFWError(f"no S3 credentials for {self.settings.endpoint}: set AWS_ACCESS_KEY_ID and "
                             "AWS_SECRET_ACCESS_KEY (any values for a local test endpoint)")
-        if isinstance(exc, EndpointConnectionError) or _transient(exc):
+        if _transient(exc):  # EndpointConnectionError among them
             return LFWError(f"cannot reach the S3 endpoint {self.settings.endpoint} ({_describe(exc)}); start it or "
                             "fix the endpoint URL")
         if isinstance(exc, ClientError):

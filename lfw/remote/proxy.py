@@ -330,7 +330,7 @@ async def serve(upstream: tuple[str, int], seed: int) -> None:
     port = server.sockets[0].getsockname()[1]
     print(json.dumps({"port": port}), flush=True)
     loop = asyncio.get_running_loop()
-    stop = loop.create_future()
+    stop = asyncio.Event()
 
     def read_commands() -> None:  # a thread: stdin is blocking; each command runs in the loop
         for line in sys.stdin:
@@ -343,15 +343,11 @@ async def serve(upstream: tuple[str, int], seed: int) -> None:
             else:
                 answer = asyncio.run_coroutine_threadsafe(_call(proxy, message), loop).result()
             print(json.dumps(answer), flush=True)
-        loop.call_soon_threadsafe(finish)
-
-    def finish() -> None:  # in the loop: stdin closed, stop serving
-        if not stop.done():
-            stop.set_result(None)
+        loop.call_soon_threadsafe(stop.set)  # stdin closed: stop serving
 
     threading.Thread(target=read_commands, daemon=True, name="proxy-control").start()
     async with server:
-        await stop
+        await stop.wait()
 
 
 async def _call(proxy: Proxy, message: dict[str, Any]) -> dict[str, Any]:
