@@ -1,11 +1,10 @@
 """Decode pipelines: what would be faster than PIL through DataLoader workers?
 
-A :class:`Pipeline` names one way of getting LFW from storage into a batch, on four axes:
+A :class:`Pipeline` names one way of getting LFW from storage into a batch, on four axes (docs/decoders.md):
 
-- ``decoder``: ``pil``, ``pil-draft`` (reduced-scale decode where the output is downsized anyway), ``tvio``
-  (``torchvision.io.decode_jpeg``), ``simplejpeg`` (:mod:`lfw.pipelines.decoders`);
-- ``storage``: ``files`` (LFW's loose JPEGs), ``tar`` (shards read front to back, split among workers),
-  ``memmap`` (decoded once into a uint8 array: no decode at all) (:mod:`lfw.pipelines.storage`);
+- ``decoder``: ``pil``, ``pil-draft``, ``tvio``, ``simplejpeg`` (:mod:`lfw.pipelines.decoders`);
+- ``storage``: ``files`` (LFW's loose JPEGs), ``tar`` (shards) or ``memmap`` (decoded once: no decode at all)
+  (:mod:`lfw.pipelines.datasets`, made by :mod:`lfw.pipelines.storage`);
 - parallelism: DataLoader workers (the case's :class:`~lfw.measure.LoaderConfig`) and/or ``threads``, a decode
   thread pool in each loading process (the main process when there are no workers);
 - ``output``: ``uint8``; ``float`` (normalized where the image is loaded); ``deferred`` (uint8 through the
