@@ -14,6 +14,7 @@ paying for torch's import.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 __all__ = ["PRESETS", "LFWDataset", "get_preset"]
@@ -23,13 +24,10 @@ LAYERS = ("errors", "cli", "stats", "results", "data", "measure", "pipelines", "
           "diagnose", "gate", "history", "report")
 
 
+_LAZY = {"LFWDataset": "lfw.data.dataset", "PRESETS": "lfw.data.transforms", "get_preset": "lfw.data.transforms"}
+
+
 def __getattr__(name: str) -> Any:
-    if name == "LFWDataset":
-        from lfw.data.dataset import LFWDataset
-
-        return LFWDataset
-    if name in ("PRESETS", "get_preset"):
-        from lfw.data import transforms
-
-        return getattr(transforms, name)
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'lfw' has no attribute {name!r}")

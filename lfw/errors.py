@@ -1,18 +1,10 @@
 """User-facing errors: one line that names the problem and the fix, and an exit code that says whose it is.
 
-Every command-line entry point of lfw-bench wraps its ``main`` with :func:`cli_entry`, which prints
-``error: <message>`` on stderr, never a traceback, and returns:
-
-- 2 (:data:`EXIT_USAGE`): the input is wrong (a flag, a folder, a corrupt JPEG, a bad baseline file);
-- 4 (:data:`EXIT_MEASUREMENT`): the machine failed, not the input: a DataLoader worker killed (the OOM killer,
-  a signal, a segfault), ``/dev/shm`` or the disk full, too many open files, a measuring process that crashed
-  or timed out (:class:`MeasurementError`);
-- 130: interrupted.
-
-Errors raised inside DataLoader workers reach the main process re-wrapped by PyTorch with the worker's traceback
-in the message; :func:`one_line` digs the original message back out so the user still sees one line. Each entry
-point also runs with a private temporary folder (:func:`private_tmpdir`), removed on the way out, so files that
-a killed worker never cleaned up (multiprocessing's ``pymp-*`` folders) do not outlive the command.
+Every command-line entry point wraps its ``main`` with :func:`cli_entry`: ``error: <message>`` on stderr, never a
+traceback, and exit 2 (:data:`EXIT_USAGE`) for wrong input, 4 (:data:`EXIT_MEASUREMENT`) when the machine failed,
+not the input (:class:`MeasurementError`, a killed worker, a full ``/dev/shm``), 130 when interrupted: the list
+is in docs/cli.md ("Exit codes"). :func:`one_line` digs a worker's message back out of PyTorch's re-wrapping, and
+:func:`private_tmpdir` keeps the ``pymp-*`` folders a killed worker leaves from outliving the command.
 """
 
 from __future__ import annotations
@@ -24,13 +16,14 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
-from typing import TypeVar
+from collections.abc import Callable, Collection, Iterator
+from typing import TypeVar, cast
 
 EXIT_USAGE = 2
 EXIT_MEASUREMENT = 4
 
 F = TypeVar("F", bound=Callable[..., int | None])
+T = TypeVar("T")
 
 
 class LFWError(Exception):
@@ -49,6 +42,13 @@ class MeasurementError(LFWError):
 
 class CorruptImageError(LFWError):
     """An image file that PIL cannot decode (truncated, not a JPEG, zero bytes)."""
+
+
+def check_choice(what: str, value: object, choices: Collection[T]) -> T:
+    """``value`` if it is one of ``choices``, else ``unknown <what> <value>; choose one of: ...`` as an LFWError."""
+    if value not in choices:
+        raise LFWError(f"unknown {what} {value!r}; choose one of: {', '.join(map(str, choices))}")
+    return cast(T, value)
 
 
 def one_line(exc: BaseException) -> str:

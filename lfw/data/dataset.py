@@ -163,15 +163,12 @@ class LFWDataset(Dataset):
         path = path_at(self.paths, i)
         try:
             image = self.loader(path)
-        except CorruptImageError:  # a loader that already names the file and what is wrong with it
+        except (CorruptImageError, OSError, UnidentifiedImageError, SyntaxError, ValueError) as exc:
             if self.on_error == "skip":
                 self.bad_files += 1
                 return None
-            raise
-        except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as exc:
-            if self.on_error == "skip":
-                self.bad_files += 1
-                return None
+            if isinstance(exc, CorruptImageError):  # a loader that already names the file and what is wrong
+                raise
             raise CorruptImageError(f"cannot decode image {path} ({type(exc).__name__}: {exc}); "
                                     "replace the file or use on_error='skip'") from None
         sample = self.transform(image) if self.transform is not None else image

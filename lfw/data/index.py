@@ -20,7 +20,7 @@ from typing import Literal, TypeAlias
 
 import numpy as np
 
-from lfw.errors import LFWError
+from lfw.errors import LFWError, check_choice
 
 IndexKind: TypeAlias = Literal["numpy", "list", "packed"]
 INDEX_KINDS: tuple[IndexKind, ...] = ("numpy", "list", "packed")
@@ -77,9 +77,7 @@ FileIndex: TypeAlias = "list[str] | np.ndarray | PackedPaths"
 
 def check_index_kind(kind: str) -> IndexKind:
     """``kind`` if it names an index kind, else a user error listing the valid ones."""
-    if kind not in INDEX_KINDS:
-        raise LFWError(f"unknown index kind {kind!r}; choose one of: {', '.join(INDEX_KINDS)}")
-    return kind
+    return check_choice("index kind", kind, INDEX_KINDS)
 
 
 def make_index(paths: Sequence[str], labels: Sequence[int], kind: IndexKind) -> tuple[FileIndex, LabelIndex]:
@@ -105,11 +103,9 @@ def replicate(index: FileIndex, labels: LabelIndex, size: int) -> tuple[FileInde
     n = len(index)
     if n == 0 or size <= 0:
         raise LFWError("cannot replicate an empty index; scan a folder with images first")
-    if isinstance(index, PackedPaths):
-        return index.replicate(size), np.asarray(labels)[np.arange(size) % n]
-    if isinstance(index, np.ndarray):
+    if isinstance(index, PackedPaths | np.ndarray):
         order = np.arange(size) % n
-        return index[order], np.asarray(labels)[order]
+        return index.replicate(size) if isinstance(index, PackedPaths) else index[order], np.asarray(labels)[order]
     reps, rest = divmod(size, n)
     repeated = index * reps + index[:rest]
     # Fresh str objects, not `size` references to the same n: the list must really hold `size` refcounts.

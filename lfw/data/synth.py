@@ -19,6 +19,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -169,14 +170,9 @@ def synthesize(out: str | os.PathLike[str], images: int = LFW_IMAGES, seed: int 
     jobs = list(_jobs(out, images, seed))
     workers = workers or max(1, min(len(os.sched_getaffinity(0)), 8))
     bar = tqdm(total=images, unit="img", desc=f"synthesizing LFW into {out}", disable=not progress)
-    with bar:
-        if workers == 1:
-            for job in jobs:
-                bar.update(_write_person(job))
-        else:
-            with ProcessPoolExecutor(workers) as pool:
-                for n in pool.map(_write_person, jobs, chunksize=16):
-                    bar.update(n)
+    with bar, ProcessPoolExecutor(workers) as pool:  # its processes start at the first submit: none for 1 worker
+        for n in map(_write_person, jobs) if workers == 1 else pool.map(_write_person, jobs, chunksize=16):
+            bar.update(n)
     return out
 
 
@@ -186,26 +182,35 @@ def cache_root() -> Path:
                 Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lfw-bench")
 
 
-def cached_tree(images: int, seed: int = 0, cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """A synthetic tree of ``images`` images in the cache folder (:func:`cache_root`), made once and reused.
+@contextmanager
+def building(final: Path) -> Iterator[Path]:
+    """A fresh staging folder beside ``final``, renamed to ``final`` if the block completes, removed if not.
 
-    A tree is written to a temporary folder and renamed into place when complete, so an interrupted run never
-    leaves a half-written tree that a later run would trust.
+    If another process published ``final`` first, theirs is kept and this staging folder removed.
     """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = final.parent / f".partial-{final.name}-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        yield staging
+        try:
+            staging.rename(final)
+        except OSError:
+            if not final.is_dir():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def cached_tree(images: int, seed: int = 0, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """A synthetic tree of ``images`` images in the cache folder (:func:`cache_root`), made once (:func:`building`)
+    and reused."""
     base = Path(cache_dir) if cache_dir else cache_root()
     final = base / f"synthetic-lfw-{images}-seed{seed}" / "lfw"
-    if final.is_dir():
-        return final
-    staging = base / f".partial-{images}-seed{seed}-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    synthesize(staging / "lfw", images=images, seed=seed)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        (staging / "lfw").rename(final)
-    except OSError:  # another process finished the same tree first; use theirs
-        if not final.is_dir():
-            raise
-    shutil.rmtree(staging, ignore_errors=True)
+    if not final.is_dir():
+        with building(final) as staging:
+            synthesize(staging, images=images, seed=seed)
     return final
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from torchvision import transforms as T
 
-from lfw.errors import LFWError
+from lfw.errors import check_choice
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -57,9 +57,4 @@ PRESETS: dict[str, Callable[[], T.Compose]] = {
 
 def get_preset(name: str) -> T.Compose:
     """A fresh transform for the preset ``name``; an unknown name is a user error listing the known ones."""
-    try:
-        factory = PRESETS[name]
-    except KeyError:
-        known = ", ".join(PRESETS)
-        raise LFWError(f"unknown transform preset {name!r}; choose one of: {known}") from None
-    return factory()
+    return PRESETS[check_choice("transform preset", name, PRESETS)]()

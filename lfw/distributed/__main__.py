@@ -101,9 +101,9 @@ def run_rank(args: argparse.Namespace, rank: int, world: int, local_rank: int) -
 
     from lfw.data.dataset import LFWDataset
     from lfw.data.root import resolve_root
-    from lfw.distributed.coverage import same_order_every_epoch
+    from lfw.distributed.coverage import gathered_coverage, same_order_every_epoch
     from lfw.distributed.rank import measure_rank
-    from lfw.distributed.record import Outcome, gathered_coverage, lines, next_run_path, save
+    from lfw.distributed.record import Outcome, lines, next_run_path, save
     from lfw.measure import LoaderConfig
     from lfw.measure.machine import machine_info
 
@@ -152,7 +152,7 @@ def run_rank(args: argparse.Namespace, rank: int, world: int, local_rank: int) -
         settings = {**config.as_dict(), "transform": args.transform, "epochs": args.epochs,
                     "set_epoch": not args.no_set_epoch}
         machine = {**machine_info(), "dataset_kind": source.kind, "dataset_files": len(dataset)}
-        save(outcome, out, settings, world, backend, machine, {})
+        save(outcome, out, settings, world, backend, machine)
         print(f"written: {out}")
         return 0 if all(c.ok for c in coverage) else 1
     finally:

@@ -49,6 +49,12 @@ def epoch_coverage(shards: Sequence[Sequence[int]], dataset_size: int) -> Covera
     return Coverage(dataset_size, world, dataset_size - covered, total - len(counts), padding)
 
 
+def gathered_coverage(orders_by_rank: Sequence[Sequence[Sequence[int]]], dataset_size: int) -> list[Coverage]:
+    """Coverage of every epoch from each rank's per-epoch order."""
+    return [epoch_coverage([orders[e] for orders in orders_by_rank], dataset_size)
+            for e in range(len(orders_by_rank[0]))]
+
+
 def same_order_every_epoch(orders: Sequence[Sequence[int]]) -> bool:
     """True when a rank visited its indices in the same order in every epoch (more than one epoch needed)."""
     return len(orders) > 1 and all(list(order) == list(orders[0]) for order in orders[1:])

@@ -1,15 +1,13 @@
 """Rank 0's view of a distributed run: per-rank figures, the straggler, coverage, and the saved JSON.
 
-The straggler ratio is taken on load time (epoch minus the time spent waiting at the collective), per epoch:
-every step all-reduces, so all ranks finish an epoch together and epoch time alone hides who made the others
-wait. The JSON is pytest-benchmark's format (one case per rank, its rounds the epochs, plus the ranks' total),
-written through :mod:`lfw.results`, so ``python -m lfw.report`` and ``python -m lfw.gate`` read it.
+The straggler ratio is taken on load time, per epoch (why: :mod:`lfw.distributed.rank`). The JSON is
+pytest-benchmark's format (one case per rank, its rounds the epochs, plus the ranks' total), written through
+:mod:`lfw.results`, so ``python -m lfw.report`` and ``python -m lfw.gate`` read it.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,9 +16,8 @@ from typing import Any
 
 from lfw.cli.table import table
 from lfw.distributed.coverage import Coverage
-from lfw.results import case_record, write_run
+from lfw.results import AUTOSAVE_NAME, CaseRecord, case_record, write_run
 from lfw.results import keys as K
-from lfw.results.record import CaseRecord
 
 GROUP = "distributed"
 
@@ -113,20 +110,13 @@ def records(outcome: Outcome, config: Mapping[str, Any], world_size: int, backen
 
 def next_run_path(folder: Path, world_size: int) -> Path:
     """``NNNN_distributed-w<N>-<time>.json``, numbered after the folder's last run, as pytest-benchmark numbers."""
-    numbers = [int(m.group(1)) for p in folder.glob("*.json") if (m := re.match(r"^(\d{4})_", p.name))]
+    numbers = [int(m.group(1)) for p in folder.glob("*.json") if (m := AUTOSAVE_NAME.match(p.name))]
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     return folder / f"{max(numbers, default=0) + 1:04d}_distributed-w{world_size}-{stamp}.json"
 
 
 def save(outcome: Outcome, path: Path, config: Mapping[str, Any], world_size: int, backend: str,
-         machine: Mapping[str, Any], commit: Mapping[str, Any]) -> Path:
-    return write_run(path, records(outcome, config, world_size, backend), machine=machine, commit=commit,
+         machine: Mapping[str, Any]) -> Path:
+    """The run as pytest-benchmark JSON at ``path`` (no commit: torchrun's ranks run outside pytest)."""
+    return write_run(path, records(outcome, config, world_size, backend), machine=machine, commit={},
                      datetime=datetime.now(timezone.utc).isoformat())
-
-
-def gathered_coverage(orders_by_rank: Sequence[Sequence[Sequence[int]]], dataset_size: int) -> list[Coverage]:
-    """Coverage of every epoch from each rank's per-epoch order."""
-    from lfw.distributed.coverage import epoch_coverage
-
-    epochs = len(orders_by_rank[0])
-    return [epoch_coverage([orders[e] for orders in orders_by_rank], dataset_size) for e in range(epochs)]

@@ -1,11 +1,10 @@
 """Decode pipelines: what would be faster than PIL through DataLoader workers?
 
-A :class:`Pipeline` names one way of getting LFW from storage into a batch, on four axes:
+A :class:`Pipeline` names one way of getting LFW from storage into a batch, on four axes (docs/decoders.md):
 
-- ``decoder``: ``pil``, ``pil-draft`` (reduced-scale decode where the output is downsized anyway), ``tvio``
-  (``torchvision.io.decode_jpeg``), ``simplejpeg`` (:mod:`lfw.pipelines.decoders`);
-- ``storage``: ``files`` (LFW's loose JPEGs), ``tar`` (shards read front to back, split among workers),
-  ``memmap`` (decoded once into a uint8 array: no decode at all) (:mod:`lfw.pipelines.storage`);
+- ``decoder``: ``pil``, ``pil-draft``, ``tvio``, ``simplejpeg`` (:mod:`lfw.pipelines.decoders`);
+- ``storage``: ``files`` (LFW's loose JPEGs), ``tar`` (shards) or ``memmap`` (decoded once: no decode at all)
+  (:mod:`lfw.pipelines.datasets`, made by :mod:`lfw.pipelines.storage`);
 - parallelism: DataLoader workers (the case's :class:`~lfw.measure.LoaderConfig`) and/or ``threads``, a decode
   thread pool in each loading process (the main process when there are no workers);
 - ``output``: ``uint8``; ``float`` (normalized where the image is loaded); ``deferred`` (uint8 through the
@@ -29,7 +28,7 @@ from typing import Any
 from torch.utils.data import Subset
 
 from lfw.data.dataset import OnError
-from lfw.errors import LFWError
+from lfw.errors import LFWError, check_choice
 from lfw.pipelines.datasets import DecodedMemmap, JpegFiles, TarShards, normalize
 from lfw.pipelines.decoders import DECODERS
 from lfw.pipelines.slots import SlotBatches
@@ -53,14 +52,10 @@ class Pipeline:
     batching: str = "items"
 
     def __post_init__(self) -> None:
-        if self.decoder not in DECODERS:
-            raise LFWError(f"unknown decoder {self.decoder!r}; choose one of: {', '.join(DECODERS)}")
-        if self.storage not in STORAGES:
-            raise LFWError(f"unknown storage {self.storage!r}; choose one of: {', '.join(STORAGES)}")
-        if self.output not in PIPELINE_OUTPUTS:
-            raise LFWError(f"unknown output {self.output!r}; choose one of: {', '.join(PIPELINE_OUTPUTS)}")
-        if self.batching not in BATCHINGS:
-            raise LFWError(f"unknown batching {self.batching!r}; choose one of: {', '.join(BATCHINGS)}")
+        for what, value, choices in (("decoder", self.decoder, DECODERS), ("storage", self.storage, STORAGES),
+                                     ("output", self.output, PIPELINE_OUTPUTS),
+                                     ("batching", self.batching, BATCHINGS)):
+            check_choice(what, value, choices)
         if self.batching == "slots" and (self.storage, self.threads, self.output, self.size) != ("files", 0, "uint8",
                                                                                                 None):
             raise LFWError("slot batches decode loose files to uint8 at their own size, one image at a time")
@@ -101,15 +96,7 @@ class Pipeline:
     @property
     def label(self) -> str:
         """``simplejpeg-files-t2``-style words for tables (the case id adds the worker count)."""
-        words = [self.decoder if self.storage != "memmap" else "memmap"]
-        if self.storage == "tar":
-            words.append("tar")
-        if self.threads:
-            words.append(f"t{self.threads}")
-        if self.size:
-            words.append(f"r{self.size}")
-        if self.output != "uint8":
-            words.append(self.output)
-        if self.batching == "slots":
-            words.append("slots")
-        return "-".join(words)
+        words = (self.decoder if self.storage != "memmap" else "memmap", "tar" if self.storage == "tar" else "",
+                 f"t{self.threads}" if self.threads else "", f"r{self.size}" if self.size else "",
+                 self.output if self.output != "uint8" else "", "slots" if self.batching == "slots" else "")
+        return "-".join(word for word in words if word)

@@ -4,25 +4,21 @@ All three give ``(image, label)`` items whose image is a (3, H, W) tensor: ``uin
 normalized with ImageNet statistics (``output="float"``), optionally resized to ``size`` x ``size`` first. They
 plug into the same :class:`~lfw.measure.LoaderConfig` and :class:`~lfw.measure.LoaderPass` as every other case.
 
-- :class:`JpegFiles` is :class:`~lfw.data.dataset.LFWDataset` with a decoder as its loader and tensor ops as its
-  transform (same scan, index and ``on_error``), plus ``threads``: with ``threads > 0`` the DataLoader's batched
-  fetch (``__getitems__``) decodes a batch on a thread pool owned by the process that loads it (the main process
-  with ``num_workers=0``, each worker otherwise; made lazily, so a forked worker never inherits a pool whose
-  threads it does not have). The decoders release the GIL while they decode.
-- :class:`TarShards` is an ``IterableDataset`` over tar files: each DataLoader worker reads its own shards
-  (``shards[worker_id::num_workers]``) front to back, one sequential read per shard instead of one open per image.
-- :class:`DecodedMemmap` reads images already decoded into one ``uint8`` array on disk: no decode at all, the
-  rate that only memory bandwidth, collation and the DataLoader bound (the decode-free ceiling).
+- :class:`JpegFiles`: :class:`~lfw.data.dataset.LFWDataset` with a decoder as its loader (same scan, index and
+  ``on_error``), and optionally a decode thread pool per loading process (the decoders release the GIL);
+- :class:`TarShards`: one sequential read per shard instead of one open per image;
+- :class:`DecodedMemmap`: no decode at all, the rate that only memory bandwidth, collation and the DataLoader
+  bound (the decode-free ceiling).
 """
 
 from __future__ import annotations
 
 import os
 import tarfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -31,12 +27,13 @@ from torchvision.transforms.v2 import functional as F
 
 from lfw.data.dataset import LFWDataset, OnError
 from lfw.data.transforms import IMAGENET_MEAN, IMAGENET_STD
-from lfw.errors import CorruptImageError, LFWError
+from lfw.errors import CorruptImageError, LFWError, check_choice
 from lfw.measure.stages import DECODE, READ, TRANSFORM, StageClock, now
 from lfw.pipelines.decoders import check_decoder, decode, read_file
 
 OUTPUTS = ("uint8", "float")
 Item = tuple[torch.Tensor, int] | None
+T = TypeVar("T")
 
 
 def normalize(images: torch.Tensor) -> torch.Tensor:
@@ -44,14 +41,36 @@ def normalize(images: torch.Tensor) -> torch.Tensor:
     return F.normalize(images.float().div_(255), IMAGENET_MEAN, IMAGENET_STD)
 
 
+class ProcessThreads:
+    """A thread pool owned by the process that uses it: made lazily (a forked worker never inherits a pool whose
+    threads it does not have), never pickled (a spawned worker makes its own), and remade when a larger one is
+    asked for."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._pool: ThreadPoolExecutor | None = None
+        self._pid = self._size = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_pool": None, "_pid": 0, "_size": 0}
+
+    def map(self, size: int, fn: Callable[[int], T], items: Sequence[int]) -> list[T]:
+        """``[fn(i) for i in items]`` on this process's pool of at least ``size`` threads."""
+        if self._pool is None or self._pid != os.getpid() or self._size < size:
+            if self._pool is not None and self._pid == os.getpid():
+                self._pool.shutdown(wait=False)
+            self._pool = ThreadPoolExecutor(size, thread_name_prefix=self.name)
+            self._pid, self._size = os.getpid(), size
+        return list(self._pool.map(fn, items))
+
+
 class TensorOutput:
     """What follows the decode: resize to ``size`` (antialiased, on the uint8 tensor), then ``uint8`` or
     normalized ``float32``, timed as the ``transform`` stage on ``clock``. A class, not a closure, so spawned
     workers can unpickle it."""
 
-    def __init__(self, size: int | None = None, output: str = "uint8", clock: StageClock | None = None) -> None:
-        if output not in OUTPUTS:
-            raise LFWError(f"unknown output {output!r}; choose one of: {', '.join(OUTPUTS)}")
+    def __init__(self, clock: StageClock, size: int | None = None, output: str = "uint8") -> None:
+        check_choice("output", output, OUTPUTS)
         if size is not None and size <= 0:
             raise LFWError(f"output size must be a positive number of pixels, got {size}")
         self.size = size
@@ -63,8 +82,7 @@ class TensorOutput:
         if self.size is not None:
             image = F.resize(image, [self.size, self.size], antialias=True)
         out = normalize(image) if self.output == "float" else image
-        if self.clock is not None:
-            self.clock.add(TRANSFORM, t)
+        self.clock.add(TRANSFORM, t)
         return out
 
 
@@ -72,14 +90,12 @@ class DecodeFile:
     """The loader of :class:`JpegFiles`: a path to a (3, H, W) uint8 tensor through ``decoder``; the ``read`` and
     ``decode`` stages are timed on ``clock``."""
 
-    def __init__(self, decoder: str, size: int | None = None, clock: StageClock | None = None) -> None:
+    def __init__(self, clock: StageClock, decoder: str, size: int | None = None) -> None:
         self.decoder = check_decoder(decoder)
         self.size = size
         self.clock = clock
 
     def __call__(self, path: str) -> torch.Tensor:
-        if self.clock is None:
-            return decode(self.decoder, read_file(path), path, self.size)
         t = now()
         data = read_file(path)
         t = self.clock.add(READ, t, images=1)
@@ -89,7 +105,8 @@ class DecodeFile:
 
 
 class JpegFiles(LFWDataset):
-    """LFW's loose JPEGs through ``decoder``; ``threads`` decode each batch concurrently in the loading process.
+    """LFW's loose JPEGs through ``decoder``; with ``threads > 0`` the DataLoader's batched fetch
+    (``__getitems__``) decodes the batch on the loading process's :class:`ProcessThreads`.
 
     Args:
         root: as for :class:`~lfw.data.dataset.LFWDataset`.
@@ -105,26 +122,17 @@ class JpegFiles(LFWDataset):
         if threads < 0:
             raise LFWError(f"threads must be 0 (one item at a time) or more, got {threads}")
         self.stage_clock = StageClock()
-        super().__init__(root, transform=TensorOutput(size, output, self.stage_clock), index="numpy",
+        super().__init__(root, transform=TensorOutput(self.stage_clock, size, output), index="numpy",
                          on_error=on_error,
-                         loader=DecodeFile(decoder, size if decoder == "pil-draft" else None, self.stage_clock))
+                         loader=DecodeFile(self.stage_clock, decoder, size if decoder == "pil-draft" else None))
         self.threads = threads
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_pid = 0
+        self.pool = ProcessThreads("lfw-decode")
 
     def __getitems__(self, indices: Sequence[int]) -> list[Item]:
         """A whole batch, on this process's thread pool when ``threads > 0`` (the DataLoader calls this)."""
         if self.threads == 0:
             return [self[i] for i in indices]
-        if self._pool is None or self._pool_pid != os.getpid():
-            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="lfw-decode")
-            self._pool_pid = os.getpid()
-        return list(self._pool.map(self.__getitem__, indices))
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_pool"], state["_pool_pid"] = None, 0  # a pool cannot travel to a spawned worker; it makes its own
-        return state
+        return self.pool.map(self.threads, self.__getitem__, indices)
 
 
 class TarShards(IterableDataset):
@@ -149,7 +157,7 @@ class TarShards(IterableDataset):
         self.decoder = check_decoder(decoder)
         self.draft = size if decoder == "pil-draft" else None
         self.stage_clock = StageClock()
-        self.finish = TensorOutput(size, output, self.stage_clock)
+        self.finish = TensorOutput(self.stage_clock, size, output)
         self.on_error = on_error
         self.bad_files = 0
 
@@ -210,7 +218,7 @@ class DecodedMemmap(Dataset):
             raise LFWError(f"{images} is not a decoded LFW memmap (N x H x W x 3 uint8 with N labels); delete it "
                            "and run again to rebuild it")
         self.stage_clock = StageClock()
-        self.finish = TensorOutput(size, output, self.stage_clock)
+        self.finish = TensorOutput(self.stage_clock, size, output)
 
     def __len__(self) -> int:
         return len(self.images)

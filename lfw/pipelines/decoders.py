@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from lfw.errors import CorruptImageError, LFWError
+from lfw.errors import CorruptImageError, LFWError, check_choice
 
 DECODERS = ("pil", "pil-draft", "tvio", "simplejpeg")
 JPEG_MAGIC = b"\xff\xd8\xff"
@@ -95,8 +95,7 @@ _DECODE: dict[str, Callable[[bytes | bytearray, int | None], torch.Tensor]] = {
 
 def check_decoder(name: str) -> str:
     """``name`` if it is a known decoder whose library imports here; otherwise a one-line error."""
-    if name not in _DECODE:
-        raise LFWError(f"unknown decoder {name!r}; choose one of: {', '.join(DECODERS)}")
+    check_choice("decoder", name, DECODERS)
     if name == "simplejpeg":
         try:
             import simplejpeg  # noqa: F401

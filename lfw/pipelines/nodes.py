@@ -1,28 +1,12 @@
 """A torchdata.nodes pipeline over a map-style dataset, shaped so that :class:`~lfw.measure.LoaderPass` measures it.
 
-The pipeline is the one torchdata's documentation builds for a map-style dataset, with the map made parallel::
-
-    IterableWrapper(indices) -> ParallelMapper(GetItem(dataset), num_workers, method) -> Batcher(batch_size)
-        -> Mapper(collate) -> Loader
-
-``method="thread"`` runs ``dataset[i]`` on ``num_workers`` threads of the main process: it pays where the item's
-work releases the GIL (:mod:`lfw.pipelines.decoders`: simplejpeg and Pillow decode with the GIL released), and
-then it spares the processes, the pickling of every image and the copies between them. ``method="process"`` runs
-it in ``num_workers`` processes of the platform's default start method (as a DataLoader's workers), each image
-coming back on its own through shared memory; the batch is collated in the main process in both.
-
-:class:`NodesLoader` is the adapter: it has what ``LoaderPass`` reads of a ``DataLoader`` (``len()``,
-``num_workers``, ``persistent_workers``, ``timeout``), builds a fresh pipeline on each ``iter()`` (the workers
-start inside the pass's clock, as a non-persistent DataLoader's do) and exposes the ``worker_pids`` hook that
-:func:`lfw.measure.torch_compat.worker_pids` calls, so the pass counts its worker processes' CPU time. The
-iterator it returns (:class:`NodesPass`) has ``close()``, which :func:`lfw.measure.torch_compat.shutdown_workers`
-calls when ``LoaderPass`` ends a pass, after a failure too.
-
-torchdata has no public way to stop a pipeline or list its workers: the pass reaches the private
-``_ParallelMapperIter`` (its ``_shutdown()``, ``_workers`` and ``_stop``; torchdata 0.11) through
-:func:`mapper_iter`, and degrades to "nothing found" if a release renames them (the unit tests
-fail then, not the measurement). torchdata itself has no timeout on a batch, nor notices a worker process
-that died: a pass watches for both (``timeout_s``) and ends with a ``RuntimeError`` instead of waiting forever.
+``IterableWrapper(indices) -> ParallelMapper(GetItem(dataset), num_workers, method) -> Batcher -> Mapper(collate)
+-> Loader``: ``method="thread"`` maps on threads of the main process, which pays where the item's work releases
+the GIL (:mod:`lfw.pipelines.decoders`) and spares the processes and the pickling; ``method="process"`` maps in
+processes as a DataLoader's workers do. :class:`NodesLoader` has what ``LoaderPass`` reads of a DataLoader, and
+its passes (:class:`NodesPass`) add what torchdata lacks: a way to stop, a batch timeout, a dead worker noticed.
+They reach torchdata 0.11's private ``_ParallelMapperIter`` through :func:`mapper_iter`, so a release that renames
+it fails the unit tests, not the measurement. The whole contract: docs/threads.md ("The adapter").
 """
 
 from __future__ import annotations
@@ -39,7 +23,7 @@ from typing import Any, Literal
 from torch.utils.data import Dataset, default_collate
 
 from lfw.data.collate import collate_skipping
-from lfw.errors import LFWError
+from lfw.errors import LFWError, check_choice
 from lfw.measure.loader_config import DEFAULT_TIMEOUT_S, START_METHODS, die_with_parent
 
 MapMethod = Literal["thread", "process"]
@@ -131,12 +115,9 @@ def exit_status(pid: int) -> int | None:
 class NodesPass(Iterator[Any]):
     """One pass of a :class:`NodesLoader`: the batches of a pipeline started for it, and its end.
 
-    Creating it starts the pipeline (reader thread, map workers, ordering thread); a failure to start stops
-    whatever did start before it propagates. ``next()`` gives the collated batches (``[images, labels]`` as the
-    DataLoader gives them), then StopIteration. A batch that takes longer than ``timeout_s``, or a map worker
-    process that ends with a non-zero code, ends the pass with a ``RuntimeError`` (the former's message says
-    "timed out", which ``LoaderPass`` reports with the loader's ``timeout``). :meth:`close` stops every thread
-    and process the pipeline started.
+    Creating it starts the pipeline (a failure to start stops whatever did start). A batch later than
+    ``timeout_s`` (the message says "timed out", as ``LoaderPass`` expects) or a map worker that ends with a
+    non-zero code ends the pass with a ``RuntimeError``; :meth:`close` stops every thread and process it started.
     """
 
     def __init__(self, loader: Any, mapper: Any, timeout_s: float) -> None:
@@ -186,14 +167,10 @@ class NodesPass(Iterator[Any]):
         return [t for t in found if isinstance(t, threading.Thread) and t.is_alive()]
 
     def close(self) -> None:
-        """Stop the pipeline now; idempotent.
+        """Stop the pipeline now, so that nothing it started outlives the pass; idempotent.
 
-        The pipeline's threads are stopped first, then torchdata's own shutdown stops the workers (stop events,
-        then a short join of each); a worker process still alive after it gets SIGTERM, then SIGKILL, and every
-        one is joined, so none outlives the pass. Raises ``RuntimeError`` (after the clean-up) when a process had
-        to be stopped that way or a thread still runs (a thread cannot be stopped from outside: it is a daemon and
-        ends after its current item); the pass's measurements stand, and ``LoaderPass`` records the message as a
-        shutdown error.
+        Raises ``RuntimeError`` (after the clean-up) when a worker had to be stopped by signal or a thread still
+        runs (a daemon, it ends after its current item): ``LoaderPass`` records it as a shutdown error.
         """
         if self._closed.is_set():
             return
@@ -239,11 +216,8 @@ class NodesPass(Iterator[Any]):
     def _release(self) -> None:
         """Let go of the stopped pipeline now, as torchdata's own ``reset()`` lets go of a finished one.
 
-        Its worker list is emptied (they are joined already: torchdata's ``__del__`` has nothing left to join,
-        which in a process forked later, one that inherited the pipeline as garbage, fails an assertion in
-        torchdata 0.11), its inter-process queues are closed (their feeder threads end now, not at the next
-        garbage collection), and the node drops it (``Loader`` and its iterator refer to each other, so without
-        this it would wait for the cyclic GC).
+        Left to the cyclic GC (``Loader`` and its iterator refer to each other), it would be inherited by a process
+        forked later, where torchdata 0.11's ``__del__`` fails an assertion; its queues' feeder threads end now.
         """
         it = mapper_iter(self._mapper)
         if it is not None:
@@ -292,11 +266,7 @@ class NodesLoader:
     ``num_workers`` threads or processes (``method``), batched by ``batch_size`` (the last batch may be short, as
     with ``drop_last=False``) and collated in the main process by ``collate_fn`` (default: what
     :meth:`lfw.measure.LoaderConfig.build` picks, ``collate_skipping`` for a dataset with ``on_error="skip"``).
-
-    What ``LoaderPass`` reads: ``len()`` (batches per epoch), ``num_workers``, ``persistent_workers`` (always False:
-    a pipeline and its workers live for one pass), ``timeout`` (``timeout_s``, the longest wait for one batch) and
-    the :meth:`worker_pids` hook. Each ``iter()`` builds and starts a new pipeline and returns a
-    :class:`NodesPass`; one pass at a time: a new ``iter()`` closes the previous pass first.
+    Each ``iter()`` starts a new pipeline (``persistent_workers`` is False) and closes the previous pass first.
 
     Args:
         dataset: a sized map-style dataset whose items the collate function batches; picklable for
@@ -319,15 +289,13 @@ class NodesLoader:
         missing = torchdata_missing()
         if missing:
             raise LFWError(missing)
-        if method not in MAP_METHODS:
-            raise LFWError(f"unknown map method {method!r}; choose one of: {', '.join(MAP_METHODS)}")
+        check_choice("map method", method, MAP_METHODS)
         if num_workers < 1:
             raise LFWError(f"a parallel map needs at least 1 worker, got num_workers={num_workers}")
         if batch_size <= 0:
             raise LFWError(f"batch size must be a positive integer, got {batch_size}")
-        if multiprocessing_context is not None and multiprocessing_context not in START_METHODS:
-            raise LFWError(f"unknown start method {multiprocessing_context!r}; choose one of: "
-                           f"{', '.join(START_METHODS)}")
+        if multiprocessing_context is not None:
+            check_choice("start method", multiprocessing_context, START_METHODS)
         if timeout_s <= 0:
             raise LFWError(f"timeout must be a positive number of seconds, got {timeout_s:g}")
         self.dataset = dataset

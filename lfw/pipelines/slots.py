@@ -1,25 +1,19 @@
 """Batches decoded straight into reusable shared-memory slots: the transfer between processes reduced to a slot number.
 
-Through the DataLoader's usual path every batch is built twice and moved once: a worker decodes each image into
-its own tensor, ``default_collate`` copies them into a fresh shared-memory tensor (a new segment per batch, its
-pages faulted in anew), the worker pickles it and hands its file descriptor to the main process, which maps it,
-and the segment is unmapped when the batch is dropped. :class:`SlotBatches` removes all of that but the decode:
-
-- the dataset's items are whole batches (the DataLoader runs with ``batch_size=None``, :attr:`yields_batches`);
-- each loading process owns a ring of ``ring`` batch buffers, ``(ring, batch, H, W, 3)`` uint8, made once
-  (in shared memory in a worker) and reused; the decoder writes each image straight into its slot
-  (simplejpeg's ``buffer=``; other decoders decode and copy once);
-- labels go to a ring of their own beside the images, so a worker returns a :class:`SlotBatch` of a few numbers
-  (the slot, the batch's length); the first one a worker sends also carries its rings, whose memory the main
-  process maps once and keeps until the dataset is gone or the worker has exited (:func:`receive_slot`). The
-  main process gets ``(images, labels)``: views of the slot, ``images`` of shape (B, 3, H, W) in
-  ``torch.channels_last`` memory order, ``labels`` int64.
+Through the DataLoader's usual path a worker decodes each image into its own tensor, ``default_collate`` copies
+them into a new shared-memory segment per batch, and the main process maps it and unmaps it again;
+:class:`SlotBatches` removes all of that but the decode (docs/decoders.md, "Slot batches"). Its items are whole
+batches (``batch_size=None``, :attr:`~SlotBatches.yields_batches`); each loading process decodes into a ring of
+``ring`` batch buffers, ``(ring, batch, H, W, 3)`` uint8 and labels beside them, made once, and a worker returns
+a :class:`SlotBatch` of a few numbers, its rings only the first time (the main process keeps them:
+:func:`receive_slot`). The main process gets ``(images, labels)``, views of the slot: ``images`` (B, 3, H, W) in
+``torch.channels_last`` order, ``labels`` int64.
 
 Contract: a batch is a view of a slot that its process reuses ``ring`` batches later. With ``prefetch_factor``
 P, a worker has at most P batches in flight while the consumer holds one, so a ring of P + 2 leaves one slot
 spare (:meth:`~lfw.measure.LoaderConfig.build` refuses a smaller ring); a consumer that keeps a batch beyond the
-next one must ``clone()`` it. Every image must decode to the
-same size (LFW's 250 x 250): one that does not is a one-line error naming the file.
+next one must ``clone()`` it. Every image must decode to the same size (LFW's 250 x 250): one that does not is a
+one-line error naming the file.
 """
 
 from __future__ import annotations

@@ -12,10 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import tarfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +20,7 @@ import numpy as np
 from tqdm import tqdm
 
 from lfw.data.dataset import ScanResult, scan_images
-from lfw.data.synth import cache_root
+from lfw.data.synth import building, cache_root
 from lfw.errors import LFWError
 from lfw.pipelines.decoders import decode, read_file
 
@@ -46,27 +43,6 @@ def formats_dir(scan: ScanResult) -> Path:
     return cache_root() / "formats" / key
 
 
-@contextmanager
-def building(final: Path) -> Iterator[Path]:
-    """A fresh staging folder beside ``final``, renamed to ``final`` if the block completes, removed if not.
-
-    If another process published ``final`` first, theirs is kept and this staging folder removed.
-    """
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging = final.parent / f".partial-{final.name}-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    try:
-        yield staging
-        try:
-            staging.rename(final)
-        except OSError:
-            if not final.is_dir():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
 def tar_shards(root: str | os.PathLike[str], images_per_shard: int = IMAGES_PER_SHARD,
                images: int | None = None) -> ShardSet:
     """The first ``images`` images of the tree (all when None) as tar shards of ``images_per_shard`` images each
@@ -74,7 +50,7 @@ def tar_shards(root: str | os.PathLike[str], images_per_shard: int = IMAGES_PER_
     if images_per_shard < 1:
         raise LFWError(f"images per shard must be at least 1, got {images_per_shard}")
     scan = scan_images(root)
-    paths = scan.paths[:images] if images is not None else scan.paths
+    paths = scan.paths[:images]
     final = formats_dir(scan) / f"tar-{len(paths)}-{images_per_shard}"
     manifest = final / "manifest.json"
     if not manifest.exists():

@@ -26,6 +26,7 @@ from lfw.remote.client import DEFAULT_POOL
 from lfw.remote.dataset import S3LFW
 from lfw.remote.endpoint import LocalS3
 from lfw.results import keys as K
+from lfw.results import summarize
 
 CONCURRENCY = {"serial": 1, "threads": 8, "batch": 32}  # requests in flight per loading process
 CEILING_THREADS = 16
@@ -97,14 +98,10 @@ def endpoint_shares(results: Sequence[PassResult], ceiling: Sequence[float], *, 
     latency_bound = in_flight_limit * 1e3 / latency_ms if latency_ms > 0 else float("inf")
     shares = [r.images_per_s / c for r, c in zip(results, ceiling, strict=True)]
     bound_shares = [r.images_per_s / min(c, latency_bound) for r, c in zip(results, ceiling, strict=True)]
-    share = median(shares)
-    return {K.ENDPOINT_CEILING_IMAGES_PER_S: round(median(ceiling), 2),
-            K.rounds(K.ENDPOINT_CEILING_IMAGES_PER_S): [round(c, 2) for c in ceiling],
-            K.ENDPOINT_CEILING_SHARE: round(share, 4),
-            K.rounds(K.ENDPOINT_CEILING_SHARE): [round(s, 4) for s in shares],
-            K.REMOTE_BOUND_SHARE: round(median(bound_shares), 4),
-            K.rounds(K.REMOTE_BOUND_SHARE): [round(s, 4) for s in bound_shares],
-            K.NEAR_ENDPOINT_CEILING: share >= NEAR_CEILING}
+    return {**summarize(K.ENDPOINT_CEILING_IMAGES_PER_S, ceiling, digits=2),
+            **summarize(K.ENDPOINT_CEILING_SHARE, shares, digits=4),
+            **summarize(K.REMOTE_BOUND_SHARE, bound_shares, digits=4),
+            K.NEAR_ENDPOINT_CEILING: median(shares) >= NEAR_CEILING}
 
 
 class RemoteMember:

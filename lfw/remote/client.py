@@ -1,17 +1,11 @@
 """Reading objects from S3 with boto3: one client per process, bounded retries, a length check on every body.
 
-- **Fork safety.** A boto3 client holds sockets and a connection pool, which a forked DataLoader worker must not
-  share with its parent; :class:`S3Reader` makes its client lazily in the process that first uses it (checked by
-  pid) and never pickles one. The client is thread-safe, so the decode threads of one process share it, with a
-  connection pool as large as the concurrency asked for.
-- **Endpoints that are not AWS.** Path-style addressing, and boto3's default request and response checksums
-  (since 1.36) only when required, which servers such as moto may not compute.
-- **Retries that say what happened.** botocore's own retries are off; :meth:`S3Reader.get` retries, with
-  exponential backoff and jitter, what is transient: 5xx and throttling, connection resets, read timeouts, and a
-  body shorter than its Content-Length (a connection reset mid-body must never reach the JPEG decoder as a
-  "corrupt" file). What is not transient fails at once with one line: a missing key names the key, missing
-  credentials or an unreachable endpoint say what to set. Every loop is bounded: ``attempts`` tries, each within
-  ``connect_timeout_s`` + ``read_timeout_s``.
+A client holds sockets a forked DataLoader worker must not share, so :class:`S3Reader` makes one lazily in the
+process that uses it (checked by pid) and never pickles it. botocore's retries are off: :meth:`S3Reader.get`
+retries what is transient (5xx, throttling, resets, timeouts, and a body shorter than its Content-Length, which
+must never reach the JPEG decoder as a "corrupt" file) at most ``attempts`` times, and fails at once, in one line
+that says what to fix, on the rest. Path-style addressing and checksums only when required, for endpoints that
+are not AWS. docs/remote.md ("The client") has the whole contract.
 """
 
 from __future__ import annotations
@@ -105,8 +99,7 @@ class S3Reader:
                 keys += [o["Key"] for o in page.get("Contents", []) if o["Key"].lower().endswith(suffixes)]
             return keys
 
-        return sorted(self._retrying(listing, f"s3://{self.settings.bucket}/{self.settings.prefix}/ at "
-                                              f"{self.settings.endpoint}"))
+        return sorted(self._retrying(listing, self.settings.url(f"{self.settings.prefix}/")))
 
     def get(self, key: str) -> bytes:
         """The object's bytes, retried on transient failures; one-line :class:`LFWError` when it cannot be had."""
@@ -150,12 +143,12 @@ class S3Reader:
 
     def _fatal(self, exc: Exception, where: str) -> LFWError:
         """A failure that retrying cannot fix, as one line that says what to do."""
-        from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+        from botocore.exceptions import ClientError, NoCredentialsError
 
         if isinstance(exc, NoCredentialsError):
             return LFWError(f"no S3 credentials for {self.settings.endpoint}: set AWS_ACCESS_KEY_ID and "
                             "AWS_SECRET_ACCESS_KEY (any values for a local test endpoint)")
-        if isinstance(exc, EndpointConnectionError) or _transient(exc):
+        if _transient(exc):  # EndpointConnectionError among them
             return LFWError(f"cannot reach the S3 endpoint {self.settings.endpoint} ({_describe(exc)}); start it or "
                             "fix the endpoint URL")
         if isinstance(exc, ClientError):

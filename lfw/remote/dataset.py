@@ -1,35 +1,27 @@
 """LFW in an S3 bucket, read with one of three concurrency strategies.
 
-Where the first byte of every read costs milliseconds instead of microseconds, throughput is set by how many
-requests are in flight (Little's law: images/s = requests in flight / seconds per request), so the strategy is
-the knob:
-
-- ``serial``: the plain map-style dataset, ``__getitem__`` fetches and decodes one image: one request in flight
-  per loading process (the main process, or each DataLoader worker);
-- ``threads``: ``__getitems__`` fetches and decodes the batch's images on a pool of ``concurrency`` threads per
-  loading process;
-- ``batch``: ``__getitems__`` issues every GET of the batch at once (as many in flight as the batch holds), each
-  image decoded by the thread that fetched it as its body arrives (Pillow releases the GIL while it decodes), so
-  the batch's decoding overlaps its slowest requests instead of following them.
+Where the first byte of every read costs milliseconds, throughput is set by how many requests are in flight
+(Little's law), so the strategy is the knob (docs/remote.md): ``serial``, one request in flight per loading
+process; ``threads``, the batch fetched and decoded on ``concurrency`` threads per loading process; ``batch``,
+every GET of the batch in flight at once, each image decoded by the thread that fetched it (Pillow releases the
+GIL), so the batch's decoding overlaps its slowest requests instead of following them.
 
 Keys are listed once, in the process that builds the dataset, and kept as a numpy byte array (no per-key Python
-object for forked workers to copy on access); labels come from the person folder in each key. Images decode with
-Pillow to (3, H, W) uint8 tensors; a body that is not a valid JPEG is a :class:`~lfw.errors.CorruptImageError`
-naming its ``s3://`` URL (never a short read: :class:`~lfw.remote.client.S3Reader` retries those).
+object for forked workers to copy on access); labels come from the person folder in each key. A body that is
+not a valid JPEG is a :class:`~lfw.errors.CorruptImageError` naming its ``s3://`` URL (never a short read:
+:class:`~lfw.remote.client.S3Reader` retries those).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from lfw.errors import LFWError
+from lfw.errors import LFWError, check_choice
+from lfw.pipelines.datasets import ProcessThreads
 from lfw.pipelines.decoders import decode
 from lfw.remote.client import S3Reader, S3Settings
 
@@ -49,8 +41,7 @@ class S3LFW(Dataset):
 
     def __init__(self, settings: S3Settings, strategy: str = "serial", concurrency: int = 4,
                  images: int | None = None) -> None:
-        if strategy not in STRATEGIES:
-            raise LFWError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
+        check_choice("strategy", strategy, STRATEGIES)
         if concurrency < 1:
             raise LFWError(f"concurrency must be at least 1, got {concurrency}")
         self.strategy = strategy
@@ -58,15 +49,14 @@ class S3LFW(Dataset):
         self.reader = S3Reader(settings, pool=max(concurrency, settings.pool))
         keys = self.reader.list_keys()[:images]
         if not keys:
-            raise LFWError(f"no JPEG objects under s3://{settings.bucket}/{settings.prefix}/ at {settings.endpoint}; "
-                           "upload LFW there first (lfw.remote.endpoint.upload_tree)")
+            raise LFWError(f"no JPEG objects under {settings.url(settings.prefix + '/')}; upload LFW there first "
+                           "(lfw.remote.endpoint.upload_tree)")
         people = sorted({k.split("/")[-2] for k in keys})
         label_of = {name: i for i, name in enumerate(people)}
         self.classes = people
         self.keys = np.array([k.encode() for k in keys], dtype=np.bytes_)
         self.labels = np.array([label_of[k.split("/")[-2]] for k in keys], dtype=np.int32)
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_pid = self._pool_size = 0
+        self.pool = ProcessThreads("lfw-s3")
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -87,19 +77,6 @@ class S3LFW(Dataset):
     def __getitems__(self, indices: Sequence[int]) -> list[Item]:
         if self.strategy == "serial":
             return [self[i] for i in indices]
-        if self.strategy == "threads":
-            return list(self.pool(self.concurrency).map(self.__getitem__, indices))
-        return list(self.pool(len(indices)).map(self.__getitem__, indices))
-
-    def pool(self, size: int) -> ThreadPoolExecutor:
-        """This process's thread pool of at least ``size`` threads (made after a fork, never inherited)."""
-        if self._pool is None or self._pool_pid != os.getpid() or self._pool_size < size:
-            if self._pool is not None and self._pool_pid == os.getpid():
-                self._pool.shutdown(wait=False)
-            self._pool = ThreadPoolExecutor(size, thread_name_prefix="lfw-s3")
-            self._pool_pid, self._pool_size = os.getpid(), size
-        return self._pool
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_pool": None, "_pool_pid": 0, "_pool_size": 0}
+        size = self.concurrency if self.strategy == "threads" else len(indices)
+        return self.pool.map(size, self.__getitem__, indices)
 

@@ -87,14 +87,11 @@ class Child:
         if self.proc.stdin is not None:
             with suppress(OSError):
                 self.proc.stdin.close()
-        for action in (None, self.proc.terminate, self.proc.kill):
-            if action is not None:
-                action()
-            try:
+        for action in (lambda: None, self.proc.terminate, self.proc.kill):
+            action()
+            with suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5)
                 break
-            except subprocess.TimeoutExpired:
-                continue
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
@@ -159,7 +156,7 @@ def upload_tree(settings: S3Settings, root: str | os.PathLike[str], images: int 
     Returns the number of objects written. Keys keep LFW's layout: ``<prefix>/<Person>/<Person>_0001.jpg``.
     """
     scan = scan_images(root)
-    paths = scan.paths[:images] if images is not None else scan.paths
+    paths = scan.paths[:images]
     client = s3_client(settings)
     with suppress(client.exceptions.BucketAlreadyOwnedByYou):
         client.create_bucket(Bucket=settings.bucket)

@@ -24,6 +24,7 @@ from typing import Any
 
 from lfw.remote.bench import NEAR_CEILING
 from lfw.results import keys as K
+from lfw.results import summarize
 from lfw.stats.variation import coefficient_of_variation
 
 NEAR_LIMIT = 0.8  # at this share of the in-flight limit (or the pool), the configuration's concurrency is
@@ -34,8 +35,7 @@ LIMITS = ("endpoint ceiling", "in-flight limit", "pool", "client CPU", "idle req
 
 def ceiling_tolerance(ceiling: Sequence[float]) -> float:
     """How far above the ceiling a rate may be measured before it is invalid: the ceiling's own noise."""
-    cv = coefficient_of_variation(list(ceiling)) if len(ceiling) > 1 else 0.0
-    return max(CEILING_NOISE_FLOOR, 2 * cv)
+    return max(CEILING_NOISE_FLOOR, 2 * coefficient_of_variation(ceiling))
 
 
 def steady_against_ceiling(info: Mapping[str, Any], ceiling: Sequence[float]) -> dict[str, Any]:
@@ -49,8 +49,7 @@ def steady_against_ceiling(info: Mapping[str, Any], ceiling: Sequence[float]) ->
         return {K.STEADY_INVALID: f"steady rate {median(rates):,.1f} images/s is above the endpoint's ceiling "
                                   f"{top:,.1f} by more than its noise ({tolerance:.0%}): not a measurement"}
     shares = [r / c for r, c in zip(rates, ceiling, strict=True) if c > 0]
-    return {K.STEADY_CEILING_SHARE: round(median(shares), 4), K.rounds(K.STEADY_CEILING_SHARE):
-            [round(s, 4) for s in shares]} if shares else {}
+    return summarize(K.STEADY_CEILING_SHARE, shares, digits=4) if shares else {}
 
 
 def littles_law_error(info: Mapping[str, Any]) -> dict[str, Any]:
@@ -84,8 +83,7 @@ def remote_law(info: Mapping[str, Any], ceiling: Sequence[float], *, in_flight_l
     out: dict[str, Any] = steady_against_ceiling(info, ceiling)
     if K.STEADY_INVALID in out:
         out.update({K.STEADY_IMAGES_PER_S: None, K.rounds(K.STEADY_IMAGES_PER_S): None})
-    merged = {**info, **out}
-    out.update(littles_law_error({k: v for k, v in merged.items() if v is not None}))
-    out[K.REMOTE_LIMIT] = limiting({k: v for k, v in merged.items() if v is not None},
-                                   in_flight_limit=in_flight_limit, processes=processes, pool=pool)
+    kept = {k: v for k, v in {**info, **out}.items() if v is not None}
+    out.update(littles_law_error(kept))
+    out[K.REMOTE_LIMIT] = limiting(kept, in_flight_limit=in_flight_limit, processes=processes, pool=pool)
     return out

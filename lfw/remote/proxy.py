@@ -200,7 +200,8 @@ class Proxy:
             head = await reader.readuntil(b"\r\n\r\n")
         except asyncio.IncompleteReadError:
             return False
-        method, target, headers = parse_head(head)
+        request_line, headers = parse_head(head)
+        method, target, _version = request_line.split(" ", 2)
         body = await reader.readexactly(int(headers.get("content-length", "0")))
         window = self.window
         window.bytes_in += len(head) + len(body)
@@ -227,7 +228,7 @@ class Proxy:
             up_writer.write(head + body)
             await up_writer.drain()
             response_head = await up_reader.readuntil(b"\r\n\r\n")
-            status_line, response_headers = parse_response_head(response_head)
+            status_line, response_headers = parse_head(response_head)
             await asyncio.sleep(delay)
             if fault == "stall":
                 await reader.read()  # nothing more is sent; wait for the client to give up and close
@@ -235,6 +236,7 @@ class Proxy:
             writer.write(response_head)
             first_byte = time.perf_counter()
             sent = len(response_head)
+            keep_alive = True
             status = int(status_line.split()[1])
             if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
                 pass
@@ -252,12 +254,10 @@ class Proxy:
                 while chunk := await up_reader.read(CHUNK):
                     writer.write(chunk)
                     sent += len(chunk)
-                await writer.drain()
-                self.done(window, t0, first_byte, sent)
-                return False
+                keep_alive = False
             await writer.drain()
             self.done(window, t0, first_byte, sent)
-            return True
+            return keep_alive
         finally:
             self.window.flight(-1)  # the current window: one reset while this request flew carried it there
 
@@ -296,25 +296,16 @@ class Proxy:
             sent += await self.relay(source, writer, size + 2)  # the data and its CRLF
 
 
-def parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
-    lines = head.decode("latin-1").split("\r\n")
-    method, target, _version = lines[0].split(" ", 2)
-    return method, target, _headers(lines[1:])
-
-
-def parse_response_head(head: bytes) -> tuple[str, dict[str, str]]:
-    lines = head.decode("latin-1").split("\r\n")
-    return lines[0], _headers(lines[1:])
-
-
-def _headers(lines: list[str]) -> dict[str, str]:
+def parse_head(head: bytes) -> tuple[str, dict[str, str]]:
+    """A request's or a response's first line and its headers (names lower-cased)."""
+    first, *lines = head.decode("latin-1").split("\r\n")
     out = {}
     for line in lines:
         name, sep, value = line.partition(":")
         if sep:
             out[name.strip().lower()] = value.strip().lower() if name.strip().lower() == "transfer-encoding" \
                 else value.strip()
-    return out
+    return first, out
 
 
 def request_kind(method: str, target: str) -> str:
@@ -339,7 +330,7 @@ async def serve(upstream: tuple[str, int], seed: int) -> None:
     port = server.sockets[0].getsockname()[1]
     print(json.dumps({"port": port}), flush=True)
     loop = asyncio.get_running_loop()
-    stop = loop.create_future()
+    stop = asyncio.Event()
 
     def read_commands() -> None:  # a thread: stdin is blocking; each command runs in the loop
         for line in sys.stdin:
@@ -352,15 +343,11 @@ async def serve(upstream: tuple[str, int], seed: int) -> None:
             else:
                 answer = asyncio.run_coroutine_threadsafe(_call(proxy, message), loop).result()
             print(json.dumps(answer), flush=True)
-        loop.call_soon_threadsafe(finish)
-
-    def finish() -> None:  # in the loop: stdin closed, stop serving
-        if not stop.done():
-            stop.set_result(None)
+        loop.call_soon_threadsafe(stop.set)  # stdin closed: stop serving
 
     threading.Thread(target=read_commands, daemon=True, name="proxy-control").start()
     async with server:
-        await stop
+        await stop.wait()
 
 
 async def _call(proxy: Proxy, message: dict[str, Any]) -> dict[str, Any]:

@@ -3,16 +3,10 @@
 A paired design measures two things close together in time (the same round of a rotation, the same ABBA quad
 of two processes) and keeps one number per pair: the log ratio of the two measurements. On a machine whose
 speed drifts, the pair, not the round and not the session, is what repeats independently, so everything here
-works on a 1-D array of per-pair log ratios:
-
-- :func:`hodges_lehmann`: the median of the Walsh averages ``(x_i + x_j) / 2, i <= j``: the estimate that
-  goes with the signed-rank test, robust to a wild pair.
-- :func:`signed_rank_interval`: the distribution-free confidence interval for that estimate, from the exact
-  null distribution of the Wilcoxon signed-rank statistic (Hollander & Wolfe). With few pairs the requested
-  level may be out of reach; the interval then reports the level it achieves (5 pairs: the range of the
-  Walsh averages, 93.75%).
-- :func:`signed_rank_p`: the exact one-sided p-value of the signed-rank test.
-- :func:`holm`: Holm's step-down adjustment, so that a run of many comparisons keeps its false-alarm rate.
+works on a 1-D array of per-pair log ratios: the Hodges-Lehmann estimate (robust to a wild pair), its
+distribution-free interval and the one-sided test, both from the exact null distribution of the Wilcoxon
+signed-rank statistic (Hollander & Wolfe), and Holm's adjustment, so that a run of many comparisons keeps its
+false-alarm rate.
 
 Kept free of torch imports, like :mod:`lfw.stats.variation`: the gate and the report start fast.
 """
@@ -42,20 +36,20 @@ def hodges_lehmann(x: Sequence[float]) -> float:
 
 
 @cache
-def _null_counts(n: int) -> tuple[int, ...]:
-    """How many of the ``2**n`` sign patterns give each value ``0..n(n+1)/2`` of the signed-rank sum T+."""
-    top = n * (n + 1) // 2
+def _null_counts(ranks: tuple[int, ...]) -> tuple[int, ...]:
+    """How many of the ``2**len(ranks)`` sign patterns give each value ``0..sum(ranks)`` of the signed-rank sum
+    T+ (the sum of the positive pairs' ranks: 1..n, or doubled average ranks where magnitudes tie)."""
+    top = sum(ranks)
     counts = [1] + [0] * top
-    for rank in range(1, n + 1):
+    for rank in ranks:
         for total in range(top, rank - 1, -1):
             counts[total] += counts[total - rank]
     return tuple(counts)
 
 
 def _cdf(n: int, t: int) -> float:
-    """P(T+ <= t) under the null hypothesis (symmetry about zero), exactly."""
-    counts = _null_counts(n)
-    return sum(counts[: max(0, t + 1)]) / 2**n
+    """P(T+ <= t) for ``n`` pairs without ties under the null hypothesis (symmetry about zero), exactly."""
+    return sum(_null_counts(tuple(range(1, n + 1)))[: max(0, t + 1)]) / 2**n
 
 
 @dataclass(frozen=True)
@@ -101,15 +95,8 @@ def signed_rank_p(x: Sequence[float], alternative: str = "greater") -> float:
         return 1.0
     ranks2 = np.rint(2 * rankdata(np.abs(a))).astype(int)  # doubled average ranks are integers
     t_plus = int(ranks2[a > 0].sum())
-    top = int(ranks2.sum())
-    counts = np.zeros(top + 1, dtype=float)
-    counts[0] = 1.0
-    for r in ranks2:
-        counts[r:] = counts[r:] + counts[: top + 1 - r].copy()
-    counts /= counts.sum()
-    if alternative == "greater":
-        return float(counts[t_plus:].sum())
-    return float(counts[: t_plus + 1].sum())
+    counts = _null_counts(tuple(sorted(int(r) for r in ranks2)))
+    return sum(counts[t_plus:] if alternative == "greater" else counts[: t_plus + 1]) / 2**n
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
