@@ -17,7 +17,7 @@ How:
   concurrently), then one randomized ABBA or BAAB quad, cases in random order;
 - after ``min_pairs`` and every ``look_every`` pairs up to ``max_pairs`` the rule decides; the run stops when a
   comparison regressed (the run's verdict is then settled) or none is inconclusive;
-- then the cost layer is counted for both sides at once (:mod:`lfw.gate.ab_counts`): instructions per image of
+- then the cost layer is counted for both sides at once (:mod:`lfw.gate.counting`): instructions per image of
   every preset, judged by the two-file threshold, in the same verdict table and JSON (``--no-counts`` skips it);
 - both sides are written as pytest-benchmark JSON with their per-pass data (``base.json``, ``current.json``,
   read by ``pytest-benchmark compare`` and ``python -m lfw.report``), with the verdicts (``verdicts.json``)
@@ -45,8 +45,8 @@ from typing import Any
 from tqdm import tqdm
 
 from lfw.errors import LFWError, MeasurementError
-from lfw.gate.ab_counts import COST_MODULE, count_sides, judge_counts
 from lfw.gate.compare import EXIT_INCOMPLETE, Comparison
+from lfw.gate.counting import COST_MODULE, CannotCount, cost_command, judge_counts, run_counts
 from lfw.gate.metrics import AB
 from lfw.gate.paired_rule import INCONCLUSIVE, REGRESSED, PairedComparison, PairedInput, decide, look_points
 from lfw.gate.thresholds import Thresholds
@@ -354,14 +354,16 @@ def measure_counts(run: ABRun, trees: dict[str, Path], root: Path, tmp: Path, th
         run.counts_unjudged = f"the {old[0]} revision has no cost layer ({COST_MODULE})"
         return
     images = PROFILES[run.plan.profile].cost_images
-    commands = {name: ([run.plan.python, "-m", "lfw.measure.cost", *TRANSFORMS, "--root", str(root),
-                        "--batch-size", str(images), "--batches", "1", "--cache-dir", str(tmp / f"callgrind-{name}")],
-                       tree, side_env(tree)) for name, tree in trees.items()}
+    commands = {f"the {name} side": (cost_command(run.plan.python, TRANSFORMS, root, images, tmp / f"callgrind-{name}"),
+                                     tree, side_env(tree)) for name, tree in trees.items()}
     print(f"counting instructions per image on both sides under valgrind ({', '.join(TRANSFORMS)}; about two "
           "minutes)", file=sys.stderr, flush=True)
-    counts, run.counts_unjudged = count_sides(commands, CHILD_TIMEOUT_S)
-    if counts:
-        run.counts = judge_counts(counts, BASE, CURRENT, th)
+    try:
+        counts = run_counts(commands, CHILD_TIMEOUT_S)
+    except CannotCount as exc:
+        run.counts_unjudged = str(exc)
+        return
+    run.counts = judge_counts(counts[f"the {BASE} side"], counts[f"the {CURRENT} side"], th)
 
 
 def side_records(run: ABRun, side: str) -> list[dict[str, Any]]:

@@ -42,15 +42,14 @@ from pathlib import Path
 
 from lfw.cli.args import OneLineParser
 from lfw.cli.table import table
-from lfw.errors import EXIT_USAGE, LFWError, MeasurementError, cli_entry
+from lfw.errors import LFWError, cli_entry
 from lfw.gate.ab import parse_cases, side_env
-from lfw.gate.ab_counts import COST_MODULE
-from lfw.gate.counting import kill_group, per_image_counts
+from lfw.gate.counting import COST_MODULE, cost_command, run_counts
 from lfw.gate.metrics import COUNTED, INSTRUCTIONS, Metric
 from lfw.gate.table import fmt_value
 from lfw.gate.thresholds import Thresholds
 from lfw.gate.worktree import checkout, git, resolve, sigterm_as_interrupt, toplevel
-from lfw.measure.cost import CHILD_TIMEOUT_S, last_line
+from lfw.measure.cost import CHILD_TIMEOUT_S
 
 METRICS: dict[str, Metric] = {m.key: m for m in COUNTED}
 GOOD, BAD = "good", "bad"
@@ -119,37 +118,7 @@ def commits_between(repo: Path, good: str, bad: str) -> list[str]:
 
 def moved(metric: Metric, base: float, value: float, threshold: float) -> bool:
     """Beyond ``threshold`` relative to ``base`` in the metric's bad direction (a count from zero moved)."""
-    if base == 0:
-        return value != 0 if metric.worse == "higher" else False
-    change = value / base - 1.0
-    return (change if metric.worse == "higher" else -change) > threshold
-
-
-def parse_counts(output: str, metric: Metric, where: str) -> dict[str, float]:
-    """Per case, ``metric`` per image from the cost CLI's last line (instructions / images, or a moves key)."""
-    return {case: float(v[metric.key]) for case, v in per_image_counts(output, where).items() if metric.key in v}
-
-
-def run_count(argv: list[str], tree: Path, timeout_s: float, where: str) -> str:
-    """Run one count in ``tree`` (its own process group, the checkout alone on ``PYTHONPATH``); its stdout.
-
-    Raises:
-        LFWError: the count says it cannot count here (exit 2: valgrind missing ...).
-        MeasurementError: it failed or timed out.
-    """
-    proc = subprocess.Popen(argv, cwd=tree, env=side_env(tree), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise MeasurementError(f"the count at {where} took longer than {timeout_s:g} s and was stopped") from None
-    finally:
-        kill_group(proc)
-    if proc.returncode == EXIT_USAGE:
-        raise LFWError(f"cannot count at {where}: {last_line(err).removeprefix('error: ')}")
-    if proc.returncode != 0:
-        raise MeasurementError(f"the count at {where} failed (exit {proc.returncode}): {last_line(err or out)}")
-    return out
+    return metric.sign * metric.change(base, value) > threshold
 
 
 class Counter:
@@ -174,19 +143,20 @@ class Counter:
         from lfw.data.root import resolve_root
         from lfw.suite.profiles import PROFILES
 
-        images = PROFILES["quick"].cost_images
         if self.root is None:
             self.root = resolve_root(synthetic_images=PROFILES["quick"].synthetic_images).path
-        return [self.plan.python, "-m", "lfw.measure.cost", *self.presets, "--root", str(self.root),
-                "--batch-size", str(images), "--batches", "1", "--cache-dir", str(self.tmp / "callgrind")]
+        return cost_command(self.plan.python, self.presets, self.root, PROFILES["quick"].cost_images,
+                            self.tmp / "callgrind")
 
     def count(self, commit: str) -> dict[str, float]:
-        where = f"{commit[:10]}"
+        """``plan.metric`` per image of each case counted at ``commit``."""
+        who = f"commit {commit[:10]}"
         with checkout(self.repo, commit, self.tmp / commit[:12]) as tree:
             if self.plan.count_cmd is None and not (tree / COST_MODULE).is_file():
                 raise LFWError(f"revision {commit[:10]} has no cost layer ({COST_MODULE}); choose a later GOOD")
-            return parse_counts(run_count(self.command(), tree, self.plan.timeout_s, where), self.plan.metric,
-                                where)
+            counts = run_counts({who: (self.command(), tree, side_env(tree))}, self.plan.timeout_s)[who]
+        key = self.plan.metric.key
+        return {case: float(v[key]) for case, v in counts.items() if key in v}
 
 
 def run_bisect(plan: BisectPlan, repo: Path, progress: bool = True) -> BisectResult:

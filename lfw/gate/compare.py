@@ -71,11 +71,6 @@ class Comparison:
     improved: bool = False
     improvement_rule: str = ""
 
-    @property
-    def worse_by(self) -> float:
-        """The change in the metric's bad direction (positive = worse)."""
-        return self.change if self.metric.worse == "higher" else -self.change
-
 
 @dataclass(frozen=True)
 class Missing:
@@ -182,16 +177,14 @@ def judge(case: str, metric: Metric, baseline: list[float], current: list[float]
     if metric.kind == "relative":
         change = cur / base - 1.0 if base else 0.0
         limit = th.relative(metric)
-        worse = change if metric.worse == "higher" else -change
-        regressed = worse > limit
-        rule = f"{'+' if metric.worse == 'higher' else '-'}{limit:.0%}"
-        better = 1 / (1 + limit) - 1 if metric.worse == "higher" else 1 / (1 - limit) - 1  # limit < 1: Thresholds
-        improved = bool(base) and (change < better if metric.worse == "higher" else change > better)
-        improvement_rule = f"{better:+.0%}"
+        better = 1 / (1 + metric.sign * limit) - 1  # limit < 1 (Thresholds): the same factor the good way
+        regressed = metric.sign * change > limit
+        improved = bool(base) and metric.sign * change < metric.sign * better
+        rule, improvement_rule = f"{metric.sign * limit:+.0%}", f"{better:+.0%}"
     else:
         change = cur - base
         floor, ratio = th.absolute(metric)
-        increase = change if metric.worse == "higher" else -change
+        increase = metric.sign * change
         regressed = increase > floor and increase > ratio * abs(base)
         improved = -increase > floor and -increase > ratio * abs(base)
         rule = f"+{floor:g}{metric.unit} and {ratio:.0%}"

@@ -20,6 +20,7 @@ Metric families and what they mean on a drifting VM:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -41,6 +42,20 @@ class Metric:
     family: Family
     unit: str = ""
     optional: bool = False  # recorded only in some rounds or runs (an in-pass sample); absence is not news
+
+    @property
+    def sign(self) -> int:
+        """+1 when a higher value is worse (time, instructions), -1 when lower is (images/s): a change times this
+        is positive when worse."""
+        return 1 if self.worse == "higher" else -1
+
+    def change(self, before: float, after: float) -> float:
+        """Relative change for relative metrics (``inf`` from zero to non-zero), difference for absolute ones."""
+        if self.kind == "absolute":
+            return after - before
+        if before == 0:
+            return 0.0 if after == 0 else math.copysign(math.inf, after)
+        return after / before - 1.0
 
 
 INSTRUCTIONS = Metric(K.INSTRUCTIONS_PER_IMAGE, "instructions/image", "higher", "relative", "cost")

@@ -69,21 +69,16 @@ class PairedComparison:
     def improvement_bound(self) -> float:
         """The ratio current/base a notable improvement must pass: the threshold's factor the other way
         (images/s at least 1/0.95 of the base, time to first batch at most 1/1.25)."""
-        return math.exp(-worse_sign(self.metric) * worse_limit(self.metric, self.threshold))
+        return math.exp(-self.metric.sign * worse_limit(self.metric, self.threshold))
 
     @property
     def improved(self) -> bool:
         """A notable improvement, reported beside the verdicts and never part of them: the estimate beyond
         :attr:`improvement_bound` and the whole interval on the better side of no change."""
-        sign = worse_sign(self.metric)
+        sign = self.metric.sign
         estimate = sign * math.log(self.ratio)
         worst = max(sign * math.log(self.ratio_low), sign * math.log(self.ratio_high))
         return estimate < -worse_limit(self.metric, self.threshold) and worst < 0
-
-
-def worse_sign(metric: Metric) -> int:
-    """+1 when a higher value is worse (time to first batch), -1 when lower is worse (images/s)."""
-    return 1 if metric.worse == "higher" else -1
 
 
 def worse_limit(metric: Metric, threshold: float) -> float:
@@ -94,7 +89,7 @@ def worse_limit(metric: Metric, threshold: float) -> float:
 def decide(inputs: Sequence[PairedInput], thresholds: dict[str, float], *, alpha_look: float,
            confidence: float = 0.90) -> list[PairedComparison]:
     """Judge every comparison of one look; ``thresholds`` maps a metric family to its minimum effect."""
-    signed = [[worse_sign(i.metric) * x for x in i.log_ratios] for i in inputs]
+    signed = [[i.metric.sign * x for x in i.log_ratios] for i in inputs]
     p_values = [signed_rank_p(w, "greater") for w in signed]
     adjusted = holm(p_values)
     out = []
@@ -109,7 +104,7 @@ def decide(inputs: Sequence[PairedInput], thresholds: dict[str, float], *, alpha
             verdict = OK
         else:
             verdict = INCONCLUSIVE
-        sign = worse_sign(item.metric)
+        sign = item.metric.sign
         low, high = sorted((math.exp(sign * interval.low), math.exp(sign * interval.high)))
         out.append(PairedComparison(item.case, item.metric, len(worse), median(item.base_values),
                                     median(item.current_values), math.exp(sign * estimate), low, high,

@@ -63,20 +63,11 @@ class Step:
     runs_after: int = 1
 
 
-def change_of(metric: Metric, before: float, after: float) -> float:
-    """Relative change for relative metrics (``inf`` from zero to non-zero), difference for absolute ones."""
-    if metric.kind == "absolute":
-        return after - before
-    if before == 0:
-        return 0.0 if after == 0 else math.copysign(math.inf, after)
-    return after / before - 1.0
-
-
 def exact_steps(metric: Metric, values: Sequence[float], threshold: float) -> list[Step]:
     """Consecutive values that differ by more than ``threshold`` relative to the earlier one (either way)."""
     out = []
     for i in range(1, len(values)):
-        change = change_of(metric, values[i - 1], values[i])
+        change = metric.change(values[i - 1], values[i])
         if abs(change) > threshold:
             out.append(Step(i, values[i - 1], values[i], change, EXACT))
     return out
@@ -152,6 +143,6 @@ def statistical_steps(metric: Metric, values: Sequence[float], series_count: int
     for i, (start, p) in enumerate(found):
         before = float(np.median(raw[bounds[i]:start]))
         after = float(np.median(raw[start:bounds[i + 2]]))
-        steps.append(Step(start, before, after, change_of(metric, before, after), PELT, p, start - bounds[i],
+        steps.append(Step(start, before, after, metric.change(before, after), PELT, p, start - bounds[i],
                           bounds[i + 2] - start))
     return steps
