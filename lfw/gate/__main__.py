@@ -53,6 +53,23 @@ examples:
   python -m lfw.gate --ab HEAD~1 -k 'workers0-uint8, workers2-none' --max-pairs 16"""
 
 
+# Every Thresholds field as a flag: (field, flag, metavar, what it is).
+THRESHOLD_FLAGS = (
+    ("cost", "--cost-threshold", "FRACTION", "rise of instructions per image"),
+    ("efficiency", "--efficiency-threshold", "FRACTION", "two-file drop of efficiency"),
+    ("ttfb", "--ttfb-threshold", "FRACTION", "two-file rise of time to first batch"),
+    ("memory_floor_mib", "--memory-floor-mib", "MIB", "rise of tree PSS growth or peak"),
+    ("worker_floor_mib", "--worker-floor-mib", "MIB", "rise of worker USS or its growth"),
+    ("memory_ratio", "--memory-ratio", "FRACTION", "... and of |baseline| x this"),
+    ("slope_floor_mib", "--slope-floor-mib", "MIB", "rise of a leak check's median step per epoch"),
+    ("wait_floor", "--wait-floor", "FRACTION", "rise of the data-wait fraction"),
+    ("wait_ratio", "--wait-ratio", "FRACTION", "... and of the baseline fraction x this"),
+    ("ab_throughput", "--ab-throughput-threshold", "FRACTION", "A/B drop of images/s"),
+    ("ab_ttfb", "--ab-ttfb-threshold", "FRACTION", "A/B rise of time to first batch"),
+    ("alpha", "--alpha", "ALPHA", "A/B false-alarm rate per run"),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     d, plan = Thresholds(), ABPlan("")
     p = OneLineParser(prog="python -m lfw.gate", description=DESCRIPTION, epilog=EPILOG,
@@ -64,30 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--require-cost-layer", action="store_true",
                    help="exit 2 when the cost layer cannot be judged (CI runners that install valgrind)")
     t = p.add_argument_group("minimum effects (see the decision rule below)")
-    t.add_argument("--cost-threshold", type=float, default=d.cost, metavar="FRACTION",
-                   help=f"rise of instructions per image (default {d.cost})")
-    t.add_argument("--efficiency-threshold", type=float, default=d.efficiency, metavar="FRACTION",
-                   help=f"two-file drop of efficiency (default {d.efficiency})")
-    t.add_argument("--ttfb-threshold", type=float, default=d.ttfb, metavar="FRACTION",
-                   help=f"two-file rise of time to first batch (default {d.ttfb})")
-    t.add_argument("--memory-floor-mib", type=float, default=d.memory_floor_mib, metavar="MIB",
-                   help=f"rise of tree PSS growth or peak (default {d.memory_floor_mib:g})")
-    t.add_argument("--worker-floor-mib", type=float, default=d.worker_floor_mib, metavar="MIB",
-                   help=f"rise of worker USS or its growth (default {d.worker_floor_mib:g})")
-    t.add_argument("--memory-ratio", type=float, default=d.memory_ratio, metavar="FRACTION",
-                   help=f"... and of |baseline| x this (default {d.memory_ratio})")
-    t.add_argument("--slope-floor-mib", type=float, default=d.slope_floor_mib, metavar="MIB",
-                   help=f"rise of a leak check's median step per epoch (default {d.slope_floor_mib:g})")
-    t.add_argument("--wait-floor", type=float, default=d.wait_floor, metavar="FRACTION",
-                   help=f"rise of the data-wait fraction (default {d.wait_floor})")
-    t.add_argument("--wait-ratio", type=float, default=d.wait_ratio, metavar="FRACTION",
-                   help=f"... and of the baseline fraction x this (default {d.wait_ratio})")
-    t.add_argument("--ab-throughput-threshold", type=float, default=d.ab_throughput, metavar="FRACTION",
-                   help=f"A/B drop of images/s (default {d.ab_throughput})")
-    t.add_argument("--ab-ttfb-threshold", type=float, default=d.ab_ttfb, metavar="FRACTION",
-                   help=f"A/B rise of time to first batch (default {d.ab_ttfb})")
-    t.add_argument("--alpha", type=float, default=d.alpha,
-                   help=f"A/B false-alarm rate per run (default {d.alpha})")
+    for name, flag, metavar, what in THRESHOLD_FLAGS:
+        t.add_argument(flag, dest=name, type=float, default=getattr(d, name), metavar=metavar,
+                       help=f"{what} (default {getattr(d, name):g})")
     b = p.add_argument_group("bisect")
     b.add_argument("--bisect", nargs=2, metavar=("GOOD", "BAD"),
                    help="the first commit between GOOD and BAD whose instructions per image moved beyond "
@@ -124,11 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def thresholds_from(args: argparse.Namespace) -> Thresholds:
-    return Thresholds(cost=args.cost_threshold, efficiency=args.efficiency_threshold, ttfb=args.ttfb_threshold,
-                      memory_floor_mib=args.memory_floor_mib, memory_ratio=args.memory_ratio,
-                      worker_floor_mib=args.worker_floor_mib, slope_floor_mib=args.slope_floor_mib,
-                      wait_floor=args.wait_floor, wait_ratio=args.wait_ratio,
-                      ab_throughput=args.ab_throughput_threshold, ab_ttfb=args.ab_ttfb_threshold, alpha=args.alpha)
+    return Thresholds(**{name: getattr(args, name) for name, *_ in THRESHOLD_FLAGS})
 
 
 def warn_machine(report: GateReport) -> None:
@@ -177,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.bisect:
         from lfw.gate.bisect import bisect_command
 
-        return bisect_command(*args.bisect, cases=args.cases, threshold=args.cost_threshold)
+        return bisect_command(*args.bisect, cases=args.cases, threshold=th.cost)
     if args.ab:
         return main_ab(args, th)
     if not (args.baseline and args.current):

@@ -7,6 +7,7 @@ Holm-adjusted p-value and the verdict, so a reader can tell a measured slowdown 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from lfw.cli.table import table
@@ -27,9 +28,10 @@ def fmt_value(metric_key: str, unit: str, value: float) -> str:
 
 
 def fmt_delta(kind: str, unit: str, change: float) -> str:
-    """A change as shown: ``+5.0%`` for a relative metric, ``+12.3 MiB`` or ``+0.012`` for an absolute one."""
+    """A change as shown: ``+5.0%`` for a relative metric (``from 0``: a step from zero), ``+12.3 MiB`` or
+    ``+0.012`` for an absolute one."""
     if kind == "relative":
-        return f"{change * 100:+.1f}%"
+        return "from 0" if math.isinf(change) else f"{change * 100:+.1f}%"
     return f"{change:+.1f}{unit}" if "MiB" in unit else f"{change:+.3f}"
 
 
@@ -112,25 +114,21 @@ def paired_verdict_line(comparisons: Sequence[PairedComparison], counts: Sequenc
     return f"no regression: {total} comparisons, each ruling out a change of its threshold's size"
 
 
-def render_paired(comparisons: Sequence[PairedComparison], *, header: str, show_all: bool = True,
-                  counts: Sequence[Comparison] = (), counts_unjudged: str | None = None) -> str:
-    """The A/B verdict table: every comparison by default (an A/B run has few), the paired wall-clock rows and
-    the instruction counts of both sides (exact: no interval, no pairs, no p-value) in one table."""
-    regressed = [c for c in comparisons if c.verdict == REGRESSED]
-    noisy = [c for c in comparisons if c.verdict == INCONCLUSIVE]
-    summary = paired_verdict_line(comparisons, counts)
-    rows = comparisons if show_all else [*regressed, *noisy]
+def render_paired(comparisons: Sequence[PairedComparison], *, header: str, counts: Sequence[Comparison] = (),
+                  counts_unjudged: str | None = None) -> str:
+    """The A/B verdict table: every comparison (an A/B run has few), the paired wall-clock rows and the instruction
+    counts of both sides (exact: no interval, no pairs, no p-value) in one table."""
     confidence = min((c.confidence for c in comparisons), default=0.9)
     body = table(("case", "metric", "base", "current", f"change [{confidence:.0%} interval]", "threshold",
                   "pairs", "p (Holm)", "verdict"), [
         *[(short_name(c.case), c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.base_median),
            fmt_value(c.metric.key, c.metric.unit, c.current_median), fmt_ratio(c),
            fmt_threshold(c), str(c.pairs), f"{c.p_holm:.4f}",
-           c.verdict.upper() if c.verdict == REGRESSED else c.verdict) for c in rows],
+           c.verdict.upper() if c.verdict == REGRESSED else c.verdict) for c in comparisons],
         *[(c.case, c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.baseline),
            fmt_value(c.metric.key, c.metric.unit, c.current), f"{fmt_change(c)} (exact count)", c.rule, "-", "-",
-           "REGRESSED" if c.regressed else "ok") for c in counts if show_all or c.regressed]])
-    lines = [header, summary, body]
+           "REGRESSED" if c.regressed else "ok") for c in counts]])
+    lines = [header, paired_verdict_line(comparisons, counts), body]
     if counts_unjudged:
         lines.append(f"not judged: cost layer: {counts_unjudged}")
     return "\n".join(lines)
