@@ -5,10 +5,8 @@ Exit codes: 0 no regression, 1 regression, 2 unusable input, 3 A/B inconclusive 
 compared. The decision rule is :data:`lfw.gate.thresholds.RULE_TEXT` (printed by ``--help``).
 
 Every run that reaches a verdict (and an A/B run whose measurement failed) builds it once as a
-:class:`~lfw.gate.verdict.Verdict` and writes it twice: as JSON (``verdict.json`` beside the page, A/B
-``verdict-ab.json``, or ``--verdict-json PATH``: what the report reads) and as Markdown rendered from it
-(:mod:`lfw.gate.summary`): ``reports/gate.md``, A/B ``reports/gate-ab.md``, or ``--summary-md PATH``, appended
-to ``$GITHUB_STEP_SUMMARY`` when that is set. A usage error writes nothing.
+:class:`~lfw.gate.verdict.Verdict` and writes it as JSON and as the Markdown page rendered from it
+(:func:`publish`; where: docs/gating.md, "Where the verdict is read"). A usage error writes nothing.
 """
 
 from __future__ import annotations

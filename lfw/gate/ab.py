@@ -2,26 +2,11 @@
 
 Why: a committed baseline was measured on another day, and the machine's speed drifts from one session to the
 next by more than the changes worth catching, so two files cannot show a small change (docs/gating.md). Here both
-revisions run in this job, interleaved at pass granularity, so they share the machine's drift.
-
-How:
-
-- the base revision is checked out in a temporary git worktree (:func:`lfw.gate.worktree.checkout`); each side
-  is a long-lived pass server process started in its own tree with ``PYTHONPATH`` set to it, so each imports its
-  own ``lfw`` (checked at start-up) and builds each case from its own matrix. The server is the module its tree
-  has (:data:`SERVERS`): ``lfw.suite.pass_server``, or ``lfw.measure.pass_server`` in revisions from before it
-  moved there;
-- the unit of replication is a *pair* of fresh processes, one per side, started together in random order:
-  processes differ by a stable few percent for their whole life (see :mod:`lfw.gate.paired_rule`), so a run
-  needs many pairs, not many passes. In each pair every case gets one untimed warm-up pass on both sides (run
-  concurrently), then one randomized ABBA or BAAB quad, cases in random order;
-- after ``min_pairs`` and every ``look_every`` pairs up to ``max_pairs`` the rule decides; the run stops when a
-  comparison regressed (the run's verdict is then settled) or none is inconclusive;
-- then the cost layer is counted for both sides at once (:mod:`lfw.gate.counting`): instructions per image of
-  every preset, judged by the two-file threshold, in the same verdict table and JSON (``--no-counts`` skips it);
-- both sides are written as pytest-benchmark JSON with their per-pass data (``base.json``, ``current.json``,
-  read by ``pytest-benchmark compare`` and ``python -m lfw.report``), with the verdicts (``verdicts.json``)
-  and each side's log, into a new folder that is never overwritten.
+revisions run in this job, interleaved at pass granularity, so they share the machine's drift. The unit of
+replication is a *pair* of fresh processes, one per side (each a pass server in its own checkout:
+:data:`SERVERS`), since processes differ by a stable few percent for their whole life
+(:mod:`lfw.gate.paired_rule`); the schedule, the looks, the cost layer counted on both sides
+(:mod:`lfw.gate.counting`) and the files written: docs/gating.md, "4. Wall clock, A/B".
 
 Whatever happens (a side crashing, a timeout, Ctrl-C, SIGTERM), the side processes are stopped and the
 worktree is removed before this returns.

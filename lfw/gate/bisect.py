@@ -4,24 +4,10 @@ image moved beyond the gate's cost threshold relative to GOOD.
     python -m lfw.gate.bisect GOOD BAD [-k none,uint8] [--metric instructions_per_image] [--count-cmd CMD]
 
 Why a count: it repeats within 0.06% between runs of the same code (docs/gating.md), so one count per commit
-decides it, with no statistics and no second count; wall-clock figures cannot be bisected on a machine whose
-speed drifts between steps.
-
-How: GOOD and BAD are counted first (BAD must have moved beyond the threshold, in the metric's bad direction,
-for at least one case, else there is nothing to find); then a binary search over ``git rev-list --ancestry-path
---topo-order --reverse GOOD..BAD``, each step judged *bad* when any case that moved at BAD moved beyond the
-threshold at that commit too. A search over ``L`` commits counts ``ceil(log2 L)`` of them besides GOOD and
-BAD. A merge-laden range is searched in that topological order, as one line. The search is this loop, not
-``git bisect run``, because git picks its own midpoints (not the steps this prints and its tests pin) and reads
-a step's exit code as good, bad, skip or abort, with no room for the one-line bad-input and failed-count
-outcomes (exit 2 and 4 below).
-
-Each commit is counted in its own temporary git worktree (:func:`lfw.gate.worktree.checkout`), with that
-revision's own cost layer (``python -m lfw.measure.cost`` with the checkout alone on ``PYTHONPATH``, as the A/B
-gate counts its sides), or with ``--count-cmd``: any command, run in the worktree, whose last line of output is
-the cost CLI's JSON (``{"counts": {CASE: {"instructions": N, "images": M, ...}}}``). The counting process runs
-in its own process group; whatever happens (a failure, Ctrl-C, SIGTERM), the group is killed and every worktree
-removed before this returns.
+decides it, with no statistics; wall-clock figures cannot be bisected on a machine whose speed drifts between
+steps. Why this loop and not ``git bisect run``: git picks its own midpoints, and a step's exit code there cannot
+say bad input or a failed count. The search, the counting in temporary worktrees (:mod:`lfw.gate.counting`) and
+the output: docs/history.md, "Bisect".
 
 Exit codes: 0 the first bad commit found; 2 bad input (unknown revision, GOOD not an ancestor of BAD, BAD not
 moved, an unknown case or metric, a revision without a cost layer); 4 a count failed or timed out; 130

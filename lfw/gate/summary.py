@@ -1,16 +1,11 @@
 """The gate's verdict as Markdown: what a reviewer reads where they work, in the pull request and the job's page.
 
-Every gate run, two-file or A/B, writes one page (``reports/gate.md``; A/B ``reports/gate-ab.md``;
-``--summary-md`` moves it), also when the gate fails, and appends it to the file ``$GITHUB_STEP_SUMMARY``
-names when GitHub Actions sets it. A usage error writes nothing. The page is rendered from the run's
-:class:`~lfw.gate.verdict.Verdict` alone (the object the gate also writes as ``verdict.json``), never judged again:
-the verdict line and what its exit code means, the runs judged, the layers judged and not judged with the gate's
-own reasons, its notes, the cases missing or left out, a row per regression and per notable improvement, each
-case's label, the recommended ``num_workers`` per preset when the current run holds the workers group, and links
-to the charts drawn from the current run.
-
-Its first line is :data:`MARKER`, a hidden HTML comment: CI's pull-request comment finds its own comment by it
-and updates that one instead of adding another on every push (``.github/workflows/ci.yml``).
+Every gate run writes one page (``reports/gate.md``; A/B ``reports/gate-ab.md``; ``--summary-md`` moves it), also
+when the gate fails, appended to ``$GITHUB_STEP_SUMMARY`` when set. It is rendered from the run's
+:class:`~lfw.gate.verdict.Verdict` alone, never judged again, so it cannot disagree with ``verdict.json``; what it
+shows: docs/gating.md, "Where the verdict is read". Its first line is :data:`MARKER`, a hidden HTML comment:
+CI's pull-request comment finds its own comment by it and updates that one instead of adding another on every
+push (``.github/workflows/ci.yml``).
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """The gate's verdict of one run as data: computed once by the gate, written as ``verdict.json``, rendered everywhere.
 
-A :class:`Verdict` holds everything a reader of the verdict sees, already decided: the mode (two files or A/B),
-which runs were judged (path, SHA-256 of the file's bytes, commit and runner class when the run records them),
-the exit code and its one-line headline, every comparison (case, metric, both sides, the change, the rule, and
-whether it regressed or improved), one label per case (:data:`LABELS`), the cases missing or left out, the layer
-table and the recommended ``num_workers`` rows. The gate's Markdown page (:mod:`lfw.gate.summary`) and the report's
-HTML page render it; neither compares anything again, so they cannot disagree with the gate or with each other.
-
-The file is ``reports/verdict.json`` beside ``reports/gate.md`` (A/B: ``reports/verdict-ab.json``), or what the
-gate's ``--verdict-json`` names. :func:`load_verdict` reads :data:`SCHEMA_VERSION` and refuses any other in one
-line; :meth:`Verdict.matches` says whether a verdict is about given run files, by their bytes, not their times.
-This module imports no comparison code: readers load it without judging anything.
+A :class:`Verdict` holds everything a reader of the verdict sees, already decided (its fields: docs/gating.md,
+"Where the verdict is read"). The gate's Markdown page (:mod:`lfw.gate.summary`) and the report's HTML page render
+it; neither compares anything again, so they cannot disagree with the gate or with each other.
+:func:`load_verdict` reads :data:`SCHEMA_VERSION` and refuses any other in one line; :meth:`Verdict.matches` says
+whether a verdict is about given run files, by their bytes, not their times. This module imports no comparison
+code: readers load it without judging anything.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """History charts: every judged metric against commits, one PNG per runner class and metric family.
 
-A family (:attr:`lfw.gate.metrics.Metric.family`: cost, throughput, ttfb, memory, ...) is one figure with one
-panel per metric; each case is a line over the runs in commit order. Cases with a change point are drawn in
-colour and named in the legend, the others thin and grey, so a figure of forty cases still shows which moved.
-Each change point is a dashed line between the last run before it and the first after, labelled with that
-first commit. Relative metrics (counts, rates, efficiency) are drawn as a ratio to each case's first run, so
-cases of very different size share a panel; absolute ones (MiB, fractions) in their unit.
+A family is one figure with one panel per metric, each case a line over the runs in commit order; cases with a
+change point are coloured and named, the others thin and grey, so a figure of forty cases still shows which
+moved. Relative metrics are drawn as a ratio to each case's first run, so cases of very different size share a
+panel. What a chart shows: docs/history.md, "Charts and the summary".
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """The history store: one compact JSON line per saved run, in ``<store>/<runner class>.jsonl``, append-only.
 
-A baseline says how one run looked; the history says when a figure moved. Each line holds what the gate judges of
-one run (:data:`lfw.gate.metrics.JUDGED`, the gate's own list, so the history never judges a second one), per
-case (:func:`lfw.results.case_key`), as the median over the case's rounds, the value
-:func:`lfw.gate.compare.judge` compares; and, beside them, what places the run: its commit (id, time, dirty), its
-date, the machine (CPU model, usable cores) and the counted stack (:data:`lfw.results.keys.COUNTED_STACK`), which
-decides whether two instruction counts compare.
-
-The figures the gate leaves out are left out here too, by the gate's own rules: positive controls, the pairs of
-:func:`lfw.gate.metrics.group_excludes`, wall clock with too few rounds (:func:`lfw.gate.metrics.too_few_rounds`).
-
-Runs of different runner classes do not compare (docs/gating.md), so each class has its own file. A run is
-identified by its commit and its date (pytest-benchmark's ``datetime``, the same in the autosave and in the
-``--benchmark-json`` copy of one session): appending a run already present leaves the file as it is.
-
-A folder of autosaved runs (``.benchmarks/``) is a history too: :func:`load_history` reads either.
+A baseline says how one run looked; the history says when a figure moved. Each line holds, per case, the median
+over rounds of what the gate judges (:data:`lfw.gate.metrics.JUDGED`, left out by the gate's own rules:
+:func:`judged_rounds`), so the history never judges a second list, and what places the run: commit, date,
+machine and counted stack. Runs of different runner classes do not compare (docs/gating.md), so each class has its
+own file; a run is identified by its commit and its date, so appending a run already present changes nothing.
+The line's fields and why a data branch: docs/history.md, "The store". A folder of autosaved runs
+(``.benchmarks/``) is a history too: :func:`load_history` reads either.
 """
 
 from __future__ import annotations
