@@ -19,7 +19,7 @@ from pathlib import Path
 from lfw.cli.args import OneLineParser
 from lfw.errors import EXIT_MEASUREMENT, LFWError, MeasurementError, cli_entry
 from lfw.gate.ab import DEFAULT_CASES, ABPlan, parse_cases, run_ab
-from lfw.gate.compare import EXIT_INCOMPLETE, GateReport, compare_runs
+from lfw.gate.compare import EXIT_INCOMPLETE, compare_runs
 from lfw.gate.metrics import COST_LAYER
 from lfw.gate.summary import AB_PATH, TWO_FILE_PATH, verdict_markdown, write_summary
 from lfw.gate.table import machine_diff_text, render, render_paired
@@ -121,12 +121,6 @@ def thresholds_from(args: argparse.Namespace) -> Thresholds:
     return Thresholds(**{name: getattr(args, name) for name, *_ in THRESHOLD_FLAGS})
 
 
-def warn_machine(report: GateReport) -> None:
-    named = machine_diff_text(report)
-    if named:
-        print(f"warning: machine info differs: {named}", file=sys.stderr)
-
-
 def publish(verdict: Verdict, args: argparse.Namespace) -> None:
     """Write the verdict as JSON and as the Markdown page rendered from it (see the module docstring)."""
     summary = args.summary_md or (AB_PATH if verdict.mode == AB else TWO_FILE_PATH)
@@ -147,16 +141,14 @@ def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
         except MeasurementError as exc:  # no verdict, but the page must not keep saying the last push's
             publish(failure_verdict(AB, EXIT_MEASUREMENT, str(exc)), args)
             raise
-    tree = "working tree (uncommitted changes included)" if run.current_dirty else "working tree"
-    header = (f"A/B: base {args.ab} ({run.sha[:10]}) vs {tree}; {run.pairs} process pairs (looks at "
-              f"{', '.join(map(str, run.looks))}), one ABBA/BAAB quad per case per pair, seed {run.seed}; "
-              f"written to {run.out}")
+    sides = [run.out / name if run.out else None for name in ("base.json", "current.json")]
+    base, current = (load_run(p) if p is not None and p.is_file() else None for p in sides)
+    verdict = ab_verdict(run, base, current, th)
+    header = f"A/B: {verdict.setup}"
     if run.new_cases:
         header += f"\nnew cases, not in the base revision (not compared): {', '.join(run.new_cases)}"
     print(render_paired(run.verdicts, header=header, counts=run.counts, counts_unjudged=run.counts_unjudged))
-    sides = [run.out / name if run.out else None for name in ("base.json", "current.json")]
-    base, current = (load_run(p) if p is not None and p.is_file() else None for p in sides)
-    publish(ab_verdict(run, base, current, th), args)
+    publish(verdict, args)
     return run.exit_code
 
 
@@ -182,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"baseline: {args.baseline} ({len(baseline.cases)} cases); current: {args.current} "
           f"({len(current.cases)} cases)")
     report = compare_runs(baseline, current, th, args.mode, args.accept_missing)
-    warn_machine(report)
+    if report.machine_diffs:
+        print(f"warning: machine info differs: {machine_diff_text(report)}", file=sys.stderr)
     print(render(report, th, show_all=args.all))
     if args.json_report:
         args.json_report.write_text(json.dumps(report.to_dict(), indent=2) + "\n")

@@ -6,17 +6,10 @@ differ in speed by an amount that lasts their whole life, not from address-space
 docs/gating.md has the measurements). So passes of one pair are not independent evidence: the pair's log ratio
 (mean log current minus mean log base over its quad) is one observation, and a run is ``n`` such pairs.
 
-Per comparison (``worse`` = the log ratio signed so that positive is worse: slower or later):
-
-- estimate: Hodges-Lehmann of the pairs' worse-by; interval: the signed-rank interval at ``confidence``;
-- regressed: one-sided exact Wilcoxon signed-rank p, Holm-adjusted over every comparison of the run, at most
-  ``alpha_look``, AND the estimate beyond the threshold (a minimum effect: significance alone is not a verdict);
-- ok: the interval's worse end within the threshold: a regression of the threshold's size is ruled out;
-- inconclusive: neither; the run says "noisy: rerun" with its own exit code instead of passing silently.
-
-Looks: the runner decides after ``n1, n2, ...`` pairs and stops when nothing is inconclusive. Each look spends
-``alpha / looks`` (Bonferroni over looks), so the false-alarm rate per gate run stays at most ``alpha`` whatever
-look it stops at.
+The rule (regressed: Wilcoxon signed-rank, Holm over comparisons, ``alpha / looks`` per look, AND a
+Hodges-Lehmann estimate beyond the minimum effect, since significance alone is no verdict; ok: the interval rules
+the threshold out; else inconclusive, never a silent pass) is :data:`lfw.gate.thresholds.RULE_TEXT`, as
+``--help`` prints it.
 """
 
 from __future__ import annotations

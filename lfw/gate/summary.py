@@ -63,17 +63,9 @@ def headline(mode: str, exit_code: int, line: str, error: str | None = None) -> 
             f"exit {exit_code}: {EXIT_MEANING.get(exit_code, 'error')}", ""]
 
 
-def layer_table(rows: Sequence[tuple[str, str, str, str]]) -> list[str]:
-    return ["#### Layers", "", *md_table(("layer", "judged", "comparisons", "why not"), rows), ""]
-
-
 MODE_NAMES = {TWO_FILE: "two files", AB: "A/B"}
 TWO_FILE_HEADER = ("case", "metric", "baseline", "current", "change", "minimum effect")
 AB_HEADER = ("case", "metric", "base", "current", "change [interval]", "minimum effect", "pairs", "p (Holm)")
-
-
-def value(row: Row, which: float) -> str:
-    return fmt_value(row.metric_key, row.unit, which)
 
 
 def comparison_rows(rows: Sequence[Row], improvements: bool = False) -> list[tuple[str, ...]]:
@@ -82,7 +74,8 @@ def comparison_rows(rows: Sequence[Row], improvements: bool = False) -> list[tup
     out: list[tuple[str, ...]] = []
     for r in rows:
         rule = r.improvement_rule if improvements else r.rule
-        first = (f"`{short_name(r.case)}`", r.metric_label, value(r, r.baseline), value(r, r.current))
+        first = (f"`{short_name(r.case)}`", r.metric_label, fmt_value(r.metric_key, r.unit, r.baseline),
+                 fmt_value(r.metric_key, r.unit, r.current))
         if r.pairs is not None:
             out.append((*first, r.interval, rule, str(r.pairs), f"{r.p_holm:.4f}"))
         else:
@@ -154,11 +147,14 @@ def verdict_markdown(v: Verdict, summary: Path) -> str:
     if not v.layers:
         return "\n".join([*lines, v.setup]).rstrip() + "\n"
     lines += [*sides_line(v), v.setup, ""]
-    lines += layer_table([(r.layer, r.judged, r.comparisons, r.why_not) for r in v.layers])
+    lines += ["#### Layers", "", *md_table(("layer", "judged", "comparisons", "why not"),
+                                           [(r.layer, r.judged, r.comparisons, r.why_not) for r in v.layers]), ""]
+    lines += comparison_sections(v)
     if v.mode == TWO_FILE:
         lines += two_file_sections(v)
     else:
-        lines += ab_sections(v)
+        lines += case_list(f"new cases, not in the base revision (not compared): {len(v.new_cases)}",
+                           [f"`{c}`" for c in v.new_cases])
     lines += case_table(v)
     lines += recommendation(v)
     current = Path(v.current.path) if v.current is not None else None
@@ -173,17 +169,24 @@ def verdict_markdown(v: Verdict, summary: Path) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def two_file_sections(v: Verdict) -> list[str]:
-    """Regressions, notable improvements, what was not judged, and the cases missing, left out or new."""
+def comparison_sections(v: Verdict) -> list[str]:
+    """Regressions, inconclusive comparisons (A/B only) and notable improvements, a table each; A/B rows hold the
+    wall-clock pairs and the exact counts together."""
+    header, render = (AB_HEADER, ab_rows) if v.mode == AB else (TWO_FILE_HEADER, comparison_rows)
+    sections = {"Regressions": (v.regressions, False), "Inconclusive (noisy: rerun)": (v.inconclusive, False),
+                "Notable improvements": (v.improvements, True)}
     lines = []
-    if v.regressions:
-        lines += [f"#### Regressions ({len(v.regressions)})", "",
-                  *md_table(TWO_FILE_HEADER, comparison_rows(v.regressions)), ""]
-    if v.improvements:
-        lines += [f"#### Notable improvements ({len(v.improvements)}; reported, not part of the verdict)", "",
-                  *md_table((*TWO_FILE_HEADER[:-1], "the rule the other way"), comparison_rows(v.improvements, True)),
-                  ""]
-    lines += ["#### Not judged, missing, left out", ""]
+    for title, (rows, better) in sections.items():
+        if rows:
+            shown = (*header[:5], "the rule the other way", *header[6:]) if better else header
+            note = "; reported, not part of the verdict" if better else ""
+            lines += [f"#### {title} ({len(rows)}{note})", "", *md_table(shown, render(rows, better)), ""]
+    return lines
+
+
+def two_file_sections(v: Verdict) -> list[str]:
+    """What was not judged, and the cases missing, left out or new."""
+    lines = ["#### Not judged, missing, left out", ""]
     lines += [f"- not judged: {layer}: {why}" for layer, why in v.unjudged.items()]
     lines += [f"- note: {n}" for n in v.notes]
     lines += [f"- machine info differs: {v.machine_diffs}"] if v.machine_diffs else []
@@ -194,21 +197,6 @@ def two_file_sections(v: Verdict) -> list[str]:
                        [f"`{short_name(m.case)}`: {m.why}" for m in v.narrowed])
     lines += case_list(f"new cases, in the current run only (not gated): {len(v.new_cases)}",
                        [f"`{short_name(n)}`" for n in v.new_cases])
-    return lines
-
-
-def ab_sections(v: Verdict) -> list[str]:
-    """Regressions, inconclusive comparisons and notable improvements, wall-clock pairs and exact counts together."""
-    lines = []
-    sections = {"Regressions": (v.regressions, False), "Inconclusive (noisy: rerun)": (v.inconclusive, False),
-                "Notable improvements": (v.improvements, True)}
-    for title, (rows, better) in sections.items():
-        if rows:
-            shown = (*AB_HEADER[:5], "the rule the other way", *AB_HEADER[6:]) if better else AB_HEADER
-            note = "; reported, not part of the verdict" if better else ""
-            lines += [f"#### {title} ({len(rows)}{note})", "", *md_table(shown, ab_rows(rows, better)), ""]
-    lines += case_list(f"new cases, not in the base revision (not compared): {len(v.new_cases)}",
-                       [f"`{c}`" for c in v.new_cases])
     return lines
 
 

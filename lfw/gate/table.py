@@ -35,8 +35,11 @@ def fmt_delta(kind: str, unit: str, change: float) -> str:
     return f"{change:+.1f}{unit}" if "MiB" in unit else f"{change:+.3f}"
 
 
-def fmt_change(c: Comparison) -> str:
-    return fmt_delta(c.metric.kind, c.metric.unit, c.change)
+def cells(c: Comparison, note: str = "") -> tuple[str, str, str, str]:
+    """A comparison's metric, both medians and the change (``note`` appended), as the text tables show them."""
+    m = c.metric
+    return (m.label, fmt_value(m.key, m.unit, c.baseline), fmt_value(m.key, m.unit, c.current),
+            fmt_delta(m.kind, m.unit, c.change) + note)
 
 
 def thresholds_line(th: Thresholds) -> str:
@@ -84,9 +87,7 @@ def render(report: GateReport, th: Thresholds, *, show_all: bool = False) -> str
     rows = report.comparisons if show_all else report.regressions
     if rows:
         out.append(table(("case", "metric", "baseline", "current", "change", "minimum effect", "verdict"), [
-            (short_name(c.case), c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.baseline),
-             fmt_value(c.metric.key, c.metric.unit, c.current), fmt_change(c), c.rule,
-             "REGRESSED" if c.regressed else "ok") for c in rows]))
+            (short_name(c.case), *cells(c), c.rule, "REGRESSED" if c.regressed else "ok") for c in rows]))
     return "\n".join(out)
 
 
@@ -125,9 +126,8 @@ def render_paired(comparisons: Sequence[PairedComparison], *, header: str, count
            fmt_value(c.metric.key, c.metric.unit, c.current_median), fmt_ratio(c),
            fmt_threshold(c), str(c.pairs), f"{c.p_holm:.4f}",
            c.verdict.upper() if c.verdict == REGRESSED else c.verdict) for c in comparisons],
-        *[(c.case, c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.baseline),
-           fmt_value(c.metric.key, c.metric.unit, c.current), f"{fmt_change(c)} (exact count)", c.rule, "-", "-",
-           "REGRESSED" if c.regressed else "ok") for c in counts]])
+        *[(c.case, *cells(c, " (exact count)"), c.rule, "-", "-", "REGRESSED" if c.regressed else "ok")
+          for c in counts]])
     lines = [header, paired_verdict_line(comparisons, counts), body]
     if counts_unjudged:
         lines.append(f"not judged: cost layer: {counts_unjudged}")

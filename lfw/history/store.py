@@ -11,7 +11,6 @@ The line's fields and why a data branch: docs/history.md, "The store". A folder 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -23,6 +22,7 @@ from typing import Any
 
 from lfw.errors import LFWError
 from lfw.gate.metrics import JUDGED, Metric, group_excludes, too_few_rounds
+from lfw.gate.verdict import file_sha256
 from lfw.results import AUTOSAVE_NAME, Run, load_run
 from lfw.results import keys as K
 
@@ -135,9 +135,7 @@ def judged_figures(run: Run) -> dict[str, dict[str, float]]:
 
 def run_identity(run: Run) -> str:
     """The run's datetime; for a file saved without one, a hash of its content (the same file, the same run)."""
-    if run.datetime:
-        return str(run.datetime)
-    return "sha256:" + hashlib.sha256(run.path.read_bytes()).hexdigest()[:16]
+    return str(run.datetime) if run.datetime else "sha256:" + file_sha256(run.path)[:16]
 
 
 def record_of(run: Run, runner: str | None = None) -> HistoryRecord:
@@ -237,15 +235,6 @@ class History:
     notes: list[str] = field(default_factory=list)
 
 
-def _dedupe(records: Iterable[HistoryRecord]) -> tuple[list[HistoryRecord], int]:
-    seen: dict[tuple[str, str, str], HistoryRecord] = {}
-    total = 0
-    for r in records:
-        total += 1
-        seen.setdefault((r.runner, *r.identity), r)
-    return list(seen.values()), total - len(seen)
-
-
 def load_history(source: Path) -> History:
     """A history from a store folder (``*.jsonl``), one ``<runner>.jsonl`` file, or a folder of autosaved
     pytest-benchmark runs (``NNNN_*.json`` anywhere under it, such as ``.benchmarks/``).
@@ -278,12 +267,15 @@ def load_history(source: Path) -> History:
     else:
         raise LFWError(f"{source} is not a history: name a store folder (*.jsonl), one <runner>.jsonl file, or a "
                        "folder of autosaved runs (.benchmarks/)")
-    records, duplicates = _dedupe(records)
-    if not records:
+    unique: dict[tuple[str, str, str], HistoryRecord] = {}
+    for r in records:
+        unique.setdefault((r.runner, *r.identity), r)
+    duplicates = len(records) - len(unique)
+    if not unique:
         raise LFWError(f"no runs in {what}: append runs with python -m lfw.history append RUN.json --store DIR")
     notes.insert(0, f"read {what}" + (f"; {duplicates} duplicate runs (same commit and date) counted once"
                                       if duplicates else ""))
     runners: dict[str, list[HistoryRecord]] = {}
-    for r in records:
+    for r in unique.values():
         runners.setdefault(r.runner, []).append(r)
     return History(source, {name: chronological(rs) for name, rs in sorted(runners.items())}, notes)
