@@ -147,7 +147,7 @@ def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
     header = f"A/B: {verdict.setup}"
     if run.new_cases:
         header += f"\nnew cases, not in the base revision (not compared): {', '.join(run.new_cases)}"
-    print(render_paired(run.verdicts, header=header, counts=run.counts, counts_unjudged=run.counts_unjudged))
+    print(render_paired(verdict, header=header))
     publish(verdict, args)
     return run.exit_code
 
@@ -176,14 +176,16 @@ def main(argv: list[str] | None = None) -> int:
     report = compare_runs(baseline, current, th, args.mode, args.accept_missing)
     if report.machine_diffs:
         print(f"warning: machine info differs: {machine_diff_text(report)}", file=sys.stderr)
-    print(render(report, th, show_all=args.all))
-    if args.json_report:
-        args.json_report.write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+    error = None
     if args.require_cost_layer and COST_LAYER in report.unjudged:
         error = f"--require-cost-layer: the cost layer was not judged: {report.unjudged[COST_LAYER]}"
-        publish(two_file_verdict(report, baseline, current, th, exit_code=2, error=error), args)
+    verdict = two_file_verdict(report, baseline, current, th, exit_code=2 if error else report.exit_code, error=error)
+    print(render(verdict, th, show_all=args.all))
+    if args.json_report:
+        args.json_report.write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+    publish(verdict, args)
+    if error:
         raise LFWError(error)
-    publish(two_file_verdict(report, baseline, current, th, exit_code=report.exit_code), args)
     return report.exit_code
 
 

@@ -14,8 +14,8 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from lfw.gate.table import fmt_delta, fmt_value
-from lfw.gate.verdict import AB, TWO_FILE, Row, Verdict
+from lfw.gate.table import AB_HEADER, TWO_FILE_HEADER, ab_rows, comparison_rows
+from lfw.gate.verdict import AB, TWO_FILE, Verdict
 from lfw.results import short_name
 
 MARKER = "<!-- lfw-bench-gate -->"
@@ -64,31 +64,6 @@ def headline(mode: str, exit_code: int, line: str, error: str | None = None) -> 
 
 
 MODE_NAMES = {TWO_FILE: "two files", AB: "A/B"}
-TWO_FILE_HEADER = ("case", "metric", "baseline", "current", "change", "minimum effect")
-AB_HEADER = ("case", "metric", "base", "current", "change [interval]", "minimum effect", "pairs", "p (Holm)")
-
-
-def comparison_rows(rows: Sequence[Row], improvements: bool = False) -> list[tuple[str, ...]]:
-    """Table rows of comparisons: case, metric, both sides, the change and the rule (the other way for a notable
-    improvement); A/B rows add the interval, the pairs and Holm's p-value (exact counts have none)."""
-    out: list[tuple[str, ...]] = []
-    for r in rows:
-        rule = r.improvement_rule if improvements else r.rule
-        first = (f"`{short_name(r.case)}`", r.metric_label, fmt_value(r.metric_key, r.unit, r.baseline),
-                 fmt_value(r.metric_key, r.unit, r.current))
-        if r.pairs is not None:
-            out.append((*first, r.interval, rule, str(r.pairs), f"{r.p_holm:.4f}"))
-        else:
-            out.append((*first, fmt_delta(r.kind, r.unit, r.change), rule))
-    return out
-
-
-def ab_rows(rows: Sequence[Row], improvements: bool = False) -> list[tuple[str, ...]]:
-    """A/B table rows: the paired wall-clock rows, then the exact counts with no interval, pairs or p-value."""
-    return [row if len(row) == len(AB_HEADER) else (*row[:4], f"{row[4]} (exact count)", row[5], "-", "-")
-            for row in comparison_rows(rows, improvements)]
-
-
 def case_table(v: Verdict) -> list[str]:
     """Every case's label with its detail (folded), after a line counting the labels."""
     if not v.cases:
