@@ -1,8 +1,7 @@
 """Command line of the regression gate: ``python -m lfw.gate BASELINE.json CURRENT.json`` or ``--ab REV``.
 
-Exit codes: 0 no regression, 1 regression, 2 unusable input, 3 A/B inconclusive (noisy: rerun),
-4 measurement failed, 5 incomplete: a baseline case the run should have held is missing, or nothing was
-compared. The decision rule is :data:`lfw.gate.thresholds.RULE_TEXT` (printed by ``--help``).
+The decision rule and the exit codes (0 no regression, 1 regression, ..., 5 incomplete) are
+:data:`lfw.gate.thresholds.RULE_TEXT`, printed by ``--help``.
 
 Every run that reaches a verdict (and an A/B run whose measurement failed) builds it once as a
 :class:`~lfw.gate.verdict.Verdict` and writes it as JSON and as the Markdown page rendered from it
