@@ -19,7 +19,7 @@ from lfw.gate.table import fmt_delta, fmt_value
 from lfw.gate.thresholds import Thresholds
 from lfw.history.changepoints import ALPHA, MIN_RUNS, MIN_SEGMENT
 from lfw.history.chart import draw_history
-from lfw.history.series import ChangePoint, Series, by_metric, change_points, is_exact, series_of, statistical_family
+from lfw.history.series import ChangePoint, Series, change_points, is_exact, series_of, statistical_family
 from lfw.history.store import HistoryRecord, load_history
 
 WIDTH = 120
@@ -59,11 +59,10 @@ def metric_block(metric: Metric, series: Sequence[Series], points: Sequence[Chan
     """The summary lines of one metric of one runner: its rule, each change point, then the cases without."""
     rule = f"exact steps beyond {th.cost:.0%}" if is_exact(metric) else "PELT + Welch"
     lines = [f"{metric.label} [{metric.key}; {rule}]"]
-    found = by_metric(points)
     quiet: list[str] = []
     short: list[str] = []
     for s in series:
-        mine = found.get((metric.key, s.case), [])
+        mine = [p for p in points if p.series is s]
         lines += [point_line(p) for p in mine]
         if not mine:
             (short if not is_exact(metric) and len(s.values) < MIN_RUNS else quiet).append(s.case)
