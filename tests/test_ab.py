@@ -24,6 +24,7 @@ from lfw.gate.metrics import IMAGES_PER_S, TTFB
 from lfw.gate.paired_rule import INCONCLUSIVE, OK, REGRESSED, PairedInput, decide, look_points
 from lfw.gate.table import render_paired
 from lfw.gate.thresholds import Thresholds
+from lfw.gate.verdict_build import ab_verdict
 from lfw.results import load_run
 
 THRESHOLDS = {"throughput": 0.05, "ttfb": 0.25}
@@ -192,7 +193,7 @@ def test_more_instructions_per_image_on_the_current_side_are_a_regression(tmp_pa
     assert [c["case"] for c in verdicts["counts"]] == ["test_cost[none]", "test_cost[simple]", "test_cost[heavy]",
                                                       "test_cost[uint8]"]
     assert worktrees(repo) == 1
-    text = render_paired(run.verdicts, header="A/B", counts=run.counts, counts_unjudged=run.counts_unjudged)
+    text = render_paired(ab_verdict(run, None, None, Thresholds()), header="A/B")
     assert "REGRESSED: 4 of 6 comparisons" in text
     assert any(line.split()[:2] == ["test_cost[none]", "instructions/image"] and "+5.0% (exact count)" in line
                and line.rstrip().endswith("REGRESSED") for line in text.splitlines())

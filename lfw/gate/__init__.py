@@ -14,20 +14,17 @@ The CLI is ``python -m lfw.gate``; its ``--help`` prints the decision rule and t
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 __all__ = ["Comparison", "GateReport", "Thresholds", "compare_runs"]
+_HOME = {"Thresholds": "lfw.gate.thresholds", "Comparison": "lfw.gate.compare", "GateReport": "lfw.gate.compare",
+         "compare_runs": "lfw.gate.compare"}
 
 
 def __getattr__(name: str) -> Any:
     """The comparison is imported when asked for, so reading a saved verdict (:mod:`lfw.gate.verdict`, as the
     report does) does not load it."""
-    if name == "Thresholds":
-        from lfw.gate.thresholds import Thresholds
-
-        return Thresholds
-    if name in ("Comparison", "GateReport", "compare_runs"):
-        from lfw.gate import compare
-
-        return getattr(compare, name)
+    if name in _HOME:
+        return getattr(importlib.import_module(_HOME[name]), name)
     raise AttributeError(f"module 'lfw.gate' has no attribute {name!r}")

@@ -1,14 +1,11 @@
 """Command line of the regression gate: ``python -m lfw.gate BASELINE.json CURRENT.json`` or ``--ab REV``.
 
-Exit codes: 0 no regression, 1 regression, 2 unusable input, 3 A/B inconclusive (noisy: rerun),
-4 measurement failed, 5 incomplete: a baseline case the run should have held is missing, or nothing was
-compared. The decision rule is :data:`lfw.gate.thresholds.RULE_TEXT` (printed by ``--help``).
+The decision rule and the exit codes (0 no regression, 1 regression, ..., 5 incomplete) are
+:data:`lfw.gate.thresholds.RULE_TEXT`, printed by ``--help``.
 
 Every run that reaches a verdict (and an A/B run whose measurement failed) builds it once as a
-:class:`~lfw.gate.verdict.Verdict` and writes it twice: as JSON (``verdict.json`` beside the page, A/B
-``verdict-ab.json``, or ``--verdict-json PATH``: what the report reads) and as Markdown rendered from it
-(:mod:`lfw.gate.summary`): ``reports/gate.md``, A/B ``reports/gate-ab.md``, or ``--summary-md PATH``, appended
-to ``$GITHUB_STEP_SUMMARY`` when that is set. A usage error writes nothing.
+:class:`~lfw.gate.verdict.Verdict` and writes it as JSON and as the Markdown page rendered from it
+(:func:`publish`; where: docs/gating.md, "Where the verdict is read"). A usage error writes nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from pathlib import Path
 from lfw.cli.args import OneLineParser
 from lfw.errors import EXIT_MEASUREMENT, LFWError, MeasurementError, cli_entry
 from lfw.gate.ab import DEFAULT_CASES, ABPlan, parse_cases, run_ab
-from lfw.gate.compare import EXIT_INCOMPLETE, GateReport, compare_runs
+from lfw.gate.compare import EXIT_INCOMPLETE, compare_runs
 from lfw.gate.metrics import COST_LAYER
 from lfw.gate.summary import AB_PATH, TWO_FILE_PATH, verdict_markdown, write_summary
 from lfw.gate.table import machine_diff_text, render, render_paired
@@ -53,6 +50,23 @@ examples:
   python -m lfw.gate --ab HEAD~1 -k 'workers0-uint8, workers2-none' --max-pairs 16"""
 
 
+# Every Thresholds field as a flag: (field, flag, metavar, what it is).
+THRESHOLD_FLAGS = (
+    ("cost", "--cost-threshold", "FRACTION", "rise of instructions per image"),
+    ("efficiency", "--efficiency-threshold", "FRACTION", "two-file drop of efficiency"),
+    ("ttfb", "--ttfb-threshold", "FRACTION", "two-file rise of time to first batch"),
+    ("memory_floor_mib", "--memory-floor-mib", "MIB", "rise of tree PSS growth or peak"),
+    ("worker_floor_mib", "--worker-floor-mib", "MIB", "rise of worker USS or its growth"),
+    ("memory_ratio", "--memory-ratio", "FRACTION", "... and of |baseline| x this"),
+    ("slope_floor_mib", "--slope-floor-mib", "MIB", "rise of a leak check's median step per epoch"),
+    ("wait_floor", "--wait-floor", "FRACTION", "rise of the data-wait fraction"),
+    ("wait_ratio", "--wait-ratio", "FRACTION", "... and of the baseline fraction x this"),
+    ("ab_throughput", "--ab-throughput-threshold", "FRACTION", "A/B drop of images/s"),
+    ("ab_ttfb", "--ab-ttfb-threshold", "FRACTION", "A/B rise of time to first batch"),
+    ("alpha", "--alpha", "ALPHA", "A/B false-alarm rate per run"),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     d, plan = Thresholds(), ABPlan("")
     p = OneLineParser(prog="python -m lfw.gate", description=DESCRIPTION, epilog=EPILOG,
@@ -64,30 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--require-cost-layer", action="store_true",
                    help="exit 2 when the cost layer cannot be judged (CI runners that install valgrind)")
     t = p.add_argument_group("minimum effects (see the decision rule below)")
-    t.add_argument("--cost-threshold", type=float, default=d.cost, metavar="FRACTION",
-                   help=f"rise of instructions per image (default {d.cost})")
-    t.add_argument("--efficiency-threshold", type=float, default=d.efficiency, metavar="FRACTION",
-                   help=f"two-file drop of efficiency (default {d.efficiency})")
-    t.add_argument("--ttfb-threshold", type=float, default=d.ttfb, metavar="FRACTION",
-                   help=f"two-file rise of time to first batch (default {d.ttfb})")
-    t.add_argument("--memory-floor-mib", type=float, default=d.memory_floor_mib, metavar="MIB",
-                   help=f"rise of tree PSS growth or peak (default {d.memory_floor_mib:g})")
-    t.add_argument("--worker-floor-mib", type=float, default=d.worker_floor_mib, metavar="MIB",
-                   help=f"rise of worker USS or its growth (default {d.worker_floor_mib:g})")
-    t.add_argument("--memory-ratio", type=float, default=d.memory_ratio, metavar="FRACTION",
-                   help=f"... and of |baseline| x this (default {d.memory_ratio})")
-    t.add_argument("--slope-floor-mib", type=float, default=d.slope_floor_mib, metavar="MIB",
-                   help=f"rise of a leak check's median step per epoch (default {d.slope_floor_mib:g})")
-    t.add_argument("--wait-floor", type=float, default=d.wait_floor, metavar="FRACTION",
-                   help=f"rise of the data-wait fraction (default {d.wait_floor})")
-    t.add_argument("--wait-ratio", type=float, default=d.wait_ratio, metavar="FRACTION",
-                   help=f"... and of the baseline fraction x this (default {d.wait_ratio})")
-    t.add_argument("--ab-throughput-threshold", type=float, default=d.ab_throughput, metavar="FRACTION",
-                   help=f"A/B drop of images/s (default {d.ab_throughput})")
-    t.add_argument("--ab-ttfb-threshold", type=float, default=d.ab_ttfb, metavar="FRACTION",
-                   help=f"A/B rise of time to first batch (default {d.ab_ttfb})")
-    t.add_argument("--alpha", type=float, default=d.alpha,
-                   help=f"A/B false-alarm rate per run (default {d.alpha})")
+    for name, flag, metavar, what in THRESHOLD_FLAGS:
+        t.add_argument(flag, dest=name, type=float, default=getattr(d, name), metavar=metavar,
+                       help=f"{what} (default {getattr(d, name):g})")
     b = p.add_argument_group("bisect")
     b.add_argument("--bisect", nargs=2, metavar=("GOOD", "BAD"),
                    help="the first commit between GOOD and BAD whose instructions per image moved beyond "
@@ -124,17 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def thresholds_from(args: argparse.Namespace) -> Thresholds:
-    return Thresholds(cost=args.cost_threshold, efficiency=args.efficiency_threshold, ttfb=args.ttfb_threshold,
-                      memory_floor_mib=args.memory_floor_mib, memory_ratio=args.memory_ratio,
-                      worker_floor_mib=args.worker_floor_mib, slope_floor_mib=args.slope_floor_mib,
-                      wait_floor=args.wait_floor, wait_ratio=args.wait_ratio,
-                      ab_throughput=args.ab_throughput_threshold, ab_ttfb=args.ab_ttfb_threshold, alpha=args.alpha)
-
-
-def warn_machine(report: GateReport) -> None:
-    named = machine_diff_text(report)
-    if named:
-        print(f"warning: machine info differs: {named}", file=sys.stderr)
+    return Thresholds(**{name: getattr(args, name) for name, *_ in THRESHOLD_FLAGS})
 
 
 def publish(verdict: Verdict, args: argparse.Namespace) -> None:
@@ -157,16 +140,14 @@ def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
         except MeasurementError as exc:  # no verdict, but the page must not keep saying the last push's
             publish(failure_verdict(AB, EXIT_MEASUREMENT, str(exc)), args)
             raise
-    tree = "working tree (uncommitted changes included)" if run.current_dirty else "working tree"
-    header = (f"A/B: base {args.ab} ({run.sha[:10]}) vs {tree}; {run.pairs} process pairs (looks at "
-              f"{', '.join(map(str, run.looks))}), one ABBA/BAAB quad per case per pair, seed {run.seed}; "
-              f"written to {run.out}")
-    if run.new_cases:
-        header += f"\nnew cases, not in the base revision (not compared): {', '.join(run.new_cases)}"
-    print(render_paired(run.verdicts, header=header, counts=run.counts, counts_unjudged=run.counts_unjudged))
     sides = [run.out / name if run.out else None for name in ("base.json", "current.json")]
     base, current = (load_run(p) if p is not None and p.is_file() else None for p in sides)
-    publish(ab_verdict(run, base, current, th), args)
+    verdict = ab_verdict(run, base, current, th)
+    header = f"A/B: {verdict.setup}"
+    if run.new_cases:
+        header += f"\nnew cases, not in the base revision (not compared): {', '.join(run.new_cases)}"
+    print(render_paired(verdict, header=header))
+    publish(verdict, args)
     return run.exit_code
 
 
@@ -177,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.bisect:
         from lfw.gate.bisect import bisect_command
 
-        return bisect_command(*args.bisect, cases=args.cases, threshold=args.cost_threshold)
+        return bisect_command(*args.bisect, cases=args.cases, threshold=th.cost)
     if args.ab:
         return main_ab(args, th)
     if not (args.baseline and args.current):
@@ -192,15 +173,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"baseline: {args.baseline} ({len(baseline.cases)} cases); current: {args.current} "
           f"({len(current.cases)} cases)")
     report = compare_runs(baseline, current, th, args.mode, args.accept_missing)
-    warn_machine(report)
-    print(render(report, th, show_all=args.all))
-    if args.json_report:
-        args.json_report.write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+    if report.machine_diffs:
+        print(f"warning: machine info differs: {machine_diff_text(report)}", file=sys.stderr)
+    error = None
     if args.require_cost_layer and COST_LAYER in report.unjudged:
         error = f"--require-cost-layer: the cost layer was not judged: {report.unjudged[COST_LAYER]}"
-        publish(two_file_verdict(report, baseline, current, th, exit_code=2, error=error), args)
+    verdict = two_file_verdict(report, baseline, current, th, exit_code=2 if error else report.exit_code, error=error)
+    print(render(verdict, th, show_all=args.all))
+    if args.json_report:
+        args.json_report.write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+    publish(verdict, args)
+    if error:
         raise LFWError(error)
-    publish(two_file_verdict(report, baseline, current, th, exit_code=report.exit_code), args)
     return report.exit_code
 
 

@@ -2,26 +2,11 @@
 
 Why: a committed baseline was measured on another day, and the machine's speed drifts from one session to the
 next by more than the changes worth catching, so two files cannot show a small change (docs/gating.md). Here both
-revisions run in this job, interleaved at pass granularity, so they share the machine's drift.
-
-How:
-
-- the base revision is checked out in a temporary git worktree (:func:`lfw.gate.worktree.checkout`); each side
-  is a long-lived pass server process started in its own tree with ``PYTHONPATH`` set to it, so each imports its
-  own ``lfw`` (checked at start-up) and builds each case from its own matrix. The server is the module its tree
-  has (:data:`SERVERS`): ``lfw.suite.pass_server``, or ``lfw.measure.pass_server`` in revisions from before it
-  moved there;
-- the unit of replication is a *pair* of fresh processes, one per side, started together in random order:
-  processes differ by a stable few percent for their whole life (see :mod:`lfw.gate.paired_rule`), so a run
-  needs many pairs, not many passes. In each pair every case gets one untimed warm-up pass on both sides (run
-  concurrently), then one randomized ABBA or BAAB quad, cases in random order;
-- after ``min_pairs`` and every ``look_every`` pairs up to ``max_pairs`` the rule decides; the run stops when a
-  comparison regressed (the run's verdict is then settled) or none is inconclusive;
-- then the cost layer is counted for both sides at once (:mod:`lfw.gate.ab_counts`): instructions per image of
-  every preset, judged by the two-file threshold, in the same verdict table and JSON (``--no-counts`` skips it);
-- both sides are written as pytest-benchmark JSON with their per-pass data (``base.json``, ``current.json``,
-  read by ``pytest-benchmark compare`` and ``python -m lfw.report``), with the verdicts (``verdicts.json``)
-  and each side's log, into a new folder that is never overwritten.
+revisions run in this job, interleaved at pass granularity, so they share the machine's drift. The unit of
+replication is a *pair* of fresh processes, one per side (each a pass server in its own checkout:
+:data:`SERVERS`), since processes differ by a stable few percent for their whole life
+(:mod:`lfw.gate.paired_rule`); the schedule, the looks, the cost layer counted on both sides
+(:mod:`lfw.gate.counting`) and the files written: docs/gating.md, "4. Wall clock, A/B".
 
 Whatever happens (a side crashing, a timeout, Ctrl-C, SIGTERM), the side processes are stopped and the
 worktree is removed before this returns.
@@ -45,8 +30,8 @@ from typing import Any
 from tqdm import tqdm
 
 from lfw.errors import LFWError, MeasurementError
-from lfw.gate.ab_counts import COST_MODULE, count_sides, judge_counts
 from lfw.gate.compare import EXIT_INCOMPLETE, Comparison
+from lfw.gate.counting import COST_MODULE, CannotCount, cost_command, judge_counts, run_counts
 from lfw.gate.metrics import AB
 from lfw.gate.paired_rule import INCONCLUSIVE, REGRESSED, PairedComparison, PairedInput, decide, look_points
 from lfw.gate.thresholds import Thresholds
@@ -354,14 +339,16 @@ def measure_counts(run: ABRun, trees: dict[str, Path], root: Path, tmp: Path, th
         run.counts_unjudged = f"the {old[0]} revision has no cost layer ({COST_MODULE})"
         return
     images = PROFILES[run.plan.profile].cost_images
-    commands = {name: ([run.plan.python, "-m", "lfw.measure.cost", *TRANSFORMS, "--root", str(root),
-                        "--batch-size", str(images), "--batches", "1", "--cache-dir", str(tmp / f"callgrind-{name}")],
-                       tree, side_env(tree)) for name, tree in trees.items()}
+    commands = {f"the {name} side": (cost_command(run.plan.python, TRANSFORMS, root, images, tmp / f"callgrind-{name}"),
+                                     tree, side_env(tree)) for name, tree in trees.items()}
     print(f"counting instructions per image on both sides under valgrind ({', '.join(TRANSFORMS)}; about two "
           "minutes)", file=sys.stderr, flush=True)
-    counts, run.counts_unjudged = count_sides(commands, CHILD_TIMEOUT_S)
-    if counts:
-        run.counts = judge_counts(counts, BASE, CURRENT, th)
+    try:
+        counts = run_counts(commands, CHILD_TIMEOUT_S)
+    except CannotCount as exc:
+        run.counts_unjudged = str(exc)
+        return
+    run.counts = judge_counts(counts[f"the {BASE} side"], counts[f"the {CURRENT} side"], th)
 
 
 def side_records(run: ABRun, side: str) -> list[dict[str, Any]]:

@@ -4,24 +4,10 @@ image moved beyond the gate's cost threshold relative to GOOD.
     python -m lfw.gate.bisect GOOD BAD [-k none,uint8] [--metric instructions_per_image] [--count-cmd CMD]
 
 Why a count: it repeats within 0.06% between runs of the same code (docs/gating.md), so one count per commit
-decides it, with no statistics and no second count; wall-clock figures cannot be bisected on a machine whose
-speed drifts between steps.
-
-How: GOOD and BAD are counted first (BAD must have moved beyond the threshold, in the metric's bad direction,
-for at least one case, else there is nothing to find); then a binary search over ``git rev-list --ancestry-path
---topo-order --reverse GOOD..BAD``, each step judged *bad* when any case that moved at BAD moved beyond the
-threshold at that commit too. A search over ``L`` commits counts ``ceil(log2 L)`` of them besides GOOD and
-BAD. A merge-laden range is searched in that topological order, as one line. The search is this loop, not
-``git bisect run``, because git picks its own midpoints (not the steps this prints and its tests pin) and reads
-a step's exit code as good, bad, skip or abort, with no room for the one-line bad-input and failed-count
-outcomes (exit 2 and 4 below).
-
-Each commit is counted in its own temporary git worktree (:func:`lfw.gate.worktree.checkout`), with that
-revision's own cost layer (``python -m lfw.measure.cost`` with the checkout alone on ``PYTHONPATH``, as the A/B
-gate counts its sides), or with ``--count-cmd``: any command, run in the worktree, whose last line of output is
-the cost CLI's JSON (``{"counts": {CASE: {"instructions": N, "images": M, ...}}}``). The counting process runs
-in its own process group; whatever happens (a failure, Ctrl-C, SIGTERM), the group is killed and every worktree
-removed before this returns.
+decides it, with no statistics; wall-clock figures cannot be bisected on a machine whose speed drifts between
+steps. Why this loop and not ``git bisect run``: git picks its own midpoints, and a step's exit code there cannot
+say bad input or a failed count. The search, the counting in temporary worktrees (:mod:`lfw.gate.counting`) and
+the output: docs/history.md, "Bisect".
 
 Exit codes: 0 the first bad commit found; 2 bad input (unknown revision, GOOD not an ancestor of BAD, BAD not
 moved, an unknown case or metric, a revision without a cost layer); 4 a count failed or timed out; 130
@@ -42,15 +28,14 @@ from pathlib import Path
 
 from lfw.cli.args import OneLineParser
 from lfw.cli.table import table
-from lfw.errors import EXIT_USAGE, LFWError, MeasurementError, cli_entry
+from lfw.errors import LFWError, cli_entry
 from lfw.gate.ab import parse_cases, side_env
-from lfw.gate.ab_counts import COST_MODULE
-from lfw.gate.counting import kill_group, per_image_counts
+from lfw.gate.counting import COST_MODULE, cost_command, run_counts
 from lfw.gate.metrics import COUNTED, INSTRUCTIONS, Metric
 from lfw.gate.table import fmt_value
 from lfw.gate.thresholds import Thresholds
 from lfw.gate.worktree import checkout, git, resolve, sigterm_as_interrupt, toplevel
-from lfw.measure.cost import CHILD_TIMEOUT_S, last_line
+from lfw.measure.cost import CHILD_TIMEOUT_S
 
 METRICS: dict[str, Metric] = {m.key: m for m in COUNTED}
 GOOD, BAD = "good", "bad"
@@ -119,37 +104,7 @@ def commits_between(repo: Path, good: str, bad: str) -> list[str]:
 
 def moved(metric: Metric, base: float, value: float, threshold: float) -> bool:
     """Beyond ``threshold`` relative to ``base`` in the metric's bad direction (a count from zero moved)."""
-    if base == 0:
-        return value != 0 if metric.worse == "higher" else False
-    change = value / base - 1.0
-    return (change if metric.worse == "higher" else -change) > threshold
-
-
-def parse_counts(output: str, metric: Metric, where: str) -> dict[str, float]:
-    """Per case, ``metric`` per image from the cost CLI's last line (instructions / images, or a moves key)."""
-    return {case: float(v[metric.key]) for case, v in per_image_counts(output, where).items() if metric.key in v}
-
-
-def run_count(argv: list[str], tree: Path, timeout_s: float, where: str) -> str:
-    """Run one count in ``tree`` (its own process group, the checkout alone on ``PYTHONPATH``); its stdout.
-
-    Raises:
-        LFWError: the count says it cannot count here (exit 2: valgrind missing ...).
-        MeasurementError: it failed or timed out.
-    """
-    proc = subprocess.Popen(argv, cwd=tree, env=side_env(tree), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise MeasurementError(f"the count at {where} took longer than {timeout_s:g} s and was stopped") from None
-    finally:
-        kill_group(proc)
-    if proc.returncode == EXIT_USAGE:
-        raise LFWError(f"cannot count at {where}: {last_line(err).removeprefix('error: ')}")
-    if proc.returncode != 0:
-        raise MeasurementError(f"the count at {where} failed (exit {proc.returncode}): {last_line(err or out)}")
-    return out
+    return metric.sign * metric.change(base, value) > threshold
 
 
 class Counter:
@@ -174,19 +129,20 @@ class Counter:
         from lfw.data.root import resolve_root
         from lfw.suite.profiles import PROFILES
 
-        images = PROFILES["quick"].cost_images
         if self.root is None:
             self.root = resolve_root(synthetic_images=PROFILES["quick"].synthetic_images).path
-        return [self.plan.python, "-m", "lfw.measure.cost", *self.presets, "--root", str(self.root),
-                "--batch-size", str(images), "--batches", "1", "--cache-dir", str(self.tmp / "callgrind")]
+        return cost_command(self.plan.python, self.presets, self.root, PROFILES["quick"].cost_images,
+                            self.tmp / "callgrind")
 
     def count(self, commit: str) -> dict[str, float]:
-        where = f"{commit[:10]}"
+        """``plan.metric`` per image of each case counted at ``commit``."""
+        who = f"commit {commit[:10]}"
         with checkout(self.repo, commit, self.tmp / commit[:12]) as tree:
             if self.plan.count_cmd is None and not (tree / COST_MODULE).is_file():
                 raise LFWError(f"revision {commit[:10]} has no cost layer ({COST_MODULE}); choose a later GOOD")
-            return parse_counts(run_count(self.command(), tree, self.plan.timeout_s, where), self.plan.metric,
-                                where)
+            counts = run_counts({who: (self.command(), tree, side_env(tree))}, self.plan.timeout_s)[who]
+        key = self.plan.metric.key
+        return {case: float(v[key]) for case, v in counts.items() if key in v}
 
 
 def run_bisect(plan: BisectPlan, repo: Path, progress: bool = True) -> BisectResult:

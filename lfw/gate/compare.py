@@ -1,25 +1,15 @@
 """Two-file comparison: a current run against a baseline, case by case, layer by layer.
 
-Cases are matched on what identifies them, their group and test id (:func:`lfw.results.pair_cases`, the report's
-pairing too), so a benchmark moved to another file is still the same case. Nothing compared is never a pass: a
-baseline case the current run should have held but did not (not collected, failed, skipped for a reason other than
-the run's own selection) is a gap with its own exit code, listed case by case; cases the run left out on purpose
-(``-k``, its profile or layers, this machine's cores or devices, as recorded in the run's
-:class:`~lfw.results.Selection`) are named but expected; a comparison of zero metrics is a gap too.
-pytest-benchmark's own ``--benchmark-compare-fail`` skips a case missing from the baseline silently, which is how a
-renamed benchmark escapes its gate.
-
-Each side is one session, and rounds of one session share its speed, so there is no valid test over rounds: a
-metric regressed when its change (of the medians over rounds) is beyond the metric's minimum effect
-(:class:`~lfw.gate.thresholds.Thresholds`). What may be compared:
-
-- instruction counts, and what the pipeline moves per image (files opened, read calls, bytes read, batch
-  bytes: :mod:`lfw.measure.moves`), wherever the counted stack (:data:`lfw.results.keys.COUNTED_STACK`:
-  valgrind, Python and the libraries the counted pass runs) matches, whatever the host CPU: valgrind runs the
-  code on its own emulated CPU, so the host's model does not choose the code path; the gate names the part of
-  the stack that differs;
-- requests per image always (one GET per image is a protocol fact);
-- efficiency and memory always; time to first batch only on the same runner class and core count.
+Cases are matched on their group and test id (:func:`lfw.results.pair_cases`, the report's pairing too), so a
+benchmark moved to another file is still the same case. Nothing compared is never a pass: a baseline case the
+run should have held but did not is a gap with its own exit code, while cases the run left out on purpose (as
+its :class:`~lfw.results.Selection` records) are named but expected; pytest-benchmark's own
+``--benchmark-compare-fail`` skips a case missing from the baseline silently, which is how a renamed benchmark
+escapes its gate. Each side is one session whose rounds share its speed, so there is no valid test over rounds:
+a metric regressed when the change of its medians is beyond its minimum effect
+(:class:`~lfw.gate.thresholds.Thresholds`). Which layers compare across machines (instruction counts wherever
+the counted stack matches, whatever the host CPU; time to first batch only on the same runner class and
+cores): docs/gating.md, "The layers".
 """
 
 from __future__ import annotations
@@ -70,11 +60,6 @@ class Comparison:
     # A notable improvement: as large a change the good way (reported, never part of the verdict), and its rule
     improved: bool = False
     improvement_rule: str = ""
-
-    @property
-    def worse_by(self) -> float:
-        """The change in the metric's bad direction (positive = worse)."""
-        return self.change if self.metric.worse == "higher" else -self.change
 
 
 @dataclass(frozen=True)
@@ -182,16 +167,14 @@ def judge(case: str, metric: Metric, baseline: list[float], current: list[float]
     if metric.kind == "relative":
         change = cur / base - 1.0 if base else 0.0
         limit = th.relative(metric)
-        worse = change if metric.worse == "higher" else -change
-        regressed = worse > limit
-        rule = f"{'+' if metric.worse == 'higher' else '-'}{limit:.0%}"
-        better = 1 / (1 + limit) - 1 if metric.worse == "higher" else 1 / (1 - limit) - 1  # limit < 1: Thresholds
-        improved = bool(base) and (change < better if metric.worse == "higher" else change > better)
-        improvement_rule = f"{better:+.0%}"
+        better = 1 / (1 + metric.sign * limit) - 1  # limit < 1 (Thresholds): the same factor the good way
+        regressed = metric.sign * change > limit
+        improved = bool(base) and metric.sign * change < metric.sign * better
+        rule, improvement_rule = f"{metric.sign * limit:+.0%}", f"{better:+.0%}"
     else:
         change = cur - base
         floor, ratio = th.absolute(metric)
-        increase = change if metric.worse == "higher" else -change
+        increase = metric.sign * change
         regressed = increase > floor and increase > ratio * abs(base)
         improved = -increase > floor and -increase > ratio * abs(base)
         rule = f"+{floor:g}{metric.unit} and {ratio:.0%}"

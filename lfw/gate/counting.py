@@ -1,8 +1,17 @@
-"""Reading the cost layer's counts from its command-line tool, and stopping a count with everything it started.
+"""The cost layer counted in other checkouts: the A/B gate's two sides (:mod:`lfw.gate.ab`) and each commit bisect
+counts (:mod:`lfw.gate.bisect`).
 
-The A/B gate (:mod:`lfw.gate.ab_counts`) and bisect (:mod:`lfw.gate.bisect`) both run ``python -m
-lfw.measure.cost`` in another checkout and read its last line, ``{"counts": {CASE: {"instructions": N,
-"images": M, "moves": {...}}}}``; both run it in its own process group, so valgrind and its child end with it.
+A pull request has no committed baseline of its own runner, and its wall clock needs many process pairs; its
+per-image work is countable exactly. Each checkout runs its own ``python -m lfw.measure.cost`` (the checkout alone
+on ``PYTHONPATH``, as an A/B pass server does) and prints, last, ``{"counts": {CASE: {"instructions": N,
+"images": M, "moves": {...}}}}``. Several counts run at once (a count does not depend on what else the machine
+runs), each in its own process group, so valgrind and its child end with it. A/B judges the counts by the
+two-file rule (:func:`lfw.gate.compare.judge`: higher by more than ``--cost-threshold``), with no statistics: a
+count repeats.
+
+A checkout that cannot count (valgrind, its headers or a compiler missing: the cost CLI's exit 2) raises
+:class:`CannotCount` with that reason (A/B: the layer is not judged); a count that crashes or times out is a
+measurement failure.
 """
 
 from __future__ import annotations
@@ -12,20 +21,78 @@ import json
 import os
 import signal
 import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
-from lfw.errors import MeasurementError
-from lfw.gate.metrics import INSTRUCTIONS
+from lfw.errors import EXIT_USAGE, LFWError, MeasurementError
+from lfw.gate.compare import Comparison, judge
+from lfw.gate.metrics import COUNTED, INSTRUCTIONS
+from lfw.gate.thresholds import Thresholds
 from lfw.measure.cost import last_line
 
+COST_MODULE = Path("lfw") / "measure" / "cost.py"
+Counts = dict[str, dict[str, float]]  # case -> metric key -> count per image
 
-def per_image_counts(output: str, where: str) -> dict[str, dict[str, float]]:
+
+class CannotCount(LFWError):
+    """A checkout cannot count here (the cost CLI's exit 2: valgrind missing ...)."""
+
+
+def cost_command(python: str, presets: Sequence[str], root: Path, images: int, cache_dir: Path) -> list[str]:
+    """A revision's own cost CLI counting one batch of ``images`` images of each preset."""
+    return [python, "-m", "lfw.measure.cost", *presets, "--root", str(root), "--batch-size", str(images),
+            "--batches", "1", "--cache-dir", str(cache_dir)]
+
+
+def per_image_counts(output: str, who: str) -> Counts:
     """Per case, every count per image from the cost CLI's last line: instructions / images, and the moves."""
     try:
         found = json.loads(output.strip().splitlines()[-1])["counts"]
         return {str(case): {INSTRUCTIONS.key: c["instructions"] / c["images"], **c.get("moves", {})}
                 for case, c in found.items()}
     except (IndexError, KeyError, TypeError, ValueError, ZeroDivisionError, AttributeError):
-        raise MeasurementError(f"the count at {where} wrote no counts: {last_line(output)[:120]}") from None
+        raise MeasurementError(f"the count of {who} wrote no counts: {last_line(output)[:120]}") from None
+
+
+def run_counts(commands: Mapping[str, tuple[list[str], Path, dict[str, str]]], timeout_s: float
+               ) -> dict[str, Counts]:
+    """Run each count (``who`` -> argv, cwd, env) at once; per ``who``, its counts per image.
+
+    Raises:
+        CannotCount: a count says it cannot count here (exit 2).
+        MeasurementError: a count failed or timed out.
+    """
+    procs = {who: subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, start_new_session=True) for who, (argv, cwd, env) in commands.items()}
+    outputs: dict[str, tuple[str, str]] = {}
+    try:
+        for who, proc in procs.items():
+            try:
+                outputs[who] = proc.communicate(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                raise MeasurementError(f"the count of {who} took longer than {timeout_s:g} s and was "
+                                       "stopped") from None
+    finally:
+        for proc in procs.values():
+            kill_group(proc)  # valgrind and its child too, on an interrupt as well
+    for who, (out, err) in outputs.items():
+        code = procs[who].returncode
+        if code == EXIT_USAGE:
+            raise CannotCount(f"{who} could not count: {last_line(err).removeprefix('error: ')}")
+        if code != 0:
+            raise MeasurementError(f"the count of {who} failed (exit {code}): {last_line(err or out)}")
+    return {who: per_image_counts(out, who) for who, (out, _) in outputs.items()}
+
+
+def judge_counts(base: Counts, current: Counts, th: Thresholds) -> list[Comparison]:
+    """One comparison per preset (named by the cost layer's own test id, ``test_cost[PRESET]``) and count
+    measured on both sides, under the two-file cost threshold."""
+    out = []
+    for preset, mine in current.items():
+        theirs = base.get(preset, {})
+        out += [judge(f"test_cost[{preset}]", m, [theirs[m.key]], [mine[m.key]], th)
+                for m in COUNTED if m.key in mine and m.key in theirs]
+    return out
 
 
 def kill_group(proc: subprocess.Popen[str]) -> None:

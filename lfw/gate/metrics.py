@@ -1,25 +1,15 @@
-"""What the gate compares, which way is worse, and the minimum effect of each family.
+"""What the gate compares, which way is worse, and the minimum effect family of each metric.
 
-Metric families and what they mean on a drifting VM:
-
-- ``cost``: instructions per image of the per-image pipeline, counted under callgrind. Deterministic (repeats
-  exactly here), so a tight threshold (3%) is safe two-file, against a baseline from another day.
-- ``throughput`` / ``ttfb``: wall-clock. Two-file, only *gross* regressions can be judged, because the machine
-  itself runs faster or slower from one session to the next (docs/gating.md): throughput is judged as efficiency
-  (images/s over the single-core ceiling measured in the same round; for a decode pipeline, its share of the PIL
-  path's ceiling), which cancels the machine's speed but not a slower decode (that is the cost layer's job).
-  A/B mode judges raw images/s and time to first batch of two revisions interleaved pass by pass, where small
-  effects are visible.
-- ``memory`` / ``worker-memory`` / ``slope``: process-tree PSS growth and peak, worker USS at the end of a pass
-  and its growth (copy-on-access), the leak check's median step per epoch. Stable between sessions, so judged
-  two-file with a floor in MiB and a share of the baseline. Tree USS growth is deliberately not gated: with
-  forked workers pages leave the parent's USS once they are shared, so it is negative and means little; RSS is
-  not gated either (it counts shared pages in every process).
-- ``wait``: the data-wait fraction of a training loop.
+Families: ``cost`` (counts under callgrind, deterministic, so judged tightly two-file), ``throughput`` and
+``ttfb`` (wall clock: two-file only gross regressions, since the machine's speed drifts between sessions; A/B
+judges them finely), ``memory``, ``worker-memory`` and ``slope`` (stable between sessions: a floor in MiB and a
+share of the baseline), ``wait`` (the data-wait fraction, which drifts like throughput). What each measures, and
+why tree USS growth and RSS are not gated: docs/gating.md, "The layers".
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -41,6 +31,20 @@ class Metric:
     family: Family
     unit: str = ""
     optional: bool = False  # recorded only in some rounds or runs (an in-pass sample); absence is not news
+
+    @property
+    def sign(self) -> int:
+        """+1 when a higher value is worse (time, instructions), -1 when lower is (images/s): a change times this
+        is positive when worse."""
+        return 1 if self.worse == "higher" else -1
+
+    def change(self, before: float, after: float) -> float:
+        """Relative change for relative metrics (``inf`` from zero to non-zero), difference for absolute ones."""
+        if self.kind == "absolute":
+            return after - before
+        if before == 0:
+            return 0.0 if after == 0 else math.copysign(math.inf, after)
+        return after / before - 1.0
 
 
 INSTRUCTIONS = Metric(K.INSTRUCTIONS_PER_IMAGE, "instructions/image", "higher", "relative", "cost")

@@ -6,17 +6,10 @@ differ in speed by an amount that lasts their whole life, not from address-space
 docs/gating.md has the measurements). So passes of one pair are not independent evidence: the pair's log ratio
 (mean log current minus mean log base over its quad) is one observation, and a run is ``n`` such pairs.
 
-Per comparison (``worse`` = the log ratio signed so that positive is worse: slower or later):
-
-- estimate: Hodges-Lehmann of the pairs' worse-by; interval: the signed-rank interval at ``confidence``;
-- regressed: one-sided exact Wilcoxon signed-rank p, Holm-adjusted over every comparison of the run, at most
-  ``alpha_look``, AND the estimate beyond the threshold (a minimum effect: significance alone is not a verdict);
-- ok: the interval's worse end within the threshold: a regression of the threshold's size is ruled out;
-- inconclusive: neither; the run says "noisy: rerun" with its own exit code instead of passing silently.
-
-Looks: the runner decides after ``n1, n2, ...`` pairs and stops when nothing is inconclusive. Each look spends
-``alpha / looks`` (Bonferroni over looks), so the false-alarm rate per gate run stays at most ``alpha`` whatever
-look it stops at.
+The rule (regressed: Wilcoxon signed-rank, Holm over comparisons, ``alpha / looks`` per look, AND a
+Hodges-Lehmann estimate beyond the minimum effect, since significance alone is no verdict; ok: the interval rules
+the threshold out; else inconclusive, never a silent pass) is :data:`lfw.gate.thresholds.RULE_TEXT`, as
+``--help`` prints it.
 """
 
 from __future__ import annotations
@@ -69,21 +62,16 @@ class PairedComparison:
     def improvement_bound(self) -> float:
         """The ratio current/base a notable improvement must pass: the threshold's factor the other way
         (images/s at least 1/0.95 of the base, time to first batch at most 1/1.25)."""
-        return math.exp(-worse_sign(self.metric) * worse_limit(self.metric, self.threshold))
+        return math.exp(-self.metric.sign * worse_limit(self.metric, self.threshold))
 
     @property
     def improved(self) -> bool:
         """A notable improvement, reported beside the verdicts and never part of them: the estimate beyond
         :attr:`improvement_bound` and the whole interval on the better side of no change."""
-        sign = worse_sign(self.metric)
+        sign = self.metric.sign
         estimate = sign * math.log(self.ratio)
         worst = max(sign * math.log(self.ratio_low), sign * math.log(self.ratio_high))
         return estimate < -worse_limit(self.metric, self.threshold) and worst < 0
-
-
-def worse_sign(metric: Metric) -> int:
-    """+1 when a higher value is worse (time to first batch), -1 when lower is worse (images/s)."""
-    return 1 if metric.worse == "higher" else -1
 
 
 def worse_limit(metric: Metric, threshold: float) -> float:
@@ -94,7 +82,7 @@ def worse_limit(metric: Metric, threshold: float) -> float:
 def decide(inputs: Sequence[PairedInput], thresholds: dict[str, float], *, alpha_look: float,
            confidence: float = 0.90) -> list[PairedComparison]:
     """Judge every comparison of one look; ``thresholds`` maps a metric family to its minimum effect."""
-    signed = [[worse_sign(i.metric) * x for x in i.log_ratios] for i in inputs]
+    signed = [[i.metric.sign * x for x in i.log_ratios] for i in inputs]
     p_values = [signed_rank_p(w, "greater") for w in signed]
     adjusted = holm(p_values)
     out = []
@@ -109,7 +97,7 @@ def decide(inputs: Sequence[PairedInput], thresholds: dict[str, float], *, alpha
             verdict = OK
         else:
             verdict = INCONCLUSIVE
-        sign = worse_sign(item.metric)
+        sign = item.metric.sign
         low, high = sorted((math.exp(sign * interval.low), math.exp(sign * interval.high)))
         out.append(PairedComparison(item.case, item.metric, len(worse), median(item.base_values),
                                     median(item.current_values), math.exp(sign * estimate), low, high,

@@ -1,16 +1,11 @@
 """The gate's verdict as Markdown: what a reviewer reads where they work, in the pull request and the job's page.
 
-Every gate run, two-file or A/B, writes one page (``reports/gate.md``; A/B ``reports/gate-ab.md``;
-``--summary-md`` moves it), also when the gate fails, and appends it to the file ``$GITHUB_STEP_SUMMARY``
-names when GitHub Actions sets it. A usage error writes nothing. The page is rendered from the run's
-:class:`~lfw.gate.verdict.Verdict` alone (the object the gate also writes as ``verdict.json``), never judged again:
-the verdict line and what its exit code means, the runs judged, the layers judged and not judged with the gate's
-own reasons, its notes, the cases missing or left out, a row per regression and per notable improvement, each
-case's label, the recommended ``num_workers`` per preset when the current run holds the workers group, and links
-to the charts drawn from the current run.
-
-Its first line is :data:`MARKER`, a hidden HTML comment: CI's pull-request comment finds its own comment by it
-and updates that one instead of adding another on every push (``.github/workflows/ci.yml``).
+Every gate run writes one page (``reports/gate.md``; A/B ``reports/gate-ab.md``; ``--summary-md`` moves it), also
+when the gate fails, appended to ``$GITHUB_STEP_SUMMARY`` when set. It is rendered from the run's
+:class:`~lfw.gate.verdict.Verdict` alone, never judged again, so it cannot disagree with ``verdict.json``; what it
+shows: docs/gating.md, "Where the verdict is read". Its first line is :data:`MARKER`, a hidden HTML comment:
+CI's pull-request comment finds its own comment by it and updates that one instead of adding another on every
+push (``.github/workflows/ci.yml``).
 """
 
 from __future__ import annotations
@@ -19,8 +14,8 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from lfw.gate.table import fmt_delta, fmt_value
-from lfw.gate.verdict import AB, TWO_FILE, Row, Verdict
+from lfw.gate.table import AB_HEADER, TWO_FILE_HEADER, ab_rows, comparison_rows
+from lfw.gate.verdict import AB, TWO_FILE, Verdict
 from lfw.results import short_name
 
 MARKER = "<!-- lfw-bench-gate -->"
@@ -68,39 +63,7 @@ def headline(mode: str, exit_code: int, line: str, error: str | None = None) -> 
             f"exit {exit_code}: {EXIT_MEANING.get(exit_code, 'error')}", ""]
 
 
-def layer_table(rows: Sequence[tuple[str, str, str, str]]) -> list[str]:
-    return ["#### Layers", "", *md_table(("layer", "judged", "comparisons", "why not"), rows), ""]
-
-
 MODE_NAMES = {TWO_FILE: "two files", AB: "A/B"}
-TWO_FILE_HEADER = ("case", "metric", "baseline", "current", "change", "minimum effect")
-AB_HEADER = ("case", "metric", "base", "current", "change [interval]", "minimum effect", "pairs", "p (Holm)")
-
-
-def value(row: Row, which: float) -> str:
-    return fmt_value(row.metric_key, row.unit, which)
-
-
-def comparison_rows(rows: Sequence[Row], improvements: bool = False) -> list[tuple[str, ...]]:
-    """Table rows of comparisons: case, metric, both sides, the change and the rule (the other way for a notable
-    improvement); A/B rows add the interval, the pairs and Holm's p-value (exact counts have none)."""
-    out: list[tuple[str, ...]] = []
-    for r in rows:
-        rule = r.improvement_rule if improvements else r.rule
-        first = (f"`{short_name(r.case)}`", r.metric_label, value(r, r.baseline), value(r, r.current))
-        if r.pairs is not None:
-            out.append((*first, r.interval, rule, str(r.pairs), f"{r.p_holm:.4f}"))
-        else:
-            out.append((*first, fmt_delta(r.kind, r.unit, r.change), rule))
-    return out
-
-
-def ab_rows(rows: Sequence[Row], improvements: bool = False) -> list[tuple[str, ...]]:
-    """A/B table rows: the paired wall-clock rows, then the exact counts with no interval, pairs or p-value."""
-    return [row if len(row) == len(AB_HEADER) else (*row[:4], f"{row[4]} (exact count)", row[5], "-", "-")
-            for row in comparison_rows(rows, improvements)]
-
-
 def case_table(v: Verdict) -> list[str]:
     """Every case's label with its detail (folded), after a line counting the labels."""
     if not v.cases:
@@ -159,11 +122,14 @@ def verdict_markdown(v: Verdict, summary: Path) -> str:
     if not v.layers:
         return "\n".join([*lines, v.setup]).rstrip() + "\n"
     lines += [*sides_line(v), v.setup, ""]
-    lines += layer_table([(r.layer, r.judged, r.comparisons, r.why_not) for r in v.layers])
+    lines += ["#### Layers", "", *md_table(("layer", "judged", "comparisons", "why not"),
+                                           [(r.layer, r.judged, r.comparisons, r.why_not) for r in v.layers]), ""]
+    lines += comparison_sections(v)
     if v.mode == TWO_FILE:
         lines += two_file_sections(v)
     else:
-        lines += ab_sections(v)
+        lines += case_list(f"new cases, not in the base revision (not compared): {len(v.new_cases)}",
+                           [f"`{c}`" for c in v.new_cases])
     lines += case_table(v)
     lines += recommendation(v)
     current = Path(v.current.path) if v.current is not None else None
@@ -178,17 +144,24 @@ def verdict_markdown(v: Verdict, summary: Path) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def two_file_sections(v: Verdict) -> list[str]:
-    """Regressions, notable improvements, what was not judged, and the cases missing, left out or new."""
+def comparison_sections(v: Verdict) -> list[str]:
+    """Regressions, inconclusive comparisons (A/B only) and notable improvements, a table each; A/B rows hold the
+    wall-clock pairs and the exact counts together."""
+    header, render = (AB_HEADER, ab_rows) if v.mode == AB else (TWO_FILE_HEADER, comparison_rows)
+    sections = {"Regressions": (v.regressions, False), "Inconclusive (noisy: rerun)": (v.inconclusive, False),
+                "Notable improvements": (v.improvements, True)}
     lines = []
-    if v.regressions:
-        lines += [f"#### Regressions ({len(v.regressions)})", "",
-                  *md_table(TWO_FILE_HEADER, comparison_rows(v.regressions)), ""]
-    if v.improvements:
-        lines += [f"#### Notable improvements ({len(v.improvements)}; reported, not part of the verdict)", "",
-                  *md_table((*TWO_FILE_HEADER[:-1], "the rule the other way"), comparison_rows(v.improvements, True)),
-                  ""]
-    lines += ["#### Not judged, missing, left out", ""]
+    for title, (rows, better) in sections.items():
+        if rows:
+            shown = (*header[:5], "the rule the other way", *header[6:]) if better else header
+            note = "; reported, not part of the verdict" if better else ""
+            lines += [f"#### {title} ({len(rows)}{note})", "", *md_table(shown, render(rows, better)), ""]
+    return lines
+
+
+def two_file_sections(v: Verdict) -> list[str]:
+    """What was not judged, and the cases missing, left out or new."""
+    lines = ["#### Not judged, missing, left out", ""]
     lines += [f"- not judged: {layer}: {why}" for layer, why in v.unjudged.items()]
     lines += [f"- note: {n}" for n in v.notes]
     lines += [f"- machine info differs: {v.machine_diffs}"] if v.machine_diffs else []
@@ -199,21 +172,6 @@ def two_file_sections(v: Verdict) -> list[str]:
                        [f"`{short_name(m.case)}`: {m.why}" for m in v.narrowed])
     lines += case_list(f"new cases, in the current run only (not gated): {len(v.new_cases)}",
                        [f"`{short_name(n)}`" for n in v.new_cases])
-    return lines
-
-
-def ab_sections(v: Verdict) -> list[str]:
-    """Regressions, inconclusive comparisons and notable improvements, wall-clock pairs and exact counts together."""
-    lines = []
-    sections = {"Regressions": (v.regressions, False), "Inconclusive (noisy: rerun)": (v.inconclusive, False),
-                "Notable improvements": (v.improvements, True)}
-    for title, (rows, better) in sections.items():
-        if rows:
-            shown = (*AB_HEADER[:5], "the rule the other way", *AB_HEADER[6:]) if better else AB_HEADER
-            note = "; reported, not part of the verdict" if better else ""
-            lines += [f"#### {title} ({len(rows)}{note})", "", *md_table(shown, ab_rows(rows, better)), ""]
-    lines += case_list(f"new cases, not in the base revision (not compared): {len(v.new_cases)}",
-                       [f"`{c}`" for c in v.new_cases])
     return lines
 
 

@@ -2,18 +2,26 @@
 
 Two-file rows name the case, the metric, both medians, the change and the minimum effect it was judged
 against. A/B rows give both sides' medians, the ratio current/base with its interval over process pairs, the
-Holm-adjusted p-value and the verdict, so a reader can tell a measured slowdown from a noisy run.
+Holm-adjusted p-value and the verdict, so a reader can tell a measured slowdown from a noisy run. Both are built
+from the :class:`~lfw.gate.verdict.Verdict`'s rows by :func:`comparison_rows`, which the Markdown page
+(:mod:`lfw.gate.summary`) and the report's HTML use too.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from lfw.cli.table import table
 from lfw.gate.compare import Comparison, GateReport
+from lfw.gate.metrics import COST_LAYER
 from lfw.gate.paired_rule import INCONCLUSIVE, REGRESSED, PairedComparison
 from lfw.gate.thresholds import Thresholds
+from lfw.gate.verdict import Row, Verdict
 from lfw.results import short_name
+
+TWO_FILE_HEADER = ("case", "metric", "baseline", "current", "change", "minimum effect")
+AB_HEADER = ("case", "metric", "base", "current", "change [interval]", "minimum effect", "pairs", "p (Holm)")
 
 
 def fmt_value(metric_key: str, unit: str, value: float) -> str:
@@ -27,14 +35,11 @@ def fmt_value(metric_key: str, unit: str, value: float) -> str:
 
 
 def fmt_delta(kind: str, unit: str, change: float) -> str:
-    """A change as shown: ``+5.0%`` for a relative metric, ``+12.3 MiB`` or ``+0.012`` for an absolute one."""
+    """A change as shown: ``+5.0%`` for a relative metric (``from 0``: a step from zero), ``+12.3 MiB`` or
+    ``+0.012`` for an absolute one."""
     if kind == "relative":
-        return f"{change * 100:+.1f}%"
+        return "from 0" if math.isinf(change) else f"{change * 100:+.1f}%"
     return f"{change:+.1f}{unit}" if "MiB" in unit else f"{change:+.3f}"
-
-
-def fmt_change(c: Comparison) -> str:
-    return fmt_delta(c.metric.kind, c.metric.unit, c.change)
 
 
 def thresholds_line(th: Thresholds) -> str:
@@ -63,28 +68,50 @@ def verdict_line(report: GateReport) -> str:
     return f"no regression: {summary}"
 
 
-def render(report: GateReport, th: Thresholds, *, show_all: bool = False) -> str:
-    """The two-file gate's text (machine-info warnings go to stderr separately)."""
-    out = [f"compared: {report.metrics_note}", thresholds_line(th)]
-    for layer, why in report.unjudged.items():
-        out.append(f"not judged: {layer}: {why}")
-    if report.new_cases:
-        out.append(f"new cases, in current only (not gated): {len(report.new_cases)}")
-        out.extend(f"  {short_name(n)}" for n in report.new_cases)
-    if report.narrowed:
-        out.append(f"left out on purpose, not compared: {len(report.narrowed)}")
-        out.extend(f"  {short_name(m.case)}: {m.why}" for m in report.narrowed)
-    if report.gaps:
-        out.append(f"MISSING: {len(report.gaps)} baseline cases this run should have held:")
-        out.extend(f"  {short_name(m.case)}: {m.why}" for m in report.gaps)
-    out.extend(f"note: {n}" for n in report.notes)
-    out.append(verdict_line(report))
-    rows = report.comparisons if show_all else report.regressions
+def comparison_rows(rows: Sequence[Row], improvements: bool = False, code: bool = True) -> list[tuple[str, ...]]:
+    """Table rows of comparisons: case (a Markdown code span when ``code``), metric, both sides, the change and the
+    rule (the other way for a notable improvement); A/B rows add the interval, the pairs and Holm's p-value."""
+    out: list[tuple[str, ...]] = []
+    for r in rows:
+        rule = r.improvement_rule if improvements else r.rule
+        first = (f"`{short_name(r.case)}`" if code else short_name(r.case), r.metric_label,
+                 fmt_value(r.metric_key, r.unit, r.baseline), fmt_value(r.metric_key, r.unit, r.current))
+        if r.pairs is not None:
+            out.append((*first, r.interval, rule, str(r.pairs), f"{r.p_holm:.4f}"))
+        else:
+            out.append((*first, fmt_delta(r.kind, r.unit, r.change), rule))
+    return out
+
+
+def ab_rows(rows: Sequence[Row], improvements: bool = False, code: bool = True) -> list[tuple[str, ...]]:
+    """A/B table rows: the paired wall-clock rows, then the exact counts with no interval, pairs or p-value."""
+    return [row if len(row) == len(AB_HEADER) else (*row[:4], f"{row[4]} (exact count)", row[5], "-", "-")
+            for row in comparison_rows(rows, improvements, code)]
+
+
+def verdict_word(r: Row) -> str:
+    return "REGRESSED" if r.regressed else INCONCLUSIVE if r.inconclusive else "ok"
+
+
+def render(v: Verdict, th: Thresholds, *, show_all: bool = False) -> str:
+    """The two-file gate's text, from its verdict (machine-info warnings go to stderr separately)."""
+    out = [v.setup, thresholds_line(th)]
+    out += [f"not judged: {layer}: {why}" for layer, why in v.unjudged.items()]
+    if v.new_cases:
+        out.append(f"new cases, in current only (not gated): {len(v.new_cases)}")
+        out.extend(f"  {short_name(n)}" for n in v.new_cases)
+    if v.narrowed:
+        out.append(f"left out on purpose, not compared: {len(v.narrowed)}")
+        out.extend(f"  {short_name(m.case)}: {m.why}" for m in v.narrowed)
+    if v.gaps:
+        out.append(f"MISSING: {len(v.gaps)} baseline cases this run should have held:")
+        out.extend(f"  {short_name(m.case)}: {m.why}" for m in v.gaps)
+    out.extend(f"note: {n}" for n in v.notes)
+    out.append(v.headline)
+    rows = v.comparisons if show_all else v.regressions
     if rows:
-        out.append(table(("case", "metric", "baseline", "current", "change", "minimum effect", "verdict"), [
-            (short_name(c.case), c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.baseline),
-             fmt_value(c.metric.key, c.metric.unit, c.current), fmt_change(c), c.rule,
-             "REGRESSED" if c.regressed else "ok") for c in rows]))
+        out.append(table((*TWO_FILE_HEADER, "verdict"), [
+            (*row, verdict_word(r)) for r, row in zip(rows, comparison_rows(rows, code=False), strict=True)]))
     return "\n".join(out)
 
 
@@ -112,25 +139,12 @@ def paired_verdict_line(comparisons: Sequence[PairedComparison], counts: Sequenc
     return f"no regression: {total} comparisons, each ruling out a change of its threshold's size"
 
 
-def render_paired(comparisons: Sequence[PairedComparison], *, header: str, show_all: bool = True,
-                  counts: Sequence[Comparison] = (), counts_unjudged: str | None = None) -> str:
-    """The A/B verdict table: every comparison by default (an A/B run has few), the paired wall-clock rows and
-    the instruction counts of both sides (exact: no interval, no pairs, no p-value) in one table."""
-    regressed = [c for c in comparisons if c.verdict == REGRESSED]
-    noisy = [c for c in comparisons if c.verdict == INCONCLUSIVE]
-    summary = paired_verdict_line(comparisons, counts)
-    rows = comparisons if show_all else [*regressed, *noisy]
-    confidence = min((c.confidence for c in comparisons), default=0.9)
-    body = table(("case", "metric", "base", "current", f"change [{confidence:.0%} interval]", "threshold",
-                  "pairs", "p (Holm)", "verdict"), [
-        *[(short_name(c.case), c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.base_median),
-           fmt_value(c.metric.key, c.metric.unit, c.current_median), fmt_ratio(c),
-           fmt_threshold(c), str(c.pairs), f"{c.p_holm:.4f}",
-           c.verdict.upper() if c.verdict == REGRESSED else c.verdict) for c in rows],
-        *[(c.case, c.metric.label, fmt_value(c.metric.key, c.metric.unit, c.baseline),
-           fmt_value(c.metric.key, c.metric.unit, c.current), f"{fmt_change(c)} (exact count)", c.rule, "-", "-",
-           "REGRESSED" if c.regressed else "ok") for c in counts if show_all or c.regressed]])
-    lines = [header, summary, body]
-    if counts_unjudged:
-        lines.append(f"not judged: cost layer: {counts_unjudged}")
+def render_paired(v: Verdict, *, header: str) -> str:
+    """The A/B verdict table, from its verdict: every comparison (an A/B run has few), the paired wall-clock rows
+    and the instruction counts of both sides (exact: no interval, no pairs, no p-value) in one table."""
+    body = table((*AB_HEADER[:5], "threshold", *AB_HEADER[6:], "verdict"), [
+        (*row, verdict_word(r)) for r, row in zip(v.comparisons, ab_rows(v.comparisons, code=False), strict=True)])
+    lines = [header, v.headline, body]
+    if COST_LAYER in v.unjudged:
+        lines.append(f"not judged: {COST_LAYER}: {v.unjudged[COST_LAYER]}")
     return "\n".join(lines)

@@ -1,16 +1,11 @@
 """The gate's verdict of one run as data: computed once by the gate, written as ``verdict.json``, rendered everywhere.
 
-A :class:`Verdict` holds everything a reader of the verdict sees, already decided: the mode (two files or A/B),
-which runs were judged (path, SHA-256 of the file's bytes, commit and runner class when the run records them),
-the exit code and its one-line headline, every comparison (case, metric, both sides, the change, the rule, and
-whether it regressed or improved), one label per case (:data:`LABELS`), the cases missing or left out, the layer
-table and the recommended ``num_workers`` rows. The gate's Markdown page (:mod:`lfw.gate.summary`) and the report's
-HTML page render it; neither compares anything again, so they cannot disagree with the gate or with each other.
-
-The file is ``reports/verdict.json`` beside ``reports/gate.md`` (A/B: ``reports/verdict-ab.json``), or what the
-gate's ``--verdict-json`` names. :func:`load_verdict` reads :data:`SCHEMA_VERSION` and refuses any other in one
-line; :meth:`Verdict.matches` says whether a verdict is about given run files, by their bytes, not their times.
-This module imports no comparison code: readers load it without judging anything.
+A :class:`Verdict` holds everything a reader of the verdict sees, already decided (its fields: docs/gating.md,
+"Where the verdict is read"). The gate's Markdown page (:mod:`lfw.gate.summary`) and the report's HTML page render
+it; neither compares anything again, so they cannot disagree with the gate or with each other.
+:func:`load_verdict` reads :data:`SCHEMA_VERSION` and refuses any other in one line; :meth:`Verdict.matches` says
+whether a verdict is about given run files, by their bytes, not their times. This module imports no comparison
+code: readers load it without judging anything.
 """
 
 from __future__ import annotations
@@ -18,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -217,24 +212,21 @@ def case_verdicts(cases: Sequence[str], rows: Sequence[Row], new_cases: Sequence
     return out + [CaseVerdict(m.case, "missing", None, m.why) for m in missing]
 
 
-def _rows(cls: type[Any], items: Any) -> tuple[Any, ...]:
-    return tuple(cls(**item) for item in items or ())
+# The nested records of a verdict, by field: each read back as a tuple of its dataclass.
+NESTED: dict[str, type[Any]] = {"comparisons": Row, "cases": CaseVerdict, "gaps": CaseNote, "narrowed": CaseNote,
+                                "layers": LayerRow, "recommendation": RecommendationRow}
 
 
 def verdict_from_dict(doc: dict[str, Any]) -> Verdict:
     """A :class:`Verdict` from :meth:`Verdict.to_dict`'s output (schema_version 1); TypeError/KeyError when a field
     is missing or unknown."""
-    return Verdict(
-        mode=doc["mode"], exit_code=int(doc["exit_code"]), headline=doc["headline"],
-        baseline=RunIdentity(**doc["baseline"]) if doc.get("baseline") else None,
-        current=RunIdentity(**doc["current"]) if doc.get("current") else None,
-        error=doc.get("error"), setup=doc.get("setup", ""), judged_by=doc.get("judged_by", ""),
-        comparisons=_rows(Row, doc.get("comparisons")), cases=_rows(CaseVerdict, doc.get("cases")),
-        gaps=_rows(CaseNote, doc.get("gaps")), narrowed=_rows(CaseNote, doc.get("narrowed")),
-        new_cases=tuple(doc.get("new_cases") or ()), layers=_rows(LayerRow, doc.get("layers")),
-        unjudged=dict(doc.get("unjudged") or {}), notes=tuple(doc.get("notes") or ()),
-        machine_diffs=doc.get("machine_diffs", ""), recommendation_group=doc.get("recommendation_group", ""),
-        recommendation=_rows(RecommendationRow, doc.get("recommendation")), schema_version=doc["schema_version"])
+    known = {f.name for f in fields(Verdict)} - {*NESTED, "baseline", "current"}
+    values = {name: value for name, value in doc.items() if name in known}
+    values |= {name: tuple(cls(**item) for item in doc.get(name) or ()) for name, cls in NESTED.items()}
+    values |= {side: RunIdentity(**doc[side]) if doc.get(side) else None for side in ("baseline", "current")}
+    return Verdict(**values | {"exit_code": int(doc["exit_code"]), "schema_version": doc["schema_version"],
+                               "new_cases": tuple(doc.get("new_cases") or ()), "notes": tuple(doc.get("notes") or ()),
+                               "unjudged": dict(doc.get("unjudged") or {})})
 
 
 def load_verdict(path: Path) -> Verdict:

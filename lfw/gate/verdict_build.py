@@ -70,8 +70,10 @@ def judged_by(th: Thresholds) -> str:
             "time to first batch (gross), memory floors (python -m lfw.gate --help)")
 
 
-def identify(run: Run) -> RunIdentity:
+def identify(run: Run | None) -> RunIdentity | None:
     """The identity of a loaded run: its path, the SHA-256 of the file's bytes, commit and runner class."""
+    if run is None:
+        return None
     commit = run.commit.get("id")
     runner = run.machine.get("runner_class")
     return RunIdentity(str(run.path), file_sha256(Path(run.path)), len(run.cases),
@@ -148,7 +150,7 @@ def ab_verdict(run: ABRun, base: Run | None, current: Run | None, th: Thresholds
     cases = list(dict.fromkeys(r.case for r in rows))
     return Verdict(
         AB, run.exit_code, paired_verdict_line(run.verdicts, run.counts),
-        identify(base) if base is not None else None, identify(current) if current is not None else None,
+        identify(base), identify(current),
         None, setup, "", rows,
         tuple(case_verdicts([*cases, *run.new_cases], rows, run.new_cases, [], th.ab_throughput)),
         new_cases=tuple(run.new_cases), layers=layers,
@@ -159,7 +161,5 @@ def ab_verdict(run: ABRun, base: Run | None, current: Run | None, th: Thresholds
 def failure_verdict(mode: str, exit_code: int, message: str, sides: Sequence[Run | None] = (None, None)) -> Verdict:
     """The verdict of a run that ended without one (a measurement failure, an incomplete run): judges nothing."""
     baseline, current = sides
-    return Verdict(mode, exit_code, f"no verdict: {message}",
-                   identify(baseline) if baseline is not None else None,
-                   identify(current) if current is not None else None,
+    return Verdict(mode, exit_code, f"no verdict: {message}", identify(baseline), identify(current),
                    setup="Nothing was judged; the job's log has the details.")

@@ -95,14 +95,11 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 def remove(repo: Path, tree: Path) -> None:
     """Remove the worktree ``tree`` and its folder, and forget worktrees whose folders are gone; never raises."""
-    _quiet_git(repo, "worktree", "remove", "--force", str(tree))
+    with suppress(LFWError):  # git missing: nothing was checked out either
+        git(repo, "worktree", "remove", "--force", str(tree))
     shutil.rmtree(tree, ignore_errors=True)
-    _quiet_git(repo, "worktree", "prune")
-
-
-def _quiet_git(repo: Path, *args: str) -> None:
-    with suppress(OSError):  # git missing: nothing was checked out either
-        subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=False)
+    with suppress(LFWError):
+        git(repo, "worktree", "prune")
 
 
 @contextmanager

@@ -1,28 +1,15 @@
 """Change points in a history: where a judged figure stepped, and the first commit after the step.
 
-Two rules, chosen by what the gate knows about each metric family (:mod:`lfw.gate.metrics`):
+Two rules, chosen by what the gate knows about each metric family (:mod:`lfw.gate.metrics`), both described and
+measured in docs/history.md, "The change-point rules":
 
-- **Counts** (family ``cost``: instructions and what a pass moves per image, requests per image) repeat within
-  0.06% between runs of the same code (docs/gating.md), so a step is exact: consecutive runs whose values differ
-  by more than the gate's cost threshold (3%), in either direction. No statistics, and nothing smaller: a creep of
-  1% per commit is no step here (the gate against the baseline sees its sum).
-- **Wall clock and memory** are noisy, and one run is one session whose rounds share its speed, so each run gives
-  one value (its median) and a change point needs several runs on each side. Two stages:
-
-  1. *propose*: PELT (ruptures' C implementation: ``KernelCPD`` with the linear kernel, which is the ``l2`` cost,
-     a change in the mean; at least 2 runs per segment) on the logarithm of relative metrics (their noise is
-     multiplicative) and on the values of absolute ones (MiB), with the SIC penalty ``2 σ² ln n`` (two
-     parameters per change, a location and a mean, at ``σ² ln n`` each in the units of the l2 cost), σ estimated
-     from the median absolute first difference (``1.4826 MAD / √2``), which a few steps barely move;
-  2. *confirm*: each proposed change point must separate its two neighbouring segments by Welch's t-test at
-     ``alpha / (m (n - 1))``: Bonferroni over the ``m`` series judged this way in one summary and over the
-     ``n - 1`` places PELT could have put it, since it chose the place on the same data. The least significant
-     change point that fails is dropped and the rest re-tested, until all pass.
-
-  On its own the penalty names a step in a good share of pure-noise series (σ from a few differences is itself
-  noisy; measured in docs/history.md), and a summary judges hundreds of series; the confirmation holds the
-  chance of one false step in a whole summary near ``alpha``. A change point in a wall-clock series can be the
-  runner (another CPU, a slower day) as well as the code; the A/B gate (``make gate-ab``) tells which.
+- **Counts** (family ``cost``) repeat within 0.06% for the same code, so a step is exact: consecutive runs that
+  differ by more than the gate's cost threshold, either way (:func:`exact_steps`).
+- **Wall clock and memory** are noisy, and one run gives one value (its median), so a change point needs several
+  runs on each side: PELT proposes (:func:`propose`, SIC penalty from a robust noise σ) and Welch's t-test
+  confirms at ``alpha / (m (n - 1))`` (:func:`confirm`). The penalty alone names a step in a good share of
+  pure-noise series, and a summary judges hundreds; the confirmation holds the chance of one false step in a
+  whole summary near ``alpha``.
 """
 
 from __future__ import annotations
@@ -63,20 +50,11 @@ class Step:
     runs_after: int = 1
 
 
-def change_of(metric: Metric, before: float, after: float) -> float:
-    """Relative change for relative metrics (``inf`` from zero to non-zero), difference for absolute ones."""
-    if metric.kind == "absolute":
-        return after - before
-    if before == 0:
-        return 0.0 if after == 0 else math.copysign(math.inf, after)
-    return after / before - 1.0
-
-
 def exact_steps(metric: Metric, values: Sequence[float], threshold: float) -> list[Step]:
     """Consecutive values that differ by more than ``threshold`` relative to the earlier one (either way)."""
     out = []
     for i in range(1, len(values)):
-        change = change_of(metric, values[i - 1], values[i])
+        change = metric.change(values[i - 1], values[i])
         if abs(change) > threshold:
             out.append(Step(i, values[i - 1], values[i], change, EXACT))
     return out
@@ -152,6 +130,6 @@ def statistical_steps(metric: Metric, values: Sequence[float], series_count: int
     for i, (start, p) in enumerate(found):
         before = float(np.median(raw[bounds[i]:start]))
         after = float(np.median(raw[start:bounds[i + 2]]))
-        steps.append(Step(start, before, after, change_of(metric, before, after), PELT, p, start - bounds[i],
+        steps.append(Step(start, before, after, metric.change(before, after), PELT, p, start - bounds[i],
                           bounds[i + 2] - start))
     return steps

@@ -1,11 +1,9 @@
 """History charts: every judged metric against commits, one PNG per runner class and metric family.
 
-A family (:attr:`lfw.gate.metrics.Metric.family`: cost, throughput, ttfb, memory, ...) is one figure with one
-panel per metric; each case is a line over the runs in commit order. Cases with a change point are drawn in
-colour and named in the legend, the others thin and grey, so a figure of forty cases still shows which moved.
-Each change point is a dashed line between the last run before it and the first after, labelled with that
-first commit. Relative metrics (counts, rates, efficiency) are drawn as a ratio to each case's first run, so
-cases of very different size share a panel; absolute ones (MiB, fractions) in their unit.
+A family is one figure with one panel per metric, each case a line over the runs in commit order; cases with a
+change point are coloured and named, the others thin and grey, so a figure of forty cases still shows which
+moved. Relative metrics are drawn as a ratio to each case's first run, so cases of very different size share a
+panel. What a chart shows: docs/history.md, "Charts and the summary".
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from matplotlib.figure import Figure
 
 from lfw.cli.figures import PALETTE, save_figure
 from lfw.gate.metrics import Metric
-from lfw.history.series import ChangePoint, Series
+from lfw.history.series import ChangePoint, Series, is_exact
 from lfw.history.store import HistoryRecord
 
 MAX_TICKS = 24
@@ -39,27 +37,26 @@ def _panel(ax: Axes, metric: Metric, series: Sequence[Series], points: Sequence[
     moved = list(dict.fromkeys(p.case for p in points))
     colours = {case: PALETTE[i % len(PALETTE)] for i, case in enumerate(moved)}
     relative = metric.kind == "relative"
+    ys = {s.case: [v / s.values[0] for v in s.values] if relative and s.values[0] else list(s.values)
+          for s in series}
     for s in sorted(series, key=lambda s: s.case in colours):  # coloured lines on top
-        first = s.values[0]
-        ys = [v / first for v in s.values] if relative and first else list(s.values)
         if s.case in colours:
             label = s.case if moved.index(s.case) < MAX_LEGEND else None
-            ax.plot(s.runs, ys, marker="o", markersize=3.5, linewidth=1.6, color=colours[s.case], label=label)
+            ax.plot(s.runs, ys[s.case], marker="o", markersize=3.5, linewidth=1.6, color=colours[s.case],
+                    label=label)
         else:
-            ax.plot(s.runs, ys, linewidth=0.8, color="#9a9a9a", alpha=0.6)
+            ax.plot(s.runs, ys[s.case], linewidth=0.8, color="#9a9a9a", alpha=0.6)
     for p in points:
-        s = next(s for s in series if s.case == p.case)
-        y = s.values[p.step.at] / s.values[0] if relative and s.values[0] else s.values[p.step.at]
-        ax.plot([s.runs[p.step.at]], [y], marker="D", markersize=7, markerfacecolor="none",
-                markeredgecolor=colours[p.case], markeredgewidth=1.6)
-    for run in sorted({s.runs[p.step.at] for p in points for s in series if s.case == p.case}):
+        ax.plot([p.series.runs[p.step.at]], [ys[p.case][p.step.at]], marker="D", markersize=7,
+                markerfacecolor="none", markeredgecolor=colours[p.case], markeredgewidth=1.6)
+    for run in sorted({p.series.runs[p.step.at] for p in points}):
         ax.axvline(run - 0.5, color="#d62728", linestyle="--", linewidth=1, alpha=0.8)
         ax.text(run - 0.45, 1.0, records[run].commit[:10], transform=ax.get_xaxis_transform(), rotation=90,
                 ha="left", va="top", fontsize=7, color="#d62728", family="monospace")
     if relative:
         ax.axhline(1.0, color="black", linewidth=0.6, alpha=0.5)
     unit = "x first run" if relative else metric.unit.strip() or "value"
-    rule = "exact steps" if metric.family == "cost" else "PELT + Welch"
+    rule = "exact steps" if is_exact(metric) else "PELT + Welch"
     ax.set_title(f"{metric.label} ({len(moved)} of {len(series)} cases moved; {rule})", fontsize=10)
     ax.set_ylabel(unit)
     ax.grid(True, alpha=0.3)

@@ -8,7 +8,6 @@ point" (or "too few runs" where the statistical rule cannot judge): it never nam
 
 from __future__ import annotations
 
-import math
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,11 +15,11 @@ from importlib.metadata import version
 from pathlib import Path
 
 from lfw.gate.metrics import Metric
-from lfw.gate.table import fmt_value
+from lfw.gate.table import fmt_delta, fmt_value
 from lfw.gate.thresholds import Thresholds
 from lfw.history.changepoints import ALPHA, MIN_RUNS, MIN_SEGMENT
 from lfw.history.chart import draw_history
-from lfw.history.series import ChangePoint, Series, by_metric, change_points, is_exact, series_of, statistical_family
+from lfw.history.series import ChangePoint, Series, change_points, is_exact, series_of, statistical_family
 from lfw.history.store import HistoryRecord, load_history
 
 WIDTH = 120
@@ -38,20 +37,14 @@ class HistoryReport:
     summary: str = ""
 
 
-def fmt_change(metric: Metric, change: float) -> str:
-    """``+5.0%`` for relative metrics, ``+12.3 MiB`` for absolute ones; a step from zero is ``from 0``."""
-    if metric.kind == "relative":
-        return "from 0" if math.isinf(change) else f"{change * 100:+.1f}%"
-    return f"{change:+.1f}{metric.unit}" if "MiB" in metric.unit else f"{change:+.3f}{metric.unit}"
-
-
 def point_line(p: ChangePoint) -> str:
     """One change point: first commit after it, the commit before, the step and what it was judged on."""
     m, s = p.metric, p.step
     values = f"{fmt_value(m.key, m.unit, s.before)} -> {fmt_value(m.key, m.unit, s.after)}"
     if s.p_value is not None:
         values += f", medians of {s.runs_before} and {s.runs_after} runs, p = {s.p_value:.1g}"
-    line = f"  {p.case}: at {p.commit.short} (after {p.previous.short}): {fmt_change(m, s.change)} ({values})"
+    change = fmt_delta(m.kind, m.unit, s.change)
+    line = f"  {p.case}: at {p.commit.short} (after {p.previous.short}): {change} ({values})"
     return line + "".join(f"; {n}" for n in p.notes)
 
 
@@ -66,11 +59,10 @@ def metric_block(metric: Metric, series: Sequence[Series], points: Sequence[Chan
     """The summary lines of one metric of one runner: its rule, each change point, then the cases without."""
     rule = f"exact steps beyond {th.cost:.0%}" if is_exact(metric) else "PELT + Welch"
     lines = [f"{metric.label} [{metric.key}; {rule}]"]
-    found = by_metric(points)
     quiet: list[str] = []
     short: list[str] = []
     for s in series:
-        mine = found.get((metric.key, s.case), [])
+        mine = [p for p in points if p.series is s]
         lines += [point_line(p) for p in mine]
         if not mine:
             (short if not is_exact(metric) and len(s.values) < MIN_RUNS else quiet).append(s.case)

@@ -8,7 +8,7 @@ the rest, with one Bonferroni family per summary.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lfw.gate.metrics import JUDGED, Metric
@@ -102,10 +102,3 @@ def change_points(records: Sequence[HistoryRecord], series: Sequence[Series], th
             out.append(ChangePoint(s, step, after, before, _notes(s.metric, before, after)))
     return out
 
-
-def by_metric(points: Sequence[ChangePoint]) -> Mapping[tuple[str, str], list[ChangePoint]]:
-    """Change points keyed by (metric key, case), in the order found."""
-    out: dict[tuple[str, str], list[ChangePoint]] = {}
-    for p in points:
-        out.setdefault((p.metric.key, p.case), []).append(p)
-    return out

@@ -1,25 +1,16 @@
 """The history store: one compact JSON line per saved run, in ``<store>/<runner class>.jsonl``, append-only.
 
-A baseline says how one run looked; the history says when a figure moved. Each line holds what the gate judges of
-one run (:data:`lfw.gate.metrics.JUDGED`, the gate's own list, so the history never judges a second one), per
-case (:func:`lfw.results.case_key`), as the median over the case's rounds, the value
-:func:`lfw.gate.compare.judge` compares; and, beside them, what places the run: its commit (id, time, dirty), its
-date, the machine (CPU model, usable cores) and the counted stack (:data:`lfw.results.keys.COUNTED_STACK`), which
-decides whether two instruction counts compare.
-
-The figures the gate leaves out are left out here too, by the gate's own rules: positive controls, the pairs of
-:func:`lfw.gate.metrics.group_excludes`, wall clock with too few rounds (:func:`lfw.gate.metrics.too_few_rounds`).
-
-Runs of different runner classes do not compare (docs/gating.md), so each class has its own file. A run is
-identified by its commit and its date (pytest-benchmark's ``datetime``, the same in the autosave and in the
-``--benchmark-json`` copy of one session): appending a run already present leaves the file as it is.
-
-A folder of autosaved runs (``.benchmarks/``) is a history too: :func:`load_history` reads either.
+A baseline says how one run looked; the history says when a figure moved. Each line holds, per case, the median
+over rounds of what the gate judges (:data:`lfw.gate.metrics.JUDGED`, left out by the gate's own rules:
+:func:`judged_rounds`), so the history never judges a second list, and what places the run: commit, date,
+machine and counted stack. Runs of different runner classes do not compare (docs/gating.md), so each class has its
+own file; a run is identified by its commit and its date, so appending a run already present changes nothing.
+The line's fields and why a data branch: docs/history.md, "The store". A folder of autosaved runs
+(``.benchmarks/``) is a history too: :func:`load_history` reads either.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -31,6 +22,7 @@ from typing import Any
 
 from lfw.errors import LFWError
 from lfw.gate.metrics import JUDGED, Metric, group_excludes, too_few_rounds
+from lfw.gate.verdict import file_sha256
 from lfw.results import AUTOSAVE_NAME, Run, load_run
 from lfw.results import keys as K
 
@@ -143,9 +135,7 @@ def judged_figures(run: Run) -> dict[str, dict[str, float]]:
 
 def run_identity(run: Run) -> str:
     """The run's datetime; for a file saved without one, a hash of its content (the same file, the same run)."""
-    if run.datetime:
-        return str(run.datetime)
-    return "sha256:" + hashlib.sha256(run.path.read_bytes()).hexdigest()[:16]
+    return str(run.datetime) if run.datetime else "sha256:" + file_sha256(run.path)[:16]
 
 
 def record_of(run: Run, runner: str | None = None) -> HistoryRecord:
@@ -245,15 +235,6 @@ class History:
     notes: list[str] = field(default_factory=list)
 
 
-def _dedupe(records: Iterable[HistoryRecord]) -> tuple[list[HistoryRecord], int]:
-    seen: dict[tuple[str, str, str], HistoryRecord] = {}
-    total = 0
-    for r in records:
-        total += 1
-        seen.setdefault((r.runner, *r.identity), r)
-    return list(seen.values()), total - len(seen)
-
-
 def load_history(source: Path) -> History:
     """A history from a store folder (``*.jsonl``), one ``<runner>.jsonl`` file, or a folder of autosaved
     pytest-benchmark runs (``NNNN_*.json`` anywhere under it, such as ``.benchmarks/``).
@@ -286,12 +267,15 @@ def load_history(source: Path) -> History:
     else:
         raise LFWError(f"{source} is not a history: name a store folder (*.jsonl), one <runner>.jsonl file, or a "
                        "folder of autosaved runs (.benchmarks/)")
-    records, duplicates = _dedupe(records)
-    if not records:
+    unique: dict[tuple[str, str, str], HistoryRecord] = {}
+    for r in records:
+        unique.setdefault((r.runner, *r.identity), r)
+    duplicates = len(records) - len(unique)
+    if not unique:
         raise LFWError(f"no runs in {what}: append runs with python -m lfw.history append RUN.json --store DIR")
     notes.insert(0, f"read {what}" + (f"; {duplicates} duplicate runs (same commit and date) counted once"
                                       if duplicates else ""))
     runners: dict[str, list[HistoryRecord]] = {}
-    for r in records:
+    for r in unique.values():
         runners.setdefault(r.runner, []).append(r)
     return History(source, {name: chronological(rs) for name, rs in sorted(runners.items())}, notes)
