@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Sequence
 
-from lfw.gate.summary import EXIT_MEANING, STATUS, ab_rows, comparison_rows
+from lfw.gate.summary import AB_HEADER, EXIT_MEANING, STATUS, TWO_FILE_HEADER, ab_rows, comparison_rows
 from lfw.gate.verdict import TWO_FILE, CaseNote, Verdict
 from lfw.results import short_name
 
@@ -46,17 +46,12 @@ def case_notes(title: str, notes: Sequence[CaseNote]) -> list[str]:
 
 def comparison_sections(v: Verdict) -> list[str]:
     """The comparisons the gate page lists, in its tables and with its headers."""
-    header: tuple[str, ...]
-    if v.mode == TWO_FILE:
-        header = ("case", "metric", "baseline", "current", "change", "minimum effect")
-        sections = {"Regressions": (v.regressions, False),
-                    "Notable improvements (reported, not part of the verdict)": (v.improvements, True)}
-        render = comparison_rows
-    else:
-        header = ("case", "metric", "base", "current", "change [interval]", "minimum effect", "pairs", "p (Holm)")
-        sections = {"Regressions": (v.regressions, False), "Inconclusive (noisy: rerun)": (v.inconclusive, False),
-                    "Notable improvements (reported, not part of the verdict)": (v.improvements, True)}
-        render = ab_rows
+    two_file = v.mode == TWO_FILE
+    header: tuple[str, ...] = TWO_FILE_HEADER if two_file else AB_HEADER
+    render = comparison_rows if two_file else ab_rows
+    sections = {"Regressions": (v.regressions, False),
+                **({} if two_file else {"Inconclusive (noisy: rerun)": (v.inconclusive, False)}),
+                "Notable improvements (reported, not part of the verdict)": (v.improvements, True)}
     out = []
     for title, (rows, better) in sections.items():
         if rows:
