@@ -15,7 +15,7 @@ from lfw.report.pipelines import PipelineVerdict, pipeline_verdict
 from lfw.report.remote import RemoteVerdict, remote_verdict
 from lfw.results import Case, Run
 from lfw.results import keys as K
-from lfw.results.ratios import paired, ratio_cv
+from lfw.results.ratios import ratio_cv
 from lfw.results.recommend import Recommendation, recommendations, scaling_cases
 
 CV_WARN = 0.10  # pyperf warns when the standard deviation exceeds 10% of the mean
@@ -119,8 +119,7 @@ def paired_cv(run: Run) -> float | None:
         cases = [c for c in run.group(group) if is_loader_case(c)]
         for case in cases:
             reference = next(c for c in cases if c.value(K.TRANSFORM) == case.value(K.TRANSFORM))
-            cv = ratio_cv(case, reference) if paired(case, reference) else None
-            if cv is not None:
+            if (cv := ratio_cv(case, reference)) is not None:
                 values.append(cv)
     return median(values) if values else None
 

@@ -234,10 +234,6 @@ class Run:
         """Groups in the order they first appear (the order the suite ran them)."""
         return list(dict.fromkeys(c.group for c in self.cases))
 
-    def by_name(self) -> dict[str, Case]:
-        """Cases keyed by ``fullname`` (``file::test[params]``), the one name unique across files."""
-        return {c.fullname: c for c in self.cases}
-
     def by_key(self) -> dict[str, Case]:
         """Cases keyed by :attr:`Case.key` (group and test id), unique within a run (checked on loading)."""
         return {c.key: c for c in self.cases}

@@ -44,10 +44,6 @@ class Recommendation:
     tied: list[int] = field(default_factory=list)
     paired: bool = True
 
-    @property
-    def chosen(self) -> Candidate | None:
-        return next((c for c in self.candidates if c.workers == self.workers), None)
-
     def verdict(self) -> str:
         """``2`` or ``no clear winner (0, 2)`` ."""
         if self.workers is None:
