@@ -64,10 +64,6 @@ def draw_ratios(ax: Axes, xs: Sequence[float], found: Sequence[Ratio], reference
     ax.set_ylabel(f"images/s ratio to {format_value(reference)}\n(paired by round, {confidence:.1%} interval)")
 
 
-def has_ratios(series: dict[str, list[Case]], key: str, reference: Any) -> bool:
-    return reference is not None and any(len(ratios_to(m, key, reference)) > 1 for m in series.values())
-
-
 def knob_chart(run: Run, group: str, key: str, *, xlabel: str, title: str, numeric: bool, log2: bool = False,
                metrics: Sequence[str] = DEFAULT_METRICS, reference: Any = None) -> Figure | None:
     """Metrics per value of one knob: a numeric knob as lines, an on/off or named knob as grouped bars, one
@@ -78,7 +74,7 @@ def knob_chart(run: Run, group: str, key: str, *, xlabel: str, title: str, numer
         return None
     values = sorted({c.value(key) for c in cases}, key=sort_key)
     series = split_series(cases, key)
-    with_ratios = has_ratios(series, key, reference)
+    with_ratios = reference is not None and any(len(ratios_to(m, key, reference)) > 1 for m in series.values())
     fig, axes = new_figure(16.0 if with_ratios else 12.0, 4.8, ncols=len(metrics) + with_ratios)
     colours = colour_map(series)
     width = 0.8 / len(series)

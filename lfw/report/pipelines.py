@@ -153,14 +153,10 @@ def reference_for(case: Case, cases: list[Case]) -> Case | None:
     return None
 
 
-def decode_pipelines(run: Run) -> list[Case]:
-    """The run's decode-pipeline cases that decode (the memmap reads are the decode-free reference)."""
-    return [c for c in run.group(GROUP) if c.number(K.PIL_CEILING_SHARE) is not None]
-
-
 def pipeline_verdict(run: Run) -> PipelineVerdict | None:
     """The fastest decoding pipeline of the run and its measured limits; None without a decoders group."""
-    cases = [c for c in decode_pipelines(run) if c.value(K.STORAGE) != "memmap"]
+    cases = [c for c in run.group(GROUP)  # the memmap reads are the decode-free reference, not a pipeline
+             if c.number(K.PIL_CEILING_SHARE) is not None and c.value(K.STORAGE) != "memmap"]
     if not cases:
         return None
     best = max(cases, key=lambda c: c.number(K.IMAGES_PER_S) or 0.0)
