@@ -13,7 +13,7 @@ import html
 from collections.abc import Iterable, Sequence
 
 from lfw.gate.summary import AB_HEADER, EXIT_MEANING, STATUS, TWO_FILE_HEADER, ab_rows, comparison_rows
-from lfw.gate.verdict import TWO_FILE, CaseNote, Verdict
+from lfw.gate.verdict import TWO_FILE, Verdict
 from lfw.results import short_name
 
 
@@ -38,10 +38,8 @@ def heading(text: str) -> str:
     return f"<h3>{esc(text)}</h3>"
 
 
-def case_notes(title: str, notes: Sequence[CaseNote]) -> list[str]:
-    if not notes:
-        return []
-    return [f"<p>{esc(title)}: {len(notes)}</p>", bullets(f"`{short_name(n.case)}`: {n.why}" for n in notes)]
+def case_list(title: str, items: Sequence[str]) -> list[str]:
+    return [f"<p>{esc(title)}: {len(items)}</p>", bullets(items)] if items else []
 
 
 def comparison_sections(v: Verdict) -> list[str]:
@@ -78,11 +76,10 @@ def verdict_html(v: Verdict) -> str:
              *([f"machine info differs: {v.machine_diffs}"] if v.machine_diffs else [])]
     if notes:
         out += [heading("Not judged, missing, left out"), bullets(notes)]
-    out += case_notes("MISSING: baseline cases this run should have held", v.gaps)
-    out += case_notes("left out on purpose, not compared", v.narrowed)
-    if v.new_cases:
-        out += [f"<p>new cases, not compared: {len(v.new_cases)}</p>",
-                bullets(f"`{short_name(n)}`" for n in v.new_cases)]
+    for title, kept in (("MISSING: baseline cases this run should have held", v.gaps),
+                        ("left out on purpose, not compared", v.narrowed)):
+        out += case_list(title, [f"`{short_name(n.case)}`: {n.why}" for n in kept])
+    out += case_list("new cases, not compared", [f"`{short_name(n)}`" for n in v.new_cases])
     if v.cases:
         counts = ", ".join(f"{n} {label}" for label, n in v.label_counts().items())
         out += [heading("Verdict per case"), f"<p>{esc(counts)}</p>",
