@@ -19,7 +19,6 @@ from lfw.results.ratios import Ratio, ratio
 from lfw.stats.variation import KNEE_TOLERANCE, first_within
 
 GROUP = "workers-transform"
-TOLERANCE = KNEE_TOLERANCE
 Standing = Literal["best", "within", "worse", "unresolved", "unpaired"]  # see the module docstring
 
 
@@ -73,7 +72,7 @@ def standing(r: Ratio | None, tolerance: float) -> Standing:
     return "worse" if r.high < 1 - tolerance else "unresolved"
 
 
-def recommend(transform: str, cases: Iterable[Case], tolerance: float = TOLERANCE) -> Recommendation | None:
+def recommend(transform: str, cases: Iterable[Case], tolerance: float = KNEE_TOLERANCE) -> Recommendation | None:
     """The knee of one transform's worker sweep (see the module docstring); None for fewer than two worker
     counts measured (a small /dev/shm may leave only ``workers0``): there is nothing to choose between."""
     cases = sorted(cases, key=lambda c: c.value("num_workers"))
@@ -102,7 +101,7 @@ def recommend(transform: str, cases: Iterable[Case], tolerance: float = TOLERANC
     raise AssertionError("the best configuration is always within tolerance of itself")
 
 
-def recommendations(run: Run, tolerance: float = TOLERANCE) -> list[Recommendation]:
+def recommendations(run: Run, tolerance: float = KNEE_TOLERANCE) -> list[Recommendation]:
     """One recommendation per transform of the workers group, in the order the transforms ran."""
     found = [recommend(t, cs, tolerance) for t, cs in scaling_cases(run).items()]
     return [r for r in found if r is not None]
