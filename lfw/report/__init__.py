@@ -1,11 +1,8 @@
-"""Reports: saved pytest-benchmark runs to errorbar charts and a one-page summary.
+"""Reports: saved pytest-benchmark runs to errorbar charts and a one-page summary (``python -m lfw.report``).
 
-``python -m lfw.report [RUN.json ...] --out reports/`` reads runs through :mod:`lfw.results` (the one model of
-saved results), draws every chart the run has data for (:mod:`.render`; one module per chart family), writes
-the summary page ``README.md`` (:mod:`.page`) and the same as HTML, ``index.html``, with every chart shown
-(:mod:`.html_page`), and prints a compact table (:mod:`.console`). With a baseline and
-a current run it also draws the comparison and a verdict per case, the regression gate's own, read from the
-gate's ``verdict.json`` (:mod:`.verdict`).
+Runs are read through :mod:`lfw.results`; :mod:`.render` draws the charts (one module per chart family),
+:mod:`.page` and :mod:`.html_page` write ``README.md`` and ``index.html``, :mod:`.console` prints the table,
+:mod:`.verdict` picks the gate's verdict to show. See docs/reports.md.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """``python -m lfw.report [RUN.json ...] --out reports/``: charts, a summary page and an HTML page from saved runs.
 
-No run named: the newest autosaved run under ``.benchmarks/``. One run: its report. Two runs: the first is
-the baseline, the second the current run, and the report adds the comparison and the gate's verdict per case.
-Beside the charts: ``README.md`` (Markdown) and ``index.html`` (the same sections with every chart shown, the
-gate's verdict of these runs when there is one, and the charts under ``history/``). The verdicts are the gate's
-(``verdict.json``, matched to the runs by SHA-256; with two runs and none, the gate is run): :mod:`lfw.report.verdict`.
+No run named: the newest autosaved run under ``.benchmarks/``; one run: its report; two: the first is the
+baseline, and the report adds the comparison and the gate's verdict per case (:mod:`lfw.report.verdict`).
+See docs/reports.md.
 """
 
 from __future__ import annotations

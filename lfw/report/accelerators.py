@@ -22,10 +22,6 @@ GROUP = "decoders"
 TITLE = "Accelerators fed at AU >= 90%"
 
 
-def _accelerators(n: int) -> str:
-    return f"{n} accelerator{'' if n == 1 else 's'}"
-
-
 def headline(table: FeedsTable) -> str:
     """``at <step> ms per step, `<pipeline>` feeds <N> accelerators`` (with what holds it below the rate alone)."""
     from lfw.diagnose.feeds import HEADLINE_STEP_MS
@@ -36,7 +32,7 @@ def headline(table: FeedsTable) -> str:
         return "no decoding pipeline in this run (the memmap reference only)"
     i = table.column(step)
     n, alone = best.fed[i], best.throughput[i]
-    text = f"at {step:g} ms per step, `{best.label}` feeds **{_accelerators(n)}**"
+    text = f"at {step:g} ms per step, `{best.label}` feeds **{n} accelerator{'' if n == 1 else 's'}**"
     if alone > n:
         held = (f"the main process's hand-over of {best.feed.handover_s * 1e3:.1f} ms per batch"
                 if best.closed_form[i] < alone else "uneven load times and in-order delivery")

@@ -42,8 +42,8 @@ def compare_chart(base: Run, current: Run, verdicts: list[CaseVerdict], judged_b
     ys = np.arange(len(pairs))
     for y, (old, now), label in zip(ys, pairs, labels, strict=True):
         metric = drawn_metric(old, now)
-        scale = 100 / mean_sd(old.rounds(metric))[0]
         (m0, s0), (m1, s1) = mean_sd(old.rounds(metric)), mean_sd(now.rounds(metric))
+        scale = 100 / m0
         ax.errorbar([m0 * scale], [y - OFFSET], xerr=[s0 * scale], color=BASE_COLOUR, marker="o", **ERRORBAR)
         ax.errorbar([m1 * scale], [y + OFFSET], xerr=[s1 * scale], color=VERDICT_COLOURS.get(label, "#7f7f7f"),
                     marker="D", **ERRORBAR)

@@ -83,12 +83,12 @@ def decoders_chart(run: Run) -> Figure | None:
     if not cases:
         return None
     fig, (rate_ax, cpu_ax) = new_figure(13.0, bar_height(len(cases), 0.38) + 0.9, ncols=2)  # legends below
-    colours = colour_map(c.value(K.DECODER) if c.value(K.STORAGE) != "memmap" else "memmap" for c in cases)
+    kinds = [c.value(K.DECODER) if c.value(K.STORAGE) != "memmap" else "memmap" for c in cases]
+    colours = colour_map(kinds)
     rows = range(len(cases))
     points = [mean_sd(c.rounds(K.IMAGES_PER_S)) for c in cases]
     bars = rate_ax.barh(rows, [m for m, _ in points], xerr=[s for _, s in points], capsize=3,
-                        color=[colours[c.value(K.DECODER) if c.value(K.STORAGE) != "memmap" else "memmap"]
-                               for c in cases])
+                        color=[colours[k] for k in kinds])
     rate_ax.bar_label(bars, [f"{c.number(K.IMAGES_PER_S) or 0:,.0f} ({_own(c)})" for c in cases], padding=4,
                       fontsize=8)
     cores = int(cases[0].number(K.USABLE_CORES) or 1)

@@ -64,78 +64,58 @@ def draw_ratios(ax: Axes, xs: Sequence[float], found: Sequence[Ratio], reference
     ax.set_ylabel(f"images/s ratio to {format_value(reference)}\n(paired by round, {confidence:.1%} interval)")
 
 
-def has_ratios(series: dict[str, list[Case]], key: str, reference: Any) -> bool:
-    return reference is not None and any(len(ratios_to(m, key, reference)) > 1 for m in series.values())
-
-
-def knob_lines(run: Run, group: str, key: str, *, xlabel: str, title: str, log2: bool = False,
+def knob_chart(run: Run, group: str, key: str, *, xlabel: str, title: str, numeric: bool, log2: bool = False,
                metrics: Sequence[str] = DEFAULT_METRICS, reference: Any = None) -> Figure | None:
-    """Metrics against a numeric knob, one line per combination of the other varying params."""
-    cases = [c for c in run.group(group) if isinstance(c.value(key), int | float)
-             and not isinstance(c.value(key), bool)]
-    if not cases:
-        return None
-    series = split_series(cases, key)
-    with_ratios = has_ratios(series, key, reference)
-    fig, axes = new_figure(16.0 if with_ratios else 12.0, 4.8, ncols=len(metrics) + with_ratios)
-    colours = colour_map(series)
-    xs_all = sorted({c.value(key) for c in cases})
-    for ax in axes:
-        if log2:  # before plotting: the dodged series compute their data limits in the axis' scale
-            ax.set_xscale("log", base=2)
-    for i, (label, members) in enumerate(series.items()):
-        members = sorted(members, key=lambda c: c.value(key))
-        xs = [c.value(key) for c in members]
-        for ax, metric in zip(axes, metrics, strict=False):
-            points = [_scaled(c, metric) for c in members]
-            dodged_errorbar(ax, i, len(series), xs, points, label=label, marker="o", color=colours[label],
-                            **ERRORBAR)
-        if with_ratios and (found := ratios_to(members, key, reference)):
-            draw_ratios(axes[-1], [c.value(key) for c, _ in found], [r for _, r in found], reference,
-                        marker="o", color=colours[label], capsize=4)
-    for ax, metric in zip(axes, metrics, strict=False):
-        ax.set_ylabel(METRICS[metric][0])
-        ax.set_ylim(bottom=0)
-    for ax in axes:
-        ax.set_xticks(xs_all, [format_value(x) for x in xs_all])
-        ax.minorticks_off()
-        ax.set_xlabel(xlabel)
-    _finish(fig, axes, series, title, cases)
-    return fig
-
-
-def knob_bars(run: Run, group: str, key: str, *, xlabel: str, title: str,
-              metrics: Sequence[str] = DEFAULT_METRICS, reference: Any = None) -> Figure | None:
-    """Metrics per value of an on/off or named knob, grouped bars, one colour per other-param combination."""
-    cases = run.group(group)
+    """Metrics per value of one knob: a numeric knob as lines, an on/off or named knob as grouped bars, one
+    colour per combination of the other varying params; beside them the paired ratios to ``reference``."""
+    cases = [c for c in run.group(group) if not numeric or (isinstance(c.value(key), int | float)
+                                                          and not isinstance(c.value(key), bool))]
     if not cases:
         return None
     values = sorted({c.value(key) for c in cases}, key=sort_key)
     series = split_series(cases, key)
-    with_ratios = has_ratios(series, key, reference)
+    with_ratios = reference is not None and any(len(ratios_to(m, key, reference)) > 1 for m in series.values())
     fig, axes = new_figure(16.0 if with_ratios else 12.0, 4.8, ncols=len(metrics) + with_ratios)
     colours = colour_map(series)
     width = 0.8 / len(series)
+    for ax in axes:
+        if log2:  # before plotting: the dodged series compute their data limits in the axis' scale
+            ax.set_xscale("log", base=2)
     for i, (label, members) in enumerate(series.items()):
-        by_value = {repr(c.value(key)): c for c in members}
-        slots = [(j, by_value[repr(v)]) for j, v in enumerate(values) if repr(v) in by_value]
-        xs = np.array([j for j, _ in slots]) + (i - (len(series) - 1) / 2) * width
+        if numeric:
+            drawn = sorted(members, key=lambda c: c.value(key))
+            xs = [c.value(key) for c in drawn]
+        else:
+            by_value = {repr(c.value(key)): c for c in members}
+            slots = [j for j, v in enumerate(values) if repr(v) in by_value]
+            drawn = [by_value[repr(values[j])] for j in slots]
+            xs = list(np.array(slots) + (i - (len(series) - 1) / 2) * width)
         for ax, metric in zip(axes, metrics, strict=False):
-            points = [_scaled(c, metric) for _, c in slots]
-            bars = ax.bar(xs, [m for m, _ in points], width * 0.92, yerr=[s for _, s in points], capsize=4,
-                          color=colours[label], label=label)
-            ax.bar_label(bars, fmt="{:,.0f}", padding=2, fontsize=8)
+            points = [_scaled(c, metric) for c in drawn]
+            if numeric:
+                dodged_errorbar(ax, i, len(series), xs, points, label=label, marker="o", color=colours[label],
+                                **ERRORBAR)
+            else:
+                bars = ax.bar(xs, [m for m, _ in points], width * 0.92, yerr=[s for _, s in points], capsize=4,
+                              color=colours[label], label=label)
+                ax.bar_label(bars, fmt="{:,.0f}", padding=2, fontsize=8)
         if with_ratios and (found := ratios_to(members, key, reference)):
-            slot_of = {repr(v): x for (j, _), x in zip(slots, xs, strict=True) for v in [values[j]]}
-            draw_ratios(axes[-1], [slot_of[repr(c.value(key))] for c, _ in found], [r for _, r in found],
-                        reference, marker="D", color=colours[label], capsize=4)
+            x_of = {repr(c.value(key)): x for c, x in zip(drawn, xs, strict=True)}
+            draw_ratios(axes[-1], [x_of[repr(c.value(key))] for c, _ in found], [r for _, r in found], reference,
+                        marker="o" if numeric else "D", color=colours[label], capsize=4)
     for ax, metric in zip(axes, metrics, strict=False):
         ax.set_ylabel(METRICS[metric][0])
-        ax.margins(y=0.15)
+        if numeric:
+            ax.set_ylim(bottom=0)
+        else:
+            ax.margins(y=0.15)
     for ax in axes:
-        ax.set_xticks(range(len(values)), [format_value(v) for v in values])
+        ax.set_xticks(values if numeric else range(len(values)), [format_value(v) for v in values])
+        ax.minorticks_off()
         ax.set_xlabel(xlabel)
-    _finish(fig, axes, series, title, cases)
+    if len(series) > 1:
+        axes[0].legend(loc="best", fontsize=9)
+    fig.suptitle(f"{title}{constants(cases)}: mean ± standard deviation over rounds", fontweight="bold")
     return fig
 
 
@@ -172,29 +152,22 @@ def constants(cases: Sequence[Case], keys: Sequence[str] = ("batch_size", "num_w
     return f" ({describe(cases[0], fixed)})" if fixed else ""
 
 
-def _finish(fig: Figure, axes: Sequence[Axes], series: dict[str, list[Case]], title: str,
-            cases: Sequence[Case]) -> None:
-    if len(series) > 1:
-        axes[0].legend(loc="best", fontsize=9)
-    fig.suptitle(f"{title}{constants(cases)}: mean ± standard deviation over rounds", fontweight="bold")
-
-
 def batch_size_chart(run: Run) -> Figure | None:
-    return knob_lines(run, "batch-size", "batch_size", xlabel="batch size (images, log scale)",
-                      title="Throughput against batch size", log2=True, reference=64)
+    return knob_chart(run, "batch-size", "batch_size", xlabel="batch size (images, log scale)",
+                      title="Throughput against batch size", numeric=True, log2=True, reference=64)
 
 
 def pin_memory_chart(run: Run) -> Figure | None:
-    return knob_bars(run, "pin-memory", "pin_memory", xlabel="pin_memory",
-                     title="pin_memory on and off", reference=False)
+    return knob_chart(run, "pin-memory", "pin_memory", xlabel="pin_memory", title="pin_memory on and off",
+                      numeric=False, reference=False)
 
 
 def prefetch_chart(run: Run) -> Figure | None:
-    return knob_lines(run, "prefetch", "prefetch_factor", xlabel="prefetch_factor (batches per worker)",
-                      title="Throughput against prefetch_factor", reference=2)
+    return knob_chart(run, "prefetch", "prefetch_factor", xlabel="prefetch_factor (batches per worker)",
+                      title="Throughput against prefetch_factor", numeric=True, reference=2)
 
 
 def start_method_chart(run: Run) -> Figure | None:
-    return knob_bars(run, "start-method", "start_method", xlabel="worker start method",
-                     title="Time to first batch per start method", metrics=(K.TTFB_S, K.IMAGES_PER_S),
-                     reference="fork")
+    return knob_chart(run, "start-method", "start_method", xlabel="worker start method",
+                      title="Time to first batch per start method", numeric=False,
+                      metrics=(K.TTFB_S, K.IMAGES_PER_S), reference="fork")

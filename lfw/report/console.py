@@ -10,16 +10,12 @@ from collections import Counter
 
 from lfw.cli.table import table
 from lfw.gate.verdict import LABELS
-from lfw.report.findings import find
+from lfw.report.findings import case_cells, find
 from lfw.report.render import Report
 from lfw.results import keys as K
 from lfw.results import short_name
 
 COLUMNS = ("case", "group", "img/s", "CV", "eff", "TTFB ms", "PSS+ MiB")
-
-
-def _cell(value: float | None, spec: str) -> str:
-    return spec.format(value) if value is not None else "-"
 
 
 def _dataset_label(report: Report, transform: str) -> str:
@@ -32,13 +28,7 @@ def _dataset_label(report: Report, transform: str) -> str:
 
 def console(report: Report) -> str:
     """The table, the headline lines, the verdicts that are not 'unchanged', and the report path."""
-    rows = []
-    for c in report.run.cases:
-        ttfb = c.number(K.TTFB_S)
-        rows.append((c.label, str(c.group), _cell(c.number(K.IMAGES_PER_S), "{:,.0f}"),
-                     _cell(c.number(K.IMAGES_PER_S_CV), "{:.1%}"), _cell(c.number(K.EFFICIENCY), "{:.0%}"),
-                     _cell(ttfb * 1000 if ttfb is not None else None, "{:,.0f}"),
-                     _cell(c.number(K.PSS_GROWTH_MIB), "{:+,.1f}")))
+    rows = [(c.label, str(c.group), *case_cells(c, "-")) for c in report.run.cases]
     f = find(report.run, report.verdicts)
     out = [f"INCOMPLETE RUN: {f.incomplete}", ""] if f.incomplete else []
     out += [table(COLUMNS, rows, right=range(2, len(COLUMNS))), ""]

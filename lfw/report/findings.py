@@ -15,10 +15,13 @@ from lfw.report.pipelines import PipelineVerdict, pipeline_verdict
 from lfw.report.remote import RemoteVerdict, remote_verdict
 from lfw.results import Case, Run
 from lfw.results import keys as K
-from lfw.results.ratios import paired, ratio_cv
+from lfw.results.ratios import ratio_cv
 from lfw.results.recommend import Recommendation, recommendations, scaling_cases
 
 CV_WARN = 0.10  # pyperf warns when the standard deviation exceeds 10% of the mean
+# The per-case cells of the console's table and the page's "All cases": key, scale, format.
+CASE_CELLS = ((K.IMAGES_PER_S, 1, "{:,.0f}"), (K.IMAGES_PER_S_CV, 1, "{:.1%}"), (K.EFFICIENCY, 1, "{:.0%}"),
+              (K.TTFB_S, 1000, "{:,.0f}"), (K.PSS_GROWTH_MIB, 1, "{:+,.1f}"))
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,12 @@ class Findings:
     unfinished: tuple[str, ...] = ()  # groups with a case that failed or never ran: no recommendation from them
     left_out: tuple[tuple[str, str], ...] = ()  # (case key, what it needs) for cases beyond this machine's limits
     one_count: tuple[str, ...] = ()  # transforms measured at a single worker count: no knee to recommend
+
+
+def case_cells(case: Case, missing: str) -> list[str]:
+    """Images/s, CV, efficiency, time to first batch in ms and PSS growth of a case; ``missing`` where absent."""
+    return [spec.format(v * scale) if (v := case.number(key)) is not None else missing
+            for key, scale, spec in CASE_CELLS]
 
 
 def is_loader_case(case: Case) -> bool:
@@ -110,8 +119,7 @@ def paired_cv(run: Run) -> float | None:
         cases = [c for c in run.group(group) if is_loader_case(c)]
         for case in cases:
             reference = next(c for c in cases if c.value(K.TRANSFORM) == case.value(K.TRANSFORM))
-            cv = ratio_cv(case, reference) if paired(case, reference) else None
-            if cv is not None:
+            if (cv := ratio_cv(case, reference)) is not None:
                 values.append(cv)
     return median(values) if values else None
 

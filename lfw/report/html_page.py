@@ -1,15 +1,10 @@
 """The HTML page, ``<out>/index.html``: the summary page's sections with every chart shown, the gate, the history.
 
-One static file beside the charts, read offline from the folder or a CI artifact: no server, no script, no
-network. Images are referenced by relative path (``workers.png``, ``history/<name>.png``), not inlined as data
-URIs: the PNGs are written into the folder anyway, so the page stays tens of KB instead of repeating megabytes
-of base64, and the image on the page is the very chart file beside it. The price: keep the folder together.
-
-The words are :mod:`lfw.report.page`'s (its Markdown sections converted by :mod:`lfw.report.markdown_html`),
-so the HTML and Markdown pages cannot disagree; this module adds only the layout: a section per topic with a
-table of contents, a figure and caption per chart, the gate's verdict of these runs rendered from the verdict
-itself (:mod:`lfw.report.verdict_html`; :mod:`lfw.report.verdict` decides which), or the one line saying none
-matches, and the history charts another command writes under ``history/``. Every text is escaped.
+One static file read offline (no server, no script); images by relative path, not inlined: the PNGs are in the
+folder anyway, so the page stays tens of KB (keep the folder together). The words are :mod:`lfw.report.page`'s,
+converted by :mod:`lfw.report.markdown_html`, so the two pages cannot disagree; this module adds only the layout,
+the gate's verdict (:mod:`lfw.report.verdict_html`) and the ``history/`` charts, every text escaped. See
+docs/reports.md ("The HTML page").
 """
 
 from __future__ import annotations
@@ -120,11 +115,7 @@ def from_markdown(lines: list[str]) -> Section | None:
 
 def image_file(files: list[Path]) -> Path | None:
     """The file an ``<img>`` shows: PNG when written, else SVG; None when neither was (no image to show)."""
-    for suffix in IMAGE_PREFERENCE:
-        found = next((p for p in files if p.suffix == suffix), None)
-        if found is not None:
-            return found
-    return None
+    return next((p for suffix in IMAGE_PREFERENCE for p in files if p.suffix == suffix), None)
 
 
 def figure(src: str, title: str, caption_md: str, anchor: str) -> str:

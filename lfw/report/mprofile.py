@@ -22,10 +22,6 @@ FOLDER = "mprof"
 WORKERS_SERIES = "1"  # mprof labels a CHLD series by its id; one series: the workers' mean USS
 
 
-def file_name(case: Case) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", case.short_name).strip("-") + ".dat"
-
-
 def mprofile_text(case: Case) -> str | None:
     """The ``.dat`` content for ``case``, or None when it has no sampled timeline."""
     timeline = case.extra.get(K.TIMELINE)
@@ -51,7 +47,7 @@ def write_mprofiles(run: Run, out: Path) -> list[Path]:
         text = mprofile_text(case)
         if text is not None:
             folder.mkdir(parents=True, exist_ok=True)
-            path = folder / file_name(case)
+            path = folder / (re.sub(r"[^A-Za-z0-9_.-]+", "-", case.short_name).strip("-") + ".dat")
             path.write_text(text)
             written.append(path)
     if folder.is_dir():

@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from lfw.report.accelerators import accelerators_section
-from lfw.report.findings import CV_WARN, Findings, find
+from lfw.report.findings import CV_WARN, Findings, case_cells, find
 from lfw.report.legend import describe
 from lfw.report.render import MAIN_CHART, Report
 from lfw.results import Case, Run, short_name
@@ -132,11 +132,7 @@ def cases_section(run: Run) -> list[str]:
     """``## All cases``: the console's per-case table (images/s, CV, efficiency, first batch, PSS growth)."""
     lines = ["## All cases", "", "| case | group | images/s | CV | efficiency | first batch, ms | PSS growth, MiB |",
              "|---|---|---:|---:|---:|---:|---:|"]
-    for c in run.cases:
-        cells = [_fmt(c.number(K.IMAGES_PER_S), "{:,.0f}"), _fmt(c.number(K.IMAGES_PER_S_CV), "{:.1%}"),
-                 _fmt(c.number(K.EFFICIENCY), "{:.0%}"), _fmt(_ms(c.number(K.TTFB_S)), "{:,.0f}"),
-                 _fmt(c.number(K.PSS_GROWTH_MIB), "{:+,.1f}")]
-        lines.append(f"| `{c.label}` | {c.group} | {' | '.join(cells)} |")
+    lines += [f"| `{c.label}` | {c.group} | {' | '.join(case_cells(c, '–'))} |" for c in run.cases]
     return [*lines, ""]
 
 
@@ -171,14 +167,6 @@ def machine_section(run: Run) -> list[str]:
     if ceilings:
         lines.append(f"| single-core images/s | {', '.join(ceilings)} |")
     return [*lines, ""]
-
-
-def _fmt(value: float | None, spec: str) -> str:
-    return spec.format(value) if value is not None else "–"
-
-
-def _ms(seconds: float | None) -> float | None:
-    return seconds * 1000 if seconds is not None else None
 
 
 def markdown(report: Report) -> str:

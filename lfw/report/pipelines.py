@@ -51,10 +51,6 @@ class PipelineVerdict:
     reference: Case | None  # the same decoder and storage in the main process, one thread (older runs)
 
     @property
-    def images_per_s(self) -> float:
-        return self.best.number(K.IMAGES_PER_S) or 0.0
-
-    @property
     def utilization(self) -> float | None:
         return self.best.number(K.CPU_UTILIZATION)
 
@@ -141,10 +137,10 @@ class PipelineVerdict:
     def sentence(self) -> str:
         b = self.best
         pil = b.number(K.PIL_CEILING_IMAGES_PER_S) or 0.0
-        return (f"`{b.label}`: {self.images_per_s:,.0f} images/s (median of {len(b.rounds(K.IMAGES_PER_S) or [])} "
-                f"rounds), {self.own_text()}; {share_text(b, K.PIL_CEILING_SHARE)} of the PIL path's limit "
-                f"({pil:,.0f} images/s: its single-core rate x the cores the rounds measured).{self.stage_text()} "
-                f"What stops it: {self.limit()}; {self.memory_bandwidth()}.")
+        return (f"`{b.label}`: {b.number(K.IMAGES_PER_S) or 0.0:,.0f} images/s (median of "
+                f"{len(b.rounds(K.IMAGES_PER_S))} rounds), {self.own_text()}; {share_text(b, K.PIL_CEILING_SHARE)} "
+                f"of the PIL path's limit ({pil:,.0f} images/s: its single-core rate x the cores the rounds measured)."
+                f"{self.stage_text()} What stops it: {self.limit()}; {self.memory_bandwidth()}.")
 
 
 def reference_for(case: Case, cases: list[Case]) -> Case | None:
@@ -157,14 +153,10 @@ def reference_for(case: Case, cases: list[Case]) -> Case | None:
     return None
 
 
-def decode_pipelines(run: Run) -> list[Case]:
-    """The run's decode-pipeline cases that decode (the memmap reads are the decode-free reference)."""
-    return [c for c in run.group(GROUP) if c.number(K.PIL_CEILING_SHARE) is not None]
-
-
 def pipeline_verdict(run: Run) -> PipelineVerdict | None:
     """The fastest decoding pipeline of the run and its measured limits; None without a decoders group."""
-    cases = [c for c in decode_pipelines(run) if c.value(K.STORAGE) != "memmap"]
+    cases = [c for c in run.group(GROUP)  # the memmap reads are the decode-free reference, not a pipeline
+             if c.number(K.PIL_CEILING_SHARE) is not None and c.value(K.STORAGE) != "memmap"]
     if not cases:
         return None
     best = max(cases, key=lambda c: c.number(K.IMAGES_PER_S) or 0.0)

@@ -1,15 +1,9 @@
 """Which gate verdict the report shows: the gate's own, read from ``verdict.json``, never judged here.
 
-The report draws and lists verdicts but decides none, so it and CI never disagree. It reads a
-:class:`~lfw.gate.verdict.Verdict` (``--verdict PATH``, else ``OUT/verdict.json``) and shows it only when the verdict
-is about the very runs it reports: the SHA-256 of the current run's bytes, and of the baseline's when one is given,
-must match the verdict's (:meth:`~lfw.gate.verdict.Verdict.matches`); a file's time says nothing about whose
-verdict it holds. Otherwise the report says so in one line, naming the command that makes one.
-
-Given a baseline and no verdict of its own (no ``--verdict``), the report asks the gate: it runs
-``python -m lfw.gate BASE CURRENT --verdict-json OUT/verdict.json --summary-md OUT/gate.md`` as a subprocess (with
-``$GITHUB_STEP_SUMMARY`` unset, so a report never appends to a CI job's page) and reads what it wrote. The gate
-stays the only judge; the report imports no comparison code.
+It is shown only when it judged these very runs, by the SHA-256 of their bytes
+(:meth:`~lfw.gate.verdict.Verdict.matches`; a file's time says nothing about whose verdict it holds). Given a
+baseline and no matching verdict, the report runs the gate as a subprocess and reads what it wrote: the gate stays
+the only judge, and the report and CI never disagree. See docs/reports.md ("The HTML page").
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Sequence
 
-from lfw.gate.summary import EXIT_MEANING, STATUS, ab_rows, comparison_rows
-from lfw.gate.verdict import TWO_FILE, CaseNote, Verdict
+from lfw.gate.summary import AB_HEADER, EXIT_MEANING, STATUS, TWO_FILE_HEADER, ab_rows, comparison_rows
+from lfw.gate.verdict import TWO_FILE, Verdict
 from lfw.results import short_name
 
 
@@ -38,25 +38,18 @@ def heading(text: str) -> str:
     return f"<h3>{esc(text)}</h3>"
 
 
-def case_notes(title: str, notes: Sequence[CaseNote]) -> list[str]:
-    if not notes:
-        return []
-    return [f"<p>{esc(title)}: {len(notes)}</p>", bullets(f"`{short_name(n.case)}`: {n.why}" for n in notes)]
+def case_list(title: str, items: Sequence[str]) -> list[str]:
+    return [f"<p>{esc(title)}: {len(items)}</p>", bullets(items)] if items else []
 
 
 def comparison_sections(v: Verdict) -> list[str]:
     """The comparisons the gate page lists, in its tables and with its headers."""
-    header: tuple[str, ...]
-    if v.mode == TWO_FILE:
-        header = ("case", "metric", "baseline", "current", "change", "minimum effect")
-        sections = {"Regressions": (v.regressions, False),
-                    "Notable improvements (reported, not part of the verdict)": (v.improvements, True)}
-        render = comparison_rows
-    else:
-        header = ("case", "metric", "base", "current", "change [interval]", "minimum effect", "pairs", "p (Holm)")
-        sections = {"Regressions": (v.regressions, False), "Inconclusive (noisy: rerun)": (v.inconclusive, False),
-                    "Notable improvements (reported, not part of the verdict)": (v.improvements, True)}
-        render = ab_rows
+    two_file = v.mode == TWO_FILE
+    header: tuple[str, ...] = TWO_FILE_HEADER if two_file else AB_HEADER
+    render = comparison_rows if two_file else ab_rows
+    sections = {"Regressions": (v.regressions, False),
+                **({} if two_file else {"Inconclusive (noisy: rerun)": (v.inconclusive, False)}),
+                "Notable improvements (reported, not part of the verdict)": (v.improvements, True)}
     out = []
     for title, (rows, better) in sections.items():
         if rows:
@@ -83,11 +76,10 @@ def verdict_html(v: Verdict) -> str:
              *([f"machine info differs: {v.machine_diffs}"] if v.machine_diffs else [])]
     if notes:
         out += [heading("Not judged, missing, left out"), bullets(notes)]
-    out += case_notes("MISSING: baseline cases this run should have held", v.gaps)
-    out += case_notes("left out on purpose, not compared", v.narrowed)
-    if v.new_cases:
-        out += [f"<p>new cases, not compared: {len(v.new_cases)}</p>",
-                bullets(f"`{short_name(n)}`" for n in v.new_cases)]
+    for title, kept in (("MISSING: baseline cases this run should have held", v.gaps),
+                        ("left out on purpose, not compared", v.narrowed)):
+        out += case_list(title, [f"`{short_name(n.case)}`: {n.why}" for n in kept])
+    out += case_list("new cases, not compared", [f"`{short_name(n)}`" for n in v.new_cases])
     if v.cases:
         counts = ", ".join(f"{n} {label}" for label, n in v.label_counts().items())
         out += [heading("Verdict per case"), f"<p>{esc(counts)}</p>",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -233,10 +234,6 @@ class Run:
         """Groups in the order they first appear (the order the suite ran them)."""
         return list(dict.fromkeys(c.group for c in self.cases))
 
-    def by_name(self) -> dict[str, Case]:
-        """Cases keyed by ``fullname`` (``file::test[params]``), the one name unique across files."""
-        return {c.fullname: c for c in self.cases}
-
     def by_key(self) -> dict[str, Case]:
         """Cases keyed by :attr:`Case.key` (group and test id), unique within a run (checked on loading)."""
         return {c.key: c for c in self.cases}
@@ -268,9 +265,7 @@ def _case(where: str, raw: Any, position: int) -> Case:
         raise LFWError(f"no per-round data in {where} (case {raw['name']}): {SAVE_DATA_HINT}")
     if not all(_is_number(v) for v in data):
         raise LFWError(f"{where}: stats.data of {raw['name']} holds something other than seconds per round")
-    extra = raw.get("extra_info", {})
-    if extra is None:
-        extra = {}
+    extra = {} if raw.get("extra_info") is None else raw["extra_info"]
     if not isinstance(extra, Mapping):
         raise LFWError(f"{where}: extra_info of {raw['name']} is not a mapping; is this pytest-benchmark JSON?")
     schema_version(extra, f"{where} (case {raw['name']})")  # a newer record than this code reads is refused
@@ -292,15 +287,12 @@ def parse_run(doc: Any, where: str, path: Path | None = None) -> Run:
         raise LFWError(f"no benchmark cases in {where}: every case was skipped, deselected or run with "
                        "--benchmark-disable")
     cases = tuple(_case(where, raw, i) for i, raw in enumerate(doc["benchmarks"]))
-    names = [c.fullname for c in cases]
-    if len(set(names)) != len(names):
-        duplicate = next(n for n in names if names.count(n) > 1)
-        raise LFWError(f"{where} holds case {duplicate} twice; give one run per file")
-    keys = [c.key for c in cases]
-    if len(set(keys)) != len(keys):
-        duplicate = next(k for k in keys if keys.count(k) > 1)
-        raise LFWError(f"{where} holds two cases with group and id {duplicate}; give every case of a group its "
-                       "own id")
+    for ids, problem in (([c.fullname for c in cases], "case {} twice; give one run per file"),
+                         ([c.key for c in cases], "two cases with group and id {}; give every case of a group its "
+                                                  "own id")):
+        duplicate = next((i for i, n in Counter(ids).items() if n > 1), None)
+        if duplicate is not None:
+            raise LFWError(f"{where} holds {problem.format(duplicate)}")
     commit = doc.get("commit_info")
     return Run(path or Path(where), dict(doc["machine_info"]), cases, doc.get("datetime"),
                dict(commit) if isinstance(commit, Mapping) else {},

@@ -1,16 +1,10 @@
 """The recommended num_workers per transform: the knee, decided on paired ratios, with its uncertainty.
 
-The knee is the fewest workers whose throughput is within ``tolerance`` (5%) of the best: more workers than
-that buy little and cost memory and start-up. Decided on the paired ratios of the rotation
-(:mod:`lfw.results.ratios`), against the configuration with the highest median rate:
-
-- *within*: the ratio's interval lies at or above ``1 - tolerance``: as good as the best, with the evidence;
-- *worse*: the interval lies below ``1 - tolerance``: clearly slower than the best;
-- *unresolved*: the interval straddles ``1 - tolerance``.
-
-The recommendation is the fewest workers that are *within*, provided every configuration with fewer workers is
-*worse*; otherwise there is **no clear winner** and the report names the configurations the evidence does not
-separate. A run whose cases were not rotated (no paired rounds) falls back to medians and says so.
+The knee is the fewest workers within ``tolerance`` (5%) of the best: more buy little and cost memory and
+start-up. Each count's paired ratio to the best (:mod:`lfw.results.ratios`) is *within* when its interval lies at
+or above ``1 - tolerance``, *worse* below it, *unresolved* when it straddles it. The fewest *within* wins if every
+count with fewer workers is *worse*; otherwise **no clear winner**, naming the counts the evidence does not
+separate. Unrotated runs (no paired rounds) fall back to medians and say so. See docs/reports.md.
 """
 
 from __future__ import annotations
@@ -25,7 +19,6 @@ from lfw.results.ratios import Ratio, ratio
 from lfw.stats.variation import KNEE_TOLERANCE, first_within
 
 GROUP = "workers-transform"
-TOLERANCE = KNEE_TOLERANCE
 Standing = Literal["best", "within", "worse", "unresolved", "unpaired"]  # see the module docstring
 
 
@@ -50,10 +43,6 @@ class Recommendation:
     tied: list[int] = field(default_factory=list)
     paired: bool = True
 
-    @property
-    def chosen(self) -> Candidate | None:
-        return next((c for c in self.candidates if c.workers == self.workers), None)
-
     def verdict(self) -> str:
         """``2`` or ``no clear winner (0, 2)`` ."""
         if self.workers is None:
@@ -62,15 +51,8 @@ class Recommendation:
 
     def evidence(self) -> str:
         """Each candidate's ratio to the best with its interval, fewest workers first."""
-        parts = []
-        for c in self.candidates:
-            if c.standing == "best":
-                parts.append(f"{c.workers}: best")
-            elif c.ratio is not None:
-                parts.append(f"{c.workers}: {c.ratio.text()}")
-            else:
-                parts.append(f"{c.workers}: unpaired")
-        return "; ".join(parts)
+        return "; ".join(f"{c.workers}: " + ("best" if c.standing == "best" else c.ratio.text() if c.ratio else
+                                               "unpaired") for c in self.candidates)
 
 
 def scaling_cases(run: Run) -> dict[str, list[Case]]:
@@ -90,7 +72,7 @@ def standing(r: Ratio | None, tolerance: float) -> Standing:
     return "worse" if r.high < 1 - tolerance else "unresolved"
 
 
-def recommend(transform: str, cases: Iterable[Case], tolerance: float = TOLERANCE) -> Recommendation | None:
+def recommend(transform: str, cases: Iterable[Case], tolerance: float = KNEE_TOLERANCE) -> Recommendation | None:
     """The knee of one transform's worker sweep (see the module docstring); None for fewer than two worker
     counts measured (a small /dev/shm may leave only ``workers0``): there is nothing to choose between."""
     cases = sorted(cases, key=lambda c: c.value("num_workers"))
@@ -119,7 +101,7 @@ def recommend(transform: str, cases: Iterable[Case], tolerance: float = TOLERANC
     raise AssertionError("the best configuration is always within tolerance of itself")
 
 
-def recommendations(run: Run, tolerance: float = TOLERANCE) -> list[Recommendation]:
+def recommendations(run: Run, tolerance: float = KNEE_TOLERANCE) -> list[Recommendation]:
     """One recommendation per transform of the workers group, in the order the transforms ran."""
     found = [recommend(t, cs, tolerance) for t, cs in scaling_cases(run).items()]
     return [r for r in found if r is not None]

@@ -1,17 +1,9 @@
 """The case record: what one benchmark case saves in pytest-benchmark's ``extra_info``, typed and versioned.
 
-A :class:`CaseRecord` holds three things, each a mapping of the string keys of :mod:`lfw.results.keys`:
-
-- ``knobs``: what the case is (transform, index, loader config, profile, the group's own knobs);
-- ``metrics``: what was measured, each metric summarized over its rounds by :func:`summarize`, the one rule every
-  writer uses (median, or maximum for a memory peak; the per-round list beside it; the coefficient of variation
-  where the metric asks for one);
-- ``machine``: what it was measured on and how (device, usable cores, measured parallel capacity, the rotation's
-  schedule, the valgrind that counted it).
-
-:meth:`CaseRecord.as_extra_info` writes the flat ``extra_info`` every reader knows (the same keys as before the
-record had a type) plus ``schema_version`` (:data:`SCHEMA_VERSION`). A saved case without it is the older form,
-version 0, read the same way; :func:`schema_version` refuses a version newer than this code in one line.
+A :class:`CaseRecord` holds ``knobs`` (what the case is), ``metrics`` (what was measured, each summarized over its
+rounds by :func:`summarize`, the one rule every writer uses) and ``machine`` (what it ran on and how), keyed by
+:mod:`lfw.results.keys`. It is saved flat, as every reader knows it, plus ``schema_version``; a case without one is
+version 0, read the same way. See docs/record.md.
 """
 
 from __future__ import annotations
