@@ -91,7 +91,7 @@ def test_leak(request: pytest.FixtureRequest, benchmark: Any, profile: Profile,
                      K.POSITIVE_CONTROL: case == "control", **report.as_extra_info()})
     record(benchmark, leak_record)
     verdict = report.verdict
-    if benchmark.enabled:
+    if benchmark.enabled and verdict.robust:  # the smoke profile's 2 fitted epochs are recorded, not judged
         expected = case == "control"
         assert verdict.leaking == expected, (
             f"{case}: tree USS {verdict.slope_uss_mib_per_epoch:+.2f} / PSS {verdict.slope_pss_mib_per_epoch:+.2f} "

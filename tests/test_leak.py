@@ -89,6 +89,13 @@ def test_pss_alone_can_flag_a_leak() -> None:
     assert leak_verdict(series(flat_uss, [700.0 + 9.0 * i for i in range(5)])).leaking
 
 
+def test_one_step_is_recorded_but_not_robust_and_three_steps_are() -> None:
+    """Two fitted epochs are one step: a one-off jump there reads as a leak, so the verdict says it is not robust."""
+    jump = leak_verdict(series([46.4, 47.1, 350.2]))
+    assert jump.leaking and not jump.robust
+    assert leak_verdict(series([46.4, 47.1, 350.2, 350.4, 350.5])).robust
+
+
 def test_too_few_epochs_is_an_error() -> None:
     with pytest.raises(LFWError, match="at least 3 epochs"):
         leak_verdict(series([1.0, 2.0]))

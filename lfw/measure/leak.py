@@ -43,6 +43,7 @@ LEAK_THRESHOLD_MIB_PER_EPOCH = 4.0
 # between them with a margin on both sides. The baseline's figures are in docs/methodology.md (Memory).
 FIRST_EPOCH_THRESHOLD_MIB = 16.0
 WARMUP_EPOCHS = 1
+ROBUST_EPOCHS_FITTED = 4  # three steps: the fewest whose median ignores a one-off jump (module docstring)
 # Only end-of-epoch snapshots are needed (LoaderPass takes one after each pass, off the clock); an interval longer
 # than the small epochs the leak check runs keeps the page walks (milliseconds of CPU per torch process) out of
 # the epochs.
@@ -103,6 +104,11 @@ class LeakVerdict:
     @property
     def leaking(self) -> bool:
         return max(self.step_uss_mib, self.step_pss_mib) > self.threshold_mib_per_epoch
+
+    @property
+    def robust(self) -> bool:
+        """Whether enough epochs were fitted for :attr:`leaking` to be more than one step (a jump reads as a leak)."""
+        return self.epochs_fitted >= ROBUST_EPOCHS_FITTED
 
     def as_extra_info(self) -> dict[str, Any]:
         return {
