@@ -9,6 +9,11 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 export LFW_CACHE="${LFW_CACHE:-$PWD/.cache/lfw-bench}" OMP_NUM_THREADS=1
 mkdir -p docs/runs
+# Each output is written outside the tree and moved into docs/ when the script ends, so the runs it records see a
+# clean checkout (a file half-written into docs/runs/ made every autosave of the run "uncommitted-changes").
+STAGE=$(mktemp -d)
+mkdir -p "$STAGE/runs"
+trap 'cp -r "$STAGE/." docs/ && rm -rf "$STAGE"' EXIT
 stamp() { echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD): $*"; }
 
 per_core() {  # the machine's speed when a run was made: per-core images/s of its ceilings, from the newest autosave
@@ -34,7 +39,7 @@ make_bench() {  # the wall time of make bench LAYERS= (quick profile) and of mak
     echo "decode pipelines of that run, stage by stage (tools/stage_table.py):"
     $PY tools/stage_table.py
     per_core
-  } > docs/runs/make-bench.txt
+  } > "$STAGE"/runs/make-bench.txt
 }
 
 table() {  # the cases of one group of a saved run, fastest first, with the extra_info keys named
@@ -63,18 +68,18 @@ bench_dataset() {  # the suite on a user's own dataset: torchvision's ImageFolde
         --benchmark-json="$out/run.json" 2>&1 | tail -1
     echo "wall time: $(( $(date +%s) - start )) s"
     $PY -m lfw.report "$out/run.json" --out "$out/report" --format png | grep -v -e '^ *$'
-  } > docs/runs/bench-dataset.txt 2>&1
+  } > "$STAGE"/runs/bench-dataset.txt 2>&1
   rm -rf "$out"
 }
 
 remote() {  # the remote layer (quick), five runs: steady rates, their ceiling, Little's law, the limit per case
   out=$(mktemp -d)
-  $PY -m tools.remote_runs --runs 5 --out "$out" > docs/runs/remote.txt 2>&1
+  $PY -m tools.remote_runs --runs 5 --out "$out" > "$STAGE"/runs/remote.txt 2>&1
   { echo
-    echo "# python -m lfw.report on the last run (run-5.json): its summary line and the chart docs/remote-cpu-2core.png"
+    echo "# python -m lfw.report on the last run (run-5.json): its summary line and the chart "$STAGE"/remote-cpu-2core.png"
     $PY -m lfw.report "$out/run-5.json" --out "$out/report" --format png | grep -e "^remote storage" -e "^CV"
-  } >> docs/runs/remote.txt 2>&1
-  cp "$out/report/remote.png" docs/remote-cpu-2core.png
+  } >> "$STAGE"/runs/remote.txt 2>&1
+  cp "$out/report/remote.png" "$STAGE"/remote-cpu-2core.png
   rm -rf "$out"
 }
 
@@ -88,8 +93,8 @@ decoders() {  # every decode pipeline (full profile: full-size LFW, 7 rounds) ag
     table "$out/decoders.json" decoders images_per_s images_per_s_cv pil_ceiling_share memmap_ceiling_share \
         cpu_utilization cpu_ms_per_image main_cpu_share ttfb_s
     $PY -m lfw.report "$out/decoders.json" --out "$out/report" --format png | grep -e "^fastest" -e "^CV"
-  } > docs/runs/decoders.txt 2>&1
-  cp "$out/report/decoders.png" docs/decoders-cpu-2core.png
+  } > "$STAGE"/runs/decoders.txt 2>&1
+  cp "$out/report/decoders.png" "$STAGE"/decoders-cpu-2core.png
   rm -rf "$out"
 }
 
@@ -124,7 +129,7 @@ for key, logs in doc["log_ratios"].items():
           f"(ratios {math.exp(min(logs)):.3f}-{math.exp(max(logs)):.3f}); within a process: median "
           f"{median(within):.3f}")
 EOF
-  } > docs/runs/process-pairs.txt 2>&1
+  } > "$STAGE"/runs/process-pairs.txt 2>&1
   rm -rf "$out"
 }
 
@@ -133,7 +138,7 @@ cost() {  # the cost layer's own run: instructions per image of each preset, and
     root=$($PY -c "from lfw.data.root import resolve_root; print(resolve_root(synthetic_images=2000).path)")
     $PY -m lfw.measure.cost --root "$root" --cache-dir "$LFW_CACHE/callgrind" --batch-size 16 --batches 1 \
         none simple heavy uint8
-  } > docs/runs/cost.txt 2>&1
+  } > "$STAGE"/runs/cost.txt 2>&1
 }
 
 diagnose() {  # measured vs simulated batches/s of a training loop
@@ -142,7 +147,7 @@ diagnose() {  # measured vs simulated batches/s of a training loop
       echo "--- --step-ms $step"
       $PY -m lfw.diagnose --workers 2 --step-ms "$step" --batch-size 64 --batches 30 --quiet --no-chart
     done
-  } > docs/runs/diagnose.txt 2>&1
+  } > "$STAGE"/runs/diagnose.txt 2>&1
 }
 
 distributed() {  # two ranks against one, the same per-rank configuration
@@ -152,7 +157,7 @@ distributed() {  # two ranks against one, the same per-rank configuration
       $PY -m torch.distributed.run --standalone --nproc-per-node="$n" -m lfw.distributed --workers 1 --epochs 3 \
           --out "$out/w$n.json" 2>/dev/null
     done
-  } > docs/runs/distributed.txt
+  } > "$STAGE"/runs/distributed.txt
   rm -rf "$out"
 }
 
@@ -173,7 +178,7 @@ small_shm() {  # make test and make bench where /dev/shm is a container's (root:
     stamp "make bench with this machine's own /dev/shm ($(df -h --output=size /dev/shm | tail -1 | tr -d ' '))"
     make bench 2>&1 | tr '\r' '\n' | grep -E -e '[0-9]+ (passed|failed)' -e 'of /dev/shm' \
       -e '^(INCOMPLETE|best|recommended|left out)' -e '^  [a-z0-9]+: ' -e '^make.*Error' || true
-  } > docs/runs/small-shm.txt
+  } > "$STAGE"/runs/small-shm.txt
 }
 
 interrupted() {  # Ctrl-C during make bench: what it leaves behind, and what make report and the gate say of it
@@ -199,7 +204,7 @@ interrupted() {  # Ctrl-C during make bench: what it leaves behind, and what mak
     fi
     echo "--- python -m lfw.history show .benchmarks"
     $PY -m lfw.history show .benchmarks --out /tmp/lfw-history 2>&1 | grep -e 'incomplete' | head -2 || true
-  } > docs/runs/interrupted.txt 2>&1
+  } > "$STAGE"/runs/interrupted.txt 2>&1
 }
 
 for what in "${@:-make-bench bench-dataset remote decoders process-pairs cost diagnose distributed}"; do
