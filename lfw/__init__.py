@@ -15,6 +15,7 @@ paying for torch's import.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["PRESETS", "LFWDataset", "get_preset"]
@@ -24,10 +25,16 @@ LAYERS = ("errors", "cli", "stats", "results", "data", "measure", "pipelines", "
           "diagnose", "gate", "history", "report")
 
 
-_LAZY = {"LFWDataset": "lfw.data.dataset", "PRESETS": "lfw.data.transforms", "get_preset": "lfw.data.transforms"}
+def lazy_exports(package: str, homes: dict[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) that imports each name of ``homes`` from its module on first use."""
+
+    def __getattr__(name: str) -> Any:
+        if name in homes:
+            return getattr(importlib.import_module(homes[name]), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'lfw' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, {"LFWDataset": "lfw.data.dataset", "PRESETS": "lfw.data.transforms",
+                                      "get_preset": "lfw.data.transforms"})

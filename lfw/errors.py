@@ -44,10 +44,11 @@ class CorruptImageError(LFWError):
     """An image file that PIL cannot decode (truncated, not a JPEG, zero bytes)."""
 
 
-def check_choice(what: str, value: object, choices: Collection[T]) -> T:
-    """``value`` if it is one of ``choices``, else ``unknown <what> <value>; choose one of: ...`` as an LFWError."""
+def check_choice(what: str, value: object, choices: Collection[T], hint: str = "") -> T:
+    """``value`` if it is one of ``choices``, else ``unknown <what> <value>; choose one of: ...<hint>`` as an
+    LFWError."""
     if value not in choices:
-        raise LFWError(f"unknown {what} {value!r}; choose one of: {', '.join(map(str, choices))}")
+        raise LFWError(f"unknown {what} {value!r}; choose one of: {', '.join(map(str, choices))}{hint}")
     return cast(T, value)
 
 

@@ -1,3 +1,3 @@
 """The ground floor every command-line tool and chart shares: one-line argument errors (:mod:`lfw.cli.args`), the
-plain-text table (:mod:`lfw.cli.table`) and the figure style and saver (:mod:`lfw.cli.figures`). It imports nothing
-of ``lfw`` but :mod:`lfw.errors`."""
+plain-text table (:mod:`lfw.cli.table`), the figure style and saver (:mod:`lfw.cli.figures`) and a helper process
+spoken to in JSON lines (:mod:`lfw.cli.child`). It imports nothing of ``lfw`` but :mod:`lfw.errors`."""

@@ -10,16 +10,8 @@
 - ``python -m lfw.diagnose``: the command line.
 """
 
-from typing import Any
-
+from lfw import lazy_exports
 from lfw.diagnose.simulator import PipelineModel, SimResult, simulate, workers_to_end_stalls
 
 __all__ = ["PipelineModel", "SimResult", "Watch", "simulate", "watch", "workers_to_end_stalls"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in ("watch", "Watch"):
-        from lfw.diagnose import watcher
-
-        return getattr(watcher, name)
-    raise AttributeError(f"module 'lfw.diagnose' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, {"watch": "lfw.diagnose.watcher", "Watch": "lfw.diagnose.watcher"})

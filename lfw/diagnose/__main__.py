@@ -41,7 +41,7 @@ from lfw.diagnose.training import (
     pipeline_setup,
 )
 from lfw.diagnose.user_parts import dataset_from, step_from
-from lfw.errors import LFWError, cli_entry
+from lfw.errors import LFWError, check_choice, cli_entry
 from lfw.measure import LoaderConfig
 from lfw.measure.machine import usable_cores
 
@@ -154,8 +154,8 @@ def _check(args: argparse.Namespace) -> None:
         raise LFWError(f"--workers must be 0 (load in the main loop) or more, got {args.workers}")
     if args.load_ms is not None and not args.load_ms > 0:
         raise LFWError(f"--load-ms must be positive, got {args.load_ms:g}")
-    if args.model is not None and args.model not in MODELS:
-        raise LFWError(f"unknown model {args.model!r}; choose one of: {', '.join(MODELS)} (or use --step-ms)")
+    if args.model is not None:
+        check_choice("model", args.model, MODELS, " (or use --step-ms)")
     for flag, other, message in CONFLICTS:
         if _given(args, flag) and _given(args, other):
             raise LFWError(message)

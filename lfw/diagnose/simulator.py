@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from lfw.diagnose.events import MAIN_PROCESS, BatchRecord
-from lfw.errors import LFWError
+from lfw.errors import LFWError, check_choice
 
 DISTRIBUTIONS = ("lognormal", "gamma")
 SEEDS = 5  # simulations averaged when load times vary (seed_mean)
@@ -72,9 +72,7 @@ class PipelineModel:
             raise LFWError(f"prefetch_factor must be a positive integer, got {self.prefetch_factor}")
         if self.transfer_s < 0 or self.load_cv < 0 or self.desync_s < 0 or self.startup_s < 0:
             raise LFWError("transfer time, load variation, desynchronization and start-up must be 0 or more")
-        if self.distribution not in DISTRIBUTIONS:
-            raise LFWError(f"unknown load-time distribution {self.distribution!r}; "
-                           f"choose one of: {', '.join(DISTRIBUTIONS)}")
+        check_choice("load-time distribution", self.distribution, DISTRIBUTIONS)
         if self.prefetcher and self.workers == 0:
             raise LFWError("a prefetcher overlaps the copy with the step while workers load; "
                            "it needs at least 1 worker")

@@ -47,7 +47,7 @@ from lfw.diagnose.events import (
     with_stamp,
 )
 from lfw.diagnose.feeds import DECODERS_GROUP
-from lfw.errors import LFWError
+from lfw.errors import LFWError, check_choice
 from lfw.measure import LoaderConfig, LoaderPass, PassResult
 from lfw.measure.loader_pass import sleep_step
 
@@ -105,8 +105,7 @@ def cnn_step(classes: int, device: torch.device) -> Callable[[Any], None]:
 def make_step(model: str | None, step_ms: float | None, classes: int) -> tuple[Callable[[Any], None], str]:
     """The step callable and a label for reports (``sleep 50 ms`` or ``cnn on cpu``)."""
     if model is not None:
-        if model not in MODELS:
-            raise LFWError(f"unknown model {model!r}; choose one of: {', '.join(MODELS)} (or use --step-ms)")
+        check_choice("model", model, MODELS, " (or use --step-ms)")
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         return cnn_step(classes, device), f"{model} on {device.type}"
     if step_ms is None or step_ms < 0 or not math.isfinite(step_ms):

@@ -29,7 +29,7 @@ from typing import Any, Literal, Protocol
 
 import torch
 
-from lfw.errors import LFWError
+from lfw.errors import LFWError, check_choice
 
 CudaMode = Literal["auto", "events", "sync", "off"]
 CUDA_MODES: tuple[str, ...] = ("auto", "events", "sync", "off")
@@ -45,8 +45,7 @@ class Event(Protocol):
 
 def resolve_mode(cuda: str) -> str:
     """The clock a ``cuda=`` choice means here: :data:`HOST`, :data:`EVENTS` or :data:`SYNC`."""
-    if cuda not in CUDA_MODES:
-        raise LFWError(f"cuda={cuda!r}: choose one of {', '.join(CUDA_MODES)}")
+    check_choice("cuda clock", cuda, CUDA_MODES)
     if cuda == "off":
         return HOST
     ready = torch.cuda.is_available() and torch.cuda.is_initialized()

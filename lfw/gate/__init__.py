@@ -14,17 +14,10 @@ The CLI is ``python -m lfw.gate``; its ``--help`` prints the decision rule and t
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from lfw import lazy_exports
 
 __all__ = ["Comparison", "GateReport", "Thresholds", "compare_runs"]
-_HOME = {"Thresholds": "lfw.gate.thresholds", "Comparison": "lfw.gate.compare", "GateReport": "lfw.gate.compare",
-         "compare_runs": "lfw.gate.compare"}
-
-
-def __getattr__(name: str) -> Any:
-    """The comparison is imported when asked for, so reading a saved verdict (:mod:`lfw.gate.verdict`, as the
-    report does) does not load it."""
-    if name in _HOME:
-        return getattr(importlib.import_module(_HOME[name]), name)
-    raise AttributeError(f"module 'lfw.gate' has no attribute {name!r}")
+# The comparison is imported when asked for, so reading a saved verdict (:mod:`lfw.gate.verdict`, as the report
+# does) does not load it.
+__getattr__ = lazy_exports(__name__, {"Thresholds": "lfw.gate.thresholds", "Comparison": "lfw.gate.compare",
+                                      "GateReport": "lfw.gate.compare", "compare_runs": "lfw.gate.compare"})

@@ -18,8 +18,6 @@ import json
 import math
 import os
 import random
-import selectors
-import subprocess
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -29,7 +27,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from lfw.errors import LFWError, MeasurementError
+from lfw.cli.child import Child
+from lfw.errors import LFWError, MeasurementError, check_choice
 from lfw.gate.compare import EXIT_INCOMPLETE, Comparison
 from lfw.gate.counting import COST_MODULE, CannotCount, cost_command, judge_counts, run_counts
 from lfw.gate.metrics import AB
@@ -115,73 +114,20 @@ def side_env(tree: Path) -> dict[str, str]:
     return env
 
 
-class Side:
-    """One pass server (the module ``server``): started in ``tree``, asked for passes over its stdin, its stderr
+def start_side(name: str, tree: Path, server: str, plan: ABPlan, root: Path, log: Path) -> Child:
+    """One pass server (the module ``server``), started in ``tree``; asked for passes over its stdin, its stderr
     kept in ``log``."""
+    return Child(f"{name} side", [plan.python, "-m", server, "--root", str(root), "--profile", plan.profile,
+                                  *plan.cases], log=log, cwd=tree, env=side_env(tree), failure=MeasurementError,
+                 grace_s=30.0)
 
-    def __init__(self, name: str, tree: Path, server: str, plan: ABPlan, root: Path, log: Path) -> None:
-        self.name, self.tree, self.log = name, tree, log
-        self.timeout_s = plan.timeout_s
-        self._log = log.open("a")
-        self.proc = subprocess.Popen([plan.python, "-m", server, "--root", str(root), "--profile", plan.profile,
-                                      *plan.cases], cwd=tree, env=side_env(tree), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self._log, text=True)
-        self.ready: dict[str, Any] = {}
 
-    def _read(self, timeout_s: float, what: str) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        with selectors.DefaultSelector() as sel:
-            sel.register(self.proc.stdout, selectors.EVENT_READ)
-            if not sel.select(timeout_s):
-                raise MeasurementError(f"{self.name} side gave no answer to {what} within {timeout_s:g} s; "
-                                       f"log: {self.log}")
-        line = self.proc.stdout.readline()
-        if not line:
-            code = self.proc.wait()
-            raise MeasurementError(f"{self.name} side exited (code {code}) during {what}; log: {self.log}")
-        try:
-            message = json.loads(line)
-        except json.JSONDecodeError:
-            raise MeasurementError(f"{self.name} side wrote something other than JSON during {what}: "
-                                   f"{line.strip()[:120]}; log: {self.log}") from None
-        if "error" in message:
-            raise MeasurementError(f"{self.name} side failed during {what}: {message['error']}")
-        return message
-
-    def handshake(self) -> dict[str, Any]:
-        self.ready = self._read(STARTUP_TIMEOUT_S, "start-up")
-        imported = Path(self.ready.get("lfw", ""))
-        if self.tree.resolve() not in imported.resolve().parents:
-            raise MeasurementError(f"{self.name} side imported lfw from {imported}, not from its checkout "
-                                   f"{self.tree}; check PYTHONPATH and the editable install")
-        return self.ready
-
-    def send(self, case: str) -> None:
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(json.dumps({"case": case}) + "\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            raise MeasurementError(f"{self.name} side is gone (code {self.proc.wait()}); log: {self.log}") from None
-
-    def answer(self, case: str) -> dict[str, Any]:
-        return self._read(self.timeout_s, f"a pass of {case}")
-
-    def close(self) -> None:
-        """End of input, then a grace period, then kill: the process never outlives the run."""
-        try:
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        self._log.close()
+def handshake(side: Child, tree: Path) -> None:
+    """Wait for the side's ready line, and check that it imported lfw from its own checkout."""
+    imported = Path(side.handshake(STARTUP_TIMEOUT_S).get("lfw", ""))
+    if tree.resolve() not in imported.resolve().parents:
+        raise MeasurementError(f"{side.name} imported lfw from {imported}, not from its checkout "
+                               f"{tree}; check PYTHONPATH and the editable install")
 
 
 @dataclass
@@ -225,21 +171,20 @@ def identity(case_id: str) -> tuple[str, str, str, dict[str, Any]]:
     return group.name, name, f"{__name__}::{name}", dict(case.params)
 
 
-def measure_pair(run: ABRun, sides: dict[str, Side], rng: random.Random, pair: int) -> None:
+def measure_pair(run: ABRun, sides: dict[str, Child], rng: random.Random, pair: int) -> None:
     """Warm every case up on both sides at once, then one randomized quad per case, cases in random order."""
     for case in run.cases:
         for side in sides.values():
-            side.send(case)
+            side.send({"case": case})
         for side in sides.values():
-            side.answer(case)
+            side.receive(run.plan.timeout_s, f"a pass of {case}")
     order = list(run.cases)
     rng.shuffle(order)
     for case in order:
         quad = rng.choice(sorted(QUADS))
         logs: dict[str, dict[str, list[float]]] = {BASE: {}, CURRENT: {}}
         for slot, name in enumerate(QUADS[quad]):
-            sides[name].send(case)
-            result = sides[name].answer(case)
+            result = sides[name].ask({"case": case}, run.plan.timeout_s, f"a pass of {case}")
             run.passes[name][case].append({**result, "pair": pair, "slot": slot, "quad": quad})
             for metric in AB:
                 logs[name].setdefault(metric.key, []).append(math.log(result[metric.key]))
@@ -273,8 +218,7 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
     from lfw.suite import matrix
     from lfw.suite.profiles import PROFILES
 
-    if plan.profile not in PROFILES:
-        raise LFWError(f"unknown profile {plan.profile!r}; choose one of: {', '.join(PROFILES)}")
+    check_choice("profile", plan.profile, PROFILES)
     for case in plan.cases:
         matrix.find_case(case)  # an unknown id is a one-line error naming the known ones
     repo = toplevel(repo)
@@ -296,12 +240,12 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
             for pair in range(1, plan.max_pairs + 1):
                 names = [BASE, CURRENT]
                 rng.shuffle(names)  # which side starts first is randomized too
-                sides: dict[str, Side] = {}
+                sides: dict[str, Child] = {}
                 try:
                     for name in names:  # one at a time, so a side that fails to start never orphans the other
-                        sides[name] = Side(name, trees[name], servers[name], plan, root, out / f"{name}.log")
-                    for side in sides.values():
-                        side.handshake()
+                        sides[name] = start_side(name, trees[name], servers[name], plan, root, out / f"{name}.log")
+                    for name, side in sides.items():
+                        handshake(side, trees[name])
                     missing = set(sides[BASE].ready.get("unknown", []))
                     if missing and not run.new_cases:
                         run.new_cases = sorted(missing)
@@ -311,7 +255,7 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
                     measure_pair(run, sides, rng, pair)
                 finally:
                     for side in sides.values():
-                        side.close()
+                        side.stop()
                 run.pairs = pair
                 bar.update()
                 if pair in looks:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from lfw.cli.args import OneLineParser
 from lfw.cli.table import table
-from lfw.errors import LFWError, cli_entry
+from lfw.errors import LFWError, check_choice, cli_entry
 from lfw.gate.ab import parse_cases, side_env
 from lfw.gate.counting import COST_MODULE, cost_command, run_counts
 from lfw.gate.metrics import COUNTED, INSTRUCTIONS, Metric
@@ -118,9 +118,8 @@ class Counter:
         if plan.count_cmd is None:
             from lfw.suite.matrix import TRANSFORMS
 
-            unknown = [c for c in plan.cases if c not in TRANSFORMS]
-            if unknown:
-                raise LFWError(f"unknown cost preset {unknown[0]!r}; choose from {', '.join(TRANSFORMS)}")
+            for case in plan.cases:
+                check_choice("cost preset", case, TRANSFORMS)
             self.presets = plan.cases or TRANSFORMS
 
     def command(self) -> list[str]:

@@ -7,17 +7,9 @@ The drawing side (matplotlib, ruptures) is imported on first use, so ``python -m
 
 from __future__ import annotations
 
-from typing import Any
-
+from lfw import lazy_exports
 from lfw.gate.metrics import JUDGED
 from lfw.history.store import History, HistoryRecord, append_run, load_history
 
 __all__ = ["JUDGED", "History", "HistoryRecord", "HistoryReport", "append_run", "history_report", "load_history"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in ("HistoryReport", "history_report"):
-        from lfw.history import report
-
-        return getattr(report, name)
-    raise AttributeError(f"module 'lfw.history' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, {"HistoryReport": "lfw.history.report", "history_report": "lfw.history.report"})

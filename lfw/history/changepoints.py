@@ -52,12 +52,8 @@ class Step:
 
 def exact_steps(metric: Metric, values: Sequence[float], threshold: float) -> list[Step]:
     """Consecutive values that differ by more than ``threshold`` relative to the earlier one (either way)."""
-    out = []
-    for i in range(1, len(values)):
-        change = metric.change(values[i - 1], values[i])
-        if abs(change) > threshold:
-            out.append(Step(i, values[i - 1], values[i], change, EXACT))
-    return out
+    changes = [(i, metric.change(values[i - 1], values[i])) for i in range(1, len(values))]
+    return [Step(i, values[i - 1], values[i], change, EXACT) for i, change in changes if abs(change) > threshold]
 
 
 def noise_sigma(x: np.ndarray) -> float:

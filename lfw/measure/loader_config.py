@@ -14,7 +14,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from lfw.data.collate import collate_skipping
-from lfw.errors import LFWError
+from lfw.errors import LFWError, check_choice
 
 START_METHODS = ("fork", "forkserver", "spawn")
 DEFAULT_TIMEOUT_S = 120.0
@@ -64,8 +64,8 @@ class LoaderConfig:
             raise LFWError(f"num_workers must be 0 (load in the main process) or more, got {self.num_workers}")
         if self.prefetch_factor is not None and self.prefetch_factor <= 0:
             raise LFWError(f"prefetch_factor must be a positive integer, got {self.prefetch_factor}")
-        if self.start_method is not None and self.start_method not in START_METHODS:
-            raise LFWError(f"unknown start method {self.start_method!r}; choose one of: {', '.join(START_METHODS)}")
+        if self.start_method is not None:
+            check_choice("start method", self.start_method, START_METHODS)
         if self.start_method and self.start_method not in multiprocessing.get_all_start_methods():
             raise LFWError(f"start method {self.start_method!r} is not available on this platform")
 

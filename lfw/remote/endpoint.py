@@ -9,13 +9,8 @@ per JPEG under LFW's own layout (``<prefix>/<Person_Name>/<Person_Name>_0001.jpg
 
 from __future__ import annotations
 
-import json
 import os
-import queue
-import subprocess
 import sys
-import threading
-from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
@@ -25,76 +20,12 @@ from typing import Any
 
 from tqdm import tqdm
 
+from lfw.cli.child import Child
 from lfw.data.dataset import scan_images
-from lfw.errors import LFWError, MeasurementError
 from lfw.remote.client import S3Settings, s3_client
 
 START_TIMEOUT_S = 60.0
 LOCAL_CREDENTIALS = ("lfw-bench", "lfw-bench-secret")  # moto accepts any; real endpoints need real ones
-
-
-class Child:
-    """A helper process that prints one JSON line when ready and answers JSON lines on its stdin."""
-
-    def __init__(self, name: str, command: list[str]) -> None:
-        self.name = name
-        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, bufsize=1)
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.errors: deque[str] = deque(maxlen=20)  # the last lines of its stderr, read so it never blocks
-        threading.Thread(target=self._pump, daemon=True, name=f"{name}-stdout").start()
-        threading.Thread(target=self._drain_errors, daemon=True, name=f"{name}-stderr").start()
-        try:
-            self.ready = self.receive(START_TIMEOUT_S)
-        except BaseException:
-            self.stop()
-            raise
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def _drain_errors(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            if line.strip():
-                self.errors.append(line.strip())
-
-    def receive(self, timeout_s: float) -> dict[str, Any]:
-        try:
-            line = self.lines.get(timeout=timeout_s)
-        except queue.Empty:
-            raise MeasurementError(f"the {self.name} gave no answer within {timeout_s:g} s") from None
-        if line is None:
-            code = self.proc.wait()
-            last = self.errors[-1] if self.errors else f"exit code {code}"
-            raise MeasurementError(f"the {self.name} stopped: {last}")
-        return json.loads(line)
-
-    def ask(self, message: dict[str, Any], timeout_s: float = 10.0) -> dict[str, Any]:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message) + "\n")
-        self.proc.stdin.flush()
-        answer = self.receive(timeout_s)
-        if "error" in answer:
-            raise LFWError(f"{self.name}: {answer['error']}")
-        return answer
-
-    def stop(self) -> None:
-        """Close stdin (the child exits on EOF), then terminate, then kill: it never outlives this call."""
-        if self.proc.stdin is not None:
-            with suppress(OSError):
-                self.proc.stdin.close()
-        for action in (lambda: None, self.proc.terminate, self.proc.kill):
-            action()
-            with suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=5)
-                break
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
 
 
 @dataclass
@@ -138,11 +69,13 @@ def local_s3(seed: int = 0) -> Iterator[LocalS3]:
     """moto and the proxy on 127.0.0.1, stopped when the block ends whatever happens."""
     children: list[Child] = []
     try:
-        moto = Child("S3 endpoint (moto)", [sys.executable, "-m", "lfw.remote.moto_server"])
+        moto = Child("the S3 endpoint (moto)", [sys.executable, "-m", "lfw.remote.moto_server"])
         children.append(moto)
-        proxy = Child("latency proxy", [sys.executable, "-m", "lfw.remote.proxy", "--upstream",
-                                        f"127.0.0.1:{moto.ready['port']}", "--seed", str(seed)])
+        moto.handshake(START_TIMEOUT_S)
+        proxy = Child("the latency proxy", [sys.executable, "-m", "lfw.remote.proxy", "--upstream",
+                                            f"127.0.0.1:{moto.ready['port']}", "--seed", str(seed)])
         children.append(proxy)
+        proxy.handshake(START_TIMEOUT_S)
         yield LocalS3(moto, proxy)
     finally:
         for child in reversed(children):

@@ -1,0 +1,109 @@
+"""A helper process spoken to in JSON lines: one line when it is ready, then one answer per line sent to its stdin.
+
+The local S3 endpoint's moto server and proxy (:mod:`lfw.remote.endpoint`) and the A/B's pass servers
+(:mod:`lfw.gate.ab`) are such children. A thread reads the child's stdout, so every read can time out, and
+:meth:`Child.stop` leaves no process behind, on failure too.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import threading
+from collections import deque
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from lfw.errors import LFWError, MeasurementError
+
+
+class Child:
+    """``command``, started at once; its stderr goes to ``log`` when given, else its last lines are kept for errors.
+
+    ``failure`` is what an ``{"error": ...}`` answer raises: LFWError where the request was wrong, MeasurementError
+    where the child itself failed. ``grace_s``: how long :meth:`stop` waits for an exit on end of input.
+    """
+
+    def __init__(self, name: str, command: list[str], *, log: Path | None = None, cwd: Path | None = None,
+                 env: dict[str, str] | None = None, failure: type[LFWError] = LFWError, grace_s: float = 5.0) -> None:
+        self.name, self.log, self.failure, self.grace_s = name, log, failure, grace_s
+        self._log = log.open("a") if log is not None else None
+        self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._log or subprocess.PIPE, text=True, bufsize=1)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.errors: deque[str] = deque(maxlen=20)  # the last lines of its stderr, read so it never blocks
+        self.ready: dict[str, Any] = {}
+        threading.Thread(target=self._pump, daemon=True, name=f"{name}-stdout").start()
+        if self._log is None:
+            threading.Thread(target=self._drain_errors, daemon=True, name=f"{name}-stderr").start()
+
+    @property
+    def _see_log(self) -> str:
+        return f"; log: {self.log}" if self.log else ""
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _drain_errors(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            if line.strip():
+                self.errors.append(line.strip())
+
+    def receive(self, timeout_s: float, what: str = "") -> dict[str, Any]:
+        """The next JSON line; ``what`` (the request it answers) and the log are named in every error."""
+        during, log = (f" during {what}" if what else ""), self._see_log
+        try:
+            line = self.lines.get(timeout=timeout_s)
+        except queue.Empty:
+            to = f" to {what}" if what else ""
+            raise MeasurementError(f"{self.name} gave no answer{to} within {timeout_s:g} s{log}") from None
+        if line is None:
+            code = self.proc.wait()
+            last = f": {self.errors[-1]}" if self.errors else log
+            raise MeasurementError(f"{self.name} exited (code {code}){during}{last}")
+        try:
+            message: dict[str, Any] = json.loads(line)
+        except json.JSONDecodeError:
+            raise MeasurementError(f"{self.name} wrote something other than JSON{during}: "
+                                   f"{line.strip()[:120]}{log}") from None
+        if "error" in message:
+            failed = f" failed{during}" if what else ""
+            raise self.failure(f"{self.name}{failed}: {message['error']}")
+        return message
+
+    def handshake(self, timeout_s: float) -> dict[str, Any]:
+        """Wait for the line the child prints when it is ready; kept in ``ready``."""
+        self.ready = self.receive(timeout_s, "start-up")
+        return self.ready
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(message) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise MeasurementError(f"{self.name} is gone (code {self.proc.wait()}){self._see_log}") from None
+
+    def ask(self, message: dict[str, Any], timeout_s: float = 10.0, what: str = "") -> dict[str, Any]:
+        self.send(message)
+        return self.receive(timeout_s, what)
+
+    def stop(self) -> None:
+        """Close stdin (the child exits on EOF), then terminate, then kill: it never outlives this call."""
+        if self.proc.stdin is not None:
+            with suppress(OSError):
+                self.proc.stdin.close()
+        for action, wait_s in ((lambda: None, self.grace_s), (self.proc.terminate, 5.0), (self.proc.kill, 5.0)):
+            action()
+            with suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=wait_s)
+                break
+        for stream in (self.proc.stdout, self.proc.stderr, self._log):
+            if stream is not None:
+                stream.close()
