@@ -7,19 +7,11 @@ Runs are read through :mod:`lfw.results`; :mod:`.render` draws the charts (one m
 
 from __future__ import annotations
 
-from typing import Any
-
+from lfw import lazy_exports
 from lfw.results import Case, Run, latest_run, load_run
 
 __all__ = ["Case", "Report", "Run", "build_report", "latest_run", "load_run", "write_html", "write_summary"]
-_LAZY = {"Report": "render", "build_report": "render", "write_html": "html_page", "write_summary": "page"}
-
-
-def __getattr__(name: str) -> Any:
-    """The drawing side is imported on first use, so a reader of one submodule does not pay for every chart module
-    and matplotlib's start-up."""
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"lfw.report.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'lfw.report' has no attribute {name!r}")
+# The drawing side is imported on first use, so a reader of one submodule does not pay for every chart module and
+# matplotlib's start-up.
+__getattr__ = lazy_exports(__name__, {"Report": "lfw.report.render", "build_report": "lfw.report.render",
+                                      "write_html": "lfw.report.html_page", "write_summary": "lfw.report.page"})
