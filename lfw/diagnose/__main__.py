@@ -236,13 +236,6 @@ def _classes(dataset: Any) -> int:
     return _classes(inner) if inner is not None else 2
 
 
-def _step(args: argparse.Namespace, step_ms: float | None, classes: int) -> tuple[Any, str]:
-    """The step the flags name (``--step``, ``--model`` or a sleep of ``step_ms``) and its label."""
-    if args.step is not None:
-        return step_from(args.step), args.step
-    return make_step(args.model, step_ms, classes)
-
-
 def _setup(args: argparse.Namespace) -> PipelineSetup | None:
     """``--pipeline``'s decode pipeline and loader; None for a preset or a dataset."""
     if args.pipeline is None:
@@ -260,19 +253,21 @@ def measure(args: argparse.Namespace, source: DataSource | None, setup: Pipeline
     if setup is not None:
         assert source is not None
         dataset = pipeline_dataset(setup, source.path, args.batches * setup.config.batch_size)
-        step, label = _step(args, step_ms, _classes(dataset))
-        return measure_pipeline(setup, source.path, args.batches, step, dataset=dataset, step_label=label,
-                                progress=not args.quiet)
-    if args.dataset is not None:
-        dataset, transform = dataset_from(args.dataset), args.dataset
+    elif args.dataset is not None:
+        dataset = dataset_from(args.dataset)
     else:
         assert source is not None
-        dataset, transform = LFWDataset(source.path, transform=args.transform), args.transform
-    step, label = _step(args, step_ms, _classes(dataset))
+        dataset = LFWDataset(source.path, transform=args.transform)
+    step, label = ((step_from(args.step), args.step) if args.step is not None
+                   else make_step(args.model, step_ms, _classes(dataset)))
+    if setup is not None:
+        assert source is not None
+        return measure_pipeline(setup, source.path, args.batches, step, dataset=dataset, step_label=label,
+                                progress=not args.quiet)
     config = LoaderConfig(batch_size=args.batch_size, num_workers=args.workers,
                           prefetch_factor=args.prefetch_factor if args.workers else None)
-    m = measure_training(dataset, config, args.batches, step, transform=transform, step_label=label,
-                         progress=not args.quiet)
+    m = measure_training(dataset, config, args.batches, step, transform=args.dataset or args.transform,
+                         step_label=label, progress=not args.quiet)
     if args.dataset is not None:
         m.extra["dataset"] = args.dataset
     return m

@@ -230,17 +230,11 @@ class _TimedIterable(Wrapping, IterableDataset):
         self.batch_size = batch_size
 
     def __iter__(self) -> Iterator[Any]:
-        items = iter(self.dataset)
-        n = 0
-        while True:
-            if n % self.batch_size == 0:
-                _mark_start()
-            try:
-                item = next(items)
-            except StopIteration:
-                return
-            n += 1
+        _mark_start()
+        for n, item in enumerate(self.dataset, 1):
             yield item
+            if n % self.batch_size == 0:  # resumed: the next item, the next batch's first, is asked for now
+                _mark_start()
 
 
 class _TimedWholeBatches(Wrapping, Dataset):
