@@ -2,10 +2,10 @@
 
 Measure (default): a training loop over a loader (a transform preset, a decode pipeline ``--pipeline`` or the user's
 ``--dataset``) whose step sleeps ``--step-ms``, trains a small CNN (``--model cnn``) or is the user's (``--step``;
-:mod:`lfw.diagnose.user_parts`). Prints the data-wait fraction, accelerator utilization, batches/s, the bottleneck,
-the simulator's prediction beside the measurement, the worker count that ends the stalls and a recommendation, and
-writes the timeline chart (measured and simulated side by side) to ``--out``. Simulate (``--simulate``): the
-pipeline model alone. Examples: :data:`EXAMPLES` (``--help``) and ``docs/diagnose.md``.
+:func:`lfw.diagnose.training.step_from`). Prints the data-wait fraction, accelerator utilization, batches/s, the
+bottleneck, the simulator's prediction beside the measurement, the worker count that ends the stalls and a
+recommendation, and writes the timeline chart (measured and simulated side by side) to ``--out``. Simulate
+(``--simulate``): the pipeline model alone. Examples: :data:`EXAMPLES` (``--help``) and ``docs/diagnose.md``.
 """
 
 from __future__ import annotations
@@ -34,13 +34,14 @@ from lfw.diagnose.training import (
     SPEC_EXAMPLE,
     Measurement,
     PipelineSetup,
+    dataset_from,
     make_step,
     measure_pipeline,
     measure_training,
     pipeline_dataset,
     pipeline_setup,
+    step_from,
 )
-from lfw.diagnose.user_parts import dataset_from, step_from
 from lfw.errors import LFWError, check_choice, cli_entry
 from lfw.measure import LoaderConfig
 from lfw.measure.machine import usable_cores

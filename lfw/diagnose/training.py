@@ -3,8 +3,9 @@
 Nothing here keeps its own clock for the pass: :class:`~lfw.measure.LoaderPass` times the pass, the waits and
 the steps (``step=``), exactly as the benchmarks do. This module adds the two things LoaderPass does not know:
 
-- what a step costs: a sleep of a given length (emulated compute, which leaves the CPU to the workers) or a
-  small CNN forward and backward (real compute, on CUDA when present, synchronized before the step returns);
+- what a step costs: a sleep of a given length (emulated compute, which leaves the CPU to the workers), a
+  small CNN forward and backward (real compute, on CUDA when present, synchronized before the step returns) or
+  the user's own (:func:`step_from`; their dataset: :func:`dataset_from`);
 - when each batch was loaded and by which worker, from the :class:`~lfw.diagnose.events.LoadStamp` that the
   instrumented collate function appends to the batch. The step callback takes the stamp off before the model
   sees the batch.
@@ -27,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import nn
@@ -111,6 +112,45 @@ def make_step(model: str | None, step_ms: float | None, classes: int) -> tuple[C
     if step_ms is None or step_ms < 0 or not math.isfinite(step_ms):
         raise LFWError(f"--step-ms must be a number of milliseconds, 0 or more, got {step_ms}")
     return sleep_step(step_ms / 1e3), f"sleep {step_ms:g} ms"
+
+
+# --- the user's own dataset and step: python -m lfw.diagnose --dataset MODULE:FACTORY --step MODULE:FN ----------
+SUITE_FLAG = "--bench-dataset"
+
+
+def _renamed(exc: LFWError, flag: str, *, step: bool = False) -> LFWError:
+    text = str(exc).replace(SUITE_FLAG, flag)
+    if step:
+        text = text.replace("a callable that returns a Dataset", "a callable that takes a batch")
+        text = text.replace("expected MODULE:FACTORY (e.g. examples.imagefolder:faces)",
+                            "expected MODULE:FN (e.g. examples.train_imagefolder:step)")
+    return LFWError(text)
+
+
+def dataset_from(spec: str) -> Dataset:
+    """The dataset ``--dataset MODULE:FACTORY`` names: the string ``--bench-dataset`` takes, checked by the same
+    function (:func:`lfw.suite.user_dataset.user_dataset`: a factory with no argument returning a non-empty
+    map-style Dataset whose items the default collate batches), so every way it can be wrong is the same one line,
+    naming ``--dataset``."""
+    from lfw.suite.user_dataset import user_dataset  # the suite's factory loader: one set of rules and messages
+
+    try:
+        return user_dataset(spec)
+    except LFWError as exc:
+        raise _renamed(exc, "--dataset") from None
+
+
+def step_from(spec: str) -> Callable[[Any], None]:
+    """The step ``--step MODULE:FN`` names: a callable that takes one batch (as the loader yields it:
+    ``[images, labels, ...]``) and runs one training step; state it needs (a model, an optimizer) lives in its
+    module or in a callable object. On CUDA it should synchronize before it returns (as :func:`cnn_step` does), or
+    the step's clock stops when the kernels were queued, not run."""
+    from lfw.suite.user_dataset import load_factory
+
+    try:
+        return cast(Callable[[Any], None], load_factory(spec))
+    except LFWError as exc:
+        raise _renamed(exc, "--step", step=True) from None
 
 
 class _Recorder:
