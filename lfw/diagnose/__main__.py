@@ -303,16 +303,16 @@ def run_measurement(args: argparse.Namespace) -> int:
     source = resolve_root(args.path) if args.dataset is None else None
     measurement = measure(args, source, setup, _step_ms(args))
     if source is None:
-        where = reads = f"dataset {args.dataset}"
+        where, reads = f"dataset {args.dataset}", "its own transform"
         what = args.dataset.split(":")[-1]
     else:
         where = f"{source.kind} data at {source.path}"
         what = setup.label if setup is not None else args.transform
-        reads = f"{'pipeline' if setup is not None else 'transform'} {what} ({source.kind} LFW)"
+        reads = f"{'pipeline' if setup is not None else 'transform'} {what}"
     config, label = measurement.config, measurement.step_label
     workers = config.num_workers
     result = diagnose(measurement, usable_cores(), emulated_step=args.model is None and args.step is None)
-    _report(measurement, result, where)
+    _report(measurement, result, where, reads)
     sim = simulate(result.model, max_batches=measurement.result.batches)
     panels = [
         Panel(f"measured: {measurement.result.batches} batches, {measurement.batches_per_s:.2f} batches/s",
@@ -320,17 +320,15 @@ def run_measurement(args: argparse.Namespace) -> int:
         Panel(f"simulated from the measured times: {result.predicted_batches_per_s:.2f} batches/s",
               sim.records, workers, result.model.capacity or None),
     ]
-    title = f"{workers_text(workers)}, batch {config.batch_size}, {reads}, step {label}"
+    read = where if source is None else f"{reads} ({source.kind} LFW)"
+    title = f"{workers_text(workers)}, batch {config.batch_size}, {read}, step {label}"
     name = f"timeline-w{workers}-b{config.batch_size}-{what}-{label}"
     _charts(args, panels, name, title, "chart      ")
     return 0
 
 
-def _report(m: Measurement, d: Diagnosis, where: str) -> None:
+def _report(m: Measurement, d: Diagnosis, where: str, reads: str) -> None:
     r, model = m.result, d.model
-    reads = f"pipeline {m.extra['pipeline']}" if "pipeline" in m.extra else f"transform {m.transform}"
-    if "dataset" in m.extra:
-        reads = "its own transform"
     print(f"diagnose   : {r.batches} batches of {m.batch_size}, {reads}, "
           f"{workers_text(m.config.num_workers)}, step {m.step_label}; {where}")
     print(f"measured   : {d.measured_batches_per_s:.2f} batches/s, data wait {d.data_wait_fraction:.1%} of the "
