@@ -214,12 +214,6 @@ class Measurement:
         return statistics.fmean(steps) if steps else 0.0
 
 
-def _records(result: PassResult, stamps: list[LoadStamp | None]) -> list[BatchRecord]:
-    """Per-batch records on the pass's clock (seconds since it started)."""
-    return [BatchRecord.stamped(i, stamp, result.t0, ev)
-            for i, (ev, stamp) in enumerate(zip(result.events, stamps, strict=False))]
-
-
 def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step: Callable[[Any], None], *,
                      transform: str = "none", step_label: str = "", progress: bool = True,
                      warmup: bool = False) -> Measurement:
@@ -242,10 +236,10 @@ def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step:
             warm.run()
             warm.finish()  # the warm-up epoch is drained; persistent workers stay for the measured pass
         with LoaderPass(loader, batches, memory_interval_s=None, step=recorder) as runner:
-            runner.setup()
             result = runner.run()
             runner.close(stop_workers=True)  # persistent workers too: one pass, and none left to a later one
-    records = _records(result, recorder.stamps)
+    records = [BatchRecord.stamped(i, stamp, result.t0, ev)  # on the pass's clock: seconds since it started
+               for i, (ev, stamp) in enumerate(zip(result.events, recorder.stamps, strict=False))]
     return Measurement(result, records, config, transform, step_label, config.batch_size)
 
 
