@@ -8,10 +8,7 @@ the steps (``step=``), exactly as the benchmarks do. This module adds the two th
   the user's own (:func:`step_from`; their dataset: :func:`dataset_from`);
 - when each batch was loaded and by which worker, from the :class:`~lfw.diagnose.events.LoadStamp` that the
   instrumented collate function appends to the batch. The step callback takes the stamp off before the model
-  sees the batch.
-
-Worker stamps are absolute ``perf_counter`` times (CLOCK_MONOTONIC, shared by all processes on Linux);
-LoaderPass's events are relative to the pass start ``PassResult.t0`` on the same clock.
+  sees the batch; its absolute time goes on the pass's clock (:meth:`~lfw.diagnose.events.BatchRecord.stamped`).
 
 Any dataset is instrumented (:func:`instrument`), so :func:`measure_pipeline` measures a decode pipeline
 (:mod:`lfw.pipelines`) this way, named by a decoders case id or a spec (:func:`pipeline_setup`;
