@@ -36,6 +36,7 @@ from lfw.data.collate import collate_skipping
 from lfw.diagnose.events import (
     BatchRecord,
     LoadStamp,
+    Stamped,
     StartedBatch,
     TimedCollate,
     TimedDataset,
@@ -278,12 +279,11 @@ class _TimedWholeBatches(Wrapping, Dataset):
         return self.dataset[i]
 
 
-class _Stamped:
+class _Stamped(Stamped):
     """A worker's whole batch that becomes a batch only when the main process unpickles it (a slot batch),
     with its stamp: unpickled as ``[*batch, stamp]``."""
 
-    def __init__(self, batch: Any, stamp: LoadStamp) -> None:
-        self.batch, self.stamp = batch, stamp
+    __slots__ = ()
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return with_stamp, (self.batch, self.stamp)
