@@ -206,23 +206,19 @@ def run_simulation(args: argparse.Namespace) -> int:
     print(f"batches completed: {result.completed}")
     print(f"batches/s: {result.batches_per_s:.2f} (steady state {model.steady_batches_per_s():.2f}); "
           f"data wait {result.data_wait_fraction:.1%}")
-    _print_needed(model)
+    if model.step_s + model.transfer_s <= 0:
+        print("workers to end the stalls: none can (the step costs nothing)")
+    else:
+        fed = model.stalls_ended()
+        check = simulate(fed, max_batches=max(100, 8 * fed.workers))
+        print(f"workers to end the stalls: {fed.workers} (smallest N with N / load >= 1 / step; simulated steady "
+              f"state {check.steady_batches_per_s:.2f} batches/s, data wait {check.steady_data_wait_fraction:.1%})")
     title = f"simulated: {workers_text(args.workers)}, load {args.load_ms:g} ms, step {step_ms:g} ms"
     panels = [Panel(f"{title}: {result.completed} batches in {args.seconds:g} s", result.records, args.workers,
                     model.capacity or None)]
     name = f"simulated-w{args.workers}-load{args.load_ms:g}ms-step{step_ms:g}ms"
     _charts(args, panels, name, "Loader pipeline timeline (simulated)", "chart")
     return 0
-
-
-def _print_needed(model: PipelineModel) -> None:
-    if model.step_s + model.transfer_s <= 0:
-        print("workers to end the stalls: none can (the step costs nothing)")
-        return
-    fed = model.stalls_ended()
-    check = simulate(fed, max_batches=max(100, 8 * fed.workers))
-    print(f"workers to end the stalls: {fed.workers} (smallest N with N / load >= 1 / step; simulated steady "
-          f"state {check.steady_batches_per_s:.2f} batches/s, data wait {check.steady_data_wait_fraction:.1%})")
 
 
 def _classes(dataset: Any) -> int:
