@@ -169,14 +169,16 @@ def _check(args: argparse.Namespace) -> None:
 
 
 DEFAULTS = {"workers": DEFAULT_WORKERS, "batch_size": DEFAULT_BATCH_SIZE, "prefetch_factor": DEFAULT_PREFETCH,
-            "transform": DEFAULT_TRANSFORM}
+            "transform": DEFAULT_TRANSFORM, "step_ms": DEFAULT_STEP_MS}
+PIPELINE_OWN = ("workers", "batch_size", "prefetch_factor")  # a --pipeline case's own where not given
 
 
 def _defaults(args: argparse.Namespace) -> argparse.Namespace:
-    """The flags left unset, filled in; a --pipeline case keeps its own workers, batch size and prefetch instead."""
-    if args.pipeline is not None:
-        return args
-    return argparse.Namespace(**{**vars(args), **{k: v for k, v in DEFAULTS.items() if getattr(args, k) is None}})
+    """The flags left unset, filled in (after :func:`_check`, so a default conflicts with nothing); a --pipeline
+    case keeps its own workers, batch size and prefetch instead. ``--model`` and ``--step`` ignore the step time."""
+    own = PIPELINE_OWN if args.pipeline is not None else ()
+    return argparse.Namespace(**{**vars(args), **{k: v for k, v in DEFAULTS.items()
+                                                  if getattr(args, k) is None and k not in own}})
 
 
 def _charts(args: argparse.Namespace, panels: list[Panel], name: str, title: str, label: str) -> None:
@@ -190,7 +192,7 @@ def _charts(args: argparse.Namespace, panels: list[Panel], name: str, title: str
 
 
 def run_simulation(args: argparse.Namespace) -> int:
-    step_ms = DEFAULT_STEP_MS if args.step_ms is None else args.step_ms
+    step_ms = args.step_ms
     fastest_batch_ms = max(step_ms + args.transfer_ms, args.load_ms / max(args.workers, 1))
     if args.seconds * 1e3 / fastest_batch_ms > MAX_SIMULATED_BATCHES:
         raise LFWError(f"--seconds {args.seconds:g} would simulate over {MAX_SIMULATED_BATCHES:,} batches at "
@@ -241,8 +243,7 @@ def _setup(args: argparse.Namespace) -> PipelineSetup | None:
                           prefetch_factor=args.prefetch_factor)
 
 
-def measure(args: argparse.Namespace, source: DataSource | None, setup: PipelineSetup | None,
-            step_ms: float | None) -> Measurement:
+def measure(args: argparse.Namespace, source: DataSource | None, setup: PipelineSetup | None) -> Measurement:
     """The measured pass the flags describe: ``--dataset``'s dataset, ``setup``'s decode pipeline or a preset
     through LFWDataset, the last two under ``source``."""
     if args.model is not None:
@@ -256,7 +257,7 @@ def measure(args: argparse.Namespace, source: DataSource | None, setup: Pipeline
         assert source is not None
         dataset = LFWDataset(source.path, transform=args.transform)
     step, label = ((step_from(args.step), args.step) if args.step is not None
-                   else make_step(args.model, step_ms, _classes(dataset)))
+                   else make_step(args.model, args.step_ms, _classes(dataset)))
     if setup is not None:
         assert source is not None
         return measure_pipeline(setup, source.path, args.batches, step, dataset=dataset, step_label=label,
@@ -272,13 +273,12 @@ def measure(args: argparse.Namespace, source: DataSource | None, setup: Pipeline
 
 def run_sweep(args: argparse.Namespace) -> int:
     """``--sweep-workers``: the loop and the loader alone at each count, and the count for training."""
-    step_ms = _step_ms(args)
     source = resolve_root(args.path) if args.dataset is None else None
     loader_alone = argparse.Namespace(**{**vars(args), "model": None, "step": None, "step_ms": 0.0})
 
     def measure_at(workers: int, with_step: bool) -> Measurement:
         at = argparse.Namespace(**{**vars(args if with_step else loader_alone), "workers": workers})
-        return measure(at, source, _setup(at), step_ms if with_step else 0.0)
+        return measure(at, source, _setup(at))
 
     result = sweep(args.sweep_counts, measure_at)
     what = args.dataset or args.pipeline or f"transform {args.transform}"
@@ -289,15 +289,10 @@ def run_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def _step_ms(args: argparse.Namespace) -> float | None:
-    """The sleep the flags ask for: ``--step-ms``, else the default when no real step is named."""
-    return DEFAULT_STEP_MS if args.step_ms is None and args.model is None and args.step is None else args.step_ms
-
-
 def run_measurement(args: argparse.Namespace) -> int:
     setup = _setup(args)
     source = resolve_root(args.path) if args.dataset is None else None
-    measurement = measure(args, source, setup, _step_ms(args))
+    measurement = measure(args, source, setup)
     if source is None:
         where, reads = f"dataset {args.dataset}", "its own transform"
         what = args.dataset.split(":")[-1]
