@@ -52,7 +52,7 @@ def _by_worker(records: list[BatchRecord]) -> list[list[BatchRecord]]:
 
 def load_times(records: list[BatchRecord]) -> list[float]:
     """Worker-side load durations, each worker's first batch left out where that worker loaded others."""
-    return [r.load for batches in _by_worker(records) for r in (batches[1:] if len(batches) > 1 else batches)]
+    return [r.load for batches in _by_worker(records) for r in (batches[1:] or batches)]
 
 
 def handover_times(records: list[BatchRecord]) -> list[float]:
