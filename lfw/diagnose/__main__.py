@@ -2,10 +2,10 @@
 
 Measure (default): a training loop over a loader (a transform preset, a decode pipeline ``--pipeline`` or the user's
 ``--dataset``) whose step sleeps ``--step-ms``, trains a small CNN (``--model cnn``) or is the user's (``--step``;
-:mod:`lfw.diagnose.user_parts`). Prints the data-wait fraction, accelerator utilization, batches/s, the bottleneck,
-the simulator's prediction beside the measurement, the worker count that ends the stalls and a recommendation, and
-writes the timeline chart (measured and simulated side by side) to ``--out``. Simulate (``--simulate``): the
-pipeline model alone. Examples: :data:`EXAMPLES` (``--help``) and ``docs/diagnose.md``.
+:func:`lfw.diagnose.training.step_from`). Prints the data-wait fraction, accelerator utilization, batches/s, the
+bottleneck, the simulator's prediction beside the measurement, the worker count that ends the stalls and a
+recommendation, and writes the timeline chart (measured and simulated side by side) to ``--out``. Simulate
+(``--simulate``): the pipeline model alone. Examples: :data:`EXAMPLES` (``--help``) and ``docs/diagnose.md``.
 """
 
 from __future__ import annotations
@@ -34,13 +34,14 @@ from lfw.diagnose.training import (
     SPEC_EXAMPLE,
     Measurement,
     PipelineSetup,
+    dataset_from,
     make_step,
     measure_pipeline,
     measure_training,
     pipeline_dataset,
     pipeline_setup,
+    step_from,
 )
-from lfw.diagnose.user_parts import dataset_from, step_from
 from lfw.errors import LFWError, check_choice, cli_entry
 from lfw.measure import LoaderConfig
 from lfw.measure.machine import usable_cores
@@ -168,14 +169,16 @@ def _check(args: argparse.Namespace) -> None:
 
 
 DEFAULTS = {"workers": DEFAULT_WORKERS, "batch_size": DEFAULT_BATCH_SIZE, "prefetch_factor": DEFAULT_PREFETCH,
-            "transform": DEFAULT_TRANSFORM}
+            "transform": DEFAULT_TRANSFORM, "step_ms": DEFAULT_STEP_MS}
+PIPELINE_OWN = ("workers", "batch_size", "prefetch_factor")  # a --pipeline case's own where not given
 
 
 def _defaults(args: argparse.Namespace) -> argparse.Namespace:
-    """The flags left unset, filled in; a --pipeline case keeps its own workers, batch size and prefetch instead."""
-    if args.pipeline is not None:
-        return args
-    return argparse.Namespace(**{**vars(args), **{k: v for k, v in DEFAULTS.items() if getattr(args, k) is None}})
+    """The flags left unset, filled in (after :func:`_check`, so a default conflicts with nothing); a --pipeline
+    case keeps its own workers, batch size and prefetch instead. ``--model`` and ``--step`` ignore the step time."""
+    own = PIPELINE_OWN if args.pipeline is not None else ()
+    return argparse.Namespace(**{**vars(args), **{k: v for k, v in DEFAULTS.items()
+                                                  if getattr(args, k) is None and k not in own}})
 
 
 def _charts(args: argparse.Namespace, panels: list[Panel], name: str, title: str, label: str) -> None:
@@ -189,7 +192,7 @@ def _charts(args: argparse.Namespace, panels: list[Panel], name: str, title: str
 
 
 def run_simulation(args: argparse.Namespace) -> int:
-    step_ms = DEFAULT_STEP_MS if args.step_ms is None else args.step_ms
+    step_ms = args.step_ms
     fastest_batch_ms = max(step_ms + args.transfer_ms, args.load_ms / max(args.workers, 1))
     if args.seconds * 1e3 / fastest_batch_ms > MAX_SIMULATED_BATCHES:
         raise LFWError(f"--seconds {args.seconds:g} would simulate over {MAX_SIMULATED_BATCHES:,} batches at "
@@ -205,23 +208,19 @@ def run_simulation(args: argparse.Namespace) -> int:
     print(f"batches completed: {result.completed}")
     print(f"batches/s: {result.batches_per_s:.2f} (steady state {model.steady_batches_per_s():.2f}); "
           f"data wait {result.data_wait_fraction:.1%}")
-    _print_needed(model)
+    if model.step_s + model.transfer_s <= 0:
+        print("workers to end the stalls: none can (the step costs nothing)")
+    else:
+        fed = model.stalls_ended()
+        check = simulate(fed, max_batches=max(100, 8 * fed.workers))
+        print(f"workers to end the stalls: {fed.workers} (smallest N with N / load >= 1 / step; simulated steady "
+              f"state {check.steady_batches_per_s:.2f} batches/s, data wait {check.steady_data_wait_fraction:.1%})")
     title = f"simulated: {workers_text(args.workers)}, load {args.load_ms:g} ms, step {step_ms:g} ms"
     panels = [Panel(f"{title}: {result.completed} batches in {args.seconds:g} s", result.records, args.workers,
                     model.capacity or None)]
     name = f"simulated-w{args.workers}-load{args.load_ms:g}ms-step{step_ms:g}ms"
     _charts(args, panels, name, "Loader pipeline timeline (simulated)", "chart")
     return 0
-
-
-def _print_needed(model: PipelineModel) -> None:
-    if model.step_s + model.transfer_s <= 0:
-        print("workers to end the stalls: none can (the step costs nothing)")
-        return
-    fed = model.stalls_ended()
-    check = simulate(fed, max_batches=max(100, 8 * fed.workers))
-    print(f"workers to end the stalls: {fed.workers} (smallest N with N / load >= 1 / step; simulated steady "
-          f"state {check.steady_batches_per_s:.2f} batches/s, data wait {check.steady_data_wait_fraction:.1%})")
 
 
 def _classes(dataset: Any) -> int:
@@ -236,13 +235,6 @@ def _classes(dataset: Any) -> int:
     return _classes(inner) if inner is not None else 2
 
 
-def _step(args: argparse.Namespace, step_ms: float | None, classes: int) -> tuple[Any, str]:
-    """The step the flags name (``--step``, ``--model`` or a sleep of ``step_ms``) and its label."""
-    if args.step is not None:
-        return step_from(args.step), args.step
-    return make_step(args.model, step_ms, classes)
-
-
 def _setup(args: argparse.Namespace) -> PipelineSetup | None:
     """``--pipeline``'s decode pipeline and loader; None for a preset or a dataset."""
     if args.pipeline is None:
@@ -251,8 +243,7 @@ def _setup(args: argparse.Namespace) -> PipelineSetup | None:
                           prefetch_factor=args.prefetch_factor)
 
 
-def measure(args: argparse.Namespace, source: DataSource | None, setup: PipelineSetup | None,
-            step_ms: float | None) -> Measurement:
+def measure(args: argparse.Namespace, source: DataSource | None, setup: PipelineSetup | None) -> Measurement:
     """The measured pass the flags describe: ``--dataset``'s dataset, ``setup``'s decode pipeline or a preset
     through LFWDataset, the last two under ``source``."""
     if args.model is not None:
@@ -260,19 +251,21 @@ def measure(args: argparse.Namespace, source: DataSource | None, setup: Pipeline
     if setup is not None:
         assert source is not None
         dataset = pipeline_dataset(setup, source.path, args.batches * setup.config.batch_size)
-        step, label = _step(args, step_ms, _classes(dataset))
-        return measure_pipeline(setup, source.path, args.batches, step, dataset=dataset, step_label=label,
-                                progress=not args.quiet)
-    if args.dataset is not None:
-        dataset, transform = dataset_from(args.dataset), args.dataset
+    elif args.dataset is not None:
+        dataset = dataset_from(args.dataset)
     else:
         assert source is not None
-        dataset, transform = LFWDataset(source.path, transform=args.transform), args.transform
-    step, label = _step(args, step_ms, _classes(dataset))
+        dataset = LFWDataset(source.path, transform=args.transform)
+    step, label = ((step_from(args.step), args.step) if args.step is not None
+                   else make_step(args.model, args.step_ms, _classes(dataset)))
+    if setup is not None:
+        assert source is not None
+        return measure_pipeline(setup, source.path, args.batches, step, dataset=dataset, step_label=label,
+                                progress=not args.quiet)
     config = LoaderConfig(batch_size=args.batch_size, num_workers=args.workers,
                           prefetch_factor=args.prefetch_factor if args.workers else None)
-    m = measure_training(dataset, config, args.batches, step, transform=transform, step_label=label,
-                         progress=not args.quiet)
+    m = measure_training(dataset, config, args.batches, step, transform=args.dataset or args.transform,
+                         step_label=label, progress=not args.quiet)
     if args.dataset is not None:
         m.extra["dataset"] = args.dataset
     return m
@@ -280,13 +273,12 @@ def measure(args: argparse.Namespace, source: DataSource | None, setup: Pipeline
 
 def run_sweep(args: argparse.Namespace) -> int:
     """``--sweep-workers``: the loop and the loader alone at each count, and the count for training."""
-    step_ms = _step_ms(args)
     source = resolve_root(args.path) if args.dataset is None else None
     loader_alone = argparse.Namespace(**{**vars(args), "model": None, "step": None, "step_ms": 0.0})
 
     def measure_at(workers: int, with_step: bool) -> Measurement:
         at = argparse.Namespace(**{**vars(args if with_step else loader_alone), "workers": workers})
-        return measure(at, source, _setup(at), step_ms if with_step else 0.0)
+        return measure(at, source, _setup(at))
 
     result = sweep(args.sweep_counts, measure_at)
     what = args.dataset or args.pipeline or f"transform {args.transform}"
@@ -297,26 +289,21 @@ def run_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def _step_ms(args: argparse.Namespace) -> float | None:
-    """The sleep the flags ask for: ``--step-ms``, else the default when no real step is named."""
-    return DEFAULT_STEP_MS if args.step_ms is None and args.model is None and args.step is None else args.step_ms
-
-
 def run_measurement(args: argparse.Namespace) -> int:
     setup = _setup(args)
     source = resolve_root(args.path) if args.dataset is None else None
-    measurement = measure(args, source, setup, _step_ms(args))
+    measurement = measure(args, source, setup)
     if source is None:
-        where = reads = f"dataset {args.dataset}"
+        where, reads = f"dataset {args.dataset}", "its own transform"
         what = args.dataset.split(":")[-1]
     else:
         where = f"{source.kind} data at {source.path}"
         what = setup.label if setup is not None else args.transform
-        reads = f"{'pipeline' if setup is not None else 'transform'} {what} ({source.kind} LFW)"
+        reads = f"{'pipeline' if setup is not None else 'transform'} {what}"
     config, label = measurement.config, measurement.step_label
     workers = config.num_workers
     result = diagnose(measurement, usable_cores(), emulated_step=args.model is None and args.step is None)
-    _report(measurement, result, where)
+    _report(measurement, result, where, reads)
     sim = simulate(result.model, max_batches=measurement.result.batches)
     panels = [
         Panel(f"measured: {measurement.result.batches} batches, {measurement.batches_per_s:.2f} batches/s",
@@ -324,17 +311,15 @@ def run_measurement(args: argparse.Namespace) -> int:
         Panel(f"simulated from the measured times: {result.predicted_batches_per_s:.2f} batches/s",
               sim.records, workers, result.model.capacity or None),
     ]
-    title = f"{workers_text(workers)}, batch {config.batch_size}, {reads}, step {label}"
+    read = where if source is None else f"{reads} ({source.kind} LFW)"
+    title = f"{workers_text(workers)}, batch {config.batch_size}, {read}, step {label}"
     name = f"timeline-w{workers}-b{config.batch_size}-{what}-{label}"
     _charts(args, panels, name, title, "chart      ")
     return 0
 
 
-def _report(m: Measurement, d: Diagnosis, where: str) -> None:
+def _report(m: Measurement, d: Diagnosis, where: str, reads: str) -> None:
     r, model = m.result, d.model
-    reads = f"pipeline {m.extra['pipeline']}" if "pipeline" in m.extra else f"transform {m.transform}"
-    if "dataset" in m.extra:
-        reads = "its own transform"
     print(f"diagnose   : {r.batches} batches of {m.batch_size}, {reads}, "
           f"{workers_text(m.config.num_workers)}, step {m.step_label}; {where}")
     print(f"measured   : {d.measured_batches_per_s:.2f} batches/s, data wait {d.data_wait_fraction:.1%} of the "

@@ -25,6 +25,7 @@ from lfw.diagnose.feeds import Feed
 from lfw.diagnose.predict import handover_times, load_times, median_or_0
 from lfw.diagnose.training import Measurement, PipelineSetup, full_step, measure_pipeline, pipeline_dataset
 from lfw.errors import LFWError
+from lfw.measure.loader_pass import sleep_step
 
 STEP_REPEATS = 20  # calls of the step alone; the median is the figure
 PROBE_BATCHES = 60  # batches of each instrumented pass
@@ -108,7 +109,7 @@ def measure_contention(setup: PipelineSetup, root: str | os.PathLike[str], step:
     alone: list[Measurement] = []
     loop: list[Measurement] = []
     for _ in range(pairs):
-        alone.append(measure_pipeline(setup, root, batches, _no_step, step_label="no step", progress=progress,
+        alone.append(measure_pipeline(setup, root, batches, sleep_step(0.0), step_label="no step", progress=progress,
                                       warmup=True))
         loop.append(measure_pipeline(setup, root, batches, step, step_label="the step", progress=progress,
                                      warmup=True))
@@ -124,6 +125,3 @@ def measure_contention(setup: PipelineSetup, root: str | os.PathLike[str], step:
 def _median(times: Callable[[list[BatchRecord]], list[float]], passes: list[Measurement]) -> float:
     return median_or_0([t for m in passes for t in times(m.records)])
 
-
-def _no_step(_batch: Any) -> None:
-    """The loader alone: the main loop takes each batch and asks for the next."""

@@ -145,8 +145,28 @@ class TimedCollate:
                          stamp_since(start))
 
 
+class Stamped:
+    """A collated batch and the stamp of who loaded it and when; pinned as the batch would be."""
+
+    __slots__ = ("batch", "stamp")
+
+    def __init__(self, batch: Any, stamp: LoadStamp) -> None:
+        self.batch, self.stamp = batch, stamp
+
+    def pin_memory(self) -> Stamped:
+        from torch.utils.data._utils.pin_memory import pin_memory
+
+        return Stamped(pin_memory(self.batch), self.stamp)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return Stamped, (self.batch, self.stamp)
+
+
 def split_stamp(batch: Any) -> tuple[Any, LoadStamp | None]:
-    """The batch without its stamp, and the stamp (``None`` for an uninstrumented batch)."""
+    """The batch without its stamp (a :class:`Stamped`'s own, or ``[*batch, stamp]`` without the last element), and
+    the stamp (``None`` for an uninstrumented batch, returned as it is)."""
+    if isinstance(batch, Stamped):
+        return batch.batch, batch.stamp
     if isinstance(batch, list | tuple) and batch and isinstance(batch[-1], LoadStamp):
         return list(batch[:-1]), batch[-1]
     return batch, None

@@ -52,7 +52,7 @@ def _by_worker(records: list[BatchRecord]) -> list[list[BatchRecord]]:
 
 def load_times(records: list[BatchRecord]) -> list[float]:
     """Worker-side load durations, each worker's first batch left out where that worker loaded others."""
-    return [r.load for batches in _by_worker(records) for r in (batches[1:] if len(batches) > 1 else batches)]
+    return [r.load for batches in _by_worker(records) for r in (batches[1:] or batches)]
 
 
 def handover_times(records: list[BatchRecord]) -> list[float]:
@@ -86,16 +86,11 @@ def median_or_0(values: list[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
-def worker_overhead(records: list[BatchRecord], capacity: int) -> float:
-    """Median per-batch worker overhead outside the load (0 without workers or gaps)."""
-    return median_or_0(worker_gaps(records, capacity))
-
-
 def load_per_batch(records: list[BatchRecord], capacity: int) -> float | None:
     """A worker's load time per batch: the mean stamped load (each worker's first left out) plus the median
     overhead between batches (module docstring); None when nothing was stamped."""
     loads = load_times(records)
-    return statistics.fmean(loads) + worker_overhead(records, capacity) if loads else None
+    return statistics.fmean(loads) + median_or_0(worker_gaps(records, capacity)) if loads else None
 
 
 def fit_model(m: Measurement) -> PipelineModel:
@@ -156,7 +151,7 @@ def diagnose(m: Measurement, usable_cores: int, *, emulated_step: bool) -> Diagn
     budget = worker_budget(usable_cores, cpu_step=not emulated_step)
     advice = _recommend(m, model, au, needed, budget, usable_cores)
     return Diagnosis(model, m.batches_per_s, predicted, m.result.data_wait_fraction, au, needed, at_needed,
-                     bottleneck, advice, worker_overhead(m.records, m.capacity))
+                     bottleneck, advice, median_or_0(worker_gaps(m.records, m.capacity)))
 
 
 def _recommend(m: Measurement, model: PipelineModel, au: float, needed: int | None, budget: int,

@@ -104,16 +104,13 @@ def _draw_consumer(ax: Axes, panel: Panel, until: float) -> None:
         # Red while the batch is still loading; grey from when it is loaded (or asked for, if later) to the
         # step: the hand-over from the worker and any copy, whether inside next() (measured) or after it.
         ready = r.got if math.isnan(r.load_end) else max(r.ask, min(r.load_end, r.got))
-        stall = _clip(r.ask, ready, until)
-        if stall and stall[1] > MIN_STALL_S:
-            ax.broken_barh([stall], (-0.4, 0.8), facecolors=STALL_COLOR)
-        copy = _clip(ready, r.step_start, until)
-        if copy:
-            ax.broken_barh([copy], (-0.4, 0.8), facecolors=COPY_COLOR)
-        step = _clip(r.step_start, r.step_end, until)
-        if step:
-            ax.broken_barh([step], (-0.4, 0.8), facecolors=_worker_color(r.worker), edgecolor="white",
-                           linewidth=0.5)
+        step_style = {"facecolors": _worker_color(r.worker), "edgecolor": "white", "linewidth": 0.5}
+        for start, end, shortest, style in ((r.ask, ready, MIN_STALL_S, {"facecolors": STALL_COLOR}),
+                                            (ready, r.step_start, 0.0, {"facecolors": COPY_COLOR}),
+                                            (r.step_start, r.step_end, 0.0, step_style)):
+            span = _clip(start, end, until)
+            if span and span[1] > shortest:
+                ax.broken_barh([span], (-0.4, 0.8), **style)
     ax.set_yticks([0], ["training\nloop"])
     ax.set_ylim(-0.6, 0.6)
     ax.set_xlabel("time since the pass started (s)")

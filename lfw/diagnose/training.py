@@ -3,14 +3,12 @@
 Nothing here keeps its own clock for the pass: :class:`~lfw.measure.LoaderPass` times the pass, the waits and
 the steps (``step=``), exactly as the benchmarks do. This module adds the two things LoaderPass does not know:
 
-- what a step costs: a sleep of a given length (emulated compute, which leaves the CPU to the workers) or a
-  small CNN forward and backward (real compute, on CUDA when present, synchronized before the step returns);
+- what a step costs: a sleep of a given length (emulated compute, which leaves the CPU to the workers), a
+  small CNN forward and backward (real compute, on CUDA when present, synchronized before the step returns) or
+  the user's own (:func:`step_from`; their dataset: :func:`dataset_from`);
 - when each batch was loaded and by which worker, from the :class:`~lfw.diagnose.events.LoadStamp` that the
   instrumented collate function appends to the batch. The step callback takes the stamp off before the model
-  sees the batch.
-
-Worker stamps are absolute ``perf_counter`` times (CLOCK_MONOTONIC, shared by all processes on Linux);
-LoaderPass's events are relative to the pass start ``PassResult.t0`` on the same clock.
+  sees the batch; its absolute time goes on the pass's clock (:meth:`~lfw.diagnose.events.BatchRecord.stamped`).
 
 Any dataset is instrumented (:func:`instrument`), so :func:`measure_pipeline` measures a decode pipeline
 (:mod:`lfw.pipelines`) this way, named by a decoders case id or a spec (:func:`pipeline_setup`;
@@ -27,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import nn
@@ -38,6 +36,7 @@ from lfw.data.collate import collate_skipping
 from lfw.diagnose.events import (
     BatchRecord,
     LoadStamp,
+    Stamped,
     StartedBatch,
     TimedCollate,
     TimedDataset,
@@ -113,6 +112,45 @@ def make_step(model: str | None, step_ms: float | None, classes: int) -> tuple[C
     return sleep_step(step_ms / 1e3), f"sleep {step_ms:g} ms"
 
 
+# --- the user's own dataset and step: python -m lfw.diagnose --dataset MODULE:FACTORY --step MODULE:FN ----------
+SUITE_FLAG = "--bench-dataset"
+
+
+def _renamed(exc: LFWError, flag: str, *, step: bool = False) -> LFWError:
+    text = str(exc).replace(SUITE_FLAG, flag)
+    if step:
+        text = text.replace("a callable that returns a Dataset", "a callable that takes a batch")
+        text = text.replace("expected MODULE:FACTORY (e.g. examples.imagefolder:faces)",
+                            "expected MODULE:FN (e.g. examples.train_imagefolder:step)")
+    return LFWError(text)
+
+
+def dataset_from(spec: str) -> Dataset:
+    """The dataset ``--dataset MODULE:FACTORY`` names: the string ``--bench-dataset`` takes, checked by the same
+    function (:func:`lfw.suite.user_dataset.user_dataset`: a factory with no argument returning a non-empty
+    map-style Dataset whose items the default collate batches), so every way it can be wrong is the same one line,
+    naming ``--dataset``."""
+    from lfw.suite.user_dataset import user_dataset  # the suite's factory loader: one set of rules and messages
+
+    try:
+        return user_dataset(spec)
+    except LFWError as exc:
+        raise _renamed(exc, "--dataset") from None
+
+
+def step_from(spec: str) -> Callable[[Any], None]:
+    """The step ``--step MODULE:FN`` names: a callable that takes one batch (as the loader yields it:
+    ``[images, labels, ...]``) and runs one training step; state it needs (a model, an optimizer) lives in its
+    module or in a callable object. On CUDA it should synchronize before it returns (as :func:`cnn_step` does), or
+    the step's clock stops when the kernels were queued, not run."""
+    from lfw.suite.user_dataset import load_factory
+
+    try:
+        return cast(Callable[[Any], None], load_factory(spec))
+    except LFWError as exc:
+        raise _renamed(exc, "--step", step=True) from None
+
+
 class _Recorder:
     """The step LoaderPass calls: takes the stamp off the batch, notes the time, runs the real step."""
 
@@ -174,12 +212,6 @@ class Measurement:
         return statistics.fmean(steps) if steps else 0.0
 
 
-def _records(result: PassResult, stamps: list[LoadStamp | None]) -> list[BatchRecord]:
-    """Per-batch records on the pass's clock (seconds since it started)."""
-    return [BatchRecord.stamped(i, stamp, result.t0, ev)
-            for i, (ev, stamp) in enumerate(zip(result.events, stamps, strict=False))]
-
-
 def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step: Callable[[Any], None], *,
                      transform: str = "none", step_label: str = "", progress: bool = True,
                      warmup: bool = False) -> Measurement:
@@ -202,10 +234,10 @@ def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step:
             warm.run()
             warm.finish()  # the warm-up epoch is drained; persistent workers stay for the measured pass
         with LoaderPass(loader, batches, memory_interval_s=None, step=recorder) as runner:
-            runner.setup()
             result = runner.run()
             runner.close(stop_workers=True)  # persistent workers too: one pass, and none left to a later one
-    records = _records(result, recorder.stamps)
+    records = [BatchRecord.stamped(i, stamp, result.t0, ev)  # on the pass's clock: seconds since it started
+               for i, (ev, stamp) in enumerate(zip(result.events, recorder.stamps, strict=False))]
     return Measurement(result, records, config, transform, step_label, config.batch_size)
 
 
@@ -230,17 +262,11 @@ class _TimedIterable(Wrapping, IterableDataset):
         self.batch_size = batch_size
 
     def __iter__(self) -> Iterator[Any]:
-        items = iter(self.dataset)
-        n = 0
-        while True:
-            if n % self.batch_size == 0:
-                _mark_start()
-            try:
-                item = next(items)
-            except StopIteration:
-                return
-            n += 1
+        _mark_start()
+        for n, item in enumerate(self.dataset, 1):
             yield item
+            if n % self.batch_size == 0:  # resumed: the next item, the next batch's first, is asked for now
+                _mark_start()
 
 
 class _TimedWholeBatches(Wrapping, Dataset):
@@ -253,12 +279,11 @@ class _TimedWholeBatches(Wrapping, Dataset):
         return self.dataset[i]
 
 
-class _Stamped:
+class _Stamped(Stamped):
     """A worker's whole batch that becomes a batch only when the main process unpickles it (a slot batch),
     with its stamp: unpickled as ``[*batch, stamp]``."""
 
-    def __init__(self, batch: Any, stamp: LoadStamp) -> None:
-        self.batch, self.stamp = batch, stamp
+    __slots__ = ()
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return with_stamp, (self.batch, self.stamp)

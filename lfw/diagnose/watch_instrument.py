@@ -7,8 +7,9 @@ puts both back:
   it as before (the dataset's own ``__getitems__`` when its class has one, else item by item). PyTorch's map
   fetcher looks the attribute up on the object at every batch, so the note is taken in whichever process loads;
 - ``loader.collate_fn`` (one of the attributes a DataLoader lets be set after construction) runs the user's
-  collate and wraps the result with a :class:`~lfw.diagnose.events.LoadStamp` in a :class:`Stamped`, which
-  survives the worker queue and the pin-memory thread. :func:`unstamp` gives back exactly the user's batch.
+  collate and wraps the result with a :class:`~lfw.diagnose.events.LoadStamp` in a
+  :class:`~lfw.diagnose.events.Stamped`, which survives the worker queue and the pin-memory thread;
+  :func:`~lfw.diagnose.events.split_stamp` gives back exactly the user's batch.
 
 Both are read when an iterator is made (forked workers inherit them, spawned ones receive them pickled), so
 instrumenting must happen before ``iter(loader)``. What cannot be instrumented is said, not guessed
@@ -26,33 +27,9 @@ from typing import Any
 
 from torch.utils.data import DataLoader, IterableDataset
 
-from lfw.diagnose.events import LoadStamp, StartedBatch, TimedCollate, fetch_started
+from lfw.diagnose.events import Stamped, StartedBatch, TimedCollate, fetch_started
 
 _ATTR = "__getitems__"
-
-
-class Stamped:
-    """A collated batch and the stamp of who loaded it and when; pinned as the batch would be."""
-
-    __slots__ = ("batch", "stamp")
-
-    def __init__(self, batch: Any, stamp: LoadStamp) -> None:
-        self.batch, self.stamp = batch, stamp
-
-    def pin_memory(self) -> Stamped:
-        from torch.utils.data._utils.pin_memory import pin_memory
-
-        return Stamped(pin_memory(self.batch), self.stamp)
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return Stamped, (self.batch, self.stamp)
-
-
-def unstamp(batch: Any) -> tuple[Any, LoadStamp | None]:
-    """The user's batch exactly as their collate made it, and its stamp (None when it carries none)."""
-    if isinstance(batch, Stamped):
-        return batch.batch, batch.stamp
-    return batch, None
 
 
 class MarkedFetch:

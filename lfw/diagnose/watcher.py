@@ -40,9 +40,9 @@ from typing import Any, Generic, TypeVar
 import torch
 from torch.utils.data import DataLoader
 
-from lfw.diagnose.events import BatchRecord, LoadStamp
+from lfw.diagnose.events import BatchRecord, LoadStamp, split_stamp
 from lfw.diagnose.watch_clock import EVENTS, SYNC, CudaMode, Event, EventClock, cuda_event, resolve_mode
-from lfw.diagnose.watch_instrument import instrument, unstamp
+from lfw.diagnose.watch_instrument import instrument
 from lfw.diagnose.watch_summary import Steps, record_of, summarize, verdict_line
 
 T = TypeVar("T")
@@ -134,7 +134,7 @@ class Watch(Generic[T]):
                 t_got = clock()
                 if events is not None:
                     events.handed_over(k)
-                batch, stamp = unstamp(batch)
+                batch, stamp = split_stamp(batch)
                 log.ask.append(t_ask)
                 log.got.append(t_got)
                 log.stamps.append(stamp)
