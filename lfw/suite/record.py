@@ -26,7 +26,7 @@ from lfw.suite.runner import ENDPOINT_CEILING, MEMMAP_CEILING, GroupRotation, ow
 
 def parallel_cores(workers: int, usable_cores: int, capacities: Sequence[float] | None, rounds: int) -> list[float]:
     """Cores a case with ``workers`` can use in each round: ``min(max(workers, 1), usable_cores)``, and, with the
-    rounds' measured parallel capacity (:mod:`lfw.measure.capacity`), no more than the machine gave (never
+    rounds' measured parallel capacity (:mod:`lfw.measure.ceiling`), no more than the machine gave (never
     below one core: a single process always has one)."""
     wanted = min(max(workers, 1), usable_cores)
     if capacities is None:
