@@ -25,8 +25,7 @@ from lfw.data.transforms import PRESETS
 from lfw.data.visualize import check_output, save_batch_grid
 from lfw.errors import cli_entry
 from lfw.measure import LoaderConfig, LoaderPass
-from lfw.measure.mprof import check_path
-from lfw.measure.printout import report_timing
+from lfw.measure.printout import check_path, report_timing
 
 MIB = 1024 * 1024
 

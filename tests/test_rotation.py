@@ -9,8 +9,7 @@ import pytest
 
 from lfw.data.dataset import LFWDataset
 from lfw.measure import LoaderConfig, LoaderPass
-from lfw.measure.capacity import ParallelCapacity
-from lfw.measure.ceiling import CeilingSweep, spread_indices
+from lfw.measure.ceiling import CeilingSweep, ParallelCapacity, spread_indices
 from lfw.measure.loader_pass import PassResult
 from lfw.measure.rotation import LoaderMember, PassClock, Rotation, round_orders
 from lfw.suite.record import pass_record

@@ -53,7 +53,7 @@ USABLE_CORES = "usable_cores"
 PER_CORE_IMAGES_PER_S = "per_core_images_per_s"
 CEILING_IMAGES_PER_S = "ceiling_images_per_s"
 EFFICIENCY = "efficiency"
-# Cores the machine gave in the round (lfw.measure.capacity): N x t_1 / t_N of a fixed workload, at most about N.
+# Cores the machine gave in the round (lfw.measure.ceiling): N x t_1 / t_N of a fixed workload, at most about N.
 PARALLEL_CAPACITY = "parallel_capacity"
 
 # --- CPU of one pass (lfw.measure.loader_pass.PassResult): where the cores went ----------------------------------

@@ -18,7 +18,7 @@ from lfw.measure.loader_pass import PassResult, wait_percentiles_ms
 from lfw.remote.bench import endpoint_shares
 from lfw.remote.law import remote_law
 from lfw.results import keys as K
-from lfw.results.record import DEFAULT_DIGITS, MEMORY_DIGITS, CaseRecord, summarize
+from lfw.results.record import DEFAULT_DIGITS, MEMORY_DIGITS, CaseRecord, Kept, summarize
 from lfw.suite.matrix import LoaderCase
 from lfw.suite.profiles import Profile
 from lfw.suite.runner import ENDPOINT_CEILING, MEMMAP_CEILING, GroupRotation, own_decoder_member
@@ -26,7 +26,7 @@ from lfw.suite.runner import ENDPOINT_CEILING, MEMMAP_CEILING, GroupRotation, ow
 
 def parallel_cores(workers: int, usable_cores: int, capacities: Sequence[float] | None, rounds: int) -> list[float]:
     """Cores a case with ``workers`` can use in each round: ``min(max(workers, 1), usable_cores)``, and, with the
-    rounds' measured parallel capacity (:mod:`lfw.measure.capacity`), no more than the machine gave (never
+    rounds' measured parallel capacity (:mod:`lfw.measure.ceiling`), no more than the machine gave (never
     below one core: a single process always has one)."""
     wanted = min(max(workers, 1), usable_cores)
     if capacities is None:
@@ -34,6 +34,17 @@ def parallel_cores(workers: int, usable_cores: int, capacities: Sequence[float] 
     if len(capacities) != rounds:
         raise ValueError(f"{len(capacities)} capacities for {rounds} rounds: they must be paired by round")
     return [max(1.0, min(float(wanted), c)) for c in capacities]
+
+
+def ceiling_shares(results: Sequence[PassResult], per_core: Sequence[float], cores: Sequence[float], *,
+                   ceiling_key: str, share_key: str, kept: Kept = "both") -> dict[str, Any]:
+    """Round r's ceiling, ``per_core[r] x cores[r]``, under ``ceiling_key`` (``kept`` as :func:`summarize`'s), and
+    round r's rate over it under ``share_key``: a ratio paired by round."""
+    if len(per_core) != len(results):
+        raise ValueError(f"{len(per_core)} ceilings for {len(results)} rounds: they must be paired by round")
+    ceilings = [c * n for c, n in zip(per_core, cores, strict=True)]
+    return {**summarize(ceiling_key, ceilings, kept=kept),
+            **summarize(share_key, [r.images_per_s / c for r, c in zip(results, ceilings, strict=True)])}
 
 
 def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | None = None,
@@ -49,9 +60,8 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
     """
     if not results:
         raise ValueError("no passes to summarize")
-    rates = [r.images_per_s for r in results]
     record = CaseRecord().add({K.ROUNDS: len(results), K.IMAGES: results[-1].images, K.BATCHES: results[-1].batches})
-    record.measure(K.IMAGES_PER_S, rates, cv=True)
+    record.measure(K.IMAGES_PER_S, [r.images_per_s for r in results], cv=True)
     record.measure(K.WALL_S, [r.wall_s for r in results], kept="rounds")
     record.measure(K.TTFB_S, [r.ttfb_s for r in results])
     record.add(steady_record(results))
@@ -87,13 +97,10 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
     if capacities is not None:
         record.measure(K.PARALLEL_CAPACITY, capacities)
     if ceilings and workers is not None and usable_cores:
-        if len(ceilings) != len(results):
-            raise ValueError(f"{len(ceilings)} ceilings for {len(results)} rounds: they must be paired by round")
         cores = parallel_cores(workers, usable_cores, capacities, len(results))
         record.measure(K.PER_CORE_IMAGES_PER_S, ceilings)
-        record.measure(K.CEILING_IMAGES_PER_S, [c * n for c, n in zip(ceilings, cores, strict=True)], kept="summary")
-        record.measure(K.EFFICIENCY, [rate / (ceiling * n) for rate, ceiling, n in zip(rates, ceilings, cores,
-                                                                                        strict=True)])
+        record.add(ceiling_shares(results, ceilings, cores, ceiling_key=K.CEILING_IMAGES_PER_S,
+                                  share_key=K.EFFICIENCY, kept="summary"))
     return record
 
 
@@ -137,16 +144,11 @@ def machine_ceiling_shares(results: Sequence[PassResult], *, pil: Sequence[float
     round's measured capacity says the machine gave fewer; whatever the case's own parallelism), so a share says
     how close the pipeline gets to what this machine could do.
     """
-    if not (len(pil) == len(memmap) == len(results)):
-        raise ValueError(f"{len(pil)} and {len(memmap)} ceilings for {len(results)} rounds: pair them by round")
     cores = parallel_cores(usable_cores, usable_cores, capacities, len(results))
-    info: dict[str, Any] = {}
-    for key, share_key, per_core in ((K.PIL_CEILING_IMAGES_PER_S, K.PIL_CEILING_SHARE, pil),
-                                     (K.MEMMAP_CEILING_IMAGES_PER_S, K.MEMMAP_CEILING_SHARE, memmap)):
-        info.update(summarize(key, [c * n for c, n in zip(per_core, cores, strict=True)]))
-        info.update(summarize(share_key, [r.images_per_s / (c * n)
-                                                 for r, c, n in zip(results, per_core, cores, strict=True)]))
-    return info
+    return {**ceiling_shares(results, pil, cores, ceiling_key=K.PIL_CEILING_IMAGES_PER_S,
+                             share_key=K.PIL_CEILING_SHARE),
+            **ceiling_shares(results, memmap, cores, ceiling_key=K.MEMMAP_CEILING_IMAGES_PER_S,
+                             share_key=K.MEMMAP_CEILING_SHARE)}
 
 
 def own_decoder_shares(results: Sequence[PassResult], *, per_core: Sequence[float], member: str,
@@ -154,14 +156,11 @@ def own_decoder_shares(results: Sequence[PassResult], *, per_core: Sequence[floa
     """A pipeline's rate over ``usable_cores`` x its own decoder's single-core rate (``per_core``, measured by
     ``member`` in the same rounds), round by round (docs/decoders.md). The limit is the usable cores', not lowered by
     the round's measured capacity: the share says how close the pipeline gets to every core decoding."""
-    if len(per_core) != len(results):
-        raise ValueError(f"{len(per_core)} ceilings for {len(results)} rounds: pair them by round")
     if usable_cores < 1:
         raise ValueError(f"usable cores must be 1 or more, got {usable_cores}")
-    shares = [r.images_per_s / (c * usable_cores) for r, c in zip(results, per_core, strict=True)]
     return {K.OWN_DECODER: member, **summarize(K.OWN_DECODER_PER_CORE, per_core),
-            K.OWN_DECODER_IMAGES_PER_S: round(usable_cores * median(per_core), 2),
-            **summarize(K.OWN_DECODER_SHARE, shares)}
+            **ceiling_shares(results, per_core, [usable_cores] * len(results), kept="summary",
+                             ceiling_key=K.OWN_DECODER_IMAGES_PER_S, share_key=K.OWN_DECODER_SHARE)}
 
 
 def stage_breakdown(results: Sequence[PassResult]) -> dict[str, Any]:

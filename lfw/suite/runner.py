@@ -30,8 +30,7 @@ from torch.utils.data import Dataset, Subset, default_collate
 from lfw.data.collate import collate_skipping
 from lfw.data.index import path_at
 from lfw.errors import LFWError
-from lfw.measure.capacity import ParallelCapacity
-from lfw.measure.ceiling import CeilingSweep, spread_indices
+from lfw.measure.ceiling import CeilingSweep, ParallelCapacity, spread_indices
 from lfw.measure.loader_pass import LoaderPass, sleep_step
 from lfw.measure.page_cache import evict, warm
 from lfw.measure.resources import Limits, loader_need, shortfall
