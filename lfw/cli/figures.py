@@ -52,10 +52,10 @@ class ChartSpec:
     draw: Callable[..., Figure | None]
 
 
-def new_figure(width: float = 10.0, height: float = 4.8, ncols: int = 1) -> tuple[Figure, list[Axes]]:
-    """A figure with ``ncols`` side-by-side axes, a light grid and constrained layout."""
+def new_figure(width: float = 10.0, height: float = 4.8, ncols: int = 1, nrows: int = 1) -> tuple[Figure, list[Axes]]:
+    """A figure with ``nrows`` x ``ncols`` axes (row by row), a light grid and constrained layout."""
     fig = Figure(figsize=(width, height), layout="constrained")
-    axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
+    axes = [fig.add_subplot(nrows, ncols, i + 1) for i in range(nrows * ncols)]
     for ax in axes:
         ax.grid(True, alpha=0.3)
         ax.set_axisbelow(True)
