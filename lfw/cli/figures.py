@@ -75,22 +75,22 @@ def dodge(fig: Any, index: int, count: int, step_pt: float = 5.0) -> Transform:
     return ScaledTranslation((index - (count - 1) / 2) * step_pt / 72, 0, fig.dpi_scale_trans)
 
 
-def dodged_errorbar(ax: Axes, index: int, count: int, xs: Sequence[float], points: Sequence[tuple[float, float]],
+def dodged_errorbar(ax: Axes, index: int, count: int, xs: Sequence[float], points: Sequence[tuple[float, ...]],
                     **style: Any) -> ErrorbarContainer:
-    """``ax.errorbar`` of (mean, sd) points at ``xs``, shifted sideways by :func:`dodge`.
+    """``ax.errorbar`` of (mean, sd) or (centre, distance down, distance up) points at ``xs``, shifted sideways by
+    :func:`dodge`.
 
     Matplotlib leaves an artist with a custom transform out of autoscaling, so the data limits (error bars
     included) are added here by hand.
     """
-    means = np.array([m for m, _ in points], dtype=float)
-    sds = np.array([s for _, s in points], dtype=float)
+    means, below, above = (np.array([p[i] for p in points], dtype=float) for i in (0, 1, -1))
     shift = dodge(ax.figure, index, count) if count > 1 else None
-    container = ax.errorbar(xs, means, yerr=sds, transform=ax.transData + shift if shift else ax.transData,
+    container = ax.errorbar(xs, means, yerr=[below, above], transform=ax.transData + shift if shift else ax.transData,
                             **style)
     finite = np.isfinite(means)
     xs_arr = np.asarray(xs, dtype=float)[finite]
-    ax.update_datalim(np.column_stack([np.r_[xs_arr, xs_arr], np.r_[means[finite] - sds[finite],
-                                                                    means[finite] + sds[finite]]]))
+    ax.update_datalim(np.column_stack([np.r_[xs_arr, xs_arr], np.r_[means[finite] - below[finite],
+                                                                    means[finite] + above[finite]]]))
     ax.autoscale_view()
     return container
 
