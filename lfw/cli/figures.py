@@ -106,12 +106,15 @@ def save_figure(fig: Figure, out_dir: Path, stem: str, formats: Iterable[str] = 
     return paths
 
 
-def mark_groups(ax: Axes, groups: Sequence[str | None]) -> None:
-    """Separate the rows of a horizontal chart by benchmark group: a rule between groups and the group's name.
+def label_rows(ax: Axes, labels: Sequence[str], groups: Sequence[str | None] = (), **tick_style: Any) -> None:
+    """Label the rows of a horizontal chart, y = 0, 1, ... from the top, and separate them by benchmark group: a
+    rule between groups and the group's name.
 
     Test ids repeat across groups (``numpy`` is a case of both index groups), so the group must be visible
-    without lengthening every tick label. Rows are y = 0, 1, ... from the top.
+    without lengthening every tick label.
     """
+    ax.set_yticks(range(len(labels)), labels, **tick_style)
+    ax.set_ylim(len(labels) - 0.5, -0.5)
     if len(set(groups)) < 2:
         return
     for row, group in enumerate(groups):
