@@ -52,10 +52,10 @@ class ChartSpec:
     draw: Callable[..., Figure | None]
 
 
-def new_figure(width: float = 10.0, height: float = 4.8, ncols: int = 1) -> tuple[Figure, list[Axes]]:
-    """A figure with ``ncols`` side-by-side axes, a light grid and constrained layout."""
+def new_figure(width: float = 10.0, height: float = 4.8, ncols: int = 1, nrows: int = 1) -> tuple[Figure, list[Axes]]:
+    """A figure with ``nrows`` x ``ncols`` axes (row by row), a light grid and constrained layout."""
     fig = Figure(figsize=(width, height), layout="constrained")
-    axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
+    axes = [fig.add_subplot(nrows, ncols, i + 1) for i in range(nrows * ncols)]
     for ax in axes:
         ax.grid(True, alpha=0.3)
         ax.set_axisbelow(True)
@@ -75,22 +75,22 @@ def dodge(fig: Any, index: int, count: int, step_pt: float = 5.0) -> Transform:
     return ScaledTranslation((index - (count - 1) / 2) * step_pt / 72, 0, fig.dpi_scale_trans)
 
 
-def dodged_errorbar(ax: Axes, index: int, count: int, xs: Sequence[float], points: Sequence[tuple[float, float]],
+def dodged_errorbar(ax: Axes, index: int, count: int, xs: Sequence[float], points: Sequence[tuple[float, ...]],
                     **style: Any) -> ErrorbarContainer:
-    """``ax.errorbar`` of (mean, sd) points at ``xs``, shifted sideways by :func:`dodge`.
+    """``ax.errorbar`` of (mean, sd) or (centre, distance down, distance up) points at ``xs``, shifted sideways by
+    :func:`dodge`.
 
     Matplotlib leaves an artist with a custom transform out of autoscaling, so the data limits (error bars
     included) are added here by hand.
     """
-    means = np.array([m for m, _ in points], dtype=float)
-    sds = np.array([s for _, s in points], dtype=float)
+    means, below, above = (np.array([p[i] for p in points], dtype=float) for i in (0, 1, -1))
     shift = dodge(ax.figure, index, count) if count > 1 else None
-    container = ax.errorbar(xs, means, yerr=sds, transform=ax.transData + shift if shift else ax.transData,
+    container = ax.errorbar(xs, means, yerr=[below, above], transform=ax.transData + shift if shift else ax.transData,
                             **style)
     finite = np.isfinite(means)
     xs_arr = np.asarray(xs, dtype=float)[finite]
-    ax.update_datalim(np.column_stack([np.r_[xs_arr, xs_arr], np.r_[means[finite] - sds[finite],
-                                                                    means[finite] + sds[finite]]]))
+    ax.update_datalim(np.column_stack([np.r_[xs_arr, xs_arr], np.r_[means[finite] - below[finite],
+                                                                    means[finite] + above[finite]]]))
     ax.autoscale_view()
     return container
 
@@ -106,12 +106,15 @@ def save_figure(fig: Figure, out_dir: Path, stem: str, formats: Iterable[str] = 
     return paths
 
 
-def mark_groups(ax: Axes, groups: Sequence[str | None]) -> None:
-    """Separate the rows of a horizontal chart by benchmark group: a rule between groups and the group's name.
+def label_rows(ax: Axes, labels: Sequence[str], groups: Sequence[str | None] = (), **tick_style: Any) -> None:
+    """Label the rows of a horizontal chart, y = 0, 1, ... from the top, and separate them by benchmark group: a
+    rule between groups and the group's name.
 
     Test ids repeat across groups (``numpy`` is a case of both index groups), so the group must be visible
-    without lengthening every tick label. Rows are y = 0, 1, ... from the top.
+    without lengthening every tick label.
     """
+    ax.set_yticks(range(len(labels)), labels, **tick_style)
+    ax.set_ylim(len(labels) - 0.5, -0.5)
     if len(set(groups)) < 2:
         return
     for row, group in enumerate(groups):

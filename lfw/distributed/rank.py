@@ -68,7 +68,6 @@ def measure_rank(dataset: Dataset, config: LoaderConfig, epochs: int, *, rank: i
             if set_epoch:
                 sampler.set_epoch(epoch)
             measured.orders.append(list(iter(sampler)))
-            runner.setup()
             measured.results.append(runner.run())
             runner.finish()
     finally:

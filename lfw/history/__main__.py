@@ -7,7 +7,7 @@
 ``append`` adds one line per run to ``DIR/<runner class>.jsonl`` and says when a run (same commit and date) is
 there already. ``show`` reads a store folder, one ``.jsonl`` file or a folder of autosaved runs (``.benchmarks/``),
 writes the charts and ``summary.txt`` into ``<out>/history/`` and prints the summary. ``export`` writes a run's
-judged metrics in Bencher's Metric Format (:mod:`lfw.history.export`). Exit 0 done, 2 bad input.
+judged metrics in Bencher's Metric Format (:func:`lfw.history.store.bencher_metrics`). Exit 0 done, 2 bad input.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "export":
         import json
 
-        from lfw.history.export import bencher_metrics, describe
+        from lfw.history.store import bencher_metrics
         from lfw.results import load_run
 
         metrics = bencher_metrics(load_run(args.run))
@@ -65,7 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(text)
         else:
             args.out.write_text(text)
-            print(f"wrote {args.out}: {describe(metrics)} in Bencher's Metric Format", file=sys.stderr)
+            measures = sum(len(m) for m in metrics.values())
+            print(f"wrote {args.out}: {len(metrics)} cases, {measures} measures in Bencher's Metric Format",
+                  file=sys.stderr)
         return 0
     from lfw.history.report import history_report
 

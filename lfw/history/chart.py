@@ -14,7 +14,7 @@ from pathlib import Path
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from lfw.cli.figures import PALETTE, save_figure
+from lfw.cli.figures import colour_map, new_figure, save_figure
 from lfw.gate.metrics import Metric
 from lfw.history.series import ChangePoint, Series, is_exact
 from lfw.history.store import HistoryRecord
@@ -35,7 +35,7 @@ def _ticks(ax: Axes, records: Sequence[HistoryRecord]) -> None:
 def _panel(ax: Axes, metric: Metric, series: Sequence[Series], points: Sequence[ChangePoint],
            records: Sequence[HistoryRecord]) -> None:
     moved = list(dict.fromkeys(p.case for p in points))
-    colours = {case: PALETTE[i % len(PALETTE)] for i, case in enumerate(moved)}
+    colours = colour_map(moved)
     relative = metric.kind == "relative"
     ys = {s.case: [v / s.values[0] for v in s.values] if relative and s.values[0] else list(s.values)
           for s in series}
@@ -59,8 +59,6 @@ def _panel(ax: Axes, metric: Metric, series: Sequence[Series], points: Sequence[
     rule = "exact steps" if is_exact(metric) else "PELT + Welch"
     ax.set_title(f"{metric.label} ({len(moved)} of {len(series)} cases moved; {rule})", fontsize=10)
     ax.set_ylabel(unit)
-    ax.grid(True, alpha=0.3)
-    ax.set_axisbelow(True)
     _ticks(ax, records)
     if moved:
         ax.legend(fontsize=7, loc="best", title=None if len(moved) <= MAX_LEGEND
@@ -70,9 +68,8 @@ def _panel(ax: Axes, metric: Metric, series: Sequence[Series], points: Sequence[
 def family_figure(runner: str, family: str, metrics: Sequence[Metric], series: Sequence[Series],
                   points: Sequence[ChangePoint], records: Sequence[HistoryRecord]) -> Figure:
     """One figure: a panel per metric of ``family`` that the history holds, stacked, sharing the commit axis."""
-    fig = Figure(figsize=(max(8.0, 0.32 * len(records) + 4), 3.4 * len(metrics)), layout="constrained")
-    for i, metric in enumerate(metrics):
-        ax = fig.add_subplot(len(metrics), 1, i + 1)
+    fig, axes = new_figure(max(8.0, 0.32 * len(records) + 4), 3.4 * len(metrics), nrows=len(metrics))
+    for ax, metric in zip(axes, metrics, strict=True):
         _panel(ax, metric, [s for s in series if s.metric == metric], [p for p in points if p.metric == metric],
                records)
     fig.suptitle(f"{runner}: {family} over {len(records)} runs (commit order; * = dirty tree)", fontsize=11)

@@ -125,12 +125,21 @@ def judged_rounds(run: Run) -> Iterator[tuple[str, Metric, list[float]]]:
             yield case.key, metric, [float(v) for v in values]
 
 
-def judged_figures(run: Run) -> dict[str, dict[str, float]]:
-    """Per case key, the median over rounds of each metric :func:`judged_rounds` yields."""
-    out: dict[str, dict[str, float]] = {}
+def bencher_metrics(run: Run) -> dict[str, dict[str, dict[str, float]]]:
+    """The run's judged metrics in Bencher's Metric Format (``python -m lfw.history export``): case key -> metric
+    key -> the median over rounds (``value``) and the smallest and largest round; docs/history.md, "Reading the
+    results from another tool"."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
     for key, metric, values in judged_rounds(run):
-        out.setdefault(key, {})[metric.key] = _compact(float(median(values)))
+        out.setdefault(key, {})[metric.key] = {"value": float(median(values)), "lower_value": min(values),
+                                               "upper_value": max(values)}
     return out
+
+
+def judged_figures(run: Run) -> dict[str, dict[str, float]]:
+    """Per case key, the median over rounds of each metric :func:`judged_rounds` yields (what a history line keeps)."""
+    return {key: {metric: _compact(figure["value"]) for metric, figure in measures.items()}
+            for key, measures in bencher_metrics(run).items()}
 
 
 def run_identity(run: Run) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from lfw.cli.figures import ERRORBAR, bar_height, mark_groups, new_figure
+from lfw.cli.figures import ERRORBAR, bar_height, label_rows, new_figure
 from lfw.gate.verdict import CaseVerdict
 from lfw.results import Case, Run, pair_cases
 from lfw.results import keys as K
@@ -52,13 +52,11 @@ def compare_chart(base: Run, current: Run, verdicts: list[CaseVerdict], judged_b
         verdict = by_case.get(case.fullname)
         change = f" {verdict.change:+.0%}" if verdict and verdict.change is not None else ""
         ticks.append(f"{case.label}: {label}{change}" if label != "unchanged" else f"{case.label}{change}")
-    ax.set_yticks(ys, ticks, fontsize=8)
+    label_rows(ax, ticks, [c.group for _, c in pairs], fontsize=8)
     for tick, label in zip(ax.get_yticklabels(), labels, strict=True):
         if label in ("regressed", "improved"):
             tick.set_color(VERDICT_COLOURS[label])
             tick.set_fontweight("bold")
-    ax.set_ylim(len(pairs) - 0.5, -0.5)
-    mark_groups(ax, [c.group for _, c in pairs])
     ax.axvline(100, color="black", linewidth=0.8)
     ax.set_xlabel("efficiency (images/s where no ceiling) as % of the baseline mean (mean ± sd over rounds; "
                   "higher is better)")

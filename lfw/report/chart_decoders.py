@@ -16,7 +16,7 @@ from statistics import median
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from lfw.cli.figures import bar_height, colour_map, new_figure
+from lfw.cli.figures import bar_height, colour_map, label_rows, new_figure
 from lfw.report.pipelines import GROUP
 from lfw.results import Case, Run
 from lfw.results import keys as K
@@ -65,8 +65,7 @@ def stage_panel(ax: Axes, cases: list[Case], cores: int) -> None:
         words = ([f"stages {coverage:.0%} of CPU"] if coverage is not None else []) + (
             [f"{util:.0%} of {cores} cores busy"] if util is not None else [])
         ax.text(max(left, measured or 0.0) * 1.02 + 0.01, row, ", ".join(words), va="center", fontsize=8)
-    ax.set_yticks(list(rows), [""] * len(cases))
-    ax.set_ylim(len(cases) - 0.5, -0.5)
+    label_rows(ax, [""] * len(cases))
     widest = max((c.number(K.CPU_MS_PER_IMAGE) or 0.0) for c in cases)
     ax.set_xlim(0, max(widest, 0.1) * 1.7)
     ax.set_xlabel("CPU ms per image, by stage (tick: the process tree's measured CPU per image)")
@@ -101,8 +100,7 @@ def decoders_chart(run: Run) -> Figure | None:
     rate_ax.axvline(memmap, color="grey", linestyle=":", linewidth=1.5,
                     label=f"{cores} x decoded memmap (no decode): {memmap:,.0f}"
                           + (" (off the chart)" if memmap > right else ""))
-    rate_ax.set_yticks(rows, [c.label for c in cases])
-    rate_ax.set_ylim(len(cases) - 0.5, -0.5)
+    label_rows(rate_ax, [c.label for c in cases])
     rate_ax.set_xlim(0, right)
     rate_ax.set_xlabel("images/s (labels: median, share of cores x its own decoder's single-core rate)")
     rate_ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=1, fontsize=8, frameon=False)

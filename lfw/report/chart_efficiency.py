@@ -11,7 +11,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from lfw.cli.figures import bar_height, colour_map, mark_groups, new_figure
+from lfw.cli.figures import bar_height, colour_map, label_rows, new_figure
 from lfw.results import Run
 from lfw.results import keys as K
 from lfw.stats.variation import mean_sd
@@ -30,14 +30,12 @@ def efficiency_chart(run: Run) -> Figure | None:
     notes = [f"{c.number('images_per_s') or 0:,.0f} of {c.number('ceiling_images_per_s') or 0:,.0f} img/s"
              for c in cases]
     ax.bar_label(bars, notes, padding=4, fontsize=8)
-    ax.set_yticks(range(len(cases)), [c.label for c in cases])
-    ax.set_ylim(len(cases) - 0.5, -0.5)
     ax.axvline(100, color="black", linestyle="--", linewidth=1.2)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "ceiling" if v == 100 else f"{v:g}%"))
     ax.set_xlim(0, max(110.0, max(m + s for m, s in points) * 1.35))
     ax.set_xlabel("images/s as % of the ceiling = single-core rate × min(workers, usable cores); "
                   "labels: median measured of ceiling")
-    mark_groups(ax, [c.group for c in cases])
+    label_rows(ax, [c.label for c in cases], [c.group for c in cases])
     fig.suptitle("Efficiency against the ceiling per configuration: mean ± sd over rounds",
                  fontweight="bold")
     return fig

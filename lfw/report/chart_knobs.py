@@ -11,6 +11,7 @@ in the group (e.g. num_workers) becomes the legend. Error bars: standard deviati
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -152,22 +153,14 @@ def constants(cases: Sequence[Case], keys: Sequence[str] = ("batch_size", "num_w
     return f" ({describe(cases[0], fixed)})" if fixed else ""
 
 
-def batch_size_chart(run: Run) -> Figure | None:
-    return knob_chart(run, "batch-size", "batch_size", xlabel="batch size (images, log scale)",
-                      title="Throughput against batch size", numeric=True, log2=True, reference=64)
-
-
-def pin_memory_chart(run: Run) -> Figure | None:
-    return knob_chart(run, "pin-memory", "pin_memory", xlabel="pin_memory", title="pin_memory on and off",
-                      numeric=False, reference=False)
-
-
-def prefetch_chart(run: Run) -> Figure | None:
-    return knob_chart(run, "prefetch", "prefetch_factor", xlabel="prefetch_factor (batches per worker)",
-                      title="Throughput against prefetch_factor", numeric=True, reference=2)
-
-
-def start_method_chart(run: Run) -> Figure | None:
-    return knob_chart(run, "start-method", "start_method", xlabel="worker start method",
-                      title="Time to first batch per start method", numeric=False,
-                      metrics=(K.TTFB_S, K.IMAGES_PER_S), reference="fork")
+# The knob charts of the report (lfw.report.render.CHARTS): one call of knob_chart each.
+batch_size_chart = partial(knob_chart, group="batch-size", key="batch_size", xlabel="batch size (images, log scale)",
+                           title="Throughput against batch size", numeric=True, log2=True, reference=64)
+pin_memory_chart = partial(knob_chart, group="pin-memory", key="pin_memory", xlabel="pin_memory",
+                           title="pin_memory on and off", numeric=False, reference=False)
+prefetch_chart = partial(knob_chart, group="prefetch", key="prefetch_factor",
+                         xlabel="prefetch_factor (batches per worker)", title="Throughput against prefetch_factor",
+                         numeric=True, reference=2)
+start_method_chart = partial(knob_chart, group="start-method", key="start_method", xlabel="worker start method",
+                             title="Time to first batch per start method", numeric=False,
+                             metrics=(K.TTFB_S, K.IMAGES_PER_S), reference="fork")

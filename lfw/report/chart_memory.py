@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from lfw.cli.figures import bar_height, colour_map, mark_groups, new_figure
+from lfw.cli.figures import bar_height, colour_map, label_rows, new_figure
 from lfw.report.legend import describe, varying_keys
 from lfw.results import Case, Run
 from lfw.results import keys as K
@@ -103,9 +103,7 @@ def growth_chart(run: Run) -> Figure | None:
         ys = np.arange(len(cases)) + (i - (len(metrics) - 1) / 2) * height
         ax.barh(ys, [m for m, _ in points], height * 0.92, xerr=[s for _, s in points], capsize=2,
                 color=colour, label=name)
-    ax.set_yticks(range(len(cases)), [c.label for c in cases])
-    ax.set_ylim(len(cases) - 0.5, -0.5)
-    mark_groups(ax, [c.group for c in cases])
+    label_rows(ax, [c.label for c in cases], [c.group for c in cases])
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel("growth from first batch to end of pass, MiB (mean ± sd over rounds)")
     ax.legend(loc="best", fontsize=9)

@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import median
 
-import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from lfw.cli.figures import ERRORBAR, colour_map, dodge, new_figure
+from lfw.cli.figures import ERRORBAR, colour_map, dodged_errorbar, new_figure
 from lfw.results import Case, Run
 from lfw.results import keys as K
 
@@ -81,15 +80,10 @@ def startup_chart(run: Run) -> Figure | None:
     ax.set_yscale("log")
     for i, ((method, workers), members) in enumerate(series.items()):
         linestyle, marker = STYLES[worker_counts.index(workers) % len(STYLES)]
-        xs = np.array([(c.number(K.PICKLED_DATASET_BYTES) or 0.0) / MIB for c in members])
-        points = np.array([median_and_range_ms(c) for c in members])
-        mids, below, above = points[:, 0], points[:, 1], points[:, 2]
-        ax.errorbar(xs, mids, yerr=[below, above], transform=ax.transData + dodge(fig, i, len(series)),
-                    color=colours[method], linestyle=linestyle, marker=marker,
-                    label=f"{method}, {workers} worker{'s' if workers != 1 else ''}", **ERRORBAR)
-        # A transformed artist is left out of autoscaling: add its extent (bars included) by hand.
-        ax.update_datalim(np.column_stack([np.r_[xs, xs], np.r_[mids - below, mids + above]]))
-    ax.autoscale_view()
+        xs = [(c.number(K.PICKLED_DATASET_BYTES) or 0.0) / MIB for c in members]
+        dodged_errorbar(ax, i, len(series), xs, [median_and_range_ms(c) for c in members], color=colours[method],
+                        linestyle=linestyle, marker=marker,
+                        label=f"{method}, {workers} worker{'s' if workers != 1 else ''}", **ERRORBAR)
     _size_ticks(ax, cases)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
     ax.set_xlabel("pickled dataset, len(pickle.dumps(dataset)), MiB (log)")

@@ -26,11 +26,10 @@ def workers_chart(run: Run) -> Figure | None:
     fig, (ax_sec, ax_rate) = new_figure(12.0, 5.0, ncols=2)
     colours = colour_map(series)
     knee_at = {r.transform: r.workers for r in recommendations(run) if r.workers is not None}
-    for transform, cases in series.items():
+    for i, (transform, cases) in enumerate(series.items()):
         workers = [c.value("num_workers") for c in cases]
         seconds = [mean_sd(c.seconds) for c in cases]
         rates = [mean_sd(c.rounds(K.IMAGES_PER_S)) for c in cases]
-        i = list(series).index(transform)
         sizes = {n for c in cases if (n := c.number(K.IMAGES)) is not None}
         label = f"{transform} ({int(sizes.pop()):,} img/pass)" if len(sizes) == 1 else transform
         style = {"color": colours[transform], "marker": "o", "label": label, **ERRORBAR}
