@@ -41,12 +41,6 @@ def cell(text: object) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def md_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
-    out = [f"| {' | '.join(header)} |", f"|{'|'.join(' --- ' for _ in header)}|"]
-    out += [f"| {' | '.join(cell(v) for v in row)} |" for row in rows]
-    return out
-
-
 class Layout:
     """How a page lays out the verdict's parts, each as lines: Markdown here; :mod:`lfw.report.verdict_html`'s
     subclass lays out the same parts (:func:`verdict_sections`) as HTML."""
@@ -55,7 +49,8 @@ class Layout:
         return [f"#### {text}", ""]
 
     def table(self, header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
-        return [*md_table(header, rows), ""]
+        lines = [f"| {' | '.join(header)} |", f"|{'|'.join(' --- ' for _ in header)}|"]
+        return [*lines, *(f"| {' | '.join(cell(v) for v in row)} |" for row in rows), ""]
 
     def para(self, text: str) -> list[str]:
         return [f"{text}  ", ""]
