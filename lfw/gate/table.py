@@ -115,14 +115,6 @@ def render(v: Verdict, th: Thresholds, *, show_all: bool = False) -> str:
     return "\n".join(out)
 
 
-def fmt_ratio(c: PairedComparison) -> str:
-    return (f"{(c.ratio - 1) * 100:+.1f}% [{(c.ratio_low - 1) * 100:+.1f}, {(c.ratio_high - 1) * 100:+.1f}]")
-
-
-def fmt_threshold(c: PairedComparison) -> str:
-    return f"{'-' if c.metric.worse == 'lower' else '+'}{c.threshold:.0%}"
-
-
 def paired_verdict_line(comparisons: Sequence[PairedComparison], counts: Sequence[Comparison] = ()) -> str:
     """The A/B verdict in one line, wall-clock pairs and exact counts together."""
     regressed = [c for c in comparisons if c.verdict == REGRESSED]
