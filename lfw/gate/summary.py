@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from lfw.gate.table import AB_HEADER, TWO_FILE_HEADER, ab_rows, comparison_rows
+from lfw.gate.table import AB_HEADER, TWO_FILE_HEADER, comparison_rows
 from lfw.gate.verdict import AB, TWO_FILE, Verdict
 from lfw.results import short_name
 
@@ -159,7 +159,7 @@ def verdict_markdown(v: Verdict, summary: Path) -> str:
 def comparison_sections(v: Verdict, page: Layout) -> list[str]:
     """Regressions, inconclusive comparisons (A/B only) and notable improvements, a table each; A/B rows hold the
     wall-clock pairs and the exact counts together."""
-    header, render = (AB_HEADER, ab_rows) if v.mode == AB else (TWO_FILE_HEADER, comparison_rows)
+    header = AB_HEADER if v.mode == AB else TWO_FILE_HEADER
     sections = {"Regressions": (v.regressions, False), "Inconclusive (noisy: rerun)": (v.inconclusive, False),
                 "Notable improvements": (v.improvements, True)}
     lines = []
@@ -167,7 +167,8 @@ def comparison_sections(v: Verdict, page: Layout) -> list[str]:
         if rows:
             shown = (*header[:5], "the rule the other way", *header[6:]) if better else header
             note = "; reported, not part of the verdict" if better else ""
-            lines += [*page.heading(f"{title} ({len(rows)}{note})"), *page.table(shown, render(rows, better))]
+            lines += [*page.heading(f"{title} ({len(rows)}{note})"),
+                      *page.table(shown, comparison_rows(rows, better, ab=v.mode == AB))]
     return lines
 
 
