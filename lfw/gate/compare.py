@@ -34,7 +34,6 @@ from lfw.gate.metrics import (
 from lfw.gate.thresholds import Thresholds
 from lfw.results import Case, Run, pair_cases, short_name
 from lfw.results import keys as K
-from lfw.stats.variation import coefficient_of_variation
 
 # machine_info keys whose difference changes the numbers; the first two make the runs different machines.
 MACHINE_KEYS = ("runner_class", "cpu_model", "usable_cores", "torch", "pillow", "jpeg_library", "dataset_kind",
@@ -55,7 +54,6 @@ class Comparison:
     current: float
     change: float  # relative (+0.12 = 12% higher) for relative metrics, current - baseline otherwise
     rule: str  # the minimum effect in words, e.g. "-35%" or "+100 MiB and 25%"
-    baseline_spread: float  # CV (relative metrics) or range (absolute) of the baseline's rounds
     regressed: bool
     # A notable improvement: as large a change the good way (reported, never part of the verdict), and its rule
     improved: bool = False
@@ -150,12 +148,6 @@ def stack_differences(baseline: Run, current: Run) -> tuple[list[str], list[str]
     return differ, one_side
 
 
-def spread(metric: Metric, values: list[float]) -> float:
-    if len(values) < 2:
-        return 0.0
-    return coefficient_of_variation(values) if metric.kind == "relative" else max(values) - min(values)
-
-
 def judge(case: str, metric: Metric, baseline: list[float], current: list[float], th: Thresholds) -> Comparison:
     """Compare the medians of one metric of one case under its family's minimum effect.
 
@@ -179,8 +171,7 @@ def judge(case: str, metric: Metric, baseline: list[float], current: list[float]
         improved = -increase > floor and -increase > ratio * abs(base)
         rule = f"+{floor:g}{metric.unit} and {ratio:.0%}"
         improvement_rule = f"-{floor:g}{metric.unit} and {ratio:.0%}"
-    return Comparison(case, metric, base, cur, change, rule, spread(metric, baseline), regressed,
-                      improved=improved, improvement_rule=improvement_rule)
+    return Comparison(case, metric, base, cur, change, rule, regressed, improved, improvement_rule)
 
 
 def cost_layer_reason(baseline: Run, current: Run) -> str | None:

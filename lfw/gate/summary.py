@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from lfw.gate.table import AB_HEADER, TWO_FILE_HEADER, ab_rows, comparison_rows
+from lfw.gate.table import AB_HEADER, TWO_FILE_HEADER, comparison_rows
 from lfw.gate.verdict import AB, TWO_FILE, Verdict
 from lfw.results import short_name
 
@@ -35,25 +35,39 @@ EXIT_MEANING = {
     5: "incomplete: a baseline case is missing, or nothing was compared; never a pass",
 }
 
+
 def cell(text: object) -> str:
     """A table cell: one line, pipes escaped."""
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def md_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
-    out = [f"| {' | '.join(header)} |", f"|{'|'.join(' --- ' for _ in header)}|"]
-    out += [f"| {' | '.join(cell(v) for v in row)} |" for row in rows]
-    return out
+class Layout:
+    """How a page lays out the verdict's parts, each as lines: Markdown here; :mod:`lfw.report.verdict_html`'s
+    subclass lays out the same parts (:func:`verdict_sections`) as HTML."""
 
+    def heading(self, text: str) -> list[str]:
+        return [f"#### {text}", ""]
 
-def case_list(title: str, items: Sequence[str], *, fold: bool = True) -> list[str]:
-    """A titled bullet list of cases, folded into ``<details>`` when long and ``fold``."""
-    if not items:
-        return []
-    bullets = [f"- {item}" for item in items]
-    if not fold or len(items) <= FOLD_AFTER:
-        return [f"{title}:", "", *bullets, ""]
-    return [f"<details><summary>{title}</summary>", "", *bullets, "", "</details>", ""]
+    def table(self, header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+        lines = [f"| {' | '.join(header)} |", f"|{'|'.join(' --- ' for _ in header)}|"]
+        return [*lines, *(f"| {' | '.join(cell(v) for v in row)} |" for row in rows), ""]
+
+    def para(self, text: str) -> list[str]:
+        return [f"{text}  ", ""]
+
+    def bullets(self, items: Sequence[str]) -> list[str]:
+        return [*(f"- {item}" for item in items), ""]
+
+    def fold(self, title: str, lines: list[str]) -> list[str]:
+        return [f"<details><summary>{title}</summary>", "", *lines, "</details>", ""]
+
+    def case_list(self, title: str, items: Sequence[str], *, alarm: bool = False) -> list[str]:
+        """A titled list of cases, folded when long; an ``alarm`` (the failure) is bold and never folded."""
+        if not items:
+            return []
+        if alarm or len(items) <= FOLD_AFTER:
+            return [f"**{title}**:" if alarm else f"{title}:", "", *self.bullets(items)]
+        return self.fold(title, self.bullets(items))
 
 
 def headline(mode: str, exit_code: int, line: str, error: str | None = None) -> list[str]:
@@ -64,34 +78,41 @@ def headline(mode: str, exit_code: int, line: str, error: str | None = None) -> 
 
 
 MODE_NAMES = {TWO_FILE: "two files", AB: "A/B"}
-def case_table(v: Verdict) -> list[str]:
-    """Every case's label with its detail (folded), after a line counting the labels."""
-    if not v.cases:
-        return []
-    counts = ", ".join(f"{n} {label}" for label, n in v.label_counts().items())
-    rows = [(f"`{short_name(c.case)}`", c.label, c.detail) for c in v.cases]
-    return ["#### Verdict per case", "", f"{counts}  ", "", "<details><summary>every case</summary>", "",
-            *md_table(("case", "verdict", "detail"), rows), "", "</details>", ""]
 
 
-def recommendation(v: Verdict) -> list[str]:
-    """The recommended num_workers per preset (the report's rule), when the run holds a worker sweep."""
-    if not v.recommendation:
-        return []
-    rows = [(r.transform, r.num_workers, r.evidence) for r in v.recommendation]
-    return [f"#### Recommended num_workers (this run's `{v.recommendation_group}` group)", "",
-            *md_table(("transform", "num_workers", "each count's paired ratio to the best [interval]"), rows), ""]
-
-
-def sides_line(v: Verdict) -> list[str]:
-    """``baseline `a.json` (N cases); current `b.json` (M cases, commit ...)``, for the runs the verdict names."""
+def sides_text(v: Verdict) -> str:
+    """``baseline `a.json` (N cases, commit ...); current `b.json` (M cases, commit ..., dirty)``."""
     parts = []
     for name, ident in (("baseline", v.baseline), ("current", v.current)):
-        if ident is None:
-            continue
-        at = f", commit {ident.commit[:10]}{', dirty' if ident.dirty else ''}" if ident.commit else ""
-        parts.append(f"{name} `{ident.path}` ({ident.cases} cases{at if name == 'current' else ''})")
-    return [f"{'; '.join(parts)}  "] if parts else []
+        if ident is not None:
+            at = f", commit {ident.commit[:10]}{', dirty' if ident.dirty else ''}" if ident.commit else ""
+            parts.append(f"{name} `{ident.path}` ({ident.cases} cases{at})")
+    return "; ".join(parts)
+
+
+def verdict_sections(v: Verdict, page: Layout) -> list[str]:
+    """The verdict's parts below the headline and the runs, laid out by ``page``: the layer table, the comparisons,
+    what was not judged and the cases missing, left out or new, every case's label and the recommendation."""
+    if not v.layers:
+        return []
+    lines = [*page.heading("Layers"), *page.table(("layer", "judged", "comparisons", "why not"),
+                                                  [(r.layer, r.judged, r.comparisons, r.why_not) for r in v.layers])]
+    lines += comparison_sections(v, page)
+    if v.mode == TWO_FILE:
+        lines += two_file_sections(v, page)
+    else:
+        lines += page.case_list(f"new cases, not in the base revision (not compared): {len(v.new_cases)}",
+                                [f"`{short_name(c)}`" for c in v.new_cases])
+    if v.cases:
+        counts = ", ".join(f"{n} {label}" for label, n in v.label_counts().items())
+        rows = [(f"`{short_name(c.case)}`", c.label, c.detail) for c in v.cases]
+        lines += [*page.heading("Verdict per case"), *page.para(counts),
+                  *page.fold("every case", page.table(("case", "verdict", "detail"), rows))]
+    if v.recommendation:
+        rows = [(r.transform, r.num_workers, r.evidence) for r in v.recommendation]
+        lines += [*page.heading(f"Recommended num_workers (this run's `{v.recommendation_group}` group)"),
+                  *page.table(("transform", "num_workers", "each count's paired ratio to the best [interval]"), rows)]
+    return lines
 
 
 def charts_beside(summary: Path, since: float) -> list[Path]:
@@ -121,17 +142,8 @@ def verdict_markdown(v: Verdict, summary: Path) -> str:
     lines = headline(MODE_NAMES.get(v.mode, v.mode), v.exit_code, v.headline, v.error)
     if not v.layers:
         return "\n".join([*lines, v.setup]).rstrip() + "\n"
-    lines += [*sides_line(v), v.setup, ""]
-    lines += ["#### Layers", "", *md_table(("layer", "judged", "comparisons", "why not"),
-                                           [(r.layer, r.judged, r.comparisons, r.why_not) for r in v.layers]), ""]
-    lines += comparison_sections(v)
-    if v.mode == TWO_FILE:
-        lines += two_file_sections(v)
-    else:
-        lines += case_list(f"new cases, not in the base revision (not compared): {len(v.new_cases)}",
-                           [f"`{c}`" for c in v.new_cases])
-    lines += case_table(v)
-    lines += recommendation(v)
+    sides = sides_text(v)
+    lines += [*([f"{sides}  "] if sides else []), v.setup, "", *verdict_sections(v, Layout())]
     current = Path(v.current.path) if v.current is not None else None
     since = current.stat().st_mtime if current is not None and current.is_file() else float("inf")
     if v.mode == TWO_FILE:
@@ -144,10 +156,10 @@ def verdict_markdown(v: Verdict, summary: Path) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def comparison_sections(v: Verdict) -> list[str]:
+def comparison_sections(v: Verdict, page: Layout) -> list[str]:
     """Regressions, inconclusive comparisons (A/B only) and notable improvements, a table each; A/B rows hold the
     wall-clock pairs and the exact counts together."""
-    header, render = (AB_HEADER, ab_rows) if v.mode == AB else (TWO_FILE_HEADER, comparison_rows)
+    header = AB_HEADER if v.mode == AB else TWO_FILE_HEADER
     sections = {"Regressions": (v.regressions, False), "Inconclusive (noisy: rerun)": (v.inconclusive, False),
                 "Notable improvements": (v.improvements, True)}
     lines = []
@@ -155,23 +167,22 @@ def comparison_sections(v: Verdict) -> list[str]:
         if rows:
             shown = (*header[:5], "the rule the other way", *header[6:]) if better else header
             note = "; reported, not part of the verdict" if better else ""
-            lines += [f"#### {title} ({len(rows)}{note})", "", *md_table(shown, render(rows, better)), ""]
+            lines += [*page.heading(f"{title} ({len(rows)}{note})"),
+                      *page.table(shown, comparison_rows(rows, better, ab=v.mode == AB))]
     return lines
 
 
-def two_file_sections(v: Verdict) -> list[str]:
+def two_file_sections(v: Verdict, page: Layout) -> list[str]:
     """What was not judged, and the cases missing, left out or new."""
-    lines = ["#### Not judged, missing, left out", ""]
-    lines += [f"- not judged: {layer}: {why}" for layer, why in v.unjudged.items()]
-    lines += [f"- note: {n}" for n in v.notes]
-    lines += [f"- machine info differs: {v.machine_diffs}"] if v.machine_diffs else []
-    lines.append("")
-    lines += case_list(f"**MISSING: {len(v.gaps)} baseline cases this run should have held**",
-                       [f"`{short_name(m.case)}`: {m.why}" for m in v.gaps], fold=False)  # the failure
-    lines += case_list(f"left out on purpose, not compared: {len(v.narrowed)}",
-                       [f"`{short_name(m.case)}`: {m.why}" for m in v.narrowed])
-    lines += case_list(f"new cases, in the current run only (not gated): {len(v.new_cases)}",
-                       [f"`{short_name(n)}`" for n in v.new_cases])
+    notes = [*(f"not judged: {layer}: {why}" for layer, why in v.unjudged.items()), *(f"note: {n}" for n in v.notes),
+             *([f"machine info differs: {v.machine_diffs}"] if v.machine_diffs else [])]
+    lines = [*page.heading("Not judged, missing, left out"), *page.bullets(notes)]
+    lines += page.case_list(f"MISSING: {len(v.gaps)} baseline cases this run should have held",
+                            [f"`{short_name(m.case)}`: {m.why}" for m in v.gaps], alarm=True)
+    lines += page.case_list(f"left out on purpose, not compared: {len(v.narrowed)}",
+                            [f"`{short_name(m.case)}`: {m.why}" for m in v.narrowed])
+    lines += page.case_list(f"new cases, in the current run only (not gated): {len(v.new_cases)}",
+                            [f"`{short_name(n)}`" for n in v.new_cases])
     return lines
 
 

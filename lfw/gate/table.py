@@ -68,9 +68,11 @@ def verdict_line(report: GateReport) -> str:
     return f"no regression: {summary}"
 
 
-def comparison_rows(rows: Sequence[Row], improvements: bool = False, code: bool = True) -> list[tuple[str, ...]]:
+def comparison_rows(rows: Sequence[Row], improvements: bool = False, code: bool = True,
+                    ab: bool = False) -> list[tuple[str, ...]]:
     """Table rows of comparisons: case (a Markdown code span when ``code``), metric, both sides, the change and the
-    rule (the other way for a notable improvement); A/B rows add the interval, the pairs and Holm's p-value."""
+    rule (the other way for a notable improvement); A/B rows add the interval, the pairs and Holm's p-value, and
+    with ``ab`` an exact count (no interval, pairs or p-value) fills those columns with ``-``."""
     out: list[tuple[str, ...]] = []
     for r in rows:
         rule = r.improvement_rule if improvements else r.rule
@@ -78,19 +80,17 @@ def comparison_rows(rows: Sequence[Row], improvements: bool = False, code: bool 
                  fmt_value(r.metric_key, r.unit, r.baseline), fmt_value(r.metric_key, r.unit, r.current))
         if r.pairs is not None:
             out.append((*first, r.interval, rule, str(r.pairs), f"{r.p_holm:.4f}"))
+        elif ab:
+            out.append((*first, f"{fmt_delta(r.kind, r.unit, r.change)} (exact count)", rule, "-", "-"))
         else:
             out.append((*first, fmt_delta(r.kind, r.unit, r.change), rule))
     return out
 
 
-def ab_rows(rows: Sequence[Row], improvements: bool = False, code: bool = True) -> list[tuple[str, ...]]:
-    """A/B table rows: the paired wall-clock rows, then the exact counts with no interval, pairs or p-value."""
-    return [row if len(row) == len(AB_HEADER) else (*row[:4], f"{row[4]} (exact count)", row[5], "-", "-")
-            for row in comparison_rows(rows, improvements, code)]
-
-
-def verdict_word(r: Row) -> str:
-    return "REGRESSED" if r.regressed else INCONCLUSIVE if r.inconclusive else "ok"
+def with_verdicts(rows: Sequence[Row], cells: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """Each row's cells, then its verdict: REGRESSED, inconclusive or ok."""
+    return [(*c, "REGRESSED" if r.regressed else INCONCLUSIVE if r.inconclusive else "ok")
+            for r, c in zip(rows, cells, strict=True)]
 
 
 def render(v: Verdict, th: Thresholds, *, show_all: bool = False) -> str:
@@ -110,17 +110,8 @@ def render(v: Verdict, th: Thresholds, *, show_all: bool = False) -> str:
     out.append(v.headline)
     rows = v.comparisons if show_all else v.regressions
     if rows:
-        out.append(table((*TWO_FILE_HEADER, "verdict"), [
-            (*row, verdict_word(r)) for r, row in zip(rows, comparison_rows(rows, code=False), strict=True)]))
+        out.append(table((*TWO_FILE_HEADER, "verdict"), with_verdicts(rows, comparison_rows(rows, code=False))))
     return "\n".join(out)
-
-
-def fmt_ratio(c: PairedComparison) -> str:
-    return (f"{(c.ratio - 1) * 100:+.1f}% [{(c.ratio_low - 1) * 100:+.1f}, {(c.ratio_high - 1) * 100:+.1f}]")
-
-
-def fmt_threshold(c: PairedComparison) -> str:
-    return f"{'-' if c.metric.worse == 'lower' else '+'}{c.threshold:.0%}"
 
 
 def paired_verdict_line(comparisons: Sequence[PairedComparison], counts: Sequence[Comparison] = ()) -> str:
@@ -142,8 +133,8 @@ def paired_verdict_line(comparisons: Sequence[PairedComparison], counts: Sequenc
 def render_paired(v: Verdict, *, header: str) -> str:
     """The A/B verdict table, from its verdict: every comparison (an A/B run has few), the paired wall-clock rows
     and the instruction counts of both sides (exact: no interval, no pairs, no p-value) in one table."""
-    body = table((*AB_HEADER[:5], "threshold", *AB_HEADER[6:], "verdict"), [
-        (*row, verdict_word(r)) for r, row in zip(v.comparisons, ab_rows(v.comparisons, code=False), strict=True)])
+    cells = comparison_rows(v.comparisons, code=False, ab=True)
+    body = table((*AB_HEADER[:5], "threshold", *AB_HEADER[6:], "verdict"), with_verdicts(v.comparisons, cells))
     lines = [header, v.headline, body]
     if COST_LAYER in v.unjudged:
         lines.append(f"not judged: {COST_LAYER}: {v.unjudged[COST_LAYER]}")

@@ -160,13 +160,10 @@ class Verdict:
         sides = [(self.current, current), *([(self.baseline, baseline)] if baseline is not None else [])]
         return all(ident is not None and path.is_file() and ident.sha256 == file_sha256(path) for ident, path in sides)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
     def write(self, path: Path) -> Path:
         """Write the verdict as JSON to ``path`` (folders created) and return the path."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")
         return path
 
 
@@ -218,10 +215,9 @@ NESTED: dict[str, type[Any]] = {"comparisons": Row, "cases": CaseVerdict, "gaps"
 
 
 def verdict_from_dict(doc: dict[str, Any]) -> Verdict:
-    """A :class:`Verdict` from :meth:`Verdict.to_dict`'s output (schema_version 1); TypeError/KeyError when a field
+    """A :class:`Verdict` from its :func:`~dataclasses.asdict` (schema_version 1); TypeError/KeyError when a field
     is missing or unknown."""
-    known = {f.name for f in fields(Verdict)} - {*NESTED, "baseline", "current"}
-    values = {name: value for name, value in doc.items() if name in known}
+    values = {f.name: doc[f.name] for f in fields(Verdict) if f.name in doc}
     values |= {name: tuple(cls(**item) for item in doc.get(name) or ()) for name, cls in NESTED.items()}
     values |= {side: RunIdentity(**doc[side]) if doc.get(side) else None for side in ("baseline", "current")}
     return Verdict(**values | {"exit_code": int(doc["exit_code"]), "schema_version": doc["schema_version"],

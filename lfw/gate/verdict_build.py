@@ -28,7 +28,7 @@ from lfw.gate.metrics import (
     Metric,
 )
 from lfw.gate.paired_rule import INCONCLUSIVE, PairedComparison
-from lfw.gate.table import fmt_ratio, fmt_threshold, machine_diff_text, paired_verdict_line, verdict_line
+from lfw.gate.table import machine_diff_text, paired_verdict_line, verdict_line
 from lfw.gate.thresholds import Thresholds
 from lfw.gate.verdict import (
     AB,
@@ -91,8 +91,9 @@ def row_of(c: Comparison) -> Row:
 def paired_row(c: PairedComparison) -> Row:
     """An A/B wall-clock comparison as a verdict row: medians of both sides, the ratio with its interval."""
     m = c.metric
+    interval = f"{(c.ratio - 1) * 100:+.1f}% [{(c.ratio_low - 1) * 100:+.1f}, {(c.ratio_high - 1) * 100:+.1f}]"
     return Row(c.case, m.key, m.label, m.unit, m.kind, m.family, c.base_median, c.current_median, c.ratio - 1.0,
-               fmt_threshold(c), c.regressed, c.improved, f"{c.improvement_bound - 1:+.0%}", fmt_ratio(c),
+               f"{m.sign * c.threshold:+.0%}", c.regressed, c.improved, f"{c.improvement_bound - 1:+.0%}", interval,
                c.pairs, c.p_holm, c.verdict == INCONCLUSIVE)
 
 

@@ -30,12 +30,6 @@ class ShownVerdict:
     note: str = ""
 
 
-def no_match(path: Path, found: Verdict) -> str:
-    judged = found.current.path if found.current is not None else "no run"
-    return (f"no verdict matches these runs: {path} judges {judged} (by SHA-256); {MAKE_ONE} "
-            f"--verdict-json {path} makes one")
-
-
 def ask_gate(base: Path, current: Path, out: Path) -> Verdict:
     """Run the gate on ``base`` and ``current``, writing ``out/verdict.json`` and ``out/gate.md``; its verdict.
 
@@ -67,4 +61,8 @@ def shown_verdict(out: Path, current: Path, base: Path | None = None, explicit: 
     if base is not None and explicit is None:
         out.mkdir(parents=True, exist_ok=True)
         return ShownVerdict(ask_gate(base, current, out))
-    return ShownVerdict(None, no_match(path, found) if found is not None else "")
+    if found is None:
+        return ShownVerdict(None)
+    judged = found.current.path if found.current is not None else "no run"
+    return ShownVerdict(None, f"no verdict matches these runs: {path} judges {judged} (by SHA-256); {MAKE_ONE} "
+                              f"--verdict-json {path} makes one")
