@@ -76,7 +76,7 @@ remote() {  # the remote layer (quick), five runs: steady rates, their ceiling, 
   out=$(mktemp -d)
   $PY -m tools.remote_runs --runs 5 --out "$out" > "$STAGE"/runs/remote.txt 2>&1
   { echo
-    echo "# python -m lfw.report on the last run (run-5.json): its summary line and the chart "$STAGE"/remote-cpu-2core.png"
+    echo "# python -m lfw.report on the last run (run-5.json): its summary line and the chart docs/remote-cpu-2core.png"
     $PY -m lfw.report "$out/run-5.json" --out "$out/report" --format png | grep -e "^remote storage" -e "^CV"
   } >> "$STAGE"/runs/remote.txt 2>&1
   cp "$out/report/remote.png" "$STAGE"/remote-cpu-2core.png
