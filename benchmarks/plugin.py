@@ -102,12 +102,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[N
     incomplete = _selection(config).incomplete
     bs = getattr(config, "_benchmarksession", None)
     if incomplete and bs is not None and not bs.disabled:
-        H.drop_unmeasured(bs.benchmarks)
-    if incomplete and bs is not None and not bs.disabled and bs.benchmarks:
-        for option in ("save", "autosave"):
-            if getattr(bs, option):
-                setattr(bs, option, f"{getattr(bs, option)}_incomplete")
-        print(f"\nincomplete run, saved marked so: {incomplete}", file=sys.stderr)
+        dropped = H.drop_unmeasured(bs.benchmarks)
+        if dropped:
+            print(f"\nleft out of the saved run, interrupted before a timed round: {', '.join(dropped)}",
+                  file=sys.stderr)
+        if bs.benchmarks:
+            for option in ("save", "autosave"):
+                if getattr(bs, option):
+                    setattr(bs, option, f"{getattr(bs, option)}_incomplete")
+            print(f"\nincomplete run, saved marked so: {incomplete}", file=sys.stderr)
     yield
     H.restore_sigterm(stop)
     if stop.signal is not None:  # the interrupt may have landed in an object's finalizer: not a finding

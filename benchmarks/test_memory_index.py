@@ -32,7 +32,7 @@ from lfw.measure import LoaderConfig
 from lfw.measure.leak import first_epoch_verdict
 from lfw.measure.memory import frozen_gc
 from lfw.results import keys as K
-from lfw.suite.profiles import Profile
+from lfw.suite.profiles import PROFILES, Profile
 from lfw.suite.skips import Needs
 
 pytestmark = pytest.mark.benchmark(group="memory-index")
@@ -44,7 +44,8 @@ MEMORY_INTERVAL_S = 0.2
 WORKERS = (2, 4)
 CASES = [("list", True), ("numpy", True), ("packed", True), ("numpy", False)]  # (layout, freeze the GC)
 MIN_LIST_OVER_NUMPY = 5.0  # "many times": well below the measured ratio (docs/methodology.md, Memory)
-JUDGED_FROM_ENTRIES = 1_000_000  # the quick profile's index: smaller ones (smoke) stay under the growth threshold
+# Judged from the quick profile's index size up: smaller ones (smoke's) stay under the growth threshold.
+JUDGED_FROM_ENTRIES = PROFILES["quick"].large_index_size
 
 
 def needs(workers: int) -> Needs:

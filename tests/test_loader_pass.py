@@ -146,13 +146,13 @@ def test_prefetched_batches_stop_at_the_epoch_and_a_single_process_has_none(tiny
 
 @pytest.mark.parametrize("pin", [False, True])
 def test_pinning_is_read_from_the_first_batch(tiny_tree: Path, pin: bool) -> None:
-    """Where an accelerator can pin, the first batch is pinned exactly when asked; without one torch turns
-    pinning off, and the result says pinning was unavailable (None)."""
+    """Where an accelerator can pin and the loader pins, the first batch is read and pinned; elsewhere it is not
+    read (None): without an accelerator torch turns pinning off, and an unpinned batch is not asked."""
     loader = LoaderConfig(batch_size=4, pin_memory=pin).build(LFWDataset(tiny_tree))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch warns that pin_memory has no accelerator to pin for
         result = measure_pass(loader, 2, memory_interval_s=None)
-    assert result.batch_pinned is (pin if torch.cuda.is_available() else None)
+    assert result.batch_pinned is (True if pin and torch.cuda.is_available() else None)
     assert pass_record([result]).as_extra_info()[K.BATCH_PINNED] is result.batch_pinned
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import html
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -136,3 +138,11 @@ def test_the_report_imports_no_comparison_code() -> None:
     """The report reads the gate's verdict; only the gate compares two runs."""
     sources = sorted((ROOT / "lfw" / "report").glob("*.py"))
     assert sources and not [p.name for p in sources if re.search(r"lfw\.gate\.compare|compare_runs", p.read_text())]
+
+
+def test_the_pages_that_render_a_saved_verdict_do_not_load_the_comparison() -> None:
+    """The report shows the gate's verdict and never judges again: its verdict modules leave lfw.gate.compare out."""
+    code = ("import sys, lfw.report.verdict, lfw.report.html_page, lfw.gate.summary; "
+            "print('lfw.gate.compare' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "False", proc.stderr

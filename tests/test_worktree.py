@@ -80,10 +80,15 @@ def test_sigterm_inside_the_block_leaves_no_worktree(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-c", program, str(repo)], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
-    tree = Path(proc.stdout.readline().strip())
-    assert worktrees(repo) == [str(tree)]
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
+    try:
+        tree = Path(proc.stdout.readline().strip())
+        assert worktrees(repo) == [str(tree)]
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:  # a failed check above must not leave the child (and its checkout) to the next tests
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert "KeyboardInterrupt" in err  # unwound through the block, not killed on the spot
     assert worktrees(repo) == [] and not tree.exists() and not tree.parent.exists()
 

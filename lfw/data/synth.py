@@ -170,9 +170,14 @@ def synthesize(out: str | os.PathLike[str], images: int = LFW_IMAGES, seed: int 
     jobs = list(_jobs(out, images, seed))
     workers = workers or max(1, min(len(os.sched_getaffinity(0)), 8))
     bar = tqdm(total=images, unit="img", desc=f"synthesizing LFW into {out}", disable=not progress)
-    with bar, ProcessPoolExecutor(workers) as pool:  # its processes start at the first submit: none for 1 worker
-        for n in map(_write_person, jobs) if workers == 1 else pool.map(_write_person, jobs, chunksize=16):
-            bar.update(n)
+    with bar:
+        if workers == 1:
+            for job in jobs:
+                bar.update(_write_person(job))
+        else:
+            with ProcessPoolExecutor(workers) as pool:
+                for n in pool.map(_write_person, jobs, chunksize=16):
+                    bar.update(n)
     return out
 
 

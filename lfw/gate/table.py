@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lfw.cli.table import table
-from lfw.gate.compare import Comparison, GateReport
 from lfw.gate.metrics import COST_LAYER
-from lfw.gate.paired_rule import INCONCLUSIVE, REGRESSED, PairedComparison
+from lfw.gate.paired_rule import INCONCLUSIVE, REGRESSED
 from lfw.gate.thresholds import Thresholds
 from lfw.gate.verdict import Row, Verdict
 from lfw.results import short_name
+
+if TYPE_CHECKING:  # the comparison is not loaded by the pages that render a saved verdict
+    from lfw.gate.compare import Comparison, GateReport
+    from lfw.gate.paired_rule import PairedComparison
 
 TWO_FILE_HEADER = ("case", "metric", "baseline", "current", "change", "minimum effect")
 AB_HEADER = ("case", "metric", "base", "current", "change [interval]", "minimum effect", "pairs", "p (Holm)")

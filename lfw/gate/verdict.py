@@ -173,14 +173,14 @@ def describe(row: Row) -> str:
     return f"{row.metric_label} {row.baseline:,.4g} -> {row.current:,.4g} ({change}), minimum effect {row.rule}"
 
 
-def case_verdicts(cases: Sequence[str], rows: Sequence[Row], new_cases: Sequence[str], missing: Sequence[CaseNote],
-                  efficiency_threshold: float) -> list[CaseVerdict]:
+def case_verdicts(cases: Sequence[str], rows: Sequence[Row], new_cases: Sequence[str],
+                  missing: Sequence[CaseNote]) -> list[CaseVerdict]:
     """One verdict per case of the current run (``cases``, fullnames in run order), then one per ``missing`` case.
 
     A case is new when it is in ``new_cases``; not compared when no row is about it; regressed when any of its rows
     regressed (inconclusive when none did but an A/B row could not decide; the detail names them); else improved
-    when its throughput metric rose by more than ``efficiency_threshold``, else unchanged (the detail names that
-    metric). ``change`` is the throughput metric's change.
+    when its throughput row was judged improved (the rule the improvements table shows), else unchanged (the
+    detail names that metric). ``change`` is the throughput metric's change.
     """
     by_case: dict[str, list[Row]] = {}
     for row in rows:
@@ -202,7 +202,7 @@ def case_verdicts(cases: Sequence[str], rows: Sequence[Row], new_cases: Sequence
         elif undecided:
             label, shown = "inconclusive", undecided
         else:
-            improved = change is not None and change > efficiency_threshold
+            improved = throughput is not None and throughput.improved
             label, shown = ("improved" if improved else "unchanged"), [throughput] if throughput else []
         detail = "; ".join(describe(r) for r in shown) or "no throughput compared"
         out.append(CaseVerdict(case, label, change, detail))

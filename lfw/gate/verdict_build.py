@@ -130,7 +130,7 @@ def two_file_verdict(report: GateReport, baseline: Run, current: Run, th: Thresh
     return Verdict(
         TWO_FILE, exit_code, verdict_line(report), identify(baseline), identify(current), error,
         f"compared: {report.metrics_note}", judged_by(th), rows,
-        tuple(case_verdicts([c.fullname for c in current.cases], rows, report.new_cases, missing, th.efficiency)),
+        tuple(case_verdicts([c.fullname for c in current.cases], rows, report.new_cases, missing)),
         tuple(CaseNote(m.case, m.why) for m in report.gaps), tuple(CaseNote(m.case, m.why) for m in report.narrowed),
         tuple(report.new_cases), two_file_layers(report), dict(report.unjudged), tuple(report.notes),
         machine_diff_text(report) or "", GROUP, recommendation_rows(current))
@@ -153,7 +153,7 @@ def ab_verdict(run: ABRun, base: Run | None, current: Run | None, th: Thresholds
         AB, run.exit_code, paired_verdict_line(run.verdicts, run.counts),
         identify(base), identify(current),
         None, setup, "", rows,
-        tuple(case_verdicts([*cases, *run.new_cases], rows, run.new_cases, [], th.ab_throughput)),
+        tuple(case_verdicts([*cases, *run.new_cases], rows, run.new_cases, [])),
         new_cases=tuple(run.new_cases), layers=layers,
         unjudged={COST_LAYER: run.counts_unjudged} if run.counts_unjudged else {},
         recommendation_group=GROUP, recommendation=recommendation_rows(current))

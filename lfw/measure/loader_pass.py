@@ -154,7 +154,7 @@ class PassResult:
     prefetched_batches: int | None = None  # batches iter() asked the workers for (prefetch_factor x workers)
     prefetch_factor_seen: int | None = None  # batches per worker the iterator keeps asked for; None without workers
     pinning_available: bool | None = None  # an accelerator could pin (without one torch turns pin_memory off)
-    batch_pinned: bool | None = None  # first batch in pinned memory; read only where pinning is available
+    batch_pinned: bool | None = None  # first batch in pinned memory; read only where the loader pins (see _asks_pin)
 
     @property
     def cpu_s(self) -> float | None:
@@ -262,6 +262,9 @@ class LoaderPass:
         self.device = torch.device(device) if device else None
         self._cuda = self.device is not None and self.device.type == "cuda"
         self._can_pin = torch.cuda.is_available()  # without an accelerator torch turns pin_memory off
+        # Asked of the first batch only where the loader pins: its pin thread has started CUDA already, whereas
+        # is_pinned() on an unpinned batch can start a CUDA context inside the pass (and in every later fork).
+        self._asks_pin = self._can_pin and bool(getattr(loader, "pin_memory", False))
         if self._cuda and not torch.cuda.is_available():
             raise LFWError("device 'cuda' asked for, but CUDA is not available; leave the device out")
         self.memory_interval_s = memory_interval_s
@@ -336,7 +339,7 @@ class LoaderPass:
                 t_got = time.perf_counter()
                 next_cpu += time.thread_time() - c_ask
                 first = _first(batch)
-                if batches == 0 and self._can_pin and isinstance(first, torch.Tensor):
+                if batches == 0 and self._asks_pin and isinstance(first, torch.Tensor):
                     pinned = bool(first.is_pinned())  # before the copy: the host batch the loader made
                 if self.device is not None:
                     batch = self._copy(batch, copies)

@@ -223,7 +223,7 @@ class Proxy:
                 writer.write(f"HTTP/1.1 {reason}\r\nContent-Type: application/xml\r\nContent-Length: {len(payload)}"
                              "\r\n\r\n".encode() + payload)
                 await writer.drain()
-                self.done(window, t0, t0 + delay, len(payload))
+                self.done(t0, t0 + delay, len(payload))
                 return True
             up_writer.write(head + body)
             await up_writer.drain()
@@ -247,7 +247,7 @@ class Proxy:
                 if fault == "reset":
                     sent += await self.relay(up_reader, writer, length // 2)
                     reset(writer)
-                    self.done(window, t0, first_byte, sent)
+                    self.done(t0, first_byte, sent)
                     return False
                 sent += await self.relay(up_reader, writer, length)
             else:  # no length: the body runs to the end of the connection
@@ -256,12 +256,14 @@ class Proxy:
                     sent += len(chunk)
                 keep_alive = False
             await writer.drain()
-            self.done(window, t0, first_byte, sent)
+            self.done(t0, first_byte, sent)
             return keep_alive
         finally:
             self.window.flight(-1)  # the current window: one reset while this request flew carried it there
 
-    def done(self, window: Window, t0: float, first_byte: float, sent: int) -> None:
+    def done(self, t0: float, first_byte: float, sent: int) -> None:
+        """Count a finished request in the current window (where a reset during it carried it)."""
+        window = self.window
         window.bytes_out += sent
         if len(window.duration_s) < MAX_SAMPLES:
             window.first_byte_s.append(first_byte - t0)

@@ -71,7 +71,7 @@ WORKER_START_METHOD = "worker_start_method"  # how they were started: fork, spaw
 PREFETCHED_BATCHES = "prefetched_batches"  # batches iter() asked the workers for: prefetch_factor x workers, or
 # the epoch's batches where it has fewer
 PREFETCH_FACTOR_SEEN = "prefetch_factor_seen"  # the live iterator's own prefetch factor
-BATCH_PINNED = "batch_pinned"  # first batch in pinned memory; None where no accelerator can pin (pinning unavailable)
+BATCH_PINNED = "batch_pinned"  # first batch in pinned memory; None where not read (no accelerator, or no pin_memory)
 STEP_MS_PER_BATCH = "step_ms_per_batch"  # measured time in the training step per batch, mean of a round (ms)
 
 # --- memory of one pass (lfw.measure.loader_pass.MemoryStats) ------------------------------------------------

@@ -81,8 +81,7 @@ class Case:
     @property
     def schema_version(self) -> int:
         """The case record schema it was saved with (:mod:`lfw.results.record`): 0 for the older form without one."""
-        version = self.extra.get(K.SCHEMA_VERSION, 0)
-        return version if isinstance(version, int) else 0
+        return schema_version(self.extra, self.name)
 
     def value(self, key: str, default: Any = None) -> Any:
         """A knob or fact of the case: its params first, then ``extra_info``, then the LoaderConfig dict.

@@ -106,7 +106,8 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
 
 def loader_facts(result: PassResult) -> dict[str, Any]:
     """What the live loader of ``result``'s pass did with its knobs (the read-back fields of :class:`PassResult`);
-    a fact the pass did not read is left out, and ``batch_pinned`` is None where pinning was unavailable."""
+    a fact the pass did not read is left out, and ``batch_pinned`` is None where it was not read (no accelerator,
+    or a loader that does not pin)."""
     facts: dict[str, Any] = {K.WORKERS_SEEN: result.workers_seen, K.WORKER_START_METHOD: result.worker_start_method,
                              K.PREFETCHED_BATCHES: result.prefetched_batches,
                              K.PREFETCH_FACTOR_SEEN: result.prefetch_factor_seen}
@@ -120,7 +121,7 @@ def step_record(results: Sequence[PassResult]) -> dict[str, Any]:
     """The time the training step held the loop per batch, as measured inside the passes: each round's mean (ms)
     and their median, under ``step_ms_per_batch``; empty when no pass ran a step."""
     per_round = [1e3 * sum(r.steps_s) / len(r.steps_s) for r in results if r.steps_s]
-    return summarize(K.STEP_MS_PER_BATCH, per_round, digits=3) if per_round else {}
+    return summarize(K.STEP_MS_PER_BATCH, per_round) if per_round else {}
 
 
 def steady_record(results: Sequence[PassResult]) -> dict[str, Any]:
