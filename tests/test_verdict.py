@@ -146,3 +146,53 @@ def test_the_pages_that_render_a_saved_verdict_do_not_load_the_comparison() -> N
             "print('lfw.gate.compare' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "False", proc.stderr
+
+
+def test_runs_the_gate_does_not_judge_are_said_not_judged(tmp_path: Path, capsys: Capture) -> None:
+    """An interrupted current run: the gate gives no verdict (exit 5), so no page says "Regressions: none" and the
+    comparison chart draws no case as unchanged."""
+    doc = json.loads(FIXTURE.read_text())
+    doc["lfw_selection"] = {"keyword": "", "markexpr": "", "profile": "smoke", "layers": [], "deselected": [],
+                            "cases": {}, "not_run": ["data-wait/step50ms"], "stopped": "interrupted (SIGINT)"}
+    current = tmp_path / "current.json"
+    current.write_text(json.dumps(doc))
+    out = tmp_path / "out"
+    assert report_main([str(FIXTURE), str(current), "--out", str(out), "--format", "svg"]) == 0
+    printed = capsys.readouterr().out
+    assert f"against {FIXTURE.name}: not judged (no verdict: " in printed and "no cases in common" not in printed
+    readme = (out / "README.md").read_text()
+    assert "Regressions against the baseline" in readme and "not judged (no verdict: " in readme
+    assert "): none" not in readme and "verdict: not judged (no verdict: " in readme
+    chart = (out / "compare.svg").read_text()
+    assert "not judged" in chart and "unchanged" not in chart
+
+
+def test_a_failed_gate_leaves_no_older_verdict_to_show(gated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report asks the gate, which crashes (exit 1): the verdict of other runs left in OUT is not shown."""
+    import lfw.report.verdict as shown
+
+    out = gated / "out"
+    out.mkdir()
+    (out / "verdict.json").write_bytes((gated / "verdict.json").read_bytes())  # judges CROSS_CPU
+    crash = subprocess.CompletedProcess([], 1, "", "Traceback (most recent call last):\nRuntimeError: boom\n")
+    monkeypatch.setattr(shown.subprocess, "run", lambda *a, **k: crash)
+    with pytest.raises(LFWError, match=r"the gate gave no verdict of .*: RuntimeError: boom"):
+        shown.shown_verdict(out, UNCHANGED, BASELINE)
+    assert not (out / "verdict.json").exists()
+
+
+def test_an_unreadable_verdict_in_out_is_passed_over(gated: Path, capsys: Capture) -> None:
+    """An OUT/verdict.json of another schema version: with a baseline the gate is asked again, which replaces it;
+    with one run the report says why it shows none. Given as --verdict, it is a one-line error (above)."""
+    doc = json.loads((gated / "verdict.json").read_text())
+    doc["schema_version"] = 0
+    for name in ("two", "one"):
+        (gated / name).mkdir()
+        (gated / name / "verdict.json").write_text(json.dumps(doc))
+    assert report_main([str(BASELINE), str(CROSS_CPU), "--out", str(gated / "two"), "--format", "svg"]) == 0
+    verdict = load_verdict(gated / "two" / "verdict.json")
+    assert verdict.matches(CROSS_CPU, BASELINE) and len(verdict.regressions) == 1
+    capsys.readouterr()
+    assert report_main([str(CROSS_CPU), "--out", str(gated / "one"), "--format", "svg"]) == 0
+    assert "not shown: " in capsys.readouterr().out and "verdict schema_version 0" in (
+        gated / "one" / "index.html").read_text()

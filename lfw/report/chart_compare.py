@@ -21,7 +21,8 @@ from lfw.results import Case, Run, pair_cases
 from lfw.results import keys as K
 from lfw.stats.variation import mean_sd
 
-VERDICT_COLOURS = {"regressed": "#d62728", "improved": "#2ca02c", "unchanged": "#1f77b4"}
+NOT_JUDGED = "not judged"  # every case's label when no verdict judged the two runs
+VERDICT_COLOURS = {"regressed": "#d62728", "improved": "#2ca02c", "unchanged": "#1f77b4", NOT_JUDGED: "#9467bd"}
 BASE_COLOUR = "#8c8c8c"
 OFFSET = 0.17
 
@@ -31,13 +32,16 @@ def drawn_metric(old: Case, now: Case) -> str:
     return "efficiency" if old.rounds(K.EFFICIENCY) and now.rounds(K.EFFICIENCY) else "images_per_s"
 
 
-def compare_chart(base: Run, current: Run, verdicts: list[CaseVerdict], judged_by: str = "") -> Figure | None:
-    """Baseline vs current per case (matched as the gate matches them), as % of the baseline mean."""
+def compare_chart(base: Run, current: Run, verdicts: list[CaseVerdict], judged_by: str = "",
+                  not_judged: str = "") -> Figure | None:
+    """Baseline vs current per case (matched as the gate matches them), as % of the baseline mean; with
+    ``not_judged`` (why no verdict judged the runs) every case is drawn as not judged, never as unchanged."""
     pairs = [(b, c) for b, c in pair_cases(base, current).pairs if mean_sd(b.rounds(drawn_metric(b, c)))[0] > 0]
     if not pairs:
         return None
     by_case = {v.case: v for v in verdicts}
-    labels = [by_case[c.fullname].label if c.fullname in by_case else "unchanged" for _, c in pairs]
+    default = NOT_JUDGED if not_judged else "unchanged"
+    labels = [by_case[c.fullname].label if c.fullname in by_case else default for _, c in pairs]
     fig, (ax,) = new_figure(10.0, bar_height(len(pairs), per_row=0.3))
     ys = np.arange(len(pairs))
     for y, (old, now), label in zip(ys, pairs, labels, strict=True):
@@ -51,7 +55,8 @@ def compare_chart(base: Run, current: Run, verdicts: list[CaseVerdict], judged_b
     for (_, case), label in zip(pairs, labels, strict=True):
         verdict = by_case.get(case.fullname)
         change = f" {verdict.change:+.0%}" if verdict and verdict.change is not None else ""
-        ticks.append(f"{case.label}: {label}{change}" if label != "unchanged" else f"{case.label}{change}")
+        shown = "" if label in ("unchanged", NOT_JUDGED) else f": {label}"
+        ticks.append(f"{case.label}{shown}{change}")
     label_rows(ax, ticks, [c.group for _, c in pairs], fontsize=8)
     for tick, label in zip(ax.get_yticklabels(), labels, strict=True):
         if label in ("regressed", "improved"):
@@ -65,7 +70,8 @@ def compare_chart(base: Run, current: Run, verdicts: list[CaseVerdict], judged_b
                 for k, c in VERDICT_COLOURS.items() if k in labels]
     ax.legend(handles=handles, loc="best", fontsize=8)
     title = "Baseline vs current per case (the verdict covers every metric the gate checks)"
-    if judged_by:
-        title += "\n" + "\n".join(textwrap.wrap(f"verdict: {judged_by}", 110))
+    if judged_by or not_judged:
+        said = f"verdict: {judged_by}" if judged_by else f"{NOT_JUDGED}: {not_judged}"
+        title += "\n" + "\n".join(textwrap.wrap(said, 110))
     fig.suptitle(title, fontweight="bold", fontsize=10)
     return fig

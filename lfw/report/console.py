@@ -10,6 +10,7 @@ from collections import Counter
 
 from lfw.cli.table import table
 from lfw.gate.verdict import LABELS
+from lfw.report.chart_compare import NOT_JUDGED
 from lfw.report.findings import case_cells, find
 from lfw.report.render import Report
 from lfw.results import keys as K
@@ -52,7 +53,9 @@ def console(report: Report) -> str:
     if f.cv is not None:
         paired = f"; paired-ratio CV median {f.paired_cv:.1%}" if f.paired_cv is not None else ""
         out.append(f"CV of images/s: median {f.cv[0]:.1%}, worst {f.cv[1]:.1%} ({f.cv[2].label}){paired}")
-    if report.base is not None:
+    if report.base is not None and report.not_judged:
+        out.append(f"against {report.base.path.name}: {NOT_JUDGED} ({report.not_judged})")
+    elif report.base is not None:
         counts = Counter(v.label for v in report.verdicts)
         tally = ", ".join(f"{counts[label]} {label}" for label in LABELS if counts[label])
         out.append(f"against {report.base.path.name}: {tally or 'no cases in common'}")

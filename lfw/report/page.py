@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from lfw.report.accelerators import accelerators_section
+from lfw.report.chart_compare import NOT_JUDGED
 from lfw.report.findings import CV_WARN, Findings, case_cells, find
 from lfw.report.legend import describe
 from lfw.report.render import MAIN_CHART, Report
@@ -86,7 +87,8 @@ def findings_section(report: Report, f: Findings | None = None) -> list[str]:
         lines.append(f"- **Noise:** coefficient of variation of images/s over rounds: median {med:.1%}, "
                      f"worst {worst:.1%} in `{case.name}`{warn}{paired}.")
     if report.base is not None:
-        names_reg = ", ".join(f"`{short_name(v.case)}`" for v in f.regressions) or "none"
+        names_reg = (f"{NOT_JUDGED} ({report.not_judged})" if report.not_judged
+                     else ", ".join(f"`{short_name(v.case)}`" for v in f.regressions) or "none")
         lines.append(f"- **Regressions against the baseline** `{report.base.path}`: {names_reg} "
                      "(see [Against the baseline](#against-the-baseline)).")
     return [*lines, ""]
@@ -121,7 +123,8 @@ def verdicts_section(report: Report) -> list[str]:
     """``## Against the baseline``: the gate's verdict per case; no lines without a baseline."""
     if report.base is None:
         return []
-    lines = ["## Against the baseline", "", f"Baseline {run_line(report.base)}; verdict: {report.judged_by}.",
+    verdict = report.judged_by or f"{NOT_JUDGED} ({report.not_judged})"
+    lines = ["## Against the baseline", "", f"Baseline {run_line(report.base)}; verdict: {verdict}.",
              "", "| case | verdict | detail |", "|---|---|---|"]
     lines += [f"| `{short_name(v.case)}` | {'**regressed**' if v.label == 'regressed' else v.label} | {v.detail} |"
               for v in report.verdicts]

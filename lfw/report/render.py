@@ -95,6 +95,7 @@ class Report:
     skipped: list[ChartSpec] = field(default_factory=list)
     verdicts: list[CaseVerdict] = field(default_factory=list)
     judged_by: str = ""
+    not_judged: str = ""  # with a baseline and no verdict judging both runs: why (nothing is said of regressions)
     mprofiles: list[Path] = field(default_factory=list)  # memory timelines for ``mprof plot``
 
     @property
@@ -140,12 +141,15 @@ def build_report(run: Run, out: Path, base: Run | None = None, formats: tuple[st
     report = Report(run, out, base)
     specs = chart_specs(run)
     if base is not None:
-        if verdict is not None:
+        if verdict is not None and verdict.judged_by:
             report.verdicts, report.judged_by = list(verdict.cases), verdict.judged_by
+        else:  # none matched, or the gate's own "no verdict" (an incomplete run): it judged nothing
+            report.not_judged = verdict.headline if verdict is not None else "no gate verdict of these runs"
         specs.append(ChartSpec(COMPARE_STEM, "Baseline vs current per case, with the gate's verdicts",
                                f"efficiency (images/s where none) of {base.path.name} and {run.path.name} side by side",
                                "two runs with cases in common",
-                               lambda r: compare_chart(base, r, report.verdicts, report.judged_by)))
+                               lambda r: compare_chart(base, r, report.verdicts, report.judged_by,
+                                                                report.not_judged)))
     for spec in specs:
         fig = spec.draw(run)
         if fig is None:

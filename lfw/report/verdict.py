@@ -36,6 +36,7 @@ def ask_gate(base: Path, current: Path, out: Path) -> Verdict:
     Raises :class:`~lfw.errors.LFWError` with the gate's own one-line error when it gives no verdict of the runs.
     """
     path = out / VERDICT_JSON
+    path.unlink(missing_ok=True)  # an earlier verdict of other runs must not pass for this one if the gate fails
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
     done = subprocess.run([sys.executable, "-m", "lfw.gate", str(base), str(current), "--verdict-json", str(path),
                            "--summary-md", str(out / GATE_PAGE)], env=env, capture_output=True, text=True,
@@ -43,24 +44,37 @@ def ask_gate(base: Path, current: Path, out: Path) -> Verdict:
     if done.returncode not in GATE_EXITS or not path.is_file():
         last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         raise LFWError(f"the gate gave no verdict of {base} and {current}: {last}")
-    return load_verdict(path)
+    verdict = load_verdict(path)
+    if not verdict.matches(current, base):
+        raise LFWError(f"the gate's {path} does not judge {base} and {current} (by SHA-256)")
+    return verdict
 
 
 def shown_verdict(out: Path, current: Path, base: Path | None = None, explicit: Path | None = None) -> ShownVerdict:
     """The verdict to show for ``current`` (against ``base`` when given); see the module docstring.
 
     ``explicit`` must exist. Without it, ``out/verdict.json`` is read when present; with a baseline and no matching
-    verdict the gate is asked. An unreadable verdict or one of another schema version is a one-line LFWError.
+    verdict the gate is asked. An ``explicit`` verdict that is unreadable or of another schema version is a
+    one-line LFWError; such an ``out/verdict.json`` is passed over as not matching, with a note.
     """
     if explicit is not None and not explicit.is_file():
         raise LFWError(f"--verdict {explicit}: not found")
     path = explicit or out / VERDICT_JSON
-    found = load_verdict(path) if path.is_file() else None
+    found, unread = None, ""
+    if path.is_file():
+        try:
+            found = load_verdict(path)
+        except LFWError as exc:
+            if explicit is not None:
+                raise
+            unread = str(exc)
     if found is not None and found.matches(current, base):
         return ShownVerdict(found)
     if base is not None and explicit is None:
         out.mkdir(parents=True, exist_ok=True)
         return ShownVerdict(ask_gate(base, current, out))
+    if unread:
+        return ShownVerdict(None, f"not shown: {unread}")
     if found is None:
         return ShownVerdict(None)
     judged = found.current.path if found.current is not None else "no run"
