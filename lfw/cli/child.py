@@ -30,8 +30,13 @@ class Child:
                  env: dict[str, str] | None = None, failure: type[LFWError] = LFWError, grace_s: float = 5.0) -> None:
         self.name, self.log, self.failure, self.grace_s = name, log, failure, grace_s
         self._log = log.open("a") if log is not None else None
-        self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._log or subprocess.PIPE, text=True, bufsize=1)
+        try:
+            self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=self._log or subprocess.PIPE, text=True, bufsize=1)
+        except BaseException:
+            if self._log is not None:
+                self._log.close()
+            raise
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.errors: deque[str] = deque(maxlen=20)  # the last lines of its stderr, read so it never blocks
         self.ready: dict[str, Any] = {}

@@ -52,16 +52,16 @@ def serve(root: Path, profile_name: str, case_ids: Sequence[str], inp: TextIO, o
     members: dict[str, LoaderMember] = {}
     unknown: list[str] = []
     warmed: set[tuple[str, ...]] = set()
-    for case_id in case_ids:
-        try:
-            _, case = matrix.find_case(case_id)
-        except LFWError:
-            unknown.append(case_id)
-            continue
-        members[case_id] = case_member(case, datasets, profile, warmed=warmed)  # each file set warmed once
-    reply(out, {"ready": True, "protocol": PROTOCOL, "lfw": str(Path(lfw.__file__).parent), "cases": list(members),
-                "unknown": unknown, "pid": os.getpid()})
-    try:
+    try:  # from the first member built: a later case that fails to build still closes the ones before it
+        for case_id in case_ids:
+            try:
+                _, case = matrix.find_case(case_id)
+            except LFWError:
+                unknown.append(case_id)
+                continue
+            members[case_id] = case_member(case, datasets, profile, warmed=warmed)  # each file set warmed once
+        reply(out, {"ready": True, "protocol": PROTOCOL, "lfw": str(Path(lfw.__file__).parent),
+                    "cases": list(members), "unknown": unknown, "pid": os.getpid()})
         for line in inp:
             if not line.strip():
                 continue
