@@ -271,3 +271,16 @@ def test_a_working_tree_without_a_pass_server_is_refused_in_one_line(tmp_path: P
     with pytest.raises(LFWError, match=r"the working tree .* has no pass server \(lfw/suite/pass_server.py or "):
         run_ab(plan(), repo, Thresholds(), tmp_path / "out", root=tmp_path)
     assert worktrees(repo) == 1
+
+
+def test_a_child_that_closes_its_output_but_runs_on_is_named_and_stopped() -> None:
+    """A side whose stdout closes while it keeps running is an error within its grace time, never a hang."""
+    from lfw.cli.child import Child
+
+    child = Child("side", [sys.executable, "-c", "import os, time; os.close(1); time.sleep(60)"], grace_s=0.5)
+    try:
+        with pytest.raises(MeasurementError, match="side closed its output during start-up and went on running"):
+            child.handshake(timeout_s=30)  # a hang guard: the error comes after the 0.5 s grace
+    finally:
+        child.stop()
+    assert child.proc.returncode is not None

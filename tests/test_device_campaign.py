@@ -193,3 +193,20 @@ def test_wheels_for_another_python_are_left_out_and_named(tmp_path: Path) -> Non
         assert device_run.install_wheels(tmp_path, tmp_path / "site", log) == {"installed": False,
                                                                               "folder": str(tmp_path)}
     assert "2 in" in (tmp_path / "out" / "campaign.log").read_text()
+
+
+def test_a_failed_pytest_fails_its_step_with_its_figures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest exit 1 (a case's assertion failed, say the GPU-only pinning check) with its run written: the step is
+    failed, so the campaign cannot exit 0, and the figures it measured are kept."""
+    fixture = Path(__file__).parent / "fixtures" / "quick_run.json"
+
+    def failed_run(ctx: Context, keyword: str, path: Path, *extra: str) -> int:
+        path.write_bytes(fixture.read_bytes())
+        return 1
+
+    monkeypatch.setattr(device_steps, "pytest_run", failed_run)
+    monkeypatch.setattr(device_steps.device_measure, "batch_counts", lambda ctx, preset: {})
+    ctx = Context("workers", tmp_path, tmp_path, device_steps.profile_named("smoke"), (0, 2), 2, dry_run=True)
+    fragment, code = device_steps.run_step(ctx)
+    assert code == 1 and fragment["status"] == "failed"
+    assert fragment["summary"]["pytest_exit"] == 1 and fragment["summary"]["cases"]

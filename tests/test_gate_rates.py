@@ -3,13 +3,18 @@ left behind by nothing: checked on a throwaway repository whose ``make gate`` on
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
-from tools.gate_rates import main, run_gate
+from tools.gate_rates import main, run_gate, run_logged
 
 MAKEFILE = "gate:\n\t@pwd; cat FILE; exit $(CODE)\n"
 
@@ -64,3 +69,28 @@ def test_an_unknown_commit_or_a_folder_outside_git_is_one_line_exit_2(tmp_path: 
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "error: unknown commit 'no-such-commit': commit first, or name one that exists"
     assert err[1].startswith(f"error: {plain} is not a git checkout") and len(err) == 2
+
+
+def test_an_interrupted_try_stops_everything_it_started(tmp_path: Path) -> None:
+    """Ctrl-C during a try: the try's whole process group goes (here a grandchild, as make's pytest would be)."""
+    pid_file = tmp_path / "grandchild.pid"
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a background CI step ignores SIGINT
+    try:
+        timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            run_logged(["sh", "-c", f"sleep 60 & echo $! > {pid_file}; wait"], tmp_path, dict(os.environ),
+                       tmp_path / "log")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 30  # a hang guard: the group is sent SIGTERM at once
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the try's grandchild {pid} outlived the interrupt")

@@ -67,6 +67,12 @@ def case_summary(path: Path, group: str) -> dict[str, dict[str, Any]]:
     return cases
 
 
+def fail_on(ctx: Context, pytest_exit: int) -> None:
+    """A step whose pytest failed (a case's assertion, an interrupt) ends failed, its figures kept: never done."""
+    if pytest_exit != 0:
+        ctx.facts["exit_code"] = 1
+
+
 def step_pin(ctx: Context) -> dict[str, Any]:
     """pin_memory off and on with the copy in the timed pass (benchmarks/test_pin_memory.py), beside the copy's
     floor: one batch's bytes at this machine's best pinned copy rate."""
@@ -77,6 +83,7 @@ def step_pin(ctx: Context) -> dict[str, Any]:
     peak = max(device_measure.peak_rates())
     batch = device_measure.preset_batch_bytes(ctx, "none")
     cases = case_summary(path, "pin-memory")
+    fail_on(ctx, code)
     return {"pytest_exit": code, "cases": cases, "peak_h2d_gb_s": round(peak, 2), "batch_bytes": batch,
             "h2d_floor_ms_per_batch": round(batch / (peak * 1e9) * 1e3, 3), "files": [PIN_RUN]}
 
@@ -97,6 +104,7 @@ def step_workers(ctx: Context) -> dict[str, Any]:
         raise MeasurementError(f"pytest -k workers... wrote no run (exit {code})")
     knees = {r.transform: {"workers": r.workers, "verdict": r.verdict(), "evidence": r.evidence(),
                            "paired": r.paired} for r in recommendations(load_run(path))}
+    fail_on(ctx, code)
     return {"pytest_exit": code, "cases": case_summary(path, "workers-transform"), "knee": knees,
             "per_batch": {t: device_measure.batch_counts(ctx, t) for t in PRESETS}, "files": [WORKERS_RUN]}
 

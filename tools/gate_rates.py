@@ -39,6 +39,7 @@ from typing import Any
 from lfw.cli.args import OneLineParser
 from lfw.errors import LFWError, cli_entry
 from lfw.gate.ab import ABPlan
+from lfw.gate.counting import kill_group
 from lfw.gate.thresholds import Thresholds
 from lfw.gate.worktree import checkout, resolve, toplevel
 from lfw.results import keys as K
@@ -68,11 +69,18 @@ def append(kind: str, record: dict[str, Any], outcomes: Path) -> None:
 
 
 def run_logged(command: Sequence[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[int, float]:
-    """Run ``command`` with its output to ``log``; (exit code, seconds)."""
+    """Run ``command`` with its output to ``log``; (exit code, seconds). It runs in its own process group, which
+    an interrupt here (Ctrl-C, or SIGTERM through the worktree's handler) stops whole: make's pytest, the A/B's
+    sides and counts do not outlive the campaign nor measure on in a worktree being removed."""
     started = time.perf_counter()
     with log.open("w") as handle:
-        code = subprocess.run(command, cwd=cwd, env=env, stdout=handle, stderr=subprocess.STDOUT,
-                              check=False).returncode
+        proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=handle, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+        try:
+            code = proc.wait()
+        except BaseException:
+            kill_group(proc)
+            raise
     return code, time.perf_counter() - started
 
 

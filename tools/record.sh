@@ -9,11 +9,12 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 export LFW_CACHE="${LFW_CACHE:-$PWD/.cache/lfw-bench}" OMP_NUM_THREADS=1
 mkdir -p docs/runs
-# Each output is written outside the tree and moved into docs/ when the script ends, so the runs it records see a
-# clean checkout (a file half-written into docs/runs/ made every autosave of the run "uncommitted-changes").
+# Each output is written outside the tree and moved into docs/ when its recording has succeeded, so the runs it
+# records see a clean checkout (a file half-written into docs/runs/ made every autosave of the run
+# "uncommitted-changes"), and a recording that fails or is interrupted leaves the committed output as it was.
 STAGE=$(mktemp -d)
 mkdir -p "$STAGE/runs"
-trap 'cp -r "$STAGE/." docs/ && rm -rf "$STAGE"' EXIT
+trap 'rm -rf "$STAGE"' EXIT
 stamp() { echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD): $*"; }
 
 per_core() {  # the machine's speed when a run was made: per-core images/s of its ceilings, from the newest autosave
@@ -208,5 +209,8 @@ interrupted() {  # Ctrl-C during make bench: what it leaves behind, and what mak
 }
 
 for what in "${@:-make-bench bench-dataset remote decoders process-pairs cost diagnose distributed}"; do
-  for one in $what; do "${one//-/_}"; done
+  for one in $what; do
+    "${one//-/_}"  # a failure stops the script here (set -e): nothing of this recording reaches docs/
+    cp -r "$STAGE/." docs/ && rm -rf "${STAGE:?}"/* && mkdir -p "$STAGE/runs"
+  done
 done

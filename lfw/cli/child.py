@@ -68,9 +68,12 @@ class Child:
         except queue.Empty:
             to = f" to {what}" if what else ""
             raise MeasurementError(f"{self.name} gave no answer{to} within {timeout_s:g} s{log}") from None
-        if line is None:
-            code = self.proc.wait()
+        if line is None:  # its output closed: it exited, or soon will (its caller stops it either way)
             last = f": {self.errors[-1]}" if self.errors else log
+            try:
+                code = self.proc.wait(timeout=self.grace_s)
+            except subprocess.TimeoutExpired:
+                raise MeasurementError(f"{self.name} closed its output{during} and went on running{last}") from None
             raise MeasurementError(f"{self.name} exited (code {code}){during}{last}")
         try:
             message: dict[str, Any] = json.loads(line)
