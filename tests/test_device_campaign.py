@@ -8,15 +8,14 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 import torch
 
 from lfw.errors import LFWError
+from tests.processes import gone_or_zombie
 from tools import device_run, device_steps
 from tools.device_campaign import selected_steps
 from tools.device_context import MAX_OUT_FILES, OUT_FILES, STEP_LIMIT_S, STEPS, TOTAL_BUDGET_S, Context, parse_workers
@@ -99,20 +98,6 @@ def test_baseline_step_never_replaces_a_baseline_without_force(tmp_path: Path, m
     with pytest.raises(LFWError, match=r"gpu\.json exists; refresh it deliberately with --force"):
         device_steps.step_baseline(ctx)
     assert own.read_text() == "kept"
-
-
-def gone_or_zombie(pid: int, guard_s: float) -> bool:
-    """Whether ``pid`` has ended (gone, or a zombie left to reap) within ``guard_s``: a SIGKILL sent to its group
-    lands when the kernel next runs it, which a loaded runner can delay past the moment the step returns."""
-    deadline = time.monotonic() + guard_s
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_a_step_over_its_budget_is_stopped_with_its_children(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

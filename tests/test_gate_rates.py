@@ -8,12 +8,11 @@ import shutil
 import signal
 import subprocess
 import threading
-import time
 from pathlib import Path
 
-import psutil
 import pytest
 
+from tests.processes import gone_or_zombie
 from tools.gate_rates import main, run_gate, run_logged
 
 MAKEFILE = "gate:\n\t@pwd; cat FILE; exit $(CODE)\n"
@@ -84,13 +83,4 @@ def test_an_interrupted_try_stops_everything_it_started(tmp_path: Path) -> None:
     finally:
         signal.signal(signal.SIGINT, previous)
     pid = int(pid_file.read_text())
-    deadline = time.monotonic() + 30  # a hang guard: the group is sent SIGTERM at once
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                break
-        except psutil.NoSuchProcess:
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail(f"the try's grandchild {pid} outlived the interrupt")
+    assert gone_or_zombie(pid, 30), f"the try's grandchild {pid} outlived the interrupt"  # 30 s: a hang guard
