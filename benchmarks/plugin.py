@@ -19,8 +19,8 @@ from benchmarks import helpers as H
 from lfw.data.root import DataSource, resolve_root
 from lfw.errors import LFWError
 from lfw.measure import machine
-from lfw.measure.machine import usable_cores
 from lfw.measure.page_cache import CACHE_MODES
+from lfw.measure.resources import usable_cores
 from lfw.remote.endpoint import LocalS3, local_s3, upload_tree
 from lfw.results import Outcome, Selection
 from lfw.results import keys as K

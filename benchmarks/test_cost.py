@@ -27,7 +27,7 @@ from lfw.data.synth import cache_root
 from lfw.measure import LoaderConfig, LoaderPass
 from lfw.measure.callgrind import unavailable_reason, valgrind_version
 from lfw.measure.cost import InstructionCount, count_instructions
-from lfw.measure.machine import usable_cores
+from lfw.measure.resources import usable_cores
 from lfw.results import keys as K
 from lfw.suite.matrix import LFW_FILES, TRANSFORMS
 from lfw.suite.profiles import COST, Profile

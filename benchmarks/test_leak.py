@@ -30,7 +30,7 @@ from lfw.data.memory_datasets import IndexOnlyDataset, LeakingControlDataset, la
 from lfw.data.root import DataSource
 from lfw.measure import LoaderConfig, LoaderPass
 from lfw.measure.leak import WARMUP_EPOCHS, leak_check
-from lfw.measure.machine import usable_cores
+from lfw.measure.resources import usable_cores
 from lfw.results import keys as K
 from lfw.suite.profiles import Profile
 from lfw.suite.record import pass_record

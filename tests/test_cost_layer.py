@@ -59,7 +59,7 @@ def test_client_requests_are_no_ops_outside_valgrind(tmp_path: Path) -> None:
 
 def test_a_failing_count_is_a_measurement_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cost, "unavailable_reason", lambda: None)
-    monkeypatch.setattr(callgrind, "build_helper", lambda cache_dir: cache_dir / "helper.so")
+    monkeypatch.setattr(cost, "build_helper", lambda cache_dir: cache_dir / "helper.so")
 
     def crash(*args: object, **kwargs: object) -> subprocess.CompletedProcess:
         return subprocess.CompletedProcess([], 1, "", "==1== noise\nTraceback...\nRuntimeError: out of memory\n")

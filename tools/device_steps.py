@@ -22,7 +22,8 @@ from typing import Any
 
 from lfw.cli.args import OneLineParser
 from lfw.errors import LFWError, MeasurementError, cli_entry, one_line
-from lfw.measure.machine import runner_class, usable_cores
+from lfw.measure.machine import runner_class
+from lfw.measure.resources import usable_cores
 from lfw.results import keys as K
 from lfw.results import load_run
 from tools import device_measure

@@ -44,7 +44,7 @@ from lfw.diagnose.training import (
 )
 from lfw.errors import LFWError, check_choice, cli_entry
 from lfw.measure import LoaderConfig
-from lfw.measure.machine import usable_cores
+from lfw.measure.resources import usable_cores
 
 DEFAULT_OUT = Path("reports/diagnose")
 DEFAULT_STEP_MS = 100.0

@@ -49,6 +49,7 @@ from lfw.diagnose.feeds import DECODERS_GROUP
 from lfw.errors import LFWError, check_choice
 from lfw.measure import LoaderConfig, LoaderPass, PassResult
 from lfw.measure.loader_pass import sleep_step
+from lfw.suite.user_dataset import load_factory, user_dataset
 
 if TYPE_CHECKING:
     from lfw.pipelines import Pipeline
@@ -130,8 +131,6 @@ def dataset_from(spec: str) -> Dataset:
     function (:func:`lfw.suite.user_dataset.user_dataset`: a factory with no argument returning a non-empty
     map-style Dataset whose items the default collate batches), so every way it can be wrong is the same one line,
     naming ``--dataset``."""
-    from lfw.suite.user_dataset import user_dataset  # the suite's factory loader: one set of rules and messages
-
     try:
         return user_dataset(spec)
     except LFWError as exc:
@@ -143,8 +142,6 @@ def step_from(spec: str) -> Callable[[Any], None]:
     ``[images, labels, ...]``) and runs one training step; state it needs (a model, an optimizer) lives in its
     module or in a callable object. On CUDA it should synchronize before it returns (as :func:`cnn_step` does), or
     the step's clock stops when the kernels were queued, not run."""
-    from lfw.suite.user_dataset import load_factory
-
     try:
         return cast(Callable[[Any], None], load_factory(spec))
     except LFWError as exc:

@@ -39,6 +39,7 @@ from lfw.diagnose.predict import (
 )
 from lfw.diagnose.simulator import workers_to_end_stalls
 from lfw.errors import LFWError
+from lfw.results import case_record, latest_run, load_run
 from lfw.results import keys as K
 
 MAX_BLOCKS, MIN_BLOCKS, STEPS_PER_BLOCK = 20, 3, 5
@@ -160,8 +161,6 @@ def suite_figures(run: str | Path | None) -> str:
     ``"auto"``: the newest run under ``.benchmarks``, else ``benchmarks/baselines/cpu-2core.json``: the first that
     exists here and has a decoders case. A run that cannot be read gives ``""`` (advice without figures).
     """
-    from lfw.results import latest_run, load_run
-
     if run is None:
         return ""
     candidates = [Path(run)] if run != "auto" else []
@@ -200,8 +199,6 @@ def verdict_line(s: dict[str, Any]) -> str:
 
 def record_of(s: dict[str, Any], steps: Steps, name: str) -> dict[str, Any]:
     """One case of group ``watch`` in pytest-benchmark's layout: a round per step (its wall time)."""
-    from lfw.results import case_record
-
     def r(x: float | None, digits: int = 4) -> float | None:
         return None if x is None or math.isnan(x) else round(x, digits)
 

@@ -34,6 +34,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -44,6 +45,9 @@ from lfw.diagnose.events import BatchRecord, LoadStamp, split_stamp
 from lfw.diagnose.watch_clock import EVENTS, SYNC, CudaMode, Event, EventClock, cuda_event, resolve_mode
 from lfw.diagnose.watch_instrument import instrument
 from lfw.diagnose.watch_summary import Steps, record_of, summarize, verdict_line
+from lfw.measure.machine import machine_info
+from lfw.measure.resources import usable_cores
+from lfw.results import write_run
 
 T = TypeVar("T")
 
@@ -196,11 +200,6 @@ class Watch(Generic[T]):
 
     def save(self, path: str | Path, name: str = "loop") -> Path:
         """Write :meth:`record` as a saved run (pytest-benchmark's JSON, read by ``python -m lfw.report``)."""
-        from datetime import datetime, timezone
-
-        from lfw.measure.machine import machine_info
-        from lfw.results import write_run
-
         return write_run(Path(path), [self.record(name)], machine=machine_info(), commit={},
                          datetime=datetime.now(timezone.utc).isoformat())
 
@@ -214,8 +213,6 @@ class Watch(Generic[T]):
 
     def _context(self) -> dict[str, Any]:
         loader = self.loader
-        from lfw.measure.machine import usable_cores
-
         return {"workers": int(getattr(loader, "num_workers", 0) or 0),
                 "prefetch_factor": getattr(loader, "prefetch_factor", None) or 2,
                 "pin_memory": bool(getattr(loader, "pin_memory", False)),

@@ -22,6 +22,8 @@ from pathlib import Path
 from types import FrameType
 
 from lfw.cli.args import OneLineParser
+from lfw.distributed.coverage import gathered_coverage, same_order_every_epoch
+from lfw.distributed.record import Outcome, lines, next_run_path, save
 from lfw.errors import LFWError, MeasurementError, cli_entry, one_line
 from lfw.suite.profiles import PROFILES
 
@@ -101,9 +103,7 @@ def run_rank(args: argparse.Namespace, rank: int, world: int, local_rank: int) -
 
     from lfw.data.dataset import LFWDataset
     from lfw.data.root import resolve_root
-    from lfw.distributed.coverage import gathered_coverage, same_order_every_epoch
     from lfw.distributed.rank import measure_rank
-    from lfw.distributed.record import Outcome, lines, next_run_path, save
     from lfw.measure import LoaderConfig
     from lfw.measure.machine import machine_info
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from lfw.cli.args import OneLineParser
 from lfw.errors import EXIT_MEASUREMENT, LFWError, MeasurementError, cli_entry
 from lfw.gate.ab import DEFAULT_CASES, ABPlan, parse_cases, run_ab
+from lfw.gate.bisect import bisect_command
 from lfw.gate.compare import EXIT_INCOMPLETE, compare_runs
 from lfw.gate.metrics import COST_LAYER
 from lfw.gate.summary import AB_PATH, TWO_FILE_PATH, verdict_markdown, write_summary
@@ -156,8 +157,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     th = thresholds_from(args)
     if args.bisect:
-        from lfw.gate.bisect import bisect_command
-
         return bisect_command(*args.bisect, cases=args.cases, threshold=th.cost)
     if args.ab:
         return main_ab(args, th)

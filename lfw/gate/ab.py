@@ -35,9 +35,12 @@ from lfw.gate.metrics import AB
 from lfw.gate.paired_rule import INCONCLUSIVE, REGRESSED, PairedComparison, PairedInput, decide, look_points
 from lfw.gate.thresholds import Thresholds
 from lfw.gate.worktree import checkout, git, resolve, toplevel
+from lfw.measure.cost import CHILD_TIMEOUT_S
+from lfw.measure.machine import machine_info
 from lfw.results import case_record, write_run
 from lfw.results import keys as K
 from lfw.results.record import CaseRecord
+from lfw.suite.profiles import PROFILES
 
 BASE, CURRENT = "base", "current"
 QUADS = {"ABBA": (BASE, CURRENT, CURRENT, BASE), "BAAB": (CURRENT, BASE, BASE, CURRENT)}
@@ -216,7 +219,6 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
     """
     from lfw.data.root import resolve_root
     from lfw.suite import matrix
-    from lfw.suite.profiles import PROFILES
 
     check_choice("profile", plan.profile, PROFILES)
     for case in plan.cases:
@@ -274,9 +276,7 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
 
 def measure_counts(run: ABRun, trees: dict[str, Path], root: Path, tmp: Path, th: Thresholds) -> None:
     """Instructions per image of every preset on both sides, counted at once; judged into ``run.counts``."""
-    from lfw.measure.cost import CHILD_TIMEOUT_S
     from lfw.suite.matrix import TRANSFORMS
-    from lfw.suite.profiles import PROFILES
 
     old = [name for name, tree in trees.items() if not (tree / COST_MODULE).is_file()]
     if old:
@@ -315,8 +315,6 @@ def side_records(run: ABRun, side: str) -> list[dict[str, Any]]:
 def write_outputs(run: ABRun, repo: Path, th: Thresholds) -> None:
     """``base.json`` and ``current.json`` (pytest-benchmark format, per-pass data) and ``verdicts.json``."""
     assert run.out is not None
-    from lfw.measure.machine import machine_info
-
     machine = {**machine_info(), "bench_profile": run.plan.profile, "ab_seed": run.seed}
     now = datetime.now(timezone.utc).isoformat()
     head = git(repo, "rev-parse", "HEAD")

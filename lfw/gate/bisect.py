@@ -36,6 +36,7 @@ from lfw.gate.table import fmt_value
 from lfw.gate.thresholds import Thresholds
 from lfw.gate.worktree import checkout, git, resolve, sigterm_as_interrupt, toplevel
 from lfw.measure.cost import CHILD_TIMEOUT_S
+from lfw.suite.profiles import PROFILES
 
 METRICS: dict[str, Metric] = {m.key: m for m in COUNTED}
 GOOD, BAD = "good", "bad"
@@ -125,8 +126,7 @@ class Counter:
     def command(self) -> list[str]:
         if self.plan.count_cmd is not None:
             return shlex.split(self.plan.count_cmd)
-        from lfw.data.root import resolve_root
-        from lfw.suite.profiles import PROFILES
+        from lfw.data.root import resolve_root  # torchvision, only when a count is run
 
         if self.root is None:
             self.root = resolve_root(synthetic_images=PROFILES["quick"].synthetic_images).path

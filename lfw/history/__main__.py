@@ -12,12 +12,15 @@ judged metrics in Bencher's Metric Format (:func:`lfw.history.store.bencher_metr
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from lfw.cli.args import OneLineParser
 from lfw.errors import cli_entry
+from lfw.history.store import append_run, bencher_metrics
+from lfw.results import load_run
 
 
 def parser() -> OneLineParser:
@@ -42,8 +45,6 @@ def parser() -> OneLineParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "append":
-        from lfw.history.store import append_run
-
         for run in args.runs:
             done = append_run(run, args.store, args.runner)
             r = done.record
@@ -54,11 +55,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"already in {done.path}, not appended again: {what}")
         return 0
     if args.command == "export":
-        import json
-
-        from lfw.history.store import bencher_metrics
-        from lfw.results import load_run
-
         metrics = bencher_metrics(load_run(args.run))
         text = json.dumps(metrics, indent=2, sort_keys=True) + "\n"
         if args.out is None:

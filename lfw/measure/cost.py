@@ -30,9 +30,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from lfw.cli.args import OneLineParser
 from lfw.errors import LFWError, MeasurementError, cli_entry
-from lfw.measure.callgrind import unavailable_reason, valgrind_version
+from lfw.measure.callgrind import build_helper, requests, unavailable_reason, valgrind_version
+from lfw.measure.loader_config import LoaderConfig
+from lfw.measure.loader_pass import LoaderPass
+from lfw.measure.moves import count_moves
 
 CALLGRIND_FLAGS = ("--tool=callgrind", "--instr-atstart=no", "--dump-instr=no", "--dump-line=no",
                    "--compress-strings=no", "--compress-pos=no")
@@ -102,8 +107,6 @@ def count_instructions(root: Path, presets: Sequence[str], *, batch_size: int, b
     reason = unavailable_reason()
     if reason:
         raise LFWError(f"cannot count instructions: {reason}")
-    from lfw.measure.callgrind import build_helper
-
     build_helper(cache_dir)  # here, outside valgrind: the child only loads it
     with tempfile.TemporaryDirectory(prefix="lfw-cost-") as tmp:
         out = Path(tmp)
@@ -129,12 +132,7 @@ def run_child(root: Path, presets: Sequence[str], batch_size: int, batches: int,
               result_path: Path) -> None:
     """Inside valgrind: build each preset's loader, warm it up uncounted, then count one pass per preset; then
     count what a pass of each preset moves (:func:`lfw.measure.moves.count_moves`, outside the counted region)."""
-    import torch
-
-    from lfw.data.dataset import LFWDataset
-    from lfw.measure.callgrind import requests
-    from lfw.measure.loader_config import LoaderConfig
-    from lfw.measure.loader_pass import LoaderPass
+    from lfw.data.dataset import LFWDataset  # torchvision: only the counting child reads LFW
 
     torch.set_num_threads(1)
     req = requests(str(cache_dir))
@@ -153,8 +151,6 @@ def run_child(root: Path, presets: Sequence[str], batch_size: int, batches: int,
         req.dump(f"{LABEL_PREFIX}{preset}")
         runner.close()
         images[preset] = {"images": result.images, "batches": result.batches}
-    from lfw.measure.moves import count_moves
-
     for preset in presets:  # after every instruction count: the audit hook that counts opens stays installed
         images[preset]["moves"] = count_moves(config.build(LFWDataset(root, transform=preset)), batches).per_image()
     result_path.write_text(json.dumps(images))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import numpy as np
@@ -18,14 +19,7 @@ import torch
 from PIL import features
 
 from lfw.measure.callgrind import valgrind_version
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (affinity and cgroup-pinned sets respected), not the machine's total."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+from lfw.measure.resources import Limits, MiB, usable_cores
 
 
 def jpeg_library() -> str:
@@ -37,8 +31,6 @@ def jpeg_library() -> str:
 
 def package_version(name: str) -> str:
     """An installed distribution's version, or ``not installed``."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version(name)
     except PackageNotFoundError:
@@ -67,8 +59,6 @@ def runner_class() -> str:
     """A name for the class of machine a baseline belongs to: ``gpu`` or ``cpu-<cores>core``, with
     ``-shm<MiB>m`` when ``/dev/shm`` is smaller than :data:`SMALL_SHM_BYTES` (a container's default 64 MB:
     another machine for the gate, not a regression)."""
-    from lfw.measure.resources import Limits, MiB
-
     override = os.environ.get("LFW_RUNNER")
     if override:
         return override
@@ -92,8 +82,6 @@ def cpu_model() -> str:
 def machine_info() -> dict[str, Any]:
     """Library versions, decoder, cores, threads, memory and accelerator of this process's machine."""
     import torchvision  # here, not at import: lfw.measure stays importable without torchvision
-
-    from lfw.measure.resources import Limits
 
     return {
         "runner_class": runner_class(),

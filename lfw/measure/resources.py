@@ -6,9 +6,9 @@ allocate its batch fails the whole pass with a traceback. The budget is tabled i
 
 :func:`loader_need` states a loader's :class:`Need` from its knobs and one item of its dataset;
 :meth:`Limits.read` reads what this process has (``/dev/shm`` free bytes, ``ulimit -n``, the cgroup's memory
-limit, usable cores); :func:`shortfall` says, in one line naming the need and the limit, why a need does not fit,
-or None. The figures are estimates with stated allowances (:data:`FDS_PER_WORKER` and the others), made to err on
-the side of skipping: a case that does not fit is left out and said so, never run into a crash.
+limit, :func:`usable_cores`); :func:`shortfall` says, in one line naming the need and the limit, why a need does
+not fit, or None. The figures are estimates with stated allowances (:data:`FDS_PER_WORKER` and the others), made
+to err on the side of skipping: a case that does not fit is left out and said so, never run into a crash.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from typing import Any
 import psutil
 import torch
 
-from lfw.measure.machine import usable_cores
 from lfw.measure.moves import batch_bytes
 
 MiB = 2**20
@@ -39,6 +38,14 @@ FDS_SPARE = 16
 # write): an allowance, well above the worker USS the memory groups record at the start of a pass.
 WORKER_PRIVATE_BYTES = 128 * MiB
 SHM_SPARE = MiB  # tmpfs rounds every segment up to pages; keep a little room
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (affinity and cgroup-pinned sets respected), not the machine's total."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 
 from lfw.measure.loader_pass import LoaderPass, PassResult
-from lfw.measure.machine import usable_cores
+from lfw.measure.resources import usable_cores
 from lfw.remote.client import DEFAULT_POOL
 from lfw.remote.dataset import S3LFW
 from lfw.remote.endpoint import LocalS3

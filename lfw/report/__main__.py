@@ -13,6 +13,7 @@ from pathlib import Path
 from lfw.cli.args import OneLineParser
 from lfw.cli.figures import FORMATS
 from lfw.errors import LFWError, cli_entry
+from lfw.history import history_report
 from lfw.report.console import console
 from lfw.report.html_page import write_html
 from lfw.report.page import write_summary
@@ -53,8 +54,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     check_output(args.out, [run.path for run in runs])  # before the gate may be run to write its verdict there
     shown = shown_verdict(args.out, paths[-1], paths[0] if base is not None else None, args.verdict)
     if args.history:  # drawn first, so the HTML page's history section shows it
-        from lfw.history import history_report
-
         print(history_report(args.history, args.out).summary)
     report = build_report(current, args.out, base, tuple(args.formats), shown.verdict)
     write_summary(report)

@@ -27,6 +27,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+import lfw
+from lfw.errors import LFWError, one_line
+from lfw.suite.profiles import PROFILES
+
 PROTOCOL = 1
 
 
@@ -39,11 +43,8 @@ def serve(root: Path, profile_name: str, case_ids: Sequence[str], inp: TextIO, o
     """Build the requested cases, say which exist in this revision, then answer pass requests until EOF."""
     import torch
 
-    import lfw
-    from lfw.errors import LFWError, one_line
     from lfw.measure.rotation import LoaderMember
     from lfw.suite import matrix
-    from lfw.suite.profiles import PROFILES
     from lfw.suite.runner import Datasets, case_member
 
     torch.set_num_threads(1)

@@ -28,6 +28,7 @@ import torch
 from torch.utils.data import Dataset, Subset, default_collate
 
 from lfw.data.collate import collate_skipping
+from lfw.data.dataset import LFWDataset
 from lfw.data.index import path_at
 from lfw.errors import LFWError
 from lfw.measure.ceiling import CeilingSweep, ParallelCapacity, spread_indices
@@ -91,8 +92,6 @@ class Datasets:
         if self.user is not None:
             return self.user
         if (transform, index) not in self._made:
-            from lfw.data.dataset import LFWDataset  # torchvision only where LFW's presets are read
-
             self._made[(transform, index)] = LFWDataset(self.root, transform=transform, index=index)
         return self._made[(transform, index)]
 
