@@ -98,6 +98,21 @@ def test_persistent_workers_survive_between_passes(tiny_tree: Path) -> None:
     assert len(pids) == 3 and pids[0] == pids[1] == pids[2]
 
 
+@pytest.mark.parametrize("persistent", [True, False])
+def test_each_pass_records_its_worker_pids(tiny_tree: Path, persistent: bool) -> None:
+    """The ids of the workers that served each pass, read from its iterator: the same ones every epoch only where
+    the workers persist."""
+    loader = LoaderConfig(batch_size=4, num_workers=2, persistent_workers=persistent).build(LFWDataset(tiny_tree))
+    with LoaderPass(loader, memory_interval_s=None) as runner:
+        for _ in range(2):
+            runner.setup()
+            runner.run()
+        runner.close(stop_workers=True)
+    pids = pass_record(runner.results, workers=2).as_extra_info()[K.WORKER_PIDS]
+    assert len(pids) == 2 and all(len(p) == 2 for p in pids)
+    assert (pids[0] == pids[1]) is persistent and (set(pids[0]) & set(pids[1]) == set()) is not persistent
+
+
 def test_step_callback_is_timed_and_data_wait_measured(tiny_tree: Path) -> None:
     loader = LoaderConfig(batch_size=4).build(LFWDataset(tiny_tree))
     result = measure_pass(loader, 3, memory_interval_s=None, step=lambda batch: time.sleep(0.02))

@@ -5,15 +5,31 @@ from __future__ import annotations
 import pickle
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
+from torch.utils.data import Subset, get_worker_info
 
+from lfw.data.dataset import LFWDataset
+from lfw.data.index import INDEX_KINDS
+from lfw.errors import LFWError
 from lfw.measure import LoaderConfig, LoaderPass
-from lfw.measure.stages import COLLATE, DECODE, READ, RECEIVE, STAGES, StageClock, TimedCollate, stage_clock_of
-from lfw.pipelines import Pipeline
+from lfw.measure.stages import (
+    COLLATE,
+    DECODE,
+    READ,
+    RECEIVE,
+    STAGES,
+    IndexCountingCollate,
+    StageClock,
+    TimedCollate,
+    stage_clock_of,
+)
+from lfw.pipelines import Pipeline, decoders
+from lfw.pipelines.decoders import DECODERS, decode, read_file
 from lfw.suite.record import stage_breakdown
-from tests.trees import TINY_IMAGES
+from tests.trees import TINY_IMAGES, first_image
 
 
 def busy(seconds: float) -> None:
@@ -64,6 +80,8 @@ def test_stages_timed_in_every_process_add_up_to_the_measured_cpu(tiny_tree: Pat
         result = runner.run()
     stages = result.stages
     assert stages is not None and stages.images == TINY_IMAGES == result.images
+    # every image counted by the decoder that decoded it, in whichever process that was; the memmap decodes none
+    assert stages.counts == ({} if pipeline.storage == "memmap" else {pipeline.decoder: TINY_IMAGES})
     where = stages.workers if workers else stages.main
     assert where[READ] > 0
     if workers:
@@ -82,6 +100,44 @@ def test_stages_timed_in_every_process_add_up_to_the_measured_cpu(tiny_tree: Pat
         assert record["stage_coverage"] == pytest.approx(1.0, abs=0.1)
     else:
         assert 0 < record["stage_coverage"] < 1.5
+
+
+def test_the_decoder_that_ran_counts_not_the_one_asked_for(tiny_tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each decoder counts under its own name from inside its code: a table that sent ``simplejpeg`` to Pillow
+    counts ``pil``, and ``pil-draft`` counts as itself only where it drafted."""
+    path = str(first_image(tiny_tree))
+    clock = StageClock(max_workers=0, counts=DECODERS)
+    decode("pil-draft", read_file(path), path, size=112, clock=clock)
+    decode("pil-draft", read_file(path), path, clock=clock)  # no size to draft to: a full Pillow decode
+    monkeypatch.setitem(decoders._DECODE, "simplejpeg", decoders._DECODE["pil"])
+    decode("simplejpeg", read_file(path), path, clock=clock)
+    assert clock.totals().counts == {"pil-draft": 1, "pil": 2}
+    with pytest.raises(LFWError, match="counts pil, pil-draft, tvio, simplejpeg, not 'numpy'"):
+        clock.count("numpy")
+
+
+class ListInWorkers(LFWDataset):
+    """A dataset that turns its numpy index into a list inside each worker: the fault the index group must see."""
+
+    def __getitem__(self, i: int) -> Any:
+        if get_worker_info() is not None and not isinstance(self.paths, list):
+            self.paths = list(self.paths)
+        return super().__getitem__(i)
+
+
+@pytest.mark.parametrize("workers", [0, pytest.param(2, marks=pytest.mark.needs_shm(64))])
+@pytest.mark.parametrize(("dataset", "index", "seen"), [(LFWDataset, "numpy", "numpy"), (LFWDataset, "list", "list"),
+                                                      (ListInWorkers, "numpy", None)], ids=["numpy", "list", "fault"])
+def test_the_index_counted_is_the_one_each_loading_process_reads(tiny_tree: Path, workers: int, dataset: type,
+                                                                 index: str, seen: str | None) -> None:
+    data = Subset(dataset(tiny_tree, index=index), range(32))
+    clock = StageClock(counts=INDEX_KINDS)
+    loader = LoaderConfig(batch_size=8, num_workers=workers).build(data, IndexCountingCollate(clock, data))
+    with LoaderPass(loader, memory_interval_s=None, stages=clock) as runner:
+        result = runner.run()
+    assert result.stages is not None and result.batches == 4
+    expected = seen or ("list" if workers else "numpy")  # the fault shows only where workers load
+    assert result.stages.counts == {expected: 4}
 
 
 def test_no_stages_no_breakdown() -> None:

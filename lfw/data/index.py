@@ -75,6 +75,15 @@ class PackedPaths:
 FileIndex: TypeAlias = "list[str] | np.ndarray | PackedPaths"
 
 
+def index_kind(index: object) -> IndexKind | None:
+    """The kind of file index ``index`` is (what :func:`make_index` builds for each kind); None for anything else."""
+    if isinstance(index, PackedPaths):
+        return "packed"
+    if isinstance(index, np.ndarray):
+        return "numpy"
+    return "list" if isinstance(index, list) else None
+
+
 def check_index_kind(kind: str) -> IndexKind:
     """``kind`` if it names an index kind, else a user error listing the valid ones."""
     return check_choice("index kind", kind, INDEX_KINDS)

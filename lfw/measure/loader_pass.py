@@ -8,9 +8,9 @@ are recorded (docs/methodology.md, "One measurement primitive"; :meth:`PassResul
   before the clock stops; CUDA events around each copy give its device time (``extra["h2d_ms_per_batch"]``);
 - memory of the whole process tree is sampled in a background thread (see :mod:`lfw.measure.memory`);
 - what the loader did with its knobs is read back from the live iterator, so a knob the DataLoader ignored
-  shows in the result: the worker processes serving the pass and how they were started, the batches ``iter()``
-  asked the workers for and the iterator's own prefetch factor, and whether the first batch came out in pinned
-  memory (with an accelerator).
+  shows in the result: the worker processes serving the pass (their ids, so persistence across epochs shows) and
+  how they were started, the batches ``iter()`` asked the workers for and the iterator's own prefetch factor, and
+  whether the first batch came out in pinned memory (with an accelerator).
 
 Work that is not the pass stays out of the timed region: :meth:`LoaderPass.setup` shuts down the previous
 iterator's workers (or, with persistent workers, finishes its epoch) and :meth:`LoaderPass.run` does only the
@@ -150,6 +150,7 @@ class PassResult:
     # What the live iterator did with the loader's knobs, read back from it (torch_compat), not from the settings;
     # None where not read (a result built outside LoaderPass.run) or, as commented, where there is nothing to read:
     workers_seen: int | None = None  # worker processes serving the pass's iterator, counted after the last batch
+    worker_pids: list[int] | None = None  # their process ids, in worker order (persistent: the same every epoch)
     worker_start_method: str | None = None  # how they were started: fork, spawn, forkserver; None without workers
     prefetched_batches: int | None = None  # batches iter() asked the workers for (prefetch_factor x workers)
     prefetch_factor_seen: int | None = None  # batches per worker the iterator keeps asked for; None without workers
@@ -389,7 +390,7 @@ class LoaderPass:
         if copies:  # read after the clock stopped: the device is synchronized, every event has happened
             result.extra[K.H2D_MS_PER_BATCH] = sum(a.elapsed_time(b) for a, b in copies) / len(copies)
         self._worker_pids = worker_pids(self.loader, iterator)
-        result.workers_seen = len(self._worker_pids)
+        result.workers_seen, result.worker_pids = len(self._worker_pids), list(self._worker_pids)
         result.worker_start_method = worker_start_method(iterator)
         result.prefetch_factor_seen = iterator_prefetch_factor(iterator)
         self.results.append(result)

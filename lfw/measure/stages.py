@@ -6,6 +6,10 @@ times ``receive``; what each stage holds, and the gap no stage claims, are in do
 ``time.thread_time()``, so a stage that waits is charged only for the CPU it used and the stages can be compared
 with the process tree's measured CPU (:attr:`~lfw.measure.PassResult.cpu_s`).
 
+Beside the times, a clock can count named events in the same rows (``counts``, fixed when it is made): what ran
+where the loading happens, such as the images each decoder decoded or the file index each loading process read
+from, so a record states the code that ran in the workers rather than the settings it was given.
+
 The totals live in a small shared-memory array (``multiprocessing.RawArray``) with one row per loading process
 (the main process's main thread, its other threads, DataLoader worker ``i``), so forked and spawned workers add
 to the same figures the main process reads after the pass. Each process adds under one lock of its own (decode
@@ -20,18 +24,19 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from torch.utils.data import Subset, default_collate, get_worker_info
 
+from lfw.data.index import INDEX_KINDS, index_kind
 from lfw.errors import LFWError
 
 READ, DECODE, TRANSFORM, COLLATE, RECEIVE = "read", "decode", "transform", "collate", "receive"
 STAGES = (READ, DECODE, TRANSFORM, COLLATE, RECEIVE)
 _IMAGES = len(STAGES)  # the column that counts images (added by the stage that meets each image first)
-_COLUMNS = len(STAGES) + 1
+_COUNTS = _IMAGES + 1  # the first column of the clock's named counts
 MAIN_THREAD, MAIN_OTHER = 0, 1  # rows of the main process; worker i adds to row 2 + i
 MAX_WORKERS = 64
 
@@ -49,11 +54,13 @@ os.register_at_fork(after_in_child=_new_lock_after_fork)
 
 @dataclass(frozen=True)
 class StageTotals:
-    """CPU seconds per stage over one pass, split by where they were spent, and the images they covered."""
+    """CPU seconds per stage over one pass, split by where they were spent, the images they covered, and the
+    clock's named counts summed over every loading process (only those that moved)."""
 
     main: dict[str, float] = field(default_factory=dict)  # main process, all its threads
     workers: dict[str, float] = field(default_factory=dict)  # every DataLoader worker
     images: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
 
     def per_image_ms(self) -> dict[str, float]:
         """Stage -> ms of CPU per image, main and workers together (every stage of :data:`STAGES`)."""
@@ -65,24 +72,32 @@ class StageClock:
     """Stage CPU times of one dataset, added by every process that loads from it (see the module docstring).
 
     ``add(stage, since)`` adds ``now() - since`` to ``stage`` in the calling process's row; ``images`` counts
-    the items met. Picklable: a spawned worker receives the same shared array (while the DataLoader spawns it);
-    any other pickle or copy gets a clock of its own, zeroed.
+    the items met; ``count(name)`` adds to one of ``counts``. Picklable: a spawned worker receives the same shared
+    array (while the DataLoader spawns it); any other pickle or copy gets a clock of its own, zeroed.
     """
 
-    def __init__(self, max_workers: int = MAX_WORKERS) -> None:
+    def __init__(self, max_workers: int = MAX_WORKERS, counts: Sequence[str] = ()) -> None:
         if max_workers < 0:
             raise LFWError(f"max_workers must be 0 or more, got {max_workers}")
         self.rows = max_workers + 2
-        self._array = multiprocessing.RawArray("d", self.rows * _COLUMNS)
+        self.counts = tuple(counts)
+        self._array = self._new_array()
+
+    @property
+    def columns(self) -> int:
+        return _COUNTS + len(self.counts)
+
+    def _new_array(self) -> Any:
+        return multiprocessing.RawArray("d", self.rows * self.columns)
 
     def __getstate__(self) -> dict[str, Any]:
         spawning = multiprocessing.context.get_spawning_popen() is not None  # a worker being started
-        return {"rows": self.rows, "_array": self._array if spawning else None}
+        return {"rows": self.rows, "counts": self.counts, "_array": self._array if spawning else None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.rows, self._array = state["rows"], state["_array"]
+        self.rows, self.counts, self._array = state["rows"], state["counts"], state["_array"]
         if self._array is None:  # pickled for anything but starting a process: a clock of its own, zeroed
-            self._array = multiprocessing.RawArray("d", self.rows * _COLUMNS)
+            self._array = self._new_array()
 
     def _row(self) -> int:
         info = get_worker_info()
@@ -96,7 +111,7 @@ class StageClock:
     def add(self, stage: str, since: float, images: int = 0) -> float:
         """Add the CPU time since ``since`` (a :func:`now` reading) to ``stage``; returns ``now()`` for chaining."""
         t = now()
-        base = self._row() * _COLUMNS
+        base = self._row() * self.columns
         column = STAGES.index(stage)
         with _lock:
             self._array[base + column] += t - since
@@ -104,14 +119,22 @@ class StageClock:
                 self._array[base + _IMAGES] += images
         return t
 
+    def count(self, name: str, n: int = 1) -> None:
+        """Add ``n`` to the count ``name`` (one of the clock's ``counts``) in the calling process's row."""
+        if name not in self.counts:
+            raise LFWError(f"this stage clock counts {', '.join(self.counts) or 'nothing'}, not {name!r}")
+        base = self._row() * self.columns
+        with _lock:
+            self._array[base + _COUNTS + self.counts.index(name)] += n
+
     def add_main_seconds(self, stage: str, seconds: float) -> None:
         """Add ``seconds`` to ``stage`` of the main thread's row (the pass's own ``receive`` time)."""
         with _lock:
-            self._array[MAIN_THREAD * _COLUMNS + STAGES.index(stage)] += seconds
+            self._array[MAIN_THREAD * self.columns + STAGES.index(stage)] += seconds
 
     def main_thread_seconds(self) -> float:
         """CPU seconds the main thread has spent in timed stages since the last :meth:`reset`."""
-        return sum(self._array[MAIN_THREAD * _COLUMNS: MAIN_THREAD * _COLUMNS + _IMAGES])
+        return sum(self._array[MAIN_THREAD * self.columns: MAIN_THREAD * self.columns + _IMAGES])
 
     def reset(self) -> None:
         """Zero every row (before a pass; no worker may be loading from this dataset then)."""
@@ -121,10 +144,12 @@ class StageClock:
 
     def totals(self) -> StageTotals:
         """The stage seconds since the last :meth:`reset`, main process and workers apart."""
-        rows = [list(self._array[r * _COLUMNS:(r + 1) * _COLUMNS]) for r in range(self.rows)]
+        rows = [list(self._array[r * self.columns:(r + 1) * self.columns]) for r in range(self.rows)]
         main = {s: rows[MAIN_THREAD][i] + rows[MAIN_OTHER][i] for i, s in enumerate(STAGES)}
         workers = {s: sum(r[i] for r in rows[2:]) for i, s in enumerate(STAGES)}
-        return StageTotals(main, workers, round(sum(r[_IMAGES] for r in rows)))
+        counts = {name: round(sum(r[_COUNTS + i] for r in rows)) for i, name in enumerate(self.counts)}
+        return StageTotals(main, workers, round(sum(r[_IMAGES] for r in rows)),
+                           {name: n for name, n in counts.items() if n})
 
 
 def stage_clock_of(dataset: Any) -> StageClock | None:
@@ -147,3 +172,33 @@ class TimedCollate:
         batch = self.collate(items)
         self.clock.add(COLLATE, t)
         return batch
+
+
+def loaded_dataset(fallback: Any) -> Any:
+    """The dataset the calling process loads from: a worker's own copy (``get_worker_info``), else ``fallback``;
+    through any ``Subset``."""
+    info = get_worker_info()
+    dataset = info.dataset if info is not None else fallback
+    while isinstance(dataset, Subset):
+        dataset = dataset.dataset
+    return dataset
+
+
+class IndexCountingCollate:
+    """``collate_fn`` that counts, once per batch, the kind of file index (:data:`lfw.data.index.INDEX_KINDS`) the
+    collating process's dataset holds in ``paths`` now, on ``clock`` (made with those counts): the index a worker
+    really reads from, not the one the dataset was built with. A dataset whose ``paths`` is no known index counts
+    nothing."""
+
+    def __init__(self, clock: StageClock, dataset: Any, collate: Callable[[list[Any]], Any] = default_collate) -> None:
+        if set(INDEX_KINDS) - set(clock.counts):
+            raise LFWError(f"an index-counting clock must count {', '.join(INDEX_KINDS)}")
+        self.clock = clock
+        self.dataset = dataset
+        self.collate = collate
+
+    def __call__(self, items: list[Any]) -> Any:
+        kind = index_kind(getattr(loaded_dataset(self.dataset), "paths", None))
+        if kind is not None:
+            self.clock.count(kind)
+        return self.collate(items)

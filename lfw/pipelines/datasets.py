@@ -29,7 +29,7 @@ from lfw.data.dataset import LFWDataset, OnError
 from lfw.data.transforms import IMAGENET_MEAN, IMAGENET_STD
 from lfw.errors import CorruptImageError, LFWError, check_choice
 from lfw.measure.stages import DECODE, READ, TRANSFORM, StageClock, now
-from lfw.pipelines.decoders import check_decoder, decode, read_file
+from lfw.pipelines.decoders import DECODERS, check_decoder, decode, read_file
 
 OUTPUTS = ("uint8", "float")
 Item = tuple[torch.Tensor, int] | None
@@ -99,7 +99,7 @@ class DecodeFile:
         t = now()
         data = read_file(path)
         t = self.clock.add(READ, t, images=1)
-        image = decode(self.decoder, data, path, self.size)
+        image = decode(self.decoder, data, path, self.size, self.clock)
         self.clock.add(DECODE, t)
         return image
 
@@ -121,7 +121,7 @@ class JpegFiles(LFWDataset):
                  output: str = "uint8", threads: int = 0, on_error: OnError = "raise") -> None:
         if threads < 0:
             raise LFWError(f"threads must be 0 (one item at a time) or more, got {threads}")
-        self.stage_clock = StageClock()
+        self.stage_clock = StageClock(counts=DECODERS)
         super().__init__(root, transform=TensorOutput(self.stage_clock, size, output), index="numpy",
                          on_error=on_error,
                          loader=DecodeFile(self.stage_clock, decoder, size if decoder == "pil-draft" else None))
@@ -156,7 +156,7 @@ class TarShards(IterableDataset):
         self.images = images
         self.decoder = check_decoder(decoder)
         self.draft = size if decoder == "pil-draft" else None
-        self.stage_clock = StageClock()
+        self.stage_clock = StageClock(counts=DECODERS)
         self.finish = TensorOutput(self.stage_clock, size, output)
         self.on_error = on_error
         self.bad_files = 0
@@ -186,7 +186,7 @@ class TarShards(IterableDataset):
                     person = member.name.split("/", 1)[0]
                     t = clock.add(READ, t, images=1)
                     try:
-                        image = decode(self.decoder, data, f"{shard.name}:{member.name}", self.draft)
+                        image = decode(self.decoder, data, f"{shard.name}:{member.name}", self.draft, clock)
                         t = clock.add(DECODE, t)
                     except CorruptImageError:
                         if self.on_error == "raise":

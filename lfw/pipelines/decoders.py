@@ -16,6 +16,10 @@ since Pillow would decode a PNG happily), then any decoder error becomes :class:
 naming the file. Truncated files are errors for all four (Pillow's ``LOAD_TRUNCATED_IMAGES`` stays off,
 simplejpeg runs strict, torchvision raises): a half-grey image is never passed on as data. Grayscale and CMYK
 JPEGs become RGB in every decoder.
+
+Given a :class:`~lfw.measure.stages.StageClock` made with the decoders' counts (:data:`DECODERS`), each decoder
+counts the images it decoded under its own name, from inside its own code, so a pass records the decoder that
+really ran in every loading process, whatever the pipeline was told.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import torch
 from PIL import Image
 
 from lfw.errors import CorruptImageError, LFWError, check_choice
+from lfw.measure.stages import StageClock
 
 DECODERS = ("pil", "pil-draft", "tvio", "simplejpeg")
 JPEG_MAGIC = b"\xff\xd8\xff"
@@ -64,28 +69,32 @@ def not_jpeg(data: bytes | bytearray) -> str | None:
     return "not a JPEG (no start-of-image marker)"
 
 
-def _pil(data: bytes | bytearray, size: int | None) -> torch.Tensor:
+# Each decoder returns its image and its own name: the count a pass records (``pil-draft`` only where it drafted).
+Decoded = tuple[torch.Tensor, str]
+
+
+def _pil(data: bytes | bytearray, size: int | None) -> Decoded:
     with Image.open(io.BytesIO(data)) as img:
         if size is not None:
             img.draft("RGB", (size, size))
         rgb = img.convert("RGB")
-    return torch.from_numpy(np.array(rgb)).permute(2, 0, 1)
+    return torch.from_numpy(np.array(rgb)).permute(2, 0, 1), "pil" if size is None else "pil-draft"
 
 
-def _tvio(data: bytes | bytearray, size: int | None) -> torch.Tensor:
+def _tvio(data: bytes | bytearray, size: int | None) -> Decoded:
     from torchvision.io import ImageReadMode, decode_jpeg
 
     buffer = data if isinstance(data, bytearray) else bytearray(data)
-    return decode_jpeg(torch.frombuffer(buffer, dtype=torch.uint8), mode=ImageReadMode.RGB)
+    return decode_jpeg(torch.frombuffer(buffer, dtype=torch.uint8), mode=ImageReadMode.RGB), "tvio"
 
 
-def _simplejpeg(data: bytes | bytearray, size: int | None) -> torch.Tensor:
+def _simplejpeg(data: bytes | bytearray, size: int | None) -> Decoded:
     import simplejpeg
 
-    return torch.from_numpy(simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True)).permute(2, 0, 1)
+    return torch.from_numpy(simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True)).permute(2, 0, 1), "simplejpeg"
 
 
-_DECODE: dict[str, Callable[[bytes | bytearray, int | None], torch.Tensor]] = {
+_DECODE: dict[str, Callable[[bytes | bytearray, int | None], Decoded]] = {
     "pil": lambda data, size: _pil(data, None),
     "pil-draft": _pil,
     "tvio": _tvio,
@@ -104,11 +113,13 @@ def check_decoder(name: str) -> str:
     return name
 
 
-def decode(decoder: str, data: bytes | bytearray, where: str, size: int | None = None) -> torch.Tensor:
+def decode(decoder: str, data: bytes | bytearray, where: str, size: int | None = None,
+           clock: StageClock | None = None) -> torch.Tensor:
     """Decode ``data`` (the bytes of ``where``) to a (3, H, W) uint8 RGB tensor.
 
     ``size`` is the side the pipeline resizes to next: ``pil-draft`` decodes at the smallest DCT scale that
-    stays at least that large; the other decoders decode at full size.
+    stays at least that large; the other decoders decode at full size. With ``clock``, the decoder that ran
+    counts the image under its name (module docstring).
 
     Raises:
         CorruptImageError: the bytes are not a JPEG, or the decoder failed on them (truncated, corrupt).
@@ -117,8 +128,11 @@ def decode(decoder: str, data: bytes | bytearray, where: str, size: int | None =
     if reason is not None:
         raise CorruptImageError(f"cannot decode image {where}: {reason}; {FIX}")
     try:
-        return _DECODE[decoder](data, size)
+        image, ran = _DECODE[decoder](data, size)
     except (OSError, ValueError, RuntimeError, SyntaxError) as exc:
         detail = " ".join(str(exc).split(", ")[-1].split())[:120]
         raise CorruptImageError(f"cannot decode image {where}: truncated or corrupt JPEG ({decoder}: {detail}); "
                                 f"{FIX}") from None
+    if clock is not None:
+        clock.count(ran)
+    return image

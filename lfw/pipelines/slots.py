@@ -164,8 +164,9 @@ class SlotBatches(Dataset):
                 raise CorruptImageError(f"cannot decode image {path}: truncated, corrupt or not {self.shape[0]} x "
                                         f"{self.shape[1]} ({' '.join(str(exc).split())[:100]}); {FIX}") from None
             decoded = image.shape[:2]
+            self.stage_clock.count("simplejpeg")  # straight into the slot: the decoder counts here
         else:
-            tensor = decode(self.decoder, data, path)
+            tensor = decode(self.decoder, data, path, clock=self.stage_clock)
             decoded = tuple(tensor.shape[1:])
             if decoded == self.shape:
                 out[...] = tensor.permute(1, 2, 0).numpy()

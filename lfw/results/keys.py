@@ -71,6 +71,14 @@ WORKER_START_METHOD = "worker_start_method"  # how they were started: fork, spaw
 PREFETCHED_BATCHES = "prefetched_batches"  # batches iter() asked the workers for: prefetch_factor x workers, or
 # the epoch's batches where it has fewer
 PREFETCH_FACTOR_SEEN = "prefetch_factor_seen"  # the live iterator's own prefetch factor
+# Every round's worker process ids, in worker order, read from the live iterator after its last batch: the same ids
+# in every round where the workers persist, new ones each round where they do not (absent without workers).
+WORKER_PIDS = "worker_pids"
+# Counted inside the loading processes (lfw.measure.stages counts), one list entry per round: the images each
+# decoder decoded under its own name (decode pipelines), and the batches collated from each kind of file index the
+# dataset held there (index group); a decoder or index kind that counted nothing is absent.
+DECODED_IMAGES = "decoded_images"
+INDEX_SEEN = "index_seen"
 BATCH_PINNED = "batch_pinned"  # first batch in pinned memory; None where not read (no accelerator, or no pin_memory)
 STEP_MS_PER_BATCH = "step_ms_per_batch"  # measured time in the training step per batch, mean of a round (ms)
 

@@ -58,7 +58,8 @@ class LoaderCase:
     case reads through a decode pipeline (:mod:`lfw.pipelines`) instead of the preset ``transform``, which
     then only names the ceiling the case is paired with. ``remote``: the case reads LFW from the S3 endpoint the
     benchmarks start, through the latency proxy (:mod:`lfw.remote`). ``lfw_only``: why a user's own dataset
-    does not run the case (it needs LFW's files, presets or index).
+    does not run the case (it needs LFW's files, presets or index). ``count_index``: each loading process counts
+    the kind of file index its dataset reads from, per batch (the index group: what the workers really use).
     """
 
     group: str
@@ -80,6 +81,7 @@ class LoaderCase:
     remote: RemoteCase | None = None
     images: int | None = None  # images per pass when the case sets its own (remote: steady-state passes)
     lfw_only: str | None = None
+    count_index: bool = False
 
     def needs(self) -> Needs:
         """What the case needs to run (:func:`lfw.suite.skips.skip_reason` decides against a session)."""
@@ -112,7 +114,9 @@ class Group:
     ``rounds_quick``: rounds in the quick and smoke profiles when not the profile's own (start-up measurements
     that cost seconds per pass); ``warmup_rounds``: untimed rotation rounds before the timed ones (besides the
     ceiling sweeps that warm every transform up): the persistent-workers group needs one, its first epoch
-    starts the workers.
+    starts the workers. ``min_rounds``: the fewest rounds any run gives the group, timed or not (an untimed smoke
+    run gives it exactly these): the persistent-workers group needs two epochs to show whether the second one's
+    workers are the first one's.
     """
 
     name: str
@@ -120,6 +124,7 @@ class Group:
     cases: tuple[LoaderCase, ...]
     rounds_quick: int | None = None
     warmup_rounds: int = 0
+    min_rounds: int = 1
     _by_id: dict[str, LoaderCase] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -148,8 +153,8 @@ class Group:
 
     def rounds(self, profile: Profile) -> int:
         if self.rounds_quick is not None and not profile.full_matrix:
-            return min(self.rounds_quick, profile.rounds)
-        return profile.rounds
+            return max(self.min_rounds, min(self.rounds_quick, profile.rounds))
+        return max(self.min_rounds, profile.rounds)
 
 
 def _workers_transform() -> Group:
@@ -167,13 +172,13 @@ def _workers_transform() -> Group:
 
 def _one_knob(group: str, knob: str, values: Sequence[Any], ids: Sequence[str],
               per_case: Mapping[str, Mapping[str, Any]] | None = None, *, rounds_quick: int | None = None,
-              warmup_rounds: int = 0, **common: Any) -> Group:
+              warmup_rounds: int = 0, min_rounds: int = 1, **common: Any) -> Group:
     """Two workers, batch 64, preset ``none``, and one LoaderConfig knob set to each value; ``common`` and a case's
     ``per_case`` entry are its other :class:`LoaderCase` fields."""
     return Group(group, (knob,), tuple(
         LoaderCase(group, case_id, {knob: value}, LoaderConfig(**{"batch_size": 64, "num_workers": 2, knob: value}),
                    **{**common, **(per_case or {}).get(case_id, {})})
-        for value, case_id in zip(values, ids, strict=True)), rounds_quick, warmup_rounds)
+        for value, case_id in zip(values, ids, strict=True)), rounds_quick, warmup_rounds, min_rounds)
 
 
 def _decoders() -> Group:
@@ -278,10 +283,10 @@ GROUPS: dict[str, Group] = {g.name: g for g in (
               copy_to_cuda=True),
     Group("index", ("index",), tuple(
         LoaderCase("index", kind, {"index": kind}, LoaderConfig(batch_size=64, num_workers=2, shuffle=True),
-                   index=kind, lfw_only=LFW_FILES, not_quick=QUICK_BUDGET)
+                   index=kind, lfw_only=LFW_FILES, not_quick=QUICK_BUDGET, count_index=True)
         for kind in ("list", "numpy"))),
     _one_knob("persistent-workers", "persistent_workers", (False, True), ("nonpersistent", "persistent"),
-              warmup_rounds=1, epoch_images=True),
+              warmup_rounds=1, min_rounds=2, epoch_images=True),
     _one_knob("prefetch", "prefetch_factor", PREFETCH, [f"prefetch{p}" for p in PREFETCH],
               {"prefetch4": {"not_quick": "prefetch4 is kept out of its time budget (it compares the default 2 "
                                           "with 8)"}}),

@@ -13,8 +13,10 @@ from collections.abc import Mapping, Sequence
 from statistics import median
 from typing import Any
 
+from lfw.data.index import INDEX_KINDS
 from lfw.measure.loader_config import LoaderConfig
 from lfw.measure.loader_pass import PassResult, wait_percentiles_ms
+from lfw.pipelines.decoders import DECODERS
 from lfw.remote.bench import endpoint_shares
 from lfw.remote.law import remote_law
 from lfw.results import keys as K
@@ -78,6 +80,8 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
     if any(r.steps_s for r in results):
         record.measure(K.DATA_WAIT_FRACTION, [r.data_wait_fraction for r in results])
     record.add(loader_facts(results[-1]))
+    if all(r.worker_pids for r in results):
+        record.add({K.WORKER_PIDS: [r.worker_pids for r in results]})
     with_memory = [r.memory for r in results if r.memory is not None]
     if with_memory:
         per_round = [m.as_extra_info() for m in with_memory]
@@ -115,6 +119,14 @@ def loader_facts(result: PassResult) -> dict[str, Any]:
     if result.pinning_available is not None:
         facts[K.BATCH_PINNED] = result.batch_pinned if result.pinning_available else None
     return facts
+
+
+def counted(results: Sequence[PassResult], names: Sequence[str], key: str) -> dict[str, Any]:
+    """The counts of ``names`` the loading processes made in each round (:attr:`StageTotals.counts`), under ``key``
+    as ``{name: [count per round]}`` with only the names that counted something; empty when none did."""
+    per_round = [r.stages.counts if r.stages is not None else {} for r in results]
+    moved = [name for name in names if any(c.get(name) for c in per_round)]
+    return {key: {name: [c.get(name, 0) for c in per_round] for name in moved}} if moved else {}
 
 
 def step_record(results: Sequence[PassResult]) -> dict[str, Any]:
@@ -234,12 +246,15 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
         member = own_decoder_member(case.pipeline)
         record.add(own_decoder_shares(results, per_core=rotation.ceiling(member), member=member, usable_cores=cores))
         record.add(stage_breakdown(results))
+        record.add(counted(results, DECODERS, K.DECODED_IMAGES))
         record.add({K.DECODER: case.pipeline.decoder, K.STORAGE: case.pipeline.storage,
                     K.THREADS: case.pipeline.threads, K.OUTPUT: case.pipeline.output,
                     K.OUTPUT_SIZE: case.pipeline.size, K.BATCHING: case.pipeline.batching})
     else:
         record = pass_record(results, ceilings=rotation.ceiling(f"ceiling-{case.transform}"), workers=workers,
                              usable_cores=cores, capacities=capacities)
+    if case.count_index:
+        record.add(counted(results, INDEX_KINDS, K.INDEX_SEEN))
     record.add(description(transform=case.transform, index=case.index, cache_mode=cache_mode, profile=profile,
                            config=case.config, device=device))
     record.add({K.ROTATION: rotation.info, K.ROTATION_POSITIONS: mine.positions})

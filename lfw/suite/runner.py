@@ -29,14 +29,14 @@ from torch.utils.data import Dataset, Subset, default_collate
 
 from lfw.data.collate import collate_skipping
 from lfw.data.dataset import LFWDataset
-from lfw.data.index import path_at
+from lfw.data.index import INDEX_KINDS, path_at
 from lfw.errors import LFWError
 from lfw.measure.ceiling import CeilingSweep, ParallelCapacity, spread_indices
 from lfw.measure.loader_pass import LoaderPass, sleep_step
 from lfw.measure.page_cache import evict, warm
 from lfw.measure.resources import Limits, loader_need, shortfall
 from lfw.measure.rotation import LoaderMember, Measured, Member, Rotation
-from lfw.measure.stages import TimedCollate, stage_clock_of
+from lfw.measure.stages import IndexCountingCollate, StageClock, TimedCollate, stage_clock_of
 from lfw.pipelines import Pipeline
 from lfw.remote.bench import EndpointCeiling, RemoteMember
 from lfw.remote.dataset import S3LFW
@@ -133,14 +133,17 @@ def case_pass(case: LoaderCase, dataset: Dataset, profile: Profile) -> LoaderPas
     if case.epoch_images and case.pipeline is None:
         data = Subset(dataset, range(min(images, len(dataset))))  # type: ignore[arg-type]
     clock = stage_clock_of(data)
-    collate = None
+    collate: Callable[[list[Any]], Any] | None = None
+    skipping = getattr(data, "on_error", "raise") == "skip"
     if clock is not None:
         if case.config.num_workers > clock.rows - 2:
             raise LFWError(f"{case.id}: {case.config.num_workers} workers, but the dataset's stage clock has rows for "
                            f"{clock.rows - 2}; make it with a larger max_workers")
         if not getattr(data, "yields_batches", False):
-            skipping = getattr(data, "on_error", "raise") == "skip"
             collate = TimedCollate(clock, collate_skipping if skipping else default_collate)
+    elif case.count_index:  # the file index each loading process reads from, counted where it collates
+        clock = StageClock(counts=INDEX_KINDS)
+        collate = IndexCountingCollate(clock, data, collate_skipping if skipping else default_collate)
     loader = case.config.build(data, collate)
     device = "cuda" if case.copy_to_cuda and torch.cuda.is_available() else None
     step = sleep_step(case.step_ms / 1e3) if case.step_ms is not None else None
@@ -257,10 +260,11 @@ class GroupRunner:
         return left_out
 
     def run(self, group: Group, cases: Iterable[LoaderCase], *, timed: bool = True) -> GroupRotation:
-        """Measure ``cases`` of ``group`` interleaved (``timed=False``: one round, no warm-up, as a smoke run)."""
+        """Measure ``cases`` of ``group`` interleaved (``timed=False``: the group's fewest rounds, no warm-up, as a
+        smoke run)."""
         cases = list(cases)
         members, left_out = self.members(cases)
-        rounds = group.rounds(self.profile) if timed else 1
+        rounds = group.rounds(self.profile) if timed else group.min_rounds
         ceilings = [k for k in members if k.startswith(CEILING)]
         rotation = Rotation(members, rounds, group.warmup_rounds if timed else 0, self.seed,
                             warm=ceilings if timed else (), isolate=[c.id for c in cases if c.id in members])
