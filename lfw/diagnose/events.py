@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 from torch.utils.data import Dataset, default_collate, get_worker_info
+from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
 
 MAIN_PROCESS = -1  # worker id of batches loaded in the main process (num_workers=0)
 
@@ -154,9 +155,7 @@ class Stamped:
         self.batch, self.stamp = batch, stamp
 
     def pin_memory(self) -> Stamped:
-        from torch.utils.data._utils.pin_memory import pin_memory
-
-        return Stamped(pin_memory(self.batch), self.stamp)
+        return Stamped(pin_batch(self.batch), self.stamp)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return Stamped, (self.batch, self.stamp)

@@ -32,6 +32,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 from PIL import Image
+from torchvision.io import ImageReadMode, decode_jpeg
 
 from lfw.errors import CorruptImageError, LFWError, check_choice
 from lfw.measure.stages import StageClock
@@ -82,8 +83,6 @@ def _pil(data: bytes | bytearray, size: int | None) -> Decoded:
 
 
 def _tvio(data: bytes | bytearray, size: int | None) -> Decoded:
-    from torchvision.io import ImageReadMode, decode_jpeg
-
     buffer = data if isinstance(data, bytearray) else bytearray(data)
     return decode_jpeg(torch.frombuffer(buffer, dtype=torch.uint8), mode=ImageReadMode.RGB), "tvio"
 
