@@ -27,6 +27,7 @@ from lfw.results import keys as K
 from lfw.suite import matrix
 from lfw.suite.profiles import PROFILES, Profile
 from lfw.suite.runner import ROTATION_SEED, Datasets, GroupRotation, GroupRunner
+from lfw.suite.saving import save_atomically
 from lfw.suite.skips import Session, layers_on
 from lfw.suite.user_dataset import user_dataset
 
@@ -93,7 +94,8 @@ def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> N
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[None]:
     """Around pytest-benchmark's saving (a wrapper outside its own): first note why the run stopped early and
     which selected cases never ran, so an incomplete run is saved marked (:class:`Selection`) under a name ending
-    in ``_incomplete``; then, after every fixture is torn down, exit 130 on Ctrl-C (143 on SIGTERM)."""
+    in ``_incomplete``, and have it saved whole or not at all (:func:`lfw.suite.saving.save_atomically`); then,
+    after every fixture is torn down, exit 130 on Ctrl-C (143 on SIGTERM), 4 if a file could not be saved."""
     config, stop = session.config, session.config.stash[STOP]
     stop.note_end(session, exitstatus)
     keys = [k for item in session.items if (k := H.item_key(item)) is not None]
@@ -111,6 +113,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[N
                 if getattr(bs, option):
                     setattr(bs, option, f"{getattr(bs, option)}_incomplete")
             print(f"\nincomplete run, saved marked so: {incomplete}", file=sys.stderr)
+    saving = save_atomically(bs)
     yield
     H.restore_sigterm(stop)
     if stop.signal is not None:  # the interrupt may have landed in an object's finalizer: not a finding
@@ -119,6 +122,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[N
         _STOPS.pop()
     if stop.exit_code is not None:
         session.exitstatus = stop.exit_code
+    elif saving.failed:  # the run could not be saved (a full disk): the machine failed, its one line printed
+        session.exitstatus = saving.exit_code
 
 
 def _selection(config: pytest.Config) -> Selection:

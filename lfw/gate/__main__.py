@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from lfw.cli.args import OneLineParser
+from lfw.cli.saving import write_atomic
 from lfw.errors import EXIT_MEASUREMENT, LFWError, MeasurementError, cli_entry
 from lfw.gate.ab import DEFAULT_CASES, ABPlan, parse_cases, run_ab
 from lfw.gate.compare import EXIT_INCOMPLETE, compare_runs
@@ -181,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     verdict = two_file_verdict(report, baseline, current, th, exit_code=2 if error else report.exit_code, error=error)
     print(render(verdict, th, show_all=args.all))
     if args.json_report:
-        args.json_report.write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+        write_atomic(args.json_report, json.dumps(report.to_dict(), indent=2) + "\n")
     publish(verdict, args)
     if error:
         raise LFWError(error)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from lfw.cli.args import OneLineParser
+from lfw.cli.saving import write_atomic
 from lfw.errors import LFWError, MeasurementError, cli_entry
 from lfw.measure.callgrind import unavailable_reason, valgrind_version
 
@@ -157,7 +158,7 @@ def run_child(root: Path, presets: Sequence[str], batch_size: int, batches: int,
 
     for preset in presets:  # after every instruction count: the audit hook that counts opens stays installed
         images[preset]["moves"] = count_moves(config.build(LFWDataset(root, transform=preset)), batches).per_image()
-    result_path.write_text(json.dumps(images))
+    write_atomic(result_path, json.dumps(images))
 
 
 @cli_entry

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import quote
 
+from lfw.cli.saving import write_atomic
 from lfw.report.accelerators import accelerators_section
 from lfw.report.chart_compare import NOT_JUDGED
 from lfw.report.findings import CV_WARN, Findings, case_cells, find
@@ -188,5 +189,4 @@ def markdown(report: Report) -> str:
 
 
 def write_summary(report: Report) -> Path:
-    report.readme.write_text(markdown(report), encoding="utf-8")
-    return report.readme
+    return write_atomic(report.readme, markdown(report))

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
+from lfw.cli.saving import write_atomic
 from lfw.errors import LFWError
 from lfw.results import keys as K
 from lfw.results.record import schema_version
@@ -365,6 +366,4 @@ def write_run(path: Path, records: Iterable[Mapping[str, Any]], *, machine: Mapp
     doc = {"machine_info": dict(machine), "commit_info": dict(commit), "benchmarks": list(records),
            "datetime": datetime, "version": __version__}
     parse_run(doc, str(path), path)  # what lfw-bench writes, it can read
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    return path
+    return write_atomic(path, json.dumps(doc, indent=2) + "\n", exclusive=True)
