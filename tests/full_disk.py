@@ -190,6 +190,21 @@ def cli_mprof(folder: Path) -> int:
     return 0
 
 
+def screening_earlier(folder: Path) -> None:
+    from lfw.data.synth import synthesize
+
+    synthesize(folder.parent / f"{folder.name}-tree", images=4, seed=0, workers=1, progress=False)
+    earlier("earlier.json")(folder)
+
+
+def screening_cache(folder: Path) -> int:
+    """The skip option's cached screen of a tree (:mod:`lfw.data.screen`)."""
+    from lfw.data.screen import screen_tree
+
+    screen_tree(folder.parent / f"{folder.name}-tree", cache_dir=folder)
+    return 0
+
+
 class Writer(NamedTuple):
     prepare: Callable[[Path], None]  # what was saved before the disk filled
     write: Callable[[Path], int]  # the writer itself: its exit code
@@ -211,6 +226,7 @@ WRITERS: dict[str, Writer] = {
     "history store": Writer(history_earlier, history_store),
     "history export": Writer(earlier("metrics.json"), history_export),
     "python -m lfw -mprof": Writer(earlier("timing.dat"), cli_mprof),
+    "screening cache": Writer(screening_earlier, screening_cache),
 }
 
 

@@ -1,6 +1,6 @@
 """A full disk never leaves a corrupt file: every writer of a file that a later command reads (the autosaved run
 through the plugin, --benchmark-json, verdict.json, the gate's pages, the A/B runs, the report's pages and charts,
-the history store, the CLI's -mprof) saves whole or not at all, says in one line which
+the history store, the CLI's -mprof, the skip option's screen) saves whole or not at all, says in one line which
 file, the bytes it needed and the bytes free, ends with exit 4, and leaves the folder as it was.
 
 As root, each writer meets a real full file system: ``tests/full_disk.py`` runs inside ``unshare -m`` with a

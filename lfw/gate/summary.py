@@ -33,7 +33,7 @@ EXIT_MEANING = {
     2: "unusable input: the gate could not judge what it was asked to",
     3: "A/B inconclusive (noisy: rerun): the pairs could neither show nor rule out a regression; never a silent pass",
     4: "measurement failed: a side crashed or timed out, or valgrind failed",
-    5: "incomplete: a baseline case is missing, or nothing was compared; never a pass",
+    5: "incomplete: a baseline case is missing, nothing was compared, or the runs read different images; never a pass",
 }
 
 

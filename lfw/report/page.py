@@ -46,6 +46,8 @@ def findings_section(report: Report, f: Findings | None = None) -> list[str]:
     """``## Findings``: best configuration, recommendation with its evidence, pipeline, remote, memory, noise."""
     f = f if f is not None else find(report.run, report.verdicts)
     lines = ["## Findings", ""]
+    if f.skipped_images:
+        lines.append(f"- **Skipped images:** {f.skipped_images}.")
     if f.best is not None:
         eff = f.best.number(K.EFFICIENCY)
         eff_text = (f"efficiency {eff:.0%} of its ceiling {f.best.number('ceiling_images_per_s') or 0:,.0f} "

@@ -225,6 +225,13 @@ class Run:
         s = self.selection
         return s.incomplete if s is not None and (s.stopped or s.not_run) else None
 
+    @property
+    def skipped_images(self) -> tuple[int, tuple[str, ...]]:
+        """How many unreadable images the run left out (the skip option, :mod:`lfw.data.screen`), and the first
+        few by name; (0, ()) for a run that read every image."""
+        count, names = self.machine.get(K.SKIPPED_IMAGES, 0), self.machine.get(K.SKIPPED_IMAGE_FILES, ())
+        return (int(count) if _is_number(count) else 0), tuple(map(str, names if isinstance(names, list) else ()))
+
     def group(self, name: str | None) -> list[Case]:
         """Cases of one benchmark group (``None``: the cases that have none)."""
         return [c for c in self.cases if c.group == name]
