@@ -51,8 +51,11 @@ def damaged(tree_copy: Path) -> tuple[Path, list[str]]:
 
 
 def test_the_cli_error_names_its_flag_and_the_flag_skips_and_names_them(damaged: tuple[Path, list[str]],
+                                                                        tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
     tree, bad = damaged
+    monkeypatch.setenv("LFW_CACHE", str(tmp_path / "cache"))  # the screen's cache, not the user's
     args = ["-path_to_folder", str(tree), "-batch_size", "8", "-get_timing", "-repetitions", "1"]
     assert cli_main(args) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
@@ -76,10 +79,11 @@ def test_a_screen_is_cached_and_its_view_holds_the_readable_images_only(damaged:
         assert len(list(Pipeline(decoder).dataset(view))) == 36
     monkeypatch.setattr(screen, "pil_loader", lambda path: pytest.fail("a cached screen decodes nothing"))
     assert screen_tree(tree, cache_dir=tmp_path / "cache") == (view, screening)
-    (tree / bad[0]).unlink()  # the tree changed: screened again
+    (tree / bad[0]).unlink()  # the tree changed: screened again, and its older view removed
     monkeypatch.undo()
-    _, again = screen_tree(tree, cache_dir=tmp_path / "cache")
+    newer, again = screen_tree(tree, cache_dir=tmp_path / "cache")
     assert again.checked == 39 and len(again.skipped) == 3
+    assert [p.parent for p in (tmp_path / "cache" / "screened").glob("*/screening.json")] == [newer.parent]
 
 
 def test_without_the_option_every_decoder_names_the_entry_points_option(damaged: tuple[Path, list[str]],

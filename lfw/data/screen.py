@@ -13,8 +13,10 @@ non-JPEG file fails). When some fail, the run reads a *view* of the tree: a fold
 folders hold links (hard links; symbolic links across file systems) to the readable images only, so every dataset,
 decode pipeline, tar shard and memmap built from a root sees the same images and needs no option of its own. A
 screen is cached under the tree's file names, sizes and modification times: the next run over the same tree
-decodes nothing twice. A user's own dataset is screened item by item (:func:`find_unreadable` over its items)
-and read through a ``Subset`` of the readable ones (:mod:`lfw.suite.user_dataset`).
+decodes nothing twice; a tree keeps one view (an older one is removed when the tree changes, so its links do not
+keep deleted or replaced files on the disk). A user's own dataset is screened item by item
+(:func:`find_unreadable` over its items) and read through a ``Subset`` of the readable ones
+(:mod:`lfw.suite.user_dataset`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -107,6 +110,7 @@ def screen_tree(root: str | os.PathLike[str],
     if len(skipped) == len(names):
         raise LFWError(f"no readable image under {scan.image_root}: all {len(names):,} failed, e.g. "
                        f"{skipped[0][0]} ({skipped[0][1]})")
+    _forget_older(folder, str(scan.image_root))
     if not skipped:
         return scan.image_root, screening
     return _view(scan.paths, names, {name for name, _ in skipped}, folder / "lfw"), screening
@@ -119,6 +123,18 @@ def _key(image_root: Path, paths: Sequence[str], names: Sequence[str]) -> str:
         stat = os.stat(path)
         digest.update(f"\n{name}\t{stat.st_size}\t{stat.st_mtime_ns}".encode())
     return digest.hexdigest()[:16]
+
+
+def _forget_older(folder: Path, tree: str) -> None:
+    """Remove the other screens (and views) of ``tree`` beside ``folder``: the tree changed since they were made."""
+    for other in folder.parent.iterdir():
+        if other != folder and other.is_dir():
+            try:
+                same = json.loads((other / "screening.json").read_text(encoding="utf-8")).get("tree") == tree
+            except (OSError, ValueError, AttributeError):
+                continue
+            if same:
+                shutil.rmtree(other, ignore_errors=True)
 
 
 def _cached(record: Path) -> list[tuple[str, str]] | None:
