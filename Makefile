@@ -11,6 +11,9 @@ PROFILE ?= quick
 LAYERS ?= --bench-remote
 PYTEST_ARGS ?=
 GATE_ARGS ?=
+# SKIP_BAD_IMAGES=1: unreadable images (truncated, not JPEG) are found first and left out, each run saying how many
+# and which; the gate compares such a run only with one that skipped as many (docs/faults.md).
+SKIP_ARGS = $(if $(SKIP_BAD_IMAGES),--bench-skip-bad-images)
 # The runner class names the baseline: cpu-<cores>core or gpu (LFW_RUNNER overrides). A runner class with no
 # baseline of its own is gated against the 2-core one in portable mode (efficiency, not images/s).
 RUNNER = $(shell $(PY) -c "from lfw.measure.machine import runner_class; print(runner_class())")
@@ -96,12 +99,12 @@ test-small-shm: $(STAMP)
 	unshare -m sh -c 'mount -t tmpfs -o size=$(SHM) tmpfs /dev/shm && df -h /dev/shm && $(MAKE) test'
 
 bench: $(STAMP)
-	$(LOCK) $(PY) -m pytest benchmarks --bench-profile $(PROFILE) $(LAYERS) --benchmark-autosave $(PYTEST_ARGS)
+	$(LOCK) $(PY) -m pytest benchmarks --bench-profile $(PROFILE) $(LAYERS) --benchmark-autosave $(SKIP_ARGS) $(PYTEST_ARGS)
 	$(PY) -m lfw.report --out reports
 
 # The remote layer alone: LFW on a local S3 endpoint (moto) behind the latency/fault proxy, both on 127.0.0.1.
 remote: $(STAMP)
-	$(LOCK) $(PY) -m pytest benchmarks -k remote --bench-remote --benchmark-autosave $(PYTEST_ARGS)
+	$(LOCK) $(PY) -m pytest benchmarks -k remote --bench-remote --benchmark-autosave $(SKIP_ARGS) $(PYTEST_ARGS)
 	$(PY) -m lfw.report --out reports/remote
 
 # The two-file gate: the quick profile plus the cost layer (instruction counts under valgrind) and the remote layer
@@ -116,7 +119,7 @@ gate: $(STAMP)
 	@test -f $(BASELINE) || { echo "error: no baseline $(BASELINE); make one with: make baseline" >&2; exit 2; }
 	@mkdir -p reports
 	@rm -f $(GATE_JSON); status=0; $(LOCK) $(PY) -m pytest benchmarks --bench-profile $(PROFILE) --bench-cost $(LAYERS) \
-	  --benchmark-autosave --benchmark-json=$(GATE_JSON) $(PYTEST_ARGS) || status=$$?; \
+	  --benchmark-autosave --benchmark-json=$(GATE_JSON) $(SKIP_ARGS) $(PYTEST_ARGS) || status=$$?; \
 	test -f $(GATE_JSON) || exit $$status; \
 	$(PY) -m lfw.report $(GATE_JSON) --out reports > /dev/null || echo "note: the run's charts were not drawn" >&2; \
 	$(PY) -m lfw.gate $(BASELINE) $(GATE_JSON) $(GATE_ARGS) || status=$$?; \
@@ -128,7 +131,7 @@ gate-ab: $(STAMP)
 	$(LOCK) $(PY) -m lfw.gate --ab $(BASE) $(if $(AB_CASES),-k "$(AB_CASES)") $(GATE_ARGS)
 
 cost: $(STAMP)
-	$(LOCK) $(PY) -m pytest benchmarks -k cost --bench-cost --benchmark-autosave $(PYTEST_ARGS)
+	$(LOCK) $(PY) -m pytest benchmarks -k cost --bench-cost --benchmark-autosave $(SKIP_ARGS) $(PYTEST_ARGS)
 
 # The gate's false-alarm and catch rates on this runner, appended to benchmarks/gate_rates/<KIND>.jsonl.
 # No lock here: each run (make gate, the A/B runner) takes the machine on its own.
@@ -146,7 +149,7 @@ baseline: $(STAMP)
 	@if [ -e $(OWN_BASELINE) ] && [ "$(FORCE)" != 1 ]; then \
 	  echo "error: $(OWN_BASELINE) exists; refresh it deliberately with: make baseline FORCE=1" >&2; exit 2; fi
 	$(LOCK) $(PY) -m pytest benchmarks --bench-profile $(PROFILE) --bench-cost $(LAYERS) \
-	  --benchmark-autosave --benchmark-json=$(OWN_BASELINE).tmp $(PYTEST_ARGS) && mv $(OWN_BASELINE).tmp \
+	  --benchmark-autosave --benchmark-json=$(OWN_BASELINE).tmp $(SKIP_ARGS) $(PYTEST_ARGS) && mv $(OWN_BASELINE).tmp \
 	  $(OWN_BASELINE)
 	@echo "baseline saved: $(OWN_BASELINE) (commit it with a message that says why it changed)"
 

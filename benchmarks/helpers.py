@@ -216,13 +216,14 @@ def skip_unless_remote_installed() -> None:
 
 def dataset_facts(source: DataSource, bench: Session, user: Any) -> dict[str, Any]:
     """What ``machine_info`` records about the data: LFW's tree (real or synthetic), or the user's dataset."""
+    screening = getattr(user, "screening", None) if bench.user_dataset else source.screening
     if bench.user_dataset:
         facts: dict[str, Any] = {"dataset_kind": "user", "dataset_path": bench.user_dataset, "dataset_files": len(user)}
     else:
         files, size = tree_stats(source.path)
-        facts = {"dataset_kind": source.kind, "dataset_path": str(source.path), "dataset_files": files,
+        facts = {"dataset_kind": source.kind, "dataset_path": source.tree, "dataset_files": files,
                  "dataset_bytes": size}
-    return {**facts, "worker_cap": worker_cap(bench.cores)}
+    return {**facts, **(screening.facts() if screening else {}), "worker_cap": worker_cap(bench.cores)}
 
 
 def record_rotated(request: pytest.FixtureRequest, benchmark: Any, bench: Session,

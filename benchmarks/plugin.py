@@ -10,14 +10,15 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import pytest
 import torch
 
 from benchmarks import helpers as H
-from lfw.data.root import DataSource, resolve_root
-from lfw.errors import LFWError
+from lfw.data.root import DataSource, resolve_root, screened
+from lfw.errors import LFWError, name_skip_option
 from lfw.measure import machine
 from lfw.measure.page_cache import CACHE_MODES
 from lfw.measure.resources import usable_cores
@@ -27,8 +28,9 @@ from lfw.results import keys as K
 from lfw.suite import matrix
 from lfw.suite.profiles import PROFILES, Profile
 from lfw.suite.runner import ROTATION_SEED, Datasets, GroupRotation, GroupRunner
+from lfw.suite.saving import save_atomically
 from lfw.suite.skips import Session, layers_on
-from lfw.suite.user_dataset import user_dataset
+from lfw.suite.user_dataset import SKIP_HINT, SKIP_OPTION, user_dataset
 
 torch.set_num_threads(1)
 OUTCOMES: pytest.StashKey[dict[str, Outcome]] = pytest.StashKey()  # case key -> how it ended
@@ -47,6 +49,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--bench-cost", action="store_true", help="add the cost layer (valgrind) to the quick profile")
     group.addoption("--bench-remote", action="store_true", help="add the remote layer (local S3) to the quick profile")
     group.addoption("--bench-dataset", metavar="MODULE:FACTORY", help="run the knob groups on your own Dataset")
+    group.addoption(SKIP_OPTION, action="store_true", help="find unreadable images first and leave them out "
+                    "of the run (recorded; the gate compares it only with a run that skipped as many)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -55,14 +59,16 @@ def pytest_configure(config: pytest.Config) -> None:
     _STOPS.append(config.stash[STOP])  # pytest_keyboard_interrupt is given no config to find it in
     H.interrupt_on_sigterm(config.stash[STOP])
     profile, spec = PROFILES[config.getoption("--bench-profile")], config.getoption("--bench-dataset")
+    skip_bad = config.getoption(SKIP_OPTION)
+    config.add_cleanup(partial(name_skip_option, name_skip_option(SKIP_HINT)))  # what corrupt-image errors name
     try:
-        config.stash[USER_DATASET] = user_dataset(spec) if spec else None
+        config.stash[USER_DATASET] = user_dataset(spec, skip_bad) if spec else None
     except LFWError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[H.BENCH_SESSION] = Session(profile, layers_on(
         profile, cost=config.getoption("--bench-cost"), remote=config.getoption("--bench-remote"),
         keyword=config.getoption("keyword") or ""), usable_cores(), torch.cuda.is_available(), user_dataset=spec,
-        cache_mode=config.getoption("--bench-cache-mode"))
+        cache_mode=config.getoption("--bench-cache-mode"), skip_bad_images=skip_bad)
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
@@ -93,7 +99,8 @@ def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> N
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[None]:
     """Around pytest-benchmark's saving (a wrapper outside its own): first note why the run stopped early and
     which selected cases never ran, so an incomplete run is saved marked (:class:`Selection`) under a name ending
-    in ``_incomplete``; then, after every fixture is torn down, exit 130 on Ctrl-C (143 on SIGTERM)."""
+    in ``_incomplete``, and have it saved whole or not at all (:func:`lfw.suite.saving.save_atomically`); then,
+    after every fixture is torn down, exit 130 on Ctrl-C (143 on SIGTERM), 4 if a file could not be saved."""
     config, stop = session.config, session.config.stash[STOP]
     stop.note_end(session, exitstatus)
     keys = [k for item in session.items if (k := H.item_key(item)) is not None]
@@ -111,6 +118,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[N
                 if getattr(bs, option):
                     setattr(bs, option, f"{getattr(bs, option)}_incomplete")
             print(f"\nincomplete run, saved marked so: {incomplete}", file=sys.stderr)
+    saving = save_atomically(bs)
     yield
     H.restore_sigterm(stop)
     if stop.signal is not None:  # the interrupt may have landed in an object's finalizer: not a finding
@@ -119,6 +127,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[N
         _STOPS.pop()
     if stop.exit_code is not None:
         session.exitstatus = stop.exit_code
+    elif saving.failed:  # the run could not be saved (a full disk): the machine failed, its one line printed
+        session.exitstatus = saving.exit_code
 
 
 def _selection(config: pytest.Config) -> Selection:
@@ -151,8 +161,11 @@ def profile(bench: Session) -> Profile:
 
 @pytest.fixture(scope="session")
 def lfw_source(bench: Session, pytestconfig: pytest.Config) -> DataSource:
-    """LFW_ROOT if set, else the profile's synthetic tree (made once in the cache, with a progress bar)."""
+    """LFW_ROOT if set, else the profile's synthetic tree (made once in the cache, with a progress bar); with
+    --bench-skip-bad-images, its view without the unreadable images."""
     source = resolve_root(synthetic_images=bench.profile.synthetic_images)
+    if bench.skip_bad_images and not bench.user_dataset:
+        source = screened(source)
     pytestconfig.stash[H.SESSION_FACTS].update(H.dataset_facts(source, bench, pytestconfig.stash[USER_DATASET]))
     return source
 

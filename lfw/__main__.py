@@ -1,12 +1,14 @@
 """``python -m lfw``: the course exercise's ``lfw_dataset.py``, with its bugs fixed.
 
 Accepts the course's single-dash flags exactly (``-path_to_folder``, ``-batch_size``, ``-num_workers``,
-``-visualize_batch``, ``-get_timing``, ``-batches_to_check``) and double-dash aliases, plus ``-transform`` and
-``-index``. Fixed against the original: ``-num_workers`` defaults to 0 (``None`` crashed the DataLoader);
-timing passes over exactly ``batches_to_check`` batches (the original loaded N + 2) and says when the dataset
-has fewer; the result line is a real f-string; timing goes through the shared measurement primitive, so it
-reports the same numbers as the benchmarks (after one warm-up pass, as they do), with images/s beside seconds,
-and with one intra-op thread as they pin it (``-threads`` changes it; the count is printed).
+``-visualize_batch``, ``-get_timing``, ``-batches_to_check``) and double-dash aliases, plus ``-transform``,
+``-index`` and ``-skip_bad_images`` (unreadable images found first and left out, :mod:`lfw.data.screen`; without
+it, a corrupt image's one-line error names the flag). Fixed against the original: ``-num_workers`` defaults to 0
+(``None`` crashed the DataLoader); timing passes over exactly ``batches_to_check`` batches (the original loaded
+N + 2) and says when the dataset has fewer; the result line is a real f-string; timing goes through the shared
+measurement primitive, so it reports the same numbers as the benchmarks (after one warm-up pass, as they do),
+with images/s beside seconds, and with one intra-op thread as they pin it (``-threads`` changes it; the count is
+printed).
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ from lfw.cli.args import OneLineParser
 from lfw.data.dataset import LFWDataset
 from lfw.data.index import INDEX_KINDS
 from lfw.data.root import resolve_root
+from lfw.data.screen import screen_tree
 from lfw.data.transforms import PRESETS
 from lfw.data.visualize import check_output, save_batch_grid
-from lfw.errors import cli_entry
+from lfw.errors import cli_entry, name_skip_option
 from lfw.measure import LoaderConfig, LoaderPass
 from lfw.measure.printout import check_path, report_timing
 
 MIB = 1024 * 1024
+SKIP_FLAG = "-skip_bad_images"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-threads", "--threads", type=int, default=1,
                         help="torch intra-op threads in this process (default 1, as the benchmarks pin it)")
     parser.add_argument("-out", "--out", default="lfw_batch.png", help="where -visualize_batch saves its PNG")
+    parser.add_argument(SKIP_FLAG, "--skip_bad_images", "--skip-bad-images", action="store_true",
+                        help="leave unreadable images (truncated, empty, not JPEG) out: all are checked first, and "
+                             "how many were skipped, and which, is printed")
     parser.add_argument("-mprof", "--mprof", type=Path, default=None, metavar="FILE",
                         help="with -get_timing: memory-profiler samples the process tree's PSS through the passes "
                              "and writes its timeline to FILE (mprof plot FILE draws it)")
@@ -60,6 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
 @cli_entry
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    previous = name_skip_option(SKIP_FLAG)  # a corrupt image's error names this flag
+    try:
+        return run(args)
+    finally:
+        name_skip_option(previous)
+
+
+def run(args: argparse.Namespace) -> int:
     config = LoaderConfig(batch_size=args.batch_size, num_workers=args.num_workers)  # checks values first
     if args.repetitions <= 0:
         build_parser().error(f"-repetitions must be a positive integer, got {args.repetitions}")
@@ -75,7 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         check_path(args.mprof)
     torch.set_num_threads(args.threads)
     source = resolve_root(args.path_to_folder or None)
-    dataset = LFWDataset(source.path, transform=args.transform, index=args.index)
+    root = source.path
+    if args.skip_bad_images:
+        root, screening = screen_tree(root)
+        print(screening.summary())
+    dataset = LFWDataset(root, transform=args.transform, index=args.index)
     loader = config.build(dataset)
     print(f"LFW ({source.kind}) at {dataset.root}: {len(dataset)} images of {len(dataset.classes)} people, "
           f"{len(loader)} batches of {args.batch_size}, {args.num_workers} workers, "

@@ -44,6 +44,28 @@ class CorruptImageError(LFWError):
     """An image file that PIL cannot decode (truncated, not a JPEG, zero bytes)."""
 
 
+# The option that skips unreadable images in the entry point that runs (python -m lfw's flag, the suite's pytest
+# option), set by it for its corrupt-image errors to name; DataLoader workers and child processes inherit it.
+SKIP_OPTION_ENV = "LFW_SKIP_OPTION"
+DATASET_SKIP_OPTION = "on_error='skip'"
+
+
+def corrupt_image_fix() -> str:
+    """The fix a corrupt-image error ends with: replace the file, or the running entry point's skip option
+    (:data:`SKIP_OPTION_ENV`), else the datasets' own ``on_error='skip'``."""
+    return f"replace the file or use {os.environ.get(SKIP_OPTION_ENV) or DATASET_SKIP_OPTION}"
+
+
+def name_skip_option(option: str | None) -> str | None:
+    """Make corrupt-image errors name ``option`` (None: the datasets' argument); returns the option it replaces."""
+    previous = os.environ.get(SKIP_OPTION_ENV)
+    if option is None:
+        os.environ.pop(SKIP_OPTION_ENV, None)
+    else:
+        os.environ[SKIP_OPTION_ENV] = option
+    return previous
+
+
 def check_choice(what: str, value: object, choices: Collection[T], hint: str = "") -> T:
     """``value`` if it is one of ``choices``, else ``unknown <what> <value>; choose one of: ...<hint>`` as an
     LFWError."""

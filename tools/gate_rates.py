@@ -37,6 +37,7 @@ from statistics import median
 from typing import Any
 
 from lfw.cli.args import OneLineParser
+from lfw.cli.saving import append_atomic, write_atomic
 from lfw.errors import LFWError, cli_entry
 from lfw.gate.ab import ABPlan
 from lfw.gate.counting import kill_group
@@ -62,10 +63,7 @@ def cache(repo: Path) -> str:
 
 
 def append(kind: str, record: dict[str, Any], outcomes: Path) -> None:
-    path = outcomes / f"{kind}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        handle.write(json.dumps(record, sort_keys=True) + "\n")
+    append_atomic(outcomes / f"{kind}.jsonl", json.dumps(record, sort_keys=True) + "\n")
 
 
 def run_logged(command: Sequence[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[int, float]:
@@ -142,7 +140,7 @@ def run_gate(repo: Path, raw: Path, commit: str) -> dict[str, Any]:
     with checkout(repo, commit) as tree:
         code, seconds = run_logged(["make", "-o", str(venv / ".installed"), "gate", f"VENV={venv}"], tree, env, log)
         if (tree / "reports" / "gate-run.json").exists():
-            shutil.copy(tree / "reports" / "gate-run.json", raw / "gate-run.json")
+            write_atomic(raw / "gate-run.json", (tree / "reports" / "gate-run.json").read_bytes())
     return gate_record(raw, code, seconds, log)
 
 

@@ -2,8 +2,8 @@
 # Re-run the commands whose figures the README and docs/ quote and keep their output in docs/runs/, one file each, so
 # every figure there traces to a committed output. Each takes the machine on its own (run nothing beside it).
 #
-#   bash tools/record.sh [make-bench|remote|decoders|process-pairs|cost|diagnose|distributed|small-shm|interrupted]
-#   (default: all but the last two; small-shm mounts a tmpfs on /dev/shm and needs root)
+#   bash tools/record.sh [make-bench|remote|decoders|process-pairs|cost|diagnose|distributed|small-shm|interrupted|faults]
+#   (default: all but the last three; small-shm and faults mount a tmpfs and need root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -206,6 +206,53 @@ interrupted() {  # Ctrl-C during make bench: what it leaves behind, and what mak
     echo "--- python -m lfw.history show .benchmarks"
     $PY -m lfw.history show .benchmarks --out /tmp/lfw-history 2>&1 | grep -e 'incomplete' | head -2 || true
   } > "$STAGE"/runs/interrupted.txt 2>&1
+}
+
+faults() {  # a full disk during an autosave; a tree with 50 truncated files through make bench, the report and the gate
+  disk=$(mktemp -d) bad=$(mktemp -d)
+  { stamp "an autosave into a folder with 12 KB free (root: unshare -m, a 96 KB tmpfs on the storage folder)"
+    unshare -m sh -c '
+      mount -t tmpfs -o size=96k tmpfs "$1"
+      run() {
+        status=0; make bench PROFILE=smoke LAYERS= PYTEST_ARGS="-k bs16 --benchmark-storage=file://$1" \
+          > "$2" 2>&1 || status=$?
+        tr "\r" "\n" < "$2" | grep -E -e "^error:" -e "Saved benchmark data" -e "[0-9]+ passed" -e "^make.*bench\]"
+        echo "make exit status: $status"; }
+      echo "--- an earlier run, saved while there is room"; run "$1" /tmp/lfw-faults-1.log
+      store=$(dirname "$(ls "$1"/*/0001_*.json)")
+      avail=$(df -B1 --output=avail "$1" | tail -1); head -c $((avail - 12288)) /dev/zero > "$1/filler"
+      echo "free before the second run: $(df -B1 --output=avail "$1" | tail -1) bytes"
+      ls -a "$store"; sha256sum "$store"/*.json
+      echo "--- make bench again, with 12 KB free"; run "$1" /tmp/lfw-faults-2.log
+      echo "--- the folder after it (no new file, no temporary file; the earlier run byte-identical)"
+      ls -a "$store"; sha256sum "$store"/*.json
+      rm -f /tmp/lfw-faults-1.log /tmp/lfw-faults-2.log' sh "$disk"
+    echo
+    stamp "LFW_ROOT at the quick profile's 2,000-image tree with 50 files truncated to half their size"
+    cp -r .cache/lfw-bench/synthetic-lfw-2000-seed0/lfw "$bad/lfw"
+    $PY -c 'import sys, pathlib
+paths = sorted(pathlib.Path(sys.argv[1]).glob("*/*.jpg"))
+for p in paths[::40][:50]: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
+print(f"truncated 50 of {len(paths)} files, every 40th by name: {paths[0].parent.name}/{paths[0].name}, ...")' "$bad/lfw"
+    echo "--- make bench LAYERS= PYTEST_ARGS='-k workers2-none' (without the option: the case fails, naming it)"
+    LFW_ROOT="$bad/lfw" make bench LAYERS= PYTEST_ARGS="-k workers2-none" 2>&1 | tr '\r' '\n' \
+      | grep -E -e 'cannot decode' -e '[0-9]+ (passed|failed)' | cut -c1-400 || true
+    echo "--- LFW_ROOT=<that tree> make bench SKIP_BAD_IMAGES=1 (the quick profile and the remote layer)"
+    start=$(date +%s)
+    LFW_ROOT="$bad/lfw" make bench SKIP_BAD_IMAGES=1 2>&1 | tr '\r' '\n' \
+      | grep -E -e '[0-9]+ (passed|failed)' -e '^SKIPPED IMAGES' -e '^INCOMPLETE' -e '^report:' -e '^make.*Error' || true
+    echo "make bench ended after $(( $(date +%s) - start )) s"
+    run=$(ls -t .benchmarks/*/*.json | head -1)
+    echo "--- the run it saved, $(basename "$run"): what its machine_info records"
+    $PY -c 'import sys; from lfw.results import load_run; r = load_run(sys.argv[1])
+print({k: r.machine[k] for k in ("dataset_path", "dataset_files", "skipped_images", "skipped_image_files")})' "$run"
+    echo "--- python -m lfw.gate benchmarks/baselines/cpu-2core.json <that run> (a clean run against it)"
+    status=0
+    $PY -m lfw.gate benchmarks/baselines/cpu-2core.json "$run" --summary-md "$disk/gate.md" \
+      --verdict-json "$disk/verdict.json" || status=$?
+    echo "gate exit status: $status"
+  } > "$STAGE"/runs/faults.txt 2>&1
+  rm -rf "$disk" "$bad"
 }
 
 for what in "${@:-make-bench bench-dataset remote decoders process-pairs cost diagnose distributed}"; do

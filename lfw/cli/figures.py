@@ -21,6 +21,8 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 from matplotlib.transforms import ScaledTranslation, Transform
 
+from lfw.cli.saving import write_figure
+
 matplotlib.rcParams["svg.hashsalt"] = "lfw-bench"  # stable SVG ids: the same run gives the same file
 
 FORMATS = ("png", "svg")
@@ -101,8 +103,7 @@ def save_figure(fig: Figure, out_dir: Path, stem: str, formats: Iterable[str] = 
     for fmt in formats:
         path = out_dir / f"{stem}.{fmt}"
         metadata = {"Date": None} if fmt == "svg" else {"Software": "lfw-bench"}
-        fig.savefig(path, dpi=DPI, format=fmt, metadata=metadata)
-        paths.append(path)
+        paths.append(write_figure(fig, path, dpi=DPI, format=fmt, metadata=metadata))
     return paths
 
 

@@ -23,11 +23,13 @@ from torch.utils.data import Dataset
 
 from lfw.data.index import IndexKind, check_index_kind, make_index, path_at
 from lfw.data.transforms import get_preset
-from lfw.errors import CorruptImageError, LFWError
+from lfw.errors import CorruptImageError, LFWError, corrupt_image_fix
 
 JPEG_SUFFIXES = (".jpg", ".jpeg")
 IMAGE_DIR_NAMES = ("lfw", "lfw_funneled", "lfw-deepfunneled", "lfw-py")
 OnError = Literal["raise", "skip"]
+# What reading an unreadable image raises: this module's own error, or Pillow's (truncated, unidentified, bad data).
+UNREADABLE = (CorruptImageError, OSError, UnidentifiedImageError, SyntaxError, ValueError)
 
 
 def pil_loader(path: str) -> Image.Image:
@@ -38,8 +40,8 @@ def pil_loader(path: str) -> Image.Image:
     """
     with Image.open(path) as img:
         if img.format != "JPEG":
-            raise CorruptImageError(f"cannot decode image {path}: {img.format} data, not a JPEG; replace the file "
-                                    "or use on_error='skip'")
+            raise CorruptImageError(f"cannot decode image {path}: {img.format} data, not a JPEG; "
+                                    f"{corrupt_image_fix()}")
         return img.convert("RGB")
 
 
@@ -163,14 +165,14 @@ class LFWDataset(Dataset):
         path = path_at(self.paths, i)
         try:
             image = self.loader(path)
-        except (CorruptImageError, OSError, UnidentifiedImageError, SyntaxError, ValueError) as exc:
+        except UNREADABLE as exc:
             if self.on_error == "skip":
                 self.bad_files += 1
                 return None
             if isinstance(exc, CorruptImageError):  # a loader that already names the file and what is wrong
                 raise
             raise CorruptImageError(f"cannot decode image {path} ({type(exc).__name__}: {exc}); "
-                                    "replace the file or use on_error='skip'") from None
+                                    f"{corrupt_image_fix()}") from None
         sample = self.transform(image) if self.transform is not None else image
         return sample, int(self.labels[i])
 

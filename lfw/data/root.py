@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lfw.data.dataset import find_image_root, list_dir
+from lfw.data.screen import Screening, screen_tree
 from lfw.data.sizes import SYNTHETIC_SIZES
 from lfw.data.synth import cached_tree
 
@@ -15,10 +16,23 @@ DEFAULT_SYNTHETIC_IMAGES = SYNTHETIC_SIZES["quick"]
 
 @dataclass(frozen=True)
 class DataSource:
-    """The resolved image folder and whether it is real LFW or synthetic."""
+    """The resolved image folder and whether it is real LFW or synthetic; ``screening``: what :func:`screened`
+    left out (``path`` is then the tree's view without those images)."""
 
     path: Path
     kind: str  # "real" | "synthetic"
+    screening: Screening | None = None
+
+    @property
+    def tree(self) -> str:
+        """The folder the images come from (the user's, where ``path`` is a screened view of it)."""
+        return self.screening.data if self.screening is not None else str(self.path)
+
+
+def screened(source: DataSource) -> DataSource:
+    """``source`` without its unreadable images (:func:`lfw.data.screen.screen_tree`): the skip option's data."""
+    path, screening = screen_tree(source.path)
+    return DataSource(path, source.kind, screening)
 
 
 def resolve_root(path: str | os.PathLike[str] | None = None,

@@ -9,6 +9,7 @@ import matplotlib
 import torch
 from torch.utils.data import DataLoader
 
+from lfw.cli.saving import write_figure
 from lfw.data.dataset import LFWDataset
 from lfw.errors import LFWError
 
@@ -60,8 +61,7 @@ def save_batch_grid(loader: DataLoader, dataset: LFWDataset, out: str | os.PathL
             ax.set_title(dataset.name_of(int(labels[k])), fontsize=9)
     fig.suptitle(f"One LFW batch: first {count} of {len(images)} images")
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=80)
+    write_figure(fig, out, dpi=80)
     if interactive:
         plt.show()
     plt.close(fig)

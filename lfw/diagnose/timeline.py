@@ -29,6 +29,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 from tqdm import tqdm
 
+from lfw.cli.saving import write_figure
 from lfw.diagnose.events import MAIN_PROCESS, BatchRecord, queue_depth
 
 STALL_COLOR = "tab:red"
@@ -177,8 +178,7 @@ def _laid_out(panels: Sequence[Panel], out: str | Path, title: str) -> tuple[Pat
 def draw_timeline(panels: Sequence[Panel], out: str | Path, title: str) -> Path:
     """Write the chart as a PNG and return its path."""
     out, fig, _, _ = _laid_out(panels, out, title)
-    fig.savefig(out, dpi=110)
-    return out
+    return write_figure(fig, out, dpi=110)
 
 
 def animate_timeline(panels: Sequence[Panel], out: str | Path, title: str, frames: int = 48,

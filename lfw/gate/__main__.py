@@ -16,10 +16,11 @@ import sys
 from pathlib import Path
 
 from lfw.cli.args import OneLineParser
+from lfw.cli.saving import write_atomic
 from lfw.errors import EXIT_MEASUREMENT, LFWError, MeasurementError, cli_entry
 from lfw.gate.ab import DEFAULT_CASES, ABPlan, parse_cases, run_ab
 from lfw.gate.bisect import bisect_command
-from lfw.gate.compare import EXIT_INCOMPLETE, compare_runs
+from lfw.gate.compare import EXIT_INCOMPLETE, compare_runs, different_images
 from lfw.gate.metrics import COST_LAYER
 from lfw.gate.summary import AB_PATH, TWO_FILE_PATH, verdict_markdown, write_summary
 from lfw.gate.table import machine_diff_text, render, render_paired
@@ -163,12 +164,14 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.baseline and args.current):
         raise LFWError("need BASELINE.json and CURRENT.json, or --ab BASE_REV (see python -m lfw.gate --help)")
     baseline, current = load_run(args.baseline), load_run(args.current)
-    for side, run in (("current", current), ("baseline", baseline)):
-        if run.stopped_early:  # part of a run would read as cases removed, or as a run that passed
-            message = f"the {side} run {run.path} is incomplete ({run.stopped_early}); rerun it whole"
-            publish(failure_verdict(TWO_FILE, EXIT_INCOMPLETE, message, (baseline, current)), args)
-            print(f"error: {message}", file=sys.stderr)
-            return EXIT_INCOMPLETE
+    # Part of a run would read as cases removed, or as a run that passed; runs over different images do other work.
+    message = next((f"the {side} run {run.path} is incomplete ({run.stopped_early}); rerun it whole"
+                    for side, run in (("current", current), ("baseline", baseline)) if run.stopped_early),
+                   None) or different_images(baseline, current)
+    if message is not None:
+        publish(failure_verdict(TWO_FILE, EXIT_INCOMPLETE, message, (baseline, current)), args)
+        print(f"error: {message}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     print(f"baseline: {args.baseline} ({len(baseline.cases)} cases); current: {args.current} "
           f"({len(current.cases)} cases)")
     report = compare_runs(baseline, current, th, args.mode, args.accept_missing)
@@ -180,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     verdict = two_file_verdict(report, baseline, current, th, exit_code=2 if error else report.exit_code, error=error)
     print(render(verdict, th, show_all=args.all))
     if args.json_report:
-        args.json_report.write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+        write_atomic(args.json_report, json.dumps(report.to_dict(), indent=2) + "\n")
     publish(verdict, args)
     if error:
         raise LFWError(error)

@@ -28,6 +28,7 @@ from typing import Any
 from tqdm import tqdm
 
 from lfw.cli.child import Child
+from lfw.cli.saving import write_atomic
 from lfw.errors import LFWError, MeasurementError, check_choice
 from lfw.gate.compare import EXIT_INCOMPLETE, Comparison
 from lfw.gate.counting import COST_MODULE, CannotCount, cost_command, judge_counts, run_counts
@@ -335,5 +336,5 @@ def write_outputs(run: ABRun, repo: Path, th: Thresholds) -> None:
                 "counts": [{"case": c.case, "metric": c.metric.key, "base": c.baseline, "current": c.current,
                             "change": c.change, "rule": c.rule, "regressed": c.regressed} for c in run.counts],
                 "counts_unjudged": run.counts_unjudged}
-    (run.out / "verdicts.json").write_text(json.dumps(verdicts, indent=2) + "\n")
+    write_atomic(run.out / "verdicts.json", json.dumps(verdicts, indent=2) + "\n")
 

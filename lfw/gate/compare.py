@@ -116,6 +116,18 @@ class GateReport:
                                  "regressed": c.regressed} for c in self.comparisons]}
 
 
+def different_images(baseline: Run, current: Run) -> str | None:
+    """Why two runs are not compared because they read different images (one left out more unreadable images
+    than the other, :mod:`lfw.data.screen`): their work differs. None when they skipped as many."""
+    (b, _), (c, names) = baseline.skipped_images, current.skipped_images
+    if b == c:
+        return None
+    listed = f" ({', '.join(names)}{', ...' if c > len(names) else ''})" if names else ""
+    return (f"the current run skipped {c:,} unreadable images{listed} and the baseline {b:,}: they read different "
+            "images, so their figures do not compare; compare runs that skipped the same images (replace the files, "
+            "or run both sides with the skip option)")
+
+
 def machine_diffs(baseline: Run, current: Run) -> dict[str, tuple[Any, Any]]:
     """The machine_info keys that matter and differ, with (baseline, current) values."""
     b, c = baseline.machine, current.machine

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from lfw.cli.saving import write_atomic
 from lfw.gate.table import AB_HEADER, TWO_FILE_HEADER, comparison_rows
 from lfw.gate.verdict import AB, TWO_FILE, Verdict
 from lfw.results import short_name
@@ -32,7 +33,7 @@ EXIT_MEANING = {
     2: "unusable input: the gate could not judge what it was asked to",
     3: "A/B inconclusive (noisy: rerun): the pairs could neither show nor rule out a regression; never a silent pass",
     4: "measurement failed: a side crashed or timed out, or valgrind failed",
-    5: "incomplete: a baseline case is missing, or nothing was compared; never a pass",
+    5: "incomplete: a baseline case is missing, nothing was compared, or the runs read different images; never a pass",
 }
 
 
@@ -188,9 +189,7 @@ def two_file_sections(v: Verdict, page: Layout) -> list[str]:
 
 def write_summary(text: str, path: Path, environ: Mapping[str, str] = os.environ) -> list[Path]:
     """Write the page to ``path`` and append it to ``$GITHUB_STEP_SUMMARY`` when set; the paths written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    written = [path]
+    written = [write_atomic(path, text)]
     step = environ.get(STEP_SUMMARY_ENV)
     if step:
         with open(step, "a") as out:

@@ -60,8 +60,8 @@ decision rule
 
 exit codes: 0 no regression; 1 regression (the table names each); 2 unusable input (missing or corrupt
 file, unknown revision, a layer that --require-cost-layer needs); 3 A/B inconclusive (noisy: rerun);
-4 measurement failed (a side crashed or timed out, valgrind failed); 5 incomplete (a gap, or nothing
-compared)"""
+4 measurement failed (a side crashed or timed out, valgrind failed); 5 incomplete (a gap, nothing
+compared, an incomplete run, or runs that skipped different numbers of unreadable images)"""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from lfw.cli.saving import write_atomic
 from lfw.errors import LFWError
 
 SCHEMA_VERSION = 1
@@ -162,9 +163,7 @@ class Verdict:
 
     def write(self, path: Path) -> Path:
         """Write the verdict as JSON to ``path`` (folders created) and return the path."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")
-        return path
+        return write_atomic(path, json.dumps(asdict(self), indent=1) + "\n")
 
 
 def describe(row: Row) -> str:

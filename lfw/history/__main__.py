@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lfw.cli.args import OneLineParser
+from lfw.cli.saving import write_atomic
 from lfw.errors import cli_entry
 from lfw.history.store import append_run, bencher_metrics
 from lfw.results import load_run
@@ -60,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.out is None:
             sys.stdout.write(text)
         else:
-            args.out.write_text(text)
+            write_atomic(args.out, text)
             measures = sum(len(m) for m in metrics.values())
             print(f"wrote {args.out}: {len(metrics)} cases, {measures} measures in Bencher's Metric Format",
                   file=sys.stderr)

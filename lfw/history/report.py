@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 
+from lfw.cli.saving import write_atomic
 from lfw.gate.metrics import Metric
 from lfw.gate.table import fmt_delta, fmt_value
 from lfw.gate.thresholds import Thresholds
@@ -123,6 +124,5 @@ def history_report(source: Path, out: Path, thresholds: Thresholds | None = None
             f"{len(report.points) - exact} by PELT + Welch)" if report.points
             else f"no change point in {report.series_count} series")
     report.summary = "\n\n".join(["\n".join(head), *blocks, tail])
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "summary.txt").write_text(report.summary + "\n", encoding="utf-8")
+    write_atomic(out_dir / "summary.txt", report.summary + "\n")
     return report

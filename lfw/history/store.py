@@ -20,6 +20,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from lfw.cli.saving import append_atomic
 from lfw.errors import LFWError
 from lfw.gate.metrics import JUDGED, Metric, group_excludes, too_few_rounds
 from lfw.gate.verdict import file_sha256
@@ -205,10 +206,7 @@ def append_run(run_path: Path, store: Path, runner: str | None = None) -> Append
     path = store / f"{record.runner}.jsonl"
     if any(r.identity == record.identity for r in read_store(path)):
         return Appended(path, record, False)
-    store.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(record.to_dict(), separators=(",", ":")) + "\n"
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(line)
+    append_atomic(path, json.dumps(record.to_dict(), separators=(",", ":")) + "\n")
     return Appended(path, record, True)
 
 

@@ -23,6 +23,7 @@ import sysconfig
 from functools import cache
 from pathlib import Path
 
+from lfw.cli.saving import write_atomic
 from lfw.errors import LFWError
 
 HEADER = Path("/usr/include/valgrind/callgrind.h")
@@ -77,7 +78,7 @@ def build_helper(cache_dir: Path) -> Path:
         raise LFWError(f"cannot count instructions: {reason}")
     cache_dir.mkdir(parents=True, exist_ok=True)
     source = target.with_suffix(".c")
-    source.write_text(SOURCE)
+    write_atomic(source, SOURCE)
     partial = target.with_suffix(f".{os.getpid()}.tmp")
     result = subprocess.run([compiler() or "cc", "-O2", "-shared", "-fPIC", "-o", str(partial), str(source)],
                             capture_output=True, text=True, check=False)

@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from lfw.cli.args import OneLineParser
+from lfw.cli.saving import write_atomic
 from lfw.errors import LFWError, MeasurementError, cli_entry
 from lfw.measure.callgrind import build_helper, requests, unavailable_reason, valgrind_version
 from lfw.measure.loader_config import LoaderConfig
@@ -153,7 +154,7 @@ def run_child(root: Path, presets: Sequence[str], batch_size: int, batches: int,
         images[preset] = {"images": result.images, "batches": result.batches}
     for preset in presets:  # after every instruction count: the audit hook that counts opens stays installed
         images[preset]["moves"] = count_moves(config.build(LFWDataset(root, transform=preset)), batches).per_image()
-    result_path.write_text(json.dumps(images))
+    write_atomic(result_path, json.dumps(images))
 
 
 @cli_entry

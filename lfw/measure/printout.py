@@ -22,6 +22,7 @@ from typing import TypeVar
 
 from tqdm import tqdm
 
+from lfw.cli.saving import write_atomic
 from lfw.errors import LFWError
 from lfw.measure import LoaderPass, PassResult
 from lfw.stats.variation import mean_sd
@@ -45,7 +46,7 @@ def record(work: Callable[[], T], path: Path, interval: float = INTERVAL_S) -> T
     samples, result = memory_usage((work, (), {}), interval=interval, timestamps=True, include_children=True,
                                    backend="psutil_pss", retval=True, max_iterations=1)
     lines = [f"CMDLINE {' '.join(sys.argv)}"] + [f"MEM {mib:.6f} {t:.4f}" for mib, t in samples]
-    path.write_text("\n".join(lines) + "\n")
+    write_atomic(path, "\n".join(lines) + "\n")
     return result
 
 

@@ -34,14 +34,13 @@ import torch
 from PIL import Image
 from torchvision.io import ImageReadMode, decode_jpeg
 
-from lfw.errors import CorruptImageError, LFWError, check_choice
+from lfw.errors import CorruptImageError, LFWError, check_choice, corrupt_image_fix
 from lfw.measure.stages import StageClock
 
 DECODERS = ("pil", "pil-draft", "tvio", "simplejpeg")
 JPEG_MAGIC = b"\xff\xd8\xff"
 OTHER_FORMATS = ((b"\x89PNG", "PNG"), (b"GIF8", "GIF"), (b"BM", "BMP"), (b"RIFF", "WebP"), (b"II*\x00", "TIFF"),
                  (b"MM\x00*", "TIFF"))
-FIX = "replace the file or use on_error='skip'"
 
 # torchvision 0.29 warns on every call that its image codecs are deprecated (superseded by TorchCodec); the
 # decoders still ship and are measured as they are (the module docstring says so), so the notice
@@ -125,13 +124,13 @@ def decode(decoder: str, data: bytes | bytearray, where: str, size: int | None =
     """
     reason = not_jpeg(data)
     if reason is not None:
-        raise CorruptImageError(f"cannot decode image {where}: {reason}; {FIX}")
+        raise CorruptImageError(f"cannot decode image {where}: {reason}; {corrupt_image_fix()}")
     try:
         image, ran = _DECODE[decoder](data, size)
     except (OSError, ValueError, RuntimeError, SyntaxError) as exc:
         detail = " ".join(str(exc).split(", ")[-1].split())[:120]
         raise CorruptImageError(f"cannot decode image {where}: truncated or corrupt JPEG ({decoder}: {detail}); "
-                                f"{FIX}") from None
+                                f"{corrupt_image_fix()}") from None
     if clock is not None:
         clock.count(ran)
     return image

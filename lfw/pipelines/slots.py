@@ -30,10 +30,10 @@ import torch
 from torch.utils.data import Dataset, get_worker_info
 
 from lfw.data.index import path_at
-from lfw.errors import CorruptImageError, LFWError
+from lfw.errors import CorruptImageError, LFWError, corrupt_image_fix
 from lfw.measure.stages import DECODE, READ, now
 from lfw.pipelines.datasets import JpegFiles
-from lfw.pipelines.decoders import FIX, decode, not_jpeg, read_file
+from lfw.pipelines.decoders import decode, not_jpeg, read_file
 
 RING = 4  # prefetch_factor 2 + the batch the consumer holds + one spare
 Rings = tuple[torch.Tensor, torch.Tensor]  # images (ring, batch, H, W, 3) uint8, labels (ring, batch) int64
@@ -157,12 +157,13 @@ class SlotBatches(Dataset):
 
             reason = not_jpeg(data)
             if reason is not None:
-                raise CorruptImageError(f"cannot decode image {path}: {reason}; {FIX}")
+                raise CorruptImageError(f"cannot decode image {path}: {reason}; {corrupt_image_fix()}")
             try:
                 image = simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True, buffer=out)
             except (ValueError, RuntimeError) as exc:
+                detail = " ".join(str(exc).split())[:100]
                 raise CorruptImageError(f"cannot decode image {path}: truncated, corrupt or not {self.shape[0]} x "
-                                        f"{self.shape[1]} ({' '.join(str(exc).split())[:100]}); {FIX}") from None
+                                        f"{self.shape[1]} ({detail}); {corrupt_image_fix()}") from None
             decoded = image.shape[:2]
             self.stage_clock.count("simplejpeg")  # straight into the slot: the decoder counts here
         else:

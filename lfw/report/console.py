@@ -32,6 +32,7 @@ def console(report: Report) -> str:
     rows = [(c.label, str(c.group), *case_cells(c, "-")) for c in report.run.cases]
     f = find(report.run, report.verdicts)
     out = [f"INCOMPLETE RUN: {f.incomplete}", ""] if f.incomplete else []
+    out += [f"SKIPPED IMAGES: {f.skipped_images}", ""] if f.skipped_images else []
     out += [table(COLUMNS, rows, right=range(2, len(COLUMNS))), ""]
     if f.best is not None:
         out.append(f"best: {f.best.label} ({f.best.group}) {f.best.number('images_per_s') or 0:,.0f} img/s"

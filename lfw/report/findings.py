@@ -46,6 +46,7 @@ class Findings:
     unfinished: tuple[str, ...] = ()  # groups with a case that failed or never ran: no recommendation from them
     left_out: tuple[tuple[str, str], ...] = ()  # (case key, what it needs) for cases beyond this machine's limits
     one_count: tuple[str, ...] = ()  # transforms measured at a single worker count: no knee to recommend
+    skipped_images: str | None = None  # the unreadable images the run left out, in words (skipped_images_text)
 
 
 def case_cells(case: Case, missing: str) -> list[str]:
@@ -132,6 +133,16 @@ def left_out(run: Run) -> tuple[tuple[str, str], ...]:
     return tuple((k, o.reason) for k, o in run.selection.outcomes.items() if o.limit)
 
 
+def skipped_images_text(run: Run) -> str | None:
+    """How many unreadable images the run left out and the first few (the skip option), or None."""
+    count, names = run.skipped_images
+    if not count:
+        return None
+    listed = ", ".join(names) + (", ..." if count > len(names) else "")
+    return (f"{count:,} unreadable images ({listed}) were left out: the run read fewer images than its data holds, "
+            "and the gate compares it only with a run that skipped as many")
+
+
 def find(run: Run, verdicts: list[CaseVerdict] | None = None) -> Findings:
     """The headline numbers; a group that did not finish (a case failed or never ran) gives no recommendation."""
     regressions = [v for v in verdicts or [] if v.label == "regressed"]
@@ -142,4 +153,4 @@ def find(run: Run, verdicts: list[CaseVerdict] | None = None) -> Findings:
     one_count = tuple(t for t, cases in scaling_cases(run).items() if len(cases) == 1)
     return Findings(best_case(run.cases), knees, largest_growth(run), cv_spread(run.cases), paired_cv(run),
                     regressions, leak_slopes(run), pipeline, remote, run.incomplete, unfinished, left_out(run),
-                    one_count)
+                    one_count, skipped_images_text(run))

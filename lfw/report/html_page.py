@@ -16,6 +16,7 @@ from string import Template
 from urllib.parse import quote
 
 from lfw.cli.figures import ChartSpec
+from lfw.cli.saving import write_atomic
 from lfw.report.findings import find
 from lfw.report.markdown_html import slug, to_html
 from lfw.report.page import (
@@ -203,5 +204,4 @@ def html_page(report: Report, shown: ShownVerdict | None = None) -> str:
 def write_html(report: Report, shown: ShownVerdict | None = None) -> Path:
     """Write ``<out>/index.html`` (replacing any) and return its path; ``shown`` as
     :func:`lfw.report.verdict.shown_verdict` gives."""
-    report.index.write_text(html_page(report, shown), encoding="utf-8")
-    return report.index
+    return write_atomic(report.index, html_page(report, shown))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from lfw.cli.saving import write_atomic
 from lfw.results import Case, Run
 from lfw.results import keys as K
 
@@ -48,7 +49,7 @@ def write_mprofiles(run: Run, out: Path) -> list[Path]:
         if text is not None:
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / (re.sub(r"[^A-Za-z0-9_.-]+", "-", case.short_name).strip("-") + ".dat")
-            path.write_text(text)
+            write_atomic(path, text)
             written.append(path)
     if folder.is_dir():
         for stale in set(folder.glob("*.dat")) - set(written):

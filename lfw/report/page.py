@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import quote
 
+from lfw.cli.saving import write_atomic
 from lfw.report.accelerators import accelerators_section
 from lfw.report.chart_compare import NOT_JUDGED
 from lfw.report.findings import CV_WARN, Findings, case_cells, find
@@ -45,6 +46,8 @@ def findings_section(report: Report, f: Findings | None = None) -> list[str]:
     """``## Findings``: best configuration, recommendation with its evidence, pipeline, remote, memory, noise."""
     f = f if f is not None else find(report.run, report.verdicts)
     lines = ["## Findings", ""]
+    if f.skipped_images:
+        lines.append(f"- **Skipped images:** {f.skipped_images}.")
     if f.best is not None:
         eff = f.best.number(K.EFFICIENCY)
         eff_text = (f"efficiency {eff:.0%} of its ceiling {f.best.number('ceiling_images_per_s') or 0:,.0f} "
@@ -188,5 +191,4 @@ def markdown(report: Report) -> str:
 
 
 def write_summary(report: Report) -> Path:
-    report.readme.write_text(markdown(report), encoding="utf-8")
-    return report.readme
+    return write_atomic(report.readme, markdown(report))

@@ -236,6 +236,9 @@ SLOPE_OF = {USS_MIB_EPOCHS: SLOPE_USS, PSS_MIB_EPOCHS: SLOPE_PSS, WORKER_USS_MIB
 # --- machine_info keys written by the suite ------------------------------------------------------------------
 PER_CORE_MACHINE_PREFIX = "per_core_images_per_s_"  # + transform: the session's median ceiling per transform
 COST_LAYER_SKIPPED = "cost_layer_skipped"
+# Unreadable images the run left out (the skip option, lfw.data.screen): how many, and the first few by name.
+SKIPPED_IMAGES = "skipped_images"
+SKIPPED_IMAGE_FILES = "skipped_image_files"
 # What decides an instruction count (the software the counted pass runs, and valgrind's emulated CPU), not the
 # host's CPU model: the cost layer is compared wherever these match (:mod:`lfw.gate.compare`).
 COUNTED_STACK = ("valgrind", "python", "torch", "torchvision", "pillow", "jpeg_library", "simplejpeg", "numpy")

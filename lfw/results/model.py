@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
+from lfw.cli.saving import write_atomic
 from lfw.errors import LFWError
 from lfw.results import keys as K
 from lfw.results.record import schema_version
@@ -224,6 +225,13 @@ class Run:
         s = self.selection
         return s.incomplete if s is not None and (s.stopped or s.not_run) else None
 
+    @property
+    def skipped_images(self) -> tuple[int, tuple[str, ...]]:
+        """How many unreadable images the run left out (the skip option, :mod:`lfw.data.screen`), and the first
+        few by name; (0, ()) for a run that read every image."""
+        count, names = self.machine.get(K.SKIPPED_IMAGES, 0), self.machine.get(K.SKIPPED_IMAGE_FILES, ())
+        return (int(count) if _is_number(count) else 0), tuple(map(str, names if isinstance(names, list) else ()))
+
     def group(self, name: str | None) -> list[Case]:
         """Cases of one benchmark group (``None``: the cases that have none)."""
         return [c for c in self.cases if c.group == name]
@@ -365,6 +373,4 @@ def write_run(path: Path, records: Iterable[Mapping[str, Any]], *, machine: Mapp
     doc = {"machine_info": dict(machine), "commit_info": dict(commit), "benchmarks": list(records),
            "datetime": datetime, "version": __version__}
     parse_run(doc, str(path), path)  # what lfw-bench writes, it can read
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    return path
+    return write_atomic(path, json.dumps(doc, indent=2) + "\n", exclusive=True)

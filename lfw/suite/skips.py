@@ -41,6 +41,7 @@ class Session:
     cuda: bool
     user_dataset: str | None = None  # MODULE:FACTORY when the suite runs on a user's dataset
     cache_mode: str = "warm"  # page cache before each pass: warm (read once, ahead) or cold (evicted)
+    skip_bad_images: bool = False  # unreadable images found first and left out (--bench-skip-bad-images)
     start_methods: tuple[str, ...] = field(default_factory=lambda: tuple(multiprocessing.get_all_start_methods()))
 
 

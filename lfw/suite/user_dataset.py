@@ -6,7 +6,9 @@ its items with the same rotations, and each group's ceiling is the factory's own
 (:class:`~lfw.measure.ceiling.CeilingSweep` over that dataset). Cases that need LFW's presets or files skip with
 the reason (:mod:`lfw.suite.skips`).
 
-Every way the string or the factory can be wrong is one :class:`~lfw.errors.LFWError` naming the problem.
+Every way the string or the factory can be wrong is one :class:`~lfw.errors.LFWError` naming the problem. With
+``skip_unreadable`` (``--bench-skip-bad-images``) every item is read once first and those that raise are left out
+(:class:`ReadableItems`, :mod:`lfw.data.screen`).
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from torch.utils.data import Dataset, IterableDataset
+from torch.utils.data import Dataset, IterableDataset, Subset
 from torch.utils.data.dataloader import default_collate
 
+from lfw.data.screen import Screening, find_unreadable
 from lfw.errors import LFWError, one_line
 
 FORM = "MODULE:FACTORY (e.g. examples.imagefolder:faces)"
+SKIP_OPTION = "--bench-skip-bad-images"  # the suite's skip option (LFW's tree and a user's dataset alike)
+SKIP_HINT = f"{SKIP_OPTION} (make: SKIP_BAD_IMAGES=1)"  # what the suite's corrupt-image errors name
 
 
 def load_factory(spec: str) -> Callable[[], Any]:
@@ -49,8 +54,36 @@ def load_factory(spec: str) -> Callable[[], Any]:
     return factory
 
 
-def user_dataset(spec: str) -> Dataset:
-    """The dataset ``spec``'s factory returns, checked: map-style, not empty, and two items that collate."""
+class ReadableItems(Subset):
+    """The items of a user's dataset that read, and the :class:`~lfw.data.screen.Screening` that left the rest out."""
+
+    def __init__(self, dataset: Dataset, keep: list[int], screening: Screening) -> None:
+        super().__init__(dataset, keep)
+        self.screening = screening
+
+
+def readable_items(dataset: Dataset, spec: str) -> ReadableItems:
+    """Read every item of ``dataset`` once; keep those that do not raise. Items are named by their files where
+    the dataset names them (``samples``, ``paths``: relative to their common folder), else by position."""
+    from lfw.suite.runner import dataset_files  # the suite's engine only where a dataset is screened
+
+    size = len(dataset)  # type: ignore[arg-type]
+    files = dataset_files(dataset)
+    names = [f"item {i}" for i in range(size)]
+    if len(files) == size > 1:
+        common = os.path.commonpath(files)
+        names = [os.path.relpath(f, common) for f in files]
+    bad = find_unreadable(names, dataset.__getitem__, errors=(Exception,))
+    if len(bad) == size:
+        raise LFWError(f"--bench-dataset {spec!r}: no item can be read, e.g. {names[bad[0][0]]}: {bad[0][1]}")
+    skipped = {i for i, _ in bad}
+    return ReadableItems(dataset, [i for i in range(size) if i not in skipped],
+                         Screening(spec, size, tuple((names[i], why) for i, why in bad)))
+
+
+def user_dataset(spec: str, skip_unreadable: bool = False) -> Dataset:
+    """The dataset ``spec``'s factory returns, checked: map-style, not empty, and two items that collate; with
+    ``skip_unreadable``, its :func:`readable_items`."""
     factory = load_factory(spec)
     try:
         dataset = factory()
@@ -62,6 +95,9 @@ def user_dataset(spec: str) -> Dataset:
     size = len(dataset)
     if size == 0:
         raise LFWError(f"--bench-dataset {spec!r}: the dataset is empty")
+    if skip_unreadable:
+        dataset = readable_items(dataset, spec)
+        size = len(dataset)
     try:
         items = [dataset[0], dataset[min(1, size - 1)]]
     except Exception as exc:

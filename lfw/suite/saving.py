@@ -1,0 +1,88 @@
+"""pytest-benchmark's two writers, saving through :func:`lfw.cli.saving.write_atomic`.
+
+pytest-benchmark writes ``--benchmark-json`` and its stored runs (``--benchmark-autosave``, ``--benchmark-save``)
+with a plain ``open(..., "wb")``: a full disk leaves a truncated JSON file, the newest run that every later
+report, gate and history reader meets first, and ends the session in a traceback. :func:`save_atomically` gives a
+benchmark session other writers without patching the library: its file storage becomes
+:class:`AtomicFileStorage` (pytest-benchmark's ``FileStorage``, whose ``save`` here writes the run whole or not at
+all, and never over an existing run), and its ``save_json`` writes the same way.
+
+A writer that fails does not raise into pytest: its one line goes to stderr as it happens, the other writer still
+saves what it can, and :attr:`Saving.failed` tells the plugin to end the session with exit 4
+(:data:`lfw.errors.EXIT_MEASUREMENT`: the machine failed, not the input).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_benchmark.storage.file import FileStorage
+from pytest_benchmark.utils import safe_dumps
+
+from lfw.cli.saving import write_atomic
+from lfw.errors import EXIT_MEASUREMENT, LFWError, one_line
+
+
+def run_bytes(output_json: dict[str, Any]) -> bytes:
+    """A run's JSON exactly as pytest-benchmark writes it (so its own ``compare`` and ``list`` read it)."""
+    return safe_dumps(output_json, ensure_ascii=True, indent=4).encode()
+
+
+@dataclass
+class Saving:
+    """What the session could not save: one line per file (already printed on stderr)."""
+
+    failures: list[str] = field(default_factory=list)
+    exit_code: int = EXIT_MEASUREMENT
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failures)
+
+    def attempt(self, write: Callable[[], Path]) -> Path | None:
+        """Run one writer; a failure becomes its printed line, not an exception."""
+        try:
+            return write()
+        except LFWError as exc:
+            line = one_line(exc)
+            self.failures.append(line)
+            self.exit_code = getattr(exc, "exit_code", EXIT_MEASUREMENT)
+            print(f"\nerror: {line}", file=sys.stderr)
+            return None
+
+
+class AtomicFileStorage(FileStorage):
+    """pytest-benchmark's file storage, its runs written whole or not at all (:func:`write_atomic`), never
+    over a run already there; numbering, naming and loading are the library's own."""
+
+    def __init__(self, storage: FileStorage, saving: Saving) -> None:
+        super().__init__(storage.path, storage.logger, storage.default_machine_id)
+        self.saving = saving
+
+    def save(self, output_json: dict[str, Any], save: str) -> None:
+        output_file = self.get(f"{self._next_num}_{save}.json")
+        if self.saving.attempt(lambda: write_atomic(output_file, run_bytes(output_json), exclusive=True)):
+            self.logger.info(f"Saved benchmark data in: {output_file}")
+
+
+def save_atomically(session: Any) -> Saving:
+    """Give a pytest-benchmark session (``config._benchmarksession``; None: no plugin) atomic writers for its
+    stored runs and its ``--benchmark-json``; returns what records their failures."""
+    saving = Saving()
+    if session is None:
+        return saving
+    if isinstance(session.storage, AtomicFileStorage):
+        session.storage.saving = saving
+    elif isinstance(session.storage, FileStorage):
+        session.storage = AtomicFileStorage(session.storage, saving)
+
+    def save_json(output_json: dict[str, Any]) -> None:
+        if saving.attempt(lambda: write_atomic(session.json, run_bytes(output_json))):
+            session.logger.info(f"Wrote benchmark data in: {session.json}", purple=True)
+
+    session.save_json = save_json
+    return saving
