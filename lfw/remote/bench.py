@@ -1,11 +1,12 @@
 """The remote group's measurement: each pass through the proxy, at the case's injected latency, with its traffic.
 
 A :class:`RemoteMember` is a rotation member (:mod:`lfw.measure.rotation`) like any loader configuration: one
-:class:`~lfw.measure.LoaderPass` per ``measure()``. Around the timed pass, untimed, it sets the proxy's delay to
-the case's latency and reads the proxy's counters for exactly that pass, which go into ``PassResult.extra``
-(requests and bytes per image, first-byte percentiles, mean requests in flight, the Little's-law rate they
-imply). :class:`EndpointCeiling` is the endpoint's own zero-latency ceiling, measured in the same rotation: the
-fastest it serves the same objects, fetched by a pool of threads with nothing decoded.
+:class:`~lfw.measure.LoaderPass` per ``measure()`` (and per ``warm_up()``, at zero latency). Around the timed
+pass, untimed, it sets the proxy's delay to the case's latency and reads the proxy's counters for exactly that
+pass, which go into ``PassResult.extra`` (requests and bytes per image, first-byte percentiles, mean requests in
+flight, the Little's-law rate they imply). :class:`EndpointCeiling` is the endpoint's own zero-latency ceiling,
+measured in the same rotation: the fastest it serves the same objects, fetched by a pool of threads with nothing
+decoded.
 """
 
 from __future__ import annotations
@@ -125,6 +126,16 @@ class RemoteMember:
         result.extra.update(traffic(stats, result.images, limit))
         if result.wall_s > 0:
             result.extra[K.ENDPOINT_CPU_UTILIZATION] = endpoint_cpu / (result.wall_s * usable_cores())
+        return result
+
+    def warm_up(self) -> PassResult:
+        """An untimed pass at zero injected latency (a rotation's warm-up round): it starts the persistent workers
+        and their S3 clients and reads every object of the pass once, as a pass at the case's latency would,
+        without waiting out that latency on each request; its traffic is not recorded."""
+        self.runner.setup()
+        self.s3.shape(latency_ms=0)
+        result = self.runner.run()
+        self.runner.finish()
         return result
 
     def _endpoint_cpu(self) -> float:
