@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
+import torch
 
 from lfw.data.dataset import LFWDataset
 from lfw.measure import LoaderConfig, LoaderPass
@@ -64,6 +66,33 @@ def test_warm_up_rounds_call_a_members_own_warm_up_and_keep_nothing_of_it() -> N
     assert sorted(log[:2]) == ["cheap:warm-up", "plain"]  # the warm-up round
     assert sorted(log[2:]) == ["cheap", "cheap", "plain", "plain"]  # timed rounds measure
     assert [r.wall_s for r in measured["cheap"].results] == [1.0, 1.0]
+
+
+def test_a_remote_members_warm_up_starts_its_workers_on_the_wave_alone_at_zero_latency() -> None:
+    """The warm-up epoch reads one batch per worker with the proxy at 0 ms; the timed pass after it reads the whole
+    epoch from the same persistent workers."""
+    from torch.utils.data import TensorDataset
+
+    from lfw.measure.torch_compat import worker_pids
+    from lfw.remote.bench import EpochOrder, RemoteCase, RemoteMember
+
+    class Proxy:
+        latencies: ClassVar[list[float]] = []
+
+        def shape(self, latency_ms: float) -> None:
+            self.latencies.append(latency_ms)
+
+    data = TensorDataset(torch.arange(64))
+    loader = LoaderConfig(batch_size=4, num_workers=2, persistent_workers=True).build(data, sampler=EpochOrder(data))
+    member = RemoteMember(LoaderPass(loader, memory_interval_s=None), Proxy(), RemoteCase("batch", 100))  # type: ignore[arg-type]
+    try:
+        warm = member.warm_up()
+        assert (warm.batches, warm.images) == (2, 8) and Proxy.latencies == [0]
+        started = sorted(worker_pids(loader))
+        timed = member.runner.run()
+        assert (timed.batches, timed.images) == (16, 64) and sorted(worker_pids(loader)) == started
+    finally:
+        member.close()
 
 
 def test_members_are_closed_when_a_pass_fails() -> None:

@@ -12,14 +12,15 @@ decoded.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
 import psutil
+from torch.utils.data import SequentialSampler
 
 from lfw.measure.loader_pass import LoaderPass, PassResult
 from lfw.measure.machine import usable_cores
@@ -105,6 +106,31 @@ def endpoint_shares(results: Sequence[PassResult], ceiling: Sequence[float], *, 
             K.NEAR_ENDPOINT_CEILING: median(shares) >= NEAR_CEILING}
 
 
+class EpochOrder(SequentialSampler):
+    """A pass's items in order, as a DataLoader without a sampler reads them, with epochs that can be cut short:
+    an epoch started inside :meth:`first` reads only the first ``n`` items. The sampler lives in the main
+    process, so persistent workers started in a short epoch serve the full ones after it unchanged."""
+
+    def __init__(self, data_source: Any) -> None:
+        super().__init__(data_source)
+        self.limit: int | None = None
+
+    def __len__(self) -> int:
+        whole = len(self.data_source)
+        return whole if self.limit is None else min(whole, self.limit)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self)))
+
+    @contextmanager
+    def first(self, n: int) -> Iterator[None]:
+        self.limit = n
+        try:
+            yield
+        finally:
+            self.limit = None
+
+
 class RemoteMember:
     """One remote configuration in a rotation: set the latency, reset the counters, one pass, read them."""
 
@@ -129,13 +155,19 @@ class RemoteMember:
         return result
 
     def warm_up(self) -> PassResult:
-        """An untimed pass at zero injected latency (a rotation's warm-up round): it starts the persistent workers
-        and their S3 clients and reads every object of the pass once, as a pass at the case's latency would,
-        without waiting out that latency on each request; its traffic is not recorded."""
+        """An untimed pass that starts the persistent workers and their S3 clients (a rotation's warm-up round), at
+        zero injected latency and, where the loader reads in an :class:`EpochOrder`, over the start-up wave alone:
+        one batch per loading process. (In the suite's rotation the endpoint ceiling's warm pass has already read
+        every object of the pass.) Its traffic is not recorded."""
+        loader = self.runner.loader
+        order = loader.sampler if isinstance(loader.sampler, EpochOrder) else None
+        wave = max(loader.num_workers, 1) * (loader.batch_size or 1)
         self.runner.setup()
         self.s3.shape(latency_ms=0)
-        result = self.runner.run()
-        self.runner.finish()
+        with order.first(wave) if order is not None else nullcontext():
+            warm = LoaderPass(loader, memory_interval_s=None)
+            result = warm.run()
+            warm.finish()
         return result
 
     def _endpoint_cpu(self) -> float:
