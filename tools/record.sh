@@ -44,7 +44,7 @@ make_bench() {  # a fresh clone's make bench, install and synthetic data include
   clone=$(mktemp -d)/lfw-bench
   git clone -q . "$clone"
   { stamp "git clone, then make bench in the clone (virtualenv and install, synthetic data, quick profile and remote layer, report; PYTEST_ARGS=--durations=12)"
-    echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) usable cores"
+    echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(env -u OMP_NUM_THREADS nproc) usable cores"
     start=$(date +%s)
     (cd "$clone" && env -u LFW_CACHE make bench PYTEST_ARGS=--durations=12 2>&1) | elapsed > "$clone/make-bench.log"
     total=$(( $(date +%s) - start ))
