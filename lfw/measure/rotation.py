@@ -82,9 +82,9 @@ class Rotation:
     The warm-up is ``warmup_rounds`` whole rounds, or, cheaper, one pass of each member in ``warm``: a ceiling
     sweep runs the transform in this process, which is the first-use cost (lazy imports, first-call caches) that
     the forked workers of every later pass inherit already paid. Warm-up rounds leave the members in ``warm`` out
-    (they have had their pass) and run a member's ``warm_up()`` where it has one (a remote case reads its pass at
-    zero injected latency: the round is there to start its persistent workers and their clients, which the
-    latency would only slow), else its ``measure()``.
+    (they have had their pass) and run a member's ``warm_up()`` where it has one (a remote case reads its start-up
+    wave alone, at zero injected latency: the round is there to start its persistent workers and their clients),
+    else its ``measure()``.
     """
 
     members: Mapping[str, Member]
