@@ -28,7 +28,8 @@ from lfw.diagnose.predict import COMPUTE_BOUND_AU
 from lfw.diagnose.training import measure_pipeline, pipeline_setup, sleep_step, spec_of
 from lfw.errors import LFWError
 from lfw.report.accelerators import TITLE, accelerators_section
-from lfw.report.page import findings_section
+from lfw.report.html_page import html_page
+from lfw.report.page import findings_section, markdown
 from lfw.report.render import Report
 from lfw.results import Case, Run
 from lfw.results import keys as K
@@ -164,6 +165,18 @@ def test_the_report_puts_the_table_right_after_the_decoders_verdict(tmp_path: Pa
     fastest = next(i for i, line in enumerate(page) if line.startswith("- **Fastest decode pipeline:**"))
     assert page[fastest + 1] == lines[0]
     assert accelerators_section(_run()) == []
+
+
+def test_both_pages_show_one_simulation_of_the_accelerators_fed(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The table is simulated (hundreds of simulated loops) once per report, not once per page."""
+    import lfw.diagnose.feeds as feeds
+
+    calls: list[object] = []
+    monkeypatch.setattr(feeds, "feeds_table", lambda run: calls.append(run) or feeds_table(run))
+    report = Report(SYNTHETIC, tmp_path)
+    assert markdown(report).count(TITLE) == 1 and html_page(report).count("Accelerators fed at AU") == 1
+    assert len(calls) == 1
 
 
 @pytest.mark.parametrize(("argv", "message"), [

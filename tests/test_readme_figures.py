@@ -39,10 +39,7 @@ FILE_NUMBER = re.compile(r"(?<![A-Za-z_.\d])\d+(?:\.\d+)?")
 THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 
 # (the paragraph's first words, the figure as quoted): why it is quoted although the cited file does not print it.
-EXEMPT: dict[tuple[str, str], str] = {
-    ("Each sets up everything itself: a", "1,257 images/s"): "rounded: the LAYERS= run's per-core 'none' rate, 1256.67",
-    ("Each sets up everything itself: a", "1,378 images/s"): "rounded: the full run's per-core 'none' rate, 1378.36",
-}
+EXEMPT: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
+import torch
 
 from lfw.data.dataset import LFWDataset
 from lfw.measure import LoaderConfig, LoaderPass
@@ -39,12 +41,58 @@ def test_each_round_is_a_seeded_permutation() -> None:
 def test_rotation_interleaves_warms_up_and_records_positions() -> None:
     log: list[str] = []
     members = {k: Recorder(k, log) for k in ("a", "b", "ceiling-none")}
-    measured = Rotation(members, rounds=3, warmup_rounds=1, seed=0, warm=["ceiling-none"]).run()
-    assert log[0] == "ceiling-none" and len(log) == 1 + 3 * 4  # the warm pass, one warm-up round, 3 rounds
-    for round_start in range(4, len(log), 3):
+    rotation = Rotation(members, rounds=3, warmup_rounds=1, seed=0, warm=["ceiling-none"])
+    measured = rotation.run()
+    # the warm pass, one warm-up round without the member that had it, 3 rounds
+    assert log[0] == "ceiling-none" and sorted(log[1:3]) == ["a", "b"] and len(log) == 1 + 2 + 3 * 3
+    assert rotation.passes == len(log)
+    for round_start in range(3, len(log), 3):
         assert sorted(log[round_start : round_start + 3]) == ["a", "b", "ceiling-none"]
     assert all(len(m.results) == 3 and len(m.positions) == 3 for m in measured.values())
     assert all(member.closed for member in members.values())
+
+
+def test_warm_up_rounds_call_a_members_own_warm_up_and_keep_nothing_of_it() -> None:
+    """A member with a cheaper untimed pass (a remote case at zero latency) gets it in the warm-up rounds only."""
+
+    class Cheap(Recorder):
+        def warm_up(self) -> PassResult:
+            self.log.append(f"{self.name}:warm-up")
+            return PassResult(images=100, batches=2, wall_s=99.0, ttfb_s=0.1)
+
+    log: list[str] = []
+    members = {"cheap": Cheap("cheap", log), "plain": Recorder("plain", log)}
+    measured = Rotation(members, rounds=2, warmup_rounds=1, seed=0).run()
+    assert sorted(log[:2]) == ["cheap:warm-up", "plain"]  # the warm-up round
+    assert sorted(log[2:]) == ["cheap", "cheap", "plain", "plain"]  # timed rounds measure
+    assert [r.wall_s for r in measured["cheap"].results] == [1.0, 1.0]
+
+
+def test_a_remote_members_warm_up_starts_its_workers_on_the_wave_alone_at_zero_latency() -> None:
+    """The warm-up epoch reads one batch per worker with the proxy at 0 ms; the timed pass after it reads the whole
+    epoch from the same persistent workers."""
+    from torch.utils.data import TensorDataset
+
+    from lfw.measure.torch_compat import worker_pids
+    from lfw.remote.bench import EpochOrder, RemoteCase, RemoteMember
+
+    class Proxy:
+        latencies: ClassVar[list[float]] = []
+
+        def shape(self, latency_ms: float) -> None:
+            self.latencies.append(latency_ms)
+
+    data = TensorDataset(torch.arange(64))
+    loader = LoaderConfig(batch_size=4, num_workers=2, persistent_workers=True).build(data, sampler=EpochOrder(data))
+    member = RemoteMember(LoaderPass(loader, memory_interval_s=None), Proxy(), RemoteCase("batch", 100))  # type: ignore[arg-type]
+    try:
+        warm = member.warm_up()
+        assert (warm.batches, warm.images) == (2, 8) and Proxy.latencies == [0]
+        started = sorted(worker_pids(loader))
+        timed = member.runner.run()
+        assert (timed.batches, timed.images) == (16, 64) and sorted(worker_pids(loader)) == started
+    finally:
+        member.close()
 
 
 def test_members_are_closed_when_a_pass_fails() -> None:

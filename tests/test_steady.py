@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from lfw.measure.loader_pass import STEADY_MIN_BATCHES, PassResult
+from lfw.remote.bench import RemoteCase
 from lfw.remote.law import limiting, remote_law
 from lfw.results import keys as K
+from lfw.suite.matrix import remote_pass_batches
 from lfw.suite.record import pass_record
 
 
@@ -30,6 +32,17 @@ def test_too_few_batches_give_no_steady_rate_and_say_why() -> None:
     assert steady.images_per_s is None and steady.batches == 1
     assert steady.reason is not None and f"needs {STEADY_MIN_BATCHES}" in steady.reason
     assert PassResult(images=32, batches=1, wall_s=1.0, ttfb_s=1.0).steady().images_per_s is None
+
+
+def test_a_remote_pass_holds_a_steady_window_or_is_the_start_up_wave_alone() -> None:
+    """Where the steady window fits the pass budget the pass is the wave and that window; where it does not, no
+    batch beyond the wave is fetched (each would cost a whole batch time and still give no steady rate)."""
+    assert remote_pass_batches(RemoteCase("batch", 100), 4) == 4 + STEADY_MIN_BATCHES
+    assert remote_pass_batches(RemoteCase("serial", 0), 2) == 2 + STEADY_MIN_BATCHES
+    assert remote_pass_batches(RemoteCase("serial", 100), 2) == 2  # about 18 images/s: 40 s for the window
+    assert remote_pass_batches(RemoteCase("serial", 20), 0) == 1  # the main process: one batch
+    no_window = paced(remote_pass_batches(RemoteCase("serial", 100), 2), wave=2).steady()
+    assert no_window.images_per_s is None and no_window.reason is not None
 
 
 def test_the_record_keeps_a_steady_rate_only_where_every_round_has_one() -> None:

@@ -23,24 +23,47 @@ from lfw.results import latest_run, load_run
 run = load_run(latest_run())
 rates = {k.removeprefix("per_core_images_per_s_"): v for k, v in run.machine.items() if k.startswith("per_core")}
 cpu = run.machine.get("cpu", {}).get("brand_raw")
-print(f"per-core images/s of that run ({run.path.name}): {rates}; cpu: {cpu}")'
+print(f"per-core images/s of that run ({run.path.name}): {rates}; cpu: {cpu}")
+if "none" in rates:
+    print("per-core rate (single-core ceiling of the none preset):", format(rates["none"], ",.0f"), "images/s")'
 }
 
-make_bench() {  # the wall time of make bench LAYERS= (quick profile) and of make bench (with the remote layer)
-  { stamp "make bench LAYERS= (the quick profile alone, data cached, virtualenv installed)"
+elapsed() {  # copy stdin to stdout, each line (progress bars split at carriage returns) after its seconds since start
+  $PY -u -c '
+import re, sys, time
+t0, pending = time.monotonic(), b""
+while chunk := sys.stdin.buffer.read1(65536):
+    *lines, pending = re.split(rb"[\r\n]", pending + chunk)
+    for line in filter(bytes.strip, lines):
+        print(f"{time.monotonic() - t0:7.1f}", line.decode(errors="replace"))
+if pending.strip():
+    print(f"{time.monotonic() - t0:7.1f}", pending.decode(errors="replace"))'
+}
+
+make_bench() {  # a fresh clone's make bench, install and synthetic data included: wall time by phase, the summary
+  clone=$(mktemp -d)/lfw-bench
+  git clone -q . "$clone"
+  { stamp "git clone, then make bench in the clone (virtualenv and install, synthetic data, quick profile and remote layer, report; PYTEST_ARGS=--durations=12)"
+    echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(env -u OMP_NUM_THREADS nproc) usable cores"
     start=$(date +%s)
-    make bench LAYERS= 2>&1 | tr '\r' '\n' | grep -v -e '^rotation ' -e '^ *$' | tail -40
-    echo "wall time of the quick profile (make bench LAYERS=): $(( $(date +%s) - start )) s"
-    per_core
-    echo
-    stamp "make bench (the quick profile and the remote layer)"
-    start=$(date +%s)
-    make bench 2>&1 | tr '\r' '\n' | grep -e '^recommended' -e '^  [a-z0-9]*: ' -e '^report:' | tail -8
-    echo "wall time of make bench (quick profile + remote layer): $(( $(date +%s) - start )) s"
+    (cd "$clone" && env -u LFW_CACHE make bench PYTEST_ARGS=--durations=12 2>&1) | elapsed > "$clone/make-bench.log"
+    total=$(( $(date +%s) - start ))
+    at() { awk -v pat="$1" 'index($0, pat) { print $1; exit }' "$clone/make-bench.log"; }
+    t_pytest=$(at " -m pytest benchmarks ") t_report=$(at " -m lfw.report ")
+    echo "wall time of make bench in a fresh clone: $total s"
+    echo "  install (virtualenv, pip from local wheels): $t_pytest s"
+    echo "  pytest (synthetic data, quick profile, remote layer): $(echo "$t_report - $t_pytest" | bc) s"
+    echo "  report: $(echo "$total - $t_report" | bc) s"
+    echo "pytest's own summary and slowest steps (the synthetic tree is made in the first benchmark's setup; the"
+    echo "remote layer's rotation, endpoint start and upload run in its first case's call):"
+    cut -c9- "$clone/make-bench.log" | sed -n '/slowest 12 durations/,/^=.*passed/p' | grep -v '^ *$' \
+      | grep -v -e '^(' -e '^SKIPPED' -e 'short test summary'
+    echo "the report (python -m lfw.report):"
+    cut -c9- "$clone/make-bench.log" | sed -n '/ -m lfw.report /,$p' | tail -n +2
     echo "decode pipelines of that run, stage by stage (tools/stage_table.py):"
-    $PY tools/stage_table.py
-    per_core
+    (cd "$clone" && PY=.venv/bin/python && $PY tools/stage_table.py && per_core)
   } > "$STAGE"/runs/make-bench.txt
+  rm -rf "$(dirname "$clone")"
 }
 
 table() {  # the cases of one group of a saved run, fastest first, with the extra_info keys named

@@ -8,8 +8,10 @@ member sees the same drift and the ratio of two members can be taken per round: 
 is the round. The single-core ceiling of each transform is a member of the rotation too, so efficiency (rate over
 ceiling) is paired by round as well and cannot drift above 1 because the ceiling was measured at another moment.
 
-Members are anything with ``measure() -> PassResult`` (:class:`Member`). :data:`pass_clock` is the timer that
-replays a rotated case's measured passes as pytest-benchmark's rounds (docs/methodology.md, "Interleaved rounds").
+Members are anything with ``measure() -> PassResult`` (:class:`Member`); one whose untimed warm-up can be cheaper
+than a measured pass offers ``warm_up()`` too, which the warm-up rounds call instead. :data:`pass_clock` is the
+timer that replays a rotated case's measured passes as pytest-benchmark's rounds (docs/methodology.md,
+"Interleaved rounds").
 """
 
 from __future__ import annotations
@@ -79,7 +81,10 @@ class Rotation:
 
     The warm-up is ``warmup_rounds`` whole rounds, or, cheaper, one pass of each member in ``warm``: a ceiling
     sweep runs the transform in this process, which is the first-use cost (lazy imports, first-call caches) that
-    the forked workers of every later pass inherit already paid.
+    the forked workers of every later pass inherit already paid. Warm-up rounds leave the members in ``warm`` out
+    (they have had their pass) and run a member's ``warm_up()`` where it has one (a remote case reads its start-up
+    wave alone, at zero injected latency: the round is there to start its persistent workers and their clients),
+    else its ``measure()``.
     """
 
     members: Mapping[str, Member]
@@ -105,17 +110,19 @@ class Rotation:
                 if progress is not None:
                     progress(key)
             for number, order in enumerate(orders):
+                warming = number < self.warmup_rounds
                 for position, key in enumerate(order):
-                    if measured[key].error is not None:
-                        continue
+                    if measured[key].error is not None or (warming and key in self.warm):
+                        continue  # a member in ``warm`` has had its warm-up pass
+                    member = self.members[key]
                     try:
-                        result = self.members[key].measure()
+                        result = getattr(member, "warm_up", member.measure)() if warming else member.measure()
                     except Exception as exc:
                         if key not in self.isolate:
                             raise
                         self._drop(key, measured[key], exc)
                         continue
-                    if number >= self.warmup_rounds:
+                    if not warming:
                         measured[key].results.append(result)
                         measured[key].positions.append(position)
                     if progress is not None:
@@ -135,7 +142,8 @@ class Rotation:
 
     @property
     def passes(self) -> int:
-        return len(self.warm) + len(self.members) * (self.warmup_rounds + self.rounds)
+        warmed = len(self.warm)
+        return warmed + (len(self.members) - warmed) * self.warmup_rounds + len(self.members) * self.rounds
 
 
 class PassClock:

@@ -1,24 +1,26 @@
 """The remote group's measurement: each pass through the proxy, at the case's injected latency, with its traffic.
 
 A :class:`RemoteMember` is a rotation member (:mod:`lfw.measure.rotation`) like any loader configuration: one
-:class:`~lfw.measure.LoaderPass` per ``measure()``. Around the timed pass, untimed, it sets the proxy's delay to
-the case's latency and reads the proxy's counters for exactly that pass, which go into ``PassResult.extra``
-(requests and bytes per image, first-byte percentiles, mean requests in flight, the Little's-law rate they
-imply). :class:`EndpointCeiling` is the endpoint's own zero-latency ceiling, measured in the same rotation: the
-fastest it serves the same objects, fetched by a pool of threads with nothing decoded.
+:class:`~lfw.measure.LoaderPass` per ``measure()`` (and per ``warm_up()``, at zero latency). Around the timed
+pass, untimed, it sets the proxy's delay to the case's latency and reads the proxy's counters for exactly that
+pass, which go into ``PassResult.extra`` (requests and bytes per image, first-byte percentiles, mean requests in
+flight, the Little's-law rate they imply). :class:`EndpointCeiling` is the endpoint's own zero-latency ceiling,
+measured in the same rotation: the fastest it serves the same objects, fetched by a pool of threads with nothing
+decoded.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
 import psutil
+from torch.utils.data import SequentialSampler
 
 from lfw.measure.loader_pass import LoaderPass, PassResult
 from lfw.measure.resources import usable_cores
@@ -104,6 +106,31 @@ def endpoint_shares(results: Sequence[PassResult], ceiling: Sequence[float], *, 
             K.NEAR_ENDPOINT_CEILING: median(shares) >= NEAR_CEILING}
 
 
+class EpochOrder(SequentialSampler):
+    """A pass's items in order, as a DataLoader without a sampler reads them, with epochs that can be cut short:
+    an epoch started inside :meth:`first` reads only the first ``n`` items. The sampler lives in the main
+    process, so persistent workers started in a short epoch serve the full ones after it unchanged."""
+
+    def __init__(self, data_source: Any) -> None:
+        super().__init__(data_source)
+        self.limit: int | None = None
+
+    def __len__(self) -> int:
+        whole = len(self.data_source)
+        return whole if self.limit is None else min(whole, self.limit)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self)))
+
+    @contextmanager
+    def first(self, n: int) -> Iterator[None]:
+        self.limit = n
+        try:
+            yield
+        finally:
+            self.limit = None
+
+
 class RemoteMember:
     """One remote configuration in a rotation: set the latency, reset the counters, one pass, read them."""
 
@@ -125,6 +152,22 @@ class RemoteMember:
         result.extra.update(traffic(stats, result.images, limit))
         if result.wall_s > 0:
             result.extra[K.ENDPOINT_CPU_UTILIZATION] = endpoint_cpu / (result.wall_s * usable_cores())
+        return result
+
+    def warm_up(self) -> PassResult:
+        """An untimed pass that starts the persistent workers and their S3 clients (a rotation's warm-up round), at
+        zero injected latency and, where the loader reads in an :class:`EpochOrder`, over the start-up wave alone:
+        one batch per loading process. (In the suite's rotation the endpoint ceiling's warm pass has already read
+        every object of the pass.) Its traffic is not recorded."""
+        loader = self.runner.loader
+        order = loader.sampler if isinstance(loader.sampler, EpochOrder) else None
+        wave = max(loader.num_workers, 1) * (loader.batch_size or 1)
+        self.runner.setup()
+        self.s3.shape(latency_ms=0)
+        with order.first(wave) if order is not None else nullcontext():
+            warm = LoaderPass(loader, memory_interval_s=None)
+            result = warm.run()
+            warm.finish()
         return result
 
     def _endpoint_cpu(self) -> float:

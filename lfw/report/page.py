@@ -12,7 +12,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 from lfw.cli.saving import write_atomic
-from lfw.report.accelerators import accelerators_section
 from lfw.report.chart_compare import NOT_JUDGED
 from lfw.report.findings import CV_WARN, Findings, case_cells, find
 from lfw.report.legend import describe
@@ -73,7 +72,7 @@ def findings_section(report: Report, f: Findings | None = None) -> list[str]:
                      "measured (see [Left out on this machine](#left-out-on-this-machine)).")
     if f.pipeline is not None:
         lines.append(f"- **Fastest decode pipeline:** {f.pipeline.sentence()}")
-    lines += accelerators_section(report.run)
+    lines += report.accelerators
     if f.remote is not None:
         lines.append(f"- **Remote storage:** {f.remote.sentence()}")
     names = {K.PSS_GROWTH_MIB: "tree PSS", K.WORKER_USS_MAX_GROWTH_MIB: "USS of one worker"}

@@ -15,6 +15,7 @@ from pathlib import Path
 from lfw.cli.figures import FORMATS, ChartSpec, save_figure
 from lfw.errors import LFWError
 from lfw.gate.verdict import CaseVerdict, Verdict
+from lfw.report.accelerators import accelerators_section
 from lfw.report.chart_compare import compare_chart
 from lfw.report.chart_decoders import decoders_chart
 from lfw.report.chart_distributed import distributed_chart
@@ -97,6 +98,11 @@ class Report:
     judged_by: str = ""
     not_judged: str = ""  # with a baseline and no verdict judging both runs: why (nothing is said of regressions)
     mprofiles: list[Path] = field(default_factory=list)  # memory timelines for ``mprof plot``
+
+    @functools.cached_property
+    def accelerators(self) -> list[str]:
+        """The findings' accelerators-fed item: simulated once per pipeline and step time, shown on both pages."""
+        return accelerators_section(self.run)
 
     @property
     def readme(self) -> Path:

@@ -220,7 +220,7 @@ REMOTE_LATENCIES_MS = (0, 100)  # quick: the two the gate judges; full adds 5, 2
 REMOTE_WORKERS = (0, 2, 4)
 REMOTE_BATCH = 32
 ENDPOINT_ESTIMATE = 300.0  # images/s the local endpoint serves at zero latency: only caps the slow cases' passes
-REMOTE_PASS_CAP_S = 8.0  # a pass that Little's law says would take longer stops at about this long
+REMOTE_PASS_CAP_S = 8.0  # a steady pass that Little's law says would take longer is the start-up wave alone
 # The quick profile's remote cases (strategy, workers): at each latency the best strategy (batch, 2 and 4 workers)
 # and the serial control; threads at 100 ms only, Little's law on a second strategy. Smoke and full run them all.
 REMOTE_QUICK = {0: {("batch", 2), ("batch", 4), ("serial", 2)},
@@ -231,16 +231,19 @@ REMOTE_NOT_QUICK = ("its time budget holds steady-state passes for the best stra
 
 def remote_pass_batches(case: RemoteCase, workers: int) -> int:
     """Batches per pass of a remote case: the start-up wave (a batch per loading process) and
-    :data:`~lfw.measure.loader_pass.STEADY_MIN_BATCHES` after it, so the pass has a steady state; where Little's law
-    says that would take more than :data:`REMOTE_PASS_CAP_S`, as many as fit in it, and at least one after the wave
-    (the case then records why it has no steady rate).
+    :data:`~lfw.measure.loader_pass.STEADY_MIN_BATCHES` after it, so the pass has a steady state. Where Little's law
+    says that would take more than :data:`REMOTE_PASS_CAP_S`, no steady rate fits the pass, and the pass is the
+    wave alone (the case then records why it has no steady rate): every loading process fetches one batch, which
+    gives the whole-pass rate, the traffic per image and Little's law. Batches beyond the wave would each add a
+    whole batch time, one process fetching while the others wait, and still give no steady rate.
 
-    At 100 ms one request at a time in the main process is 10 images/s: 21 batches of 32 would be a minute a pass.
+    At 100 ms one request at a time with 2 workers is about 18 images/s: 22 batches of 32 would be 40 s a pass,
+    and the wave alone takes one batch time, about 3.5 s.
     """
     wave = max(workers, 1)
     rate = min(ENDPOINT_ESTIMATE, case.in_flight_limit(workers) / (case.latency_ms / 1e3 + 0.01))
     affordable = int(rate * REMOTE_PASS_CAP_S / REMOTE_BATCH)
-    return max(wave + 1, min(wave + STEADY_MIN_BATCHES, affordable))
+    return wave + STEADY_MIN_BATCHES if affordable >= wave + STEADY_MIN_BATCHES else wave
 
 
 def _remote() -> Group:

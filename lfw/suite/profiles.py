@@ -2,9 +2,9 @@
 
 - ``smoke``: every case once on a tiny tree; what ``make test`` runs with ``--benchmark-disable``.
 - ``quick``: every knob the recommendation and the quick gate rest on, 5 interleaved rounds, a 2,000-image
-  synthetic tree; the default, budgeted at 3 minutes on 2 cores (``not_quick`` cases are left to smoke and
-  full, ``full_only`` ones to full). The cost and remote layers join it when asked for (``--bench-cost``,
-  ``--bench-remote``).
+  synthetic tree; the default, held with the remote layer to ``make bench``'s budget (docs/methodology.md)
+  (``not_quick`` cases are left to smoke and full, ``full_only`` ones to full). The cost and remote layers join
+  it when asked for (``--bench-cost``, ``--bench-remote``).
 - ``full``: the nightly matrix: full-size 13,233-image LFW, more rounds, longer passes, more workers and epochs,
   and every layer.
 

@@ -38,7 +38,7 @@ from lfw.measure.resources import Limits, loader_need, shortfall
 from lfw.measure.rotation import LoaderMember, Measured, Member, Rotation
 from lfw.measure.stages import IndexCountingCollate, StageClock, TimedCollate, stage_clock_of
 from lfw.pipelines import Pipeline
-from lfw.remote.bench import EndpointCeiling, RemoteMember
+from lfw.remote.bench import EndpointCeiling, EpochOrder, RemoteMember
 from lfw.remote.dataset import S3LFW
 from lfw.remote.endpoint import LocalS3
 from lfw.results import keys as K
@@ -144,7 +144,8 @@ def case_pass(case: LoaderCase, dataset: Dataset, profile: Profile) -> LoaderPas
     elif case.count_index:  # the file index each loading process reads from, counted where it collates
         clock = StageClock(counts=INDEX_KINDS)
         collate = IndexCountingCollate(clock, data, collate_skipping if skipping else default_collate)
-    loader = case.config.build(data, collate)
+    # A remote case's epochs can be cut to the start-up wave for its warm-up (RemoteMember.warm_up).
+    loader = case.config.build(data, collate, EpochOrder(data) if case.remote is not None else None)
     device = "cuda" if case.copy_to_cuda and torch.cuda.is_available() else None
     step = sleep_step(case.step_ms / 1e3) if case.step_ms is not None else None
     if case.pipeline is not None:
