@@ -103,6 +103,20 @@ def test_a_dry_run_baseline_goes_to_a_scratch_folder(tmp_path: Path, monkeypatch
     assert sorted(p.name for p in ctx.out.iterdir()) == [GATE_MD] and summary["aa_passed"]
 
 
+@pytest.mark.parametrize(("dry_run", "gate_exit", "status"), [(True, 0, "done"), (True, 1, "done"),
+                                                                (True, 2, "failed"), (False, 1, "failed")])
+def test_a_dry_runs_aa_verdict_is_recorded_not_judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      dry_run: bool, gate_exit: int, status: str) -> None:
+    """Two one-round smoke runs: a regression the gate finds there is noise, not a failed probe; a gate that
+    cannot reach a verdict (exit 2) fails the path all the same, and a real run's regression fails the step."""
+    checkout(tmp_path, monkeypatch)
+    monkeypatch.setattr(device_steps, "cuda_missing", lambda: None)
+    monkeypatch.setattr(device_steps, "run_gate", lambda *paths: gate_exit)
+    fragment, _ = device_steps.run_step(context("baseline", tmp_path, dry_run=dry_run))
+    assert fragment["status"] == status and fragment["summary"]["gate_exit"] == gate_exit
+    assert fragment["summary"]["aa_judged"] is not dry_run
+
+
 def test_the_decode_step_keeps_one_configurations_workers_alive(tiny_tree: Path, tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Persistent workers of every decoder and count stayed alive for the whole rotation (4 decoders x 26 workers

@@ -59,8 +59,8 @@ def feed(s: dict[str, Any]) -> list[str]:
 
 def baseline(s: dict[str, Any]) -> list[str]:
     where = " (a scratch baseline: never one to commit)" if s.get("scratch") else ""
-    return [f"{s['baseline']} saved{where}; A/A gate exit {s['gate_exit']} "
-            f"({'passed' if s['aa_passed'] else 'FAILED'})"]
+    verdict = "passed" if s["aa_passed"] else "FAILED" if s.get("aa_judged", True) else "recorded, not judged"
+    return [f"{s['baseline']} saved{where}; A/A gate exit {s['gate_exit']} ({verdict})"]
 
 
 HEADLINES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
