@@ -212,7 +212,8 @@ interrupted() {  # Ctrl-C during make bench: what it leaves behind, and what mak
 device_dryrun() {  # the device campaign's dry run: every step's code on the CPU; PY312=<python 3.12> runs it again
   { for py in "$PY" ${PY312:-}; do
       stamp "$py tools/device_campaign.py --dry-run --out <fresh folder> (.whl/ from tools/device_wheels.sh)"
-      echo "# machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) usable cores, no GPU: the GPU paths ran on" \
+      echo "# machine: $(lscpu | sed -n 's/^Model name: *//p'), $(env -u OMP_NUM_THREADS nproc) usable cores, no GPU:" \
+        "the GPU paths ran on" \
         "the CPU stand-in; figures are of the 160-image smoke tree, one round, and not GPU figures"
       echo "# $py's own pytest-benchmark, before .whl/ goes first: $("$py" -c \
         'import importlib.metadata as m; print(m.version("pytest-benchmark"))')"
@@ -220,7 +221,7 @@ device_dryrun() {  # the device campaign's dry run: every step's code on the CPU
       start=$(date +%s.%N) status=0
       "$py" tools/device_campaign.py --dry-run --out "$out" > /tmp/lfw-dryrun.log 2>&1 || status=$?
       tr '\r' '\n' < /tmp/lfw-dryrun.log | grep -a -e '^limits' -e '^python' -e '^torch' -e '^numpy' -e '^pytest' \
-        -e '^wheels' -e '^== ' -e '^   ' -e '^dry run'
+        -e '^usable_cores' -e '^wheels' -e '^== ' -e '^   ' -e '^dry run' | grep -v '^ *$'
       echo "# exit status: $status; wall time: $(echo "$(date +%s.%N) - $start" | bc | cut -d. -f1) s"
       echo "# files written: $(ls "$out" | tr '\n' ' ')"
       rm -rf "$out"
