@@ -37,6 +37,34 @@ def test_pass_never_wraps_into_a_second_epoch(tiny_tree: Path) -> None:
     assert (result.batches, result.images) == (3, 40)
 
 
+class _Encoded(Dataset):
+    """Items of differing length (encoded images), batched as a list by :func:`_keep_list`."""
+
+    def __len__(self) -> int:
+        return 10
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        return torch.zeros(100 + i, dtype=torch.uint8), i
+
+
+def _keep_list(items: list[tuple[torch.Tensor, int]]) -> list[object]:
+    return [[x for x, _ in items], torch.tensor([y for _, y in items])]
+
+
+def test_a_batch_of_per_image_tensors_is_counted_by_its_length() -> None:
+    """A collate that keeps differently sized items as a list (the GPU decode's bytes): each batch's images are
+    the list's length, so the pass has a rate and a record (counted as 0, the record had no rounds to summarize)."""
+    result = measure_pass(LoaderConfig(batch_size=4).build(_Encoded(), _keep_list), memory_interval_s=None)
+    assert (result.images, result.batch_images) == (10, [4, 4, 2])
+    assert pass_record([result], usable_cores=1).metrics[K.CPU_MS_PER_IMAGE] > 0
+
+
+def test_a_batch_whose_images_cannot_be_counted_is_a_one_line_error() -> None:
+    loader = LoaderConfig(batch_size=4).build(_Encoded(), lambda items: [{"images": items}])
+    with pytest.raises(LFWError, match="cannot count the images of a batch whose first field is dict"):
+        measure_pass(loader, memory_interval_s=None)
+
+
 def test_memory_of_the_worker_tree_is_recorded(tiny_tree: Path) -> None:
     loader = LoaderConfig(batch_size=4, num_workers=2).build(LFWDataset(tiny_tree))
     with LoaderPass(loader, 4, memory_interval_s=0.05, mark_start=True) as runner:

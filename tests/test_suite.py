@@ -154,3 +154,14 @@ def test_measure_pass_times_any_dataloader() -> None:
     assert result.memory is not None and result.memory.worker_pids  # the worker was seen in the tree
     with pytest.raises(TypeError):
         PassResult(24, 3, 1.0, 0.1)  # keyword-built: positional fields are refused
+
+
+def test_the_pin_memory_group_starts_cuda_in_an_untimed_round(tiny_tree: Path) -> None:
+    """Its pass copies to the device: the first one starts CUDA (context, allocators, pinned pool), which must fall
+    in a warm-up round, not in round 1 of whichever case runs first. Every case gets one untimed pass."""
+    from lfw.suite.runner import Datasets, GroupRunner
+
+    group = matrix.GROUPS["pin-memory"]
+    rotation = GroupRunner(PROFILES["smoke"], Datasets(tiny_tree)).run(group, [group.case("nopin")])
+    assert rotation.info["warmup_rounds"] == 1
+    assert len(rotation.measured["nopin"].results) == rotation.info["rounds"]

@@ -4,7 +4,8 @@
 
 Each DIR is a campaign's output folder (one per device command when the steps ran one at a time); later folders'
 steps replace earlier ones'. One PNG per step that has figures: every bar or point is a median with error bars
-spanning its rounds (bandwidth: the 10th to 90th percentile of its copies), drawn beside its ceiling. Exit codes:
+spanning its rounds (bandwidth: the 10th to 90th percentile of its copies), drawn beside its ceiling. Figures a dry
+run measured on its CPU stand-in are never drawn (they are not GPU figures); the command names them. Exit codes:
 0 drawn (or nothing to draw, said so), 2 a folder without a campaign.json.
 """
 
@@ -26,20 +27,27 @@ import matplotlib.pyplot as plt
 
 from lfw.cli.args import OneLineParser
 from lfw.errors import LFWError, cli_entry
-from tools.device_context import CAMPAIGN_JSON
+from tools.device_context import CAMPAIGN_JSON, STAND_IN
 
 
-def merged_steps(folders: list[Path]) -> dict[str, Any]:
-    """Every finished step's summary across ``folders``, later folders first in precedence."""
+def merged_steps(folders: list[Path]) -> tuple[dict[str, Any], list[str]]:
+    """Every finished step's summary across ``folders``, later folders first in precedence, and the steps left
+    out because a dry run measured them on the CPU stand-in (their figures are never drawn as GPU figures)."""
     steps: dict[str, Any] = {}
+    stand_in: list[str] = []
     for folder in folders:
         path = folder / CAMPAIGN_JSON
         if not path.is_file():
             raise LFWError(f"{folder} has no {CAMPAIGN_JSON}; give a device campaign's output folder")
         for name, step in json.loads(path.read_text(encoding="utf-8")).get("steps", {}).items():
-            if step.get("status") == "done" and step.get("summary"):
+            if step.get("status") != "done" or not step.get("summary"):
+                continue
+            if step.get("measured_on") == STAND_IN:
+                stand_in.append(name)
+                steps.pop(name, None)
+            else:
                 steps[name] = step["summary"]
-    return steps
+    return steps, stand_in
 
 
 def _bar(rounds: list[float]) -> tuple[float, list[float]]:
@@ -67,7 +75,7 @@ def draw_workers(workers: dict[str, Any] | None, decode: dict[str, Any] | None, 
             _curve(ax, f"preset {transform} (knee {knee})", points)
     by_decoder: dict[str, dict[int, list[float]]] = {}
     for key, row in (decode or {}).get("members", {}).items():
-        if "images_per_s_rounds" in row:
+        if "images_per_s_rounds" in row and row.get("measured_on") != STAND_IN:
             name, workers_text = key.rsplit("-w", 1)
             by_decoder.setdefault(name, {})[int(workers_text)] = row["images_per_s_rounds"]
     for name, points in by_decoder.items():
@@ -125,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folders", nargs="+", type=Path, help="campaign output folders")
     parser.add_argument("--out", type=Path, default=Path("reports/device"), help="chart folder (reports/device)")
     args = parser.parse_args(argv)
-    steps = merged_steps(args.folders)
+    steps, stand_in = merged_steps(args.folders)
     args.out.mkdir(parents=True, exist_ok=True)
     drawn = []
     if "workers" in steps or "decode" in steps:
@@ -137,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     if "feed" in steps:
         drawn.append(draw_feed(steps["feed"], args.out))
     print("\n".join(str(p) for p in drawn) or "no finished step with figures: nothing to draw")
+    if stand_in:
+        print(f"not drawn, measured on the {STAND_IN} of a dry run (not GPU figures): {', '.join(stand_in)}")
     return 0
 
 

@@ -20,30 +20,41 @@ from lfw.suite.profiles import PROFILES, Profile
 
 @dataclass(frozen=True)
 class StepSpec:
-    """One step: its name, whether it needs a CUDA device, its time budget and what it measures."""
+    """One step: its name, whether it needs a CUDA device (``gpu``: skipped without one, outside a dry run) or has
+    a GPU part beside its CPU ones (``gpu_part``), its time budget and what it measures."""
 
     name: str
     gpu: bool
     budget_s: float
     what: str
+    gpu_part: bool = False
+
+    @property
+    def uses_gpu(self) -> bool:
+        """Whether some of the step's code runs on the GPU (what the probe must pass through)."""
+        return self.gpu or self.gpu_part
 
 
-# In the order they run. Budgets add up to TOTAL_BUDGET_S; none exceeds STEP_LIMIT_S (a device command is cut at 10
-# minutes; 9 leave room for start-up and the transfer back).
+# In the order they run: what only a GPU can measure first, the CPU curves last, so that a command cut short loses
+# those. The budgets, the wheels, the versions and the data fit TOTAL_BUDGET_S (one device command is cut at 10
+# minutes: 9 leave room for the machine's start and the transfer back); no step is given more than what is left.
 STEPS = (
-    StepSpec("pin", True, 180, "pin_memory off/on with the host-to-device copy in the timed pass"),
-    StepSpec("bandwidth", True, 60, "host-to-device GB/s, pinned vs pageable, batch-sized and 256 MiB buffers"),
-    StepSpec("decode", False, 300, "CPU decode pipelines by worker count beside GPU decode_jpeg"),
-    StepSpec("workers", False, 420, "the workers curve of the quick presets, its knee, what saturates"),
-    StepSpec("feed", True, 180, "a GPU step fed by a decode pipeline: measured vs simulated utilization"),
-    StepSpec("baseline", True, 360, "the full profile's GPU cases saved as a baseline, then an A/A gate"),
+    StepSpec("pin", True, 60, "pin_memory off/on with the host-to-device copy in the timed pass"),
+    StepSpec("bandwidth", True, 30, "host-to-device GB/s, pinned vs pageable, batch-sized and 256 MiB buffers"),
+    StepSpec("feed", True, 45, "a GPU step fed by a decode pipeline: measured vs simulated utilization"),
+    StepSpec("baseline", True, 100, "the full profile's GPU cases saved as a baseline, then an A/A gate"),
+    StepSpec("decode", False, 110, "CPU decode pipelines by worker count beside GPU decode_jpeg", gpu_part=True),
+    StepSpec("workers", False, 110, "the workers curve of the quick presets, its knee, what saturates"),
 )
 STEP_NAMES = tuple(s.name for s in STEPS)
 STEP_LIMIT_S = 540.0
-TOTAL_BUDGET_S = 1500.0
-DEFAULT_WORKERS = (0, 1, 2, 4, 8, 12, 16)
-DRY_RUN_WORKERS = (0, 1, 2)
+TOTAL_BUDGET_S = 540.0  # the whole command: wheels, versions, data and every step
+PROBE_BUDGET_S = 90.0  # the probe command: a tiny pass of every GPU path on the smoke tree
+DATA_BUDGET_S = 90.0  # making the synthetic tree (seconds on 8 processes), within the total
+DEFAULT_WORKERS = (0, 2, 8, 16)
+DRY_RUN_WORKERS = (0, 2)
 MAX_OUT_FILES = 8
+STAND_IN = "cpu stand-in"  # what a GPU path measured on the CPU in a dry run: never a GPU figure
 # What may be written into the output folder, by role; the baseline file is named by the runner class.
 CAMPAIGN_JSON, CAMPAIGN_LOG, PIN_RUN, WORKERS_RUN, GATE_MD = (
     "campaign.json", "campaign.log", "pin-memory.json", "workers.json", "gate.md")
@@ -73,11 +84,20 @@ class Skip(Exception):  # a step that does not run here, not an error
     """Raised by a step that cannot run on this machine; its message is the one-line reason."""
 
 
+class Stopped(BaseException):
+    """Raised in a step's process when the campaign stops it (SIGTERM at its budget): not an ``Exception``, so
+    that no measurement's own error handling swallows it; the step keeps the figures it has and ends incomplete."""
+
+
 @dataclass
 class Context:
     """What a step is given: where to write, how much data and which worker counts, and its options.
 
     ``work`` is a private folder outside ``out`` for anything that must not come back (temporary runs).
+    ``device`` is where the step's GPU paths run: ``cuda``, ``cpu`` in a dry run without a GPU (a
+    :data:`STAND_IN`, its figures marked so), or None where they cannot run (no GPU, not a dry run).
+    ``summary`` collects the step's figures as they are measured, so a step that fails or is stopped part-way
+    keeps those it has; ``facts["exit_code"]`` is the step's own verdict.
     """
 
     step: str
@@ -91,7 +111,26 @@ class Context:
     feed_workers: int | None = None
     step_ms: float = 20.0
     force: bool = False
+    device: str | None = "cuda"
     facts: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    stopped: bool = False
+
+    @property
+    def stand_in(self) -> bool:
+        """Whether the GPU paths run on the CPU (a dry run without a GPU)."""
+        return self.device == "cpu"
+
+    def gpu_device(self) -> str:
+        """Where the GPU paths run; raises :class:`Skip` where they cannot."""
+        if self.device is None:
+            raise Skip("no CUDA device")
+        return self.device
+
+    def check_stopped(self) -> None:
+        """Raise :class:`Stopped` once the step was asked to stop (its figures so far are in ``summary``)."""
+        if self.stopped:
+            raise Stopped()
 
     @property
     def rounds(self) -> int:

@@ -1,25 +1,32 @@
 """What the device campaign measures on a CUDA device that no benchmark of the suite measures.
 
-- :func:`copy_bandwidth`: host-to-device copy rate of one buffer size, pinned or pageable, timed with CUDA events
-  (a copy is asynchronous to the host; events time it on the device's own clock), several repeats;
-- :func:`jpeg_bytes` and :func:`gpu_decode_step`: DataLoader workers read each file's bytes, the main process
-  decodes the whole batch on the GPU with ``torchvision.io.decode_jpeg(list, device="cuda")``; the pass is timed
-  by :class:`lfw.measure.LoaderPass` with the decode as its ``step``, like any other configuration;
-- :func:`gpu_decode_only`: the decode of already-read bytes alone, the GPU decoder's own ceiling;
-- :func:`matmul_step`: a training step of a chosen length on the GPU (square matrix products, repeated).
+- :func:`copy_bandwidth`: host-to-device copy rate of one buffer size, pinned or pageable, several repeats;
+- :func:`jpeg_bytes`, :func:`collate_bytes` and :func:`decode_step`: DataLoader workers read each file's bytes,
+  the main process decodes the whole batch in one ``torchvision.io.decode_jpeg(list, device=...)`` call; the pass
+  is timed by :class:`lfw.measure.LoaderPass` with the decode as its ``step``, like any other configuration;
+- :func:`decode_only`: the decode of already-read bytes alone, the GPU decoder's own ceiling;
+- :func:`matmul_step`: a training step of a chosen length (square matrix products, repeated).
 
-Every function needs CUDA; :func:`cuda_missing` says in one line why it cannot run here.
+Every function takes the ``device`` it runs on. On ``cuda``, what runs on the device alone is timed with CUDA
+events (the device's own clock; a copy or a decode is asynchronous to the host). On ``cpu`` the same code runs as
+the dry run's stand-in (:data:`tools.device_context.STAND_IN`), timed with ``perf_counter``: it exercises every
+line that the GPU run takes, and its figures are never GPU figures. :func:`cuda_missing` says in one line why
+there is no CUDA device here.
 """
 
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch.utils.data import Subset
+
+MATMUL_SIZE = 4096  # on the GPU: a bf16 product of about 0.2 ms on an H100
+STAND_IN_MATMUL_SIZE = 256  # on the CPU stand-in: a product of a few ms on one thread
 
 
 def cuda_missing() -> str | None:
@@ -30,6 +37,26 @@ def cuda_missing() -> str | None:
     return None
 
 
+def synchronize(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed_ms(device: str, work: Callable[[], object]) -> float:
+    """Milliseconds ``work`` takes: between two CUDA events on the current stream on ``cuda`` (the host is only
+    waited on for the end event), by ``perf_counter`` on the CPU."""
+    if device != "cuda":
+        t0 = time.perf_counter()
+        work()
+        return (time.perf_counter() - t0) * 1e3
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    work()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
 def spread(values: Sequence[float]) -> dict[str, float]:
     """Median, lowest, highest and the 10th/90th percentiles of ``values`` (at least one)."""
     ordered = sorted(values)
@@ -38,31 +65,32 @@ def spread(values: Sequence[float]) -> dict[str, float]:
             "max": round(ordered[-1], 4), "p10": round(decile[0], 4), "p90": round(decile[-1], 4)}
 
 
-def copy_bandwidth(nbytes: int, *, pinned: bool, repeats: int, warmup: int = 2) -> list[float]:
-    """GB/s (10^9 bytes per second) of ``repeats`` host-to-device copies of a ``nbytes`` buffer, each timed with
-    a pair of CUDA events on the current stream; ``warmup`` untimed copies first (allocator, first-touch)."""
-    host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=pinned)
-    host.random_(0, 255)  # never time a copy of zeros
-    device = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
-    rates = []
-    for i in range(warmup + repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        device.copy_(host, non_blocking=pinned)
-        end.record()
-        end.synchronize()
-        if i >= warmup:
-            rates.append(nbytes / (start.elapsed_time(end) * 1e-3) / 1e9)
-    del host, device
-    torch.cuda.empty_cache()
+def copy_bandwidth(nbytes: int, *, pinned: bool, repeats: int, device: str = "cuda", warmup: int = 2) -> list[float]:
+    """GB/s (10^9 bytes per second) of ``repeats`` host-to-``device`` copies of a ``nbytes`` buffer
+    (:func:`timed_ms`), after ``warmup`` untimed copies (allocator, first touch). Pinning needs an accelerator:
+    on the CPU stand-in both kinds are pageable host-to-host copies."""
+    rates = _copy_rates(nbytes, pinned and device == "cuda", pinned, warmup + repeats, device)[warmup:]
+    if device == "cuda":
+        torch.cuda.empty_cache()  # the buffers are gone: give their memory back for the next step
     return rates
 
 
-def read_bytes(path: str) -> torch.Tensor:
-    """A file's bytes as a 1-D uint8 tensor (``torchvision.io.read_file``): all a worker does before a GPU decode."""
-    from torchvision.io import read_file
+def _copy_rates(nbytes: int, pin: bool, non_blocking: bool, copies: int, device: str) -> list[float]:
+    host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=pin)
+    host.fill_(0xA5)  # every page written: a copy of untouched memory reads the shared zero page
+    target = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    return [nbytes / (timed_ms(device, lambda: target.copy_(host, non_blocking=non_blocking)) * 1e-3) / 1e9
+            for _ in range(copies)]
 
-    return read_file(path)
+
+def read_bytes(path: str) -> torch.Tensor:
+    """A file's bytes as a 1-D uint8 tensor in ordinary memory: all a worker does before a GPU decode.
+
+    Not ``torchvision.io.read_file``: its tensor cannot be handed from a worker to the main process (the worker's
+    queue fails on its storage with EBADF, and the batch never arrives).
+    """
+    with open(path, "rb") as handle:
+        return torch.frombuffer(bytearray(handle.read()), dtype=torch.uint8)
 
 
 def jpeg_bytes(root: str | Path, images: int | None = None) -> Subset[Any]:
@@ -75,70 +103,72 @@ def jpeg_bytes(root: str | Path, images: int | None = None) -> Subset[Any]:
 
 
 def collate_bytes(items: list[tuple[torch.Tensor, int]]) -> list[Any]:
-    """A batch of byte tensors kept as a list (they differ in length): ``[bytes_list, labels]``; the first
-    element is a list, so the pass counts the batch's images by its length."""
-    return [[b for b, _ in items], torch.tensor([label for _, label in items])]
+    """A batch of encoded images: ``[bytes_list, labels]``, the images' bytes as a list (they differ in length)
+    of views into one tensor, so a worker hands the batch over in one shared-memory segment, not one per image.
+    The pass counts the batch's images by the list's length (:func:`lfw.measure.loader_pass.batch_images`)."""
+    flat = torch.cat([b for b, _ in items])
+    return [list(flat.split([len(b) for b, _ in items])), torch.tensor([label for _, label in items])]
 
 
-def gpu_decode_step() -> Callable[[Any], None]:
-    """The pass's ``step``: decode the batch's bytes on the GPU in one call, then synchronize."""
+def decode_step(device: str) -> Callable[[Any], None]:
+    """The pass's ``step``: decode the batch's bytes on ``device`` in one call, then synchronize."""
     from torchvision.io import decode_jpeg
 
     def step(batch: Any) -> None:
-        decode_jpeg(batch[0], device="cuda")
-        torch.cuda.synchronize()
+        decode_jpeg(batch[0], device=device)
+        synchronize(device)
 
     return step
 
 
-def gpu_decode_only(dataset: Subset[Any], batch_size: int, batches: int) -> list[float]:
-    """Images/s of ``decode_jpeg(list, device="cuda")`` on bytes already in memory, one value per batch (CUDA
-    events around each call): the GPU decoder's ceiling, with no reading and no DataLoader."""
+def decode_only(dataset: Subset[Any], batch_size: int, batches: int, device: str = "cuda") -> list[float]:
+    """Images/s of ``decode_jpeg(list, device=device)`` on bytes already in memory, one value per batch
+    (:func:`timed_ms`): the decoder's ceiling, with no reading and no DataLoader."""
     from torchvision.io import decode_jpeg
 
     data = [dataset[i][0] for i in range(min(len(dataset), batch_size * batches))]
     chunks = [data[i:i + batch_size] for i in range(0, len(data), batch_size)]
-    decode_jpeg(chunks[0], device="cuda")  # warm-up: the decoder's handle and buffers
-    rates = []
-    for chunk in chunks:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        decode_jpeg(chunk, device="cuda")
-        end.record()
-        end.synchronize()
-        rates.append(len(chunk) / (start.elapsed_time(end) * 1e-3))
-    return rates
+    decode_jpeg(chunks[0], device=device)  # warm-up: the decoder's handle and buffers
+    synchronize(device)
+    return [len(chunk) / (timed_ms(device, lambda c=chunk: decode_jpeg(c, device=device)) * 1e-3)
+            for chunk in chunks]
 
 
-MATMUL_SIZE = 4096
+class MatmulStep:
+    """A training step of about a chosen length on ``device``: the batch copied over (non-blocking) and
+    converted to float, then ``products`` bf16 products of two ``size`` x ``size`` matrices, synchronized before
+    it returns. Every product reads the same two inputs and writes :attr:`output`, so the values stay finite
+    however many there are (a chain of products of random matrices grows by about sqrt(size) per product and
+    reaches bf16's infinity after a few dozen)."""
 
+    def __init__(self, device: str, size: int, products: int) -> None:
+        self.device, self.size, self.products = device, size, products
+        self.a = torch.randn(size, size, device=device, dtype=torch.bfloat16)
+        self.b = torch.randn(size, size, device=device, dtype=torch.bfloat16) / size ** 0.5
+        self.output = torch.empty(size, size, device=device, dtype=torch.bfloat16)
 
-def matmul_step(step_ms: float, size: int = MATMUL_SIZE) -> tuple[Callable[[Any], None], dict[str, float]]:
-    """A training step that takes about ``step_ms`` on the GPU: the batch copied over (non-blocking), converted
-    to float, then ``k`` bf16 products of two ``size`` x ``size`` matrices, synchronized before it returns.
+    def product(self) -> None:
+        torch.mm(self.a, self.b, out=self.output)
 
-    ``k`` is calibrated here from the median of timed products (CUDA events); the returned facts give ``k``
-    and the calibrated milliseconds per product.
-    """
-    a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
-    times = []
-    for _ in range(12):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        torch.mm(a, b)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    per_mm = statistics.median(times[2:])
-    k = max(1, round(step_ms / per_mm))
-
-    def step(batch: Any) -> None:
-        images = batch[0].to("cuda", non_blocking=True)
+    def __call__(self, batch: Any) -> None:
+        images = batch[0].to(self.device, non_blocking=True)
         images = images.float().div_(255) if not images.is_floating_point() else images
-        c = a
-        for _ in range(k):
-            c = torch.mm(c, b)
-        torch.cuda.synchronize()
+        for _ in range(self.products):
+            self.product()
+        synchronize(self.device)
 
-    return step, {"matmuls_per_step": k, "ms_per_matmul": round(per_mm, 4), "matmul_size": size}
+    def output_finite(self) -> bool:
+        return bool(torch.isfinite(self.output).all())
+
+
+def matmul_step(step_ms: float, device: str = "cuda", size: int | None = None,
+                products: int | None = None) -> tuple[MatmulStep, dict[str, float]]:
+    """A :class:`MatmulStep` that takes about ``step_ms`` on ``device``: ``products`` is calibrated here, when not
+    given, from the median of ten timed products (:func:`timed_ms`) after two untimed ones; the returned facts
+    give the products, the calibrated milliseconds per product and the size."""
+    size = size or (MATMUL_SIZE if device == "cuda" else STAND_IN_MATMUL_SIZE)
+    step = MatmulStep(device, size, 1)
+    times = [timed_ms(device, step.product) for _ in range(12)]
+    per_mm = statistics.median(times[2:])
+    step.products = products or max(1, round(step_ms / per_mm))
+    return step, {"matmuls_per_step": step.products, "ms_per_matmul": round(per_mm, 4), "matmul_size": size}

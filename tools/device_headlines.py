@@ -1,14 +1,21 @@
 """One or two printed lines per finished step of the device campaign, read from its summary (``campaign.json``):
-the figures a reader of the log's last screen needs, each beside its ceiling. Nothing here is measured."""
+the figures a reader of the log's last screen needs, each beside its ceiling. Nothing here is measured. Figures of
+the dry run's CPU stand-in say so on every line: they are never GPU figures."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from tools.device_context import STAND_IN
+
 
 def _num(value: Any, digits: int = 0) -> str:
     return "?" if value is None else f"{value:,.{digits}f}"
+
+
+def _where(row: dict[str, Any]) -> str:
+    return f" [{STAND_IN}]" if row.get("measured_on") == STAND_IN else ""
 
 
 def pin(s: dict[str, Any]) -> list[str]:
@@ -24,14 +31,15 @@ def bandwidth(s: dict[str, Any]) -> list[str]:
 
 
 def decode(s: dict[str, Any]) -> list[str]:
-    lines = [f"{name}: best {d['best_workers']} workers {_num(d['best_images_per_s'])} img/s "
+    lines = [f"{name}{_where(d)}: best {d['best_workers']} workers {_num(d['best_images_per_s'])} img/s "
              f"(ceiling {_num(d.get('ceiling_images_per_s'))}), {_num(d['best_cpu_ms_per_image'], 3)} CPU ms/img, "
              f"knee {d['knee']}" for name, d in s["decoders"].items()]
-    if s.get("gpu_skipped"):
-        lines.append(f"GPU decode skipped: {s['gpu_skipped']}")
-    if "gpu-decode" in s["decoders"]:
-        lines.append(f"GPU decode saves {_num(s['decoders']['gpu-decode'].get('cpu_ms_saved_per_image'), 3)} "
-                     f"CPU ms per image against {s.get('fastest_cpu')}")
+    if "gpu-decode" in s.get("left_out", {}):
+        lines.append(f"GPU decode left out: {s['left_out']['gpu-decode']}")
+    gpu = s["decoders"].get("gpu-decode", {})
+    if "cpu_ms_saved_per_image" in gpu:
+        lines.append(f"GPU decode{_where(gpu)} saves {_num(gpu['cpu_ms_saved_per_image'], 3)} CPU ms per image "
+                     f"against {s.get('fastest_cpu')}")
     return lines
 
 
@@ -44,12 +52,15 @@ def workers(s: dict[str, Any]) -> list[str]:
 
 
 def feed(s: dict[str, Any]) -> list[str]:
+    finite = "" if s.get("step_output_finite", True) else "; the step's products were NOT finite"
     return [f"{s['pipeline']} x {s['step_ms_measured']} ms step: AU measured {s['au_measured']:.1%}, simulated "
-            f"{s['au_predicted']:.1%} (ceiling 100%); {s['recommendation']}"]
+            f"{s['au_predicted']:.1%} (ceiling 100%); {s['recommendation']}{finite}"]
 
 
 def baseline(s: dict[str, Any]) -> list[str]:
-    return [f"{s['baseline']} saved; A/A gate exit {s['gate_exit']} ({'passed' if s['aa_passed'] else 'FAILED'})"]
+    where = " (a scratch baseline: never one to commit)" if s.get("scratch") else ""
+    verdict = "passed" if s["aa_passed"] else "FAILED" if s.get("aa_judged", True) else "recorded, not judged"
+    return [f"{s['baseline']} saved{where}; A/A gate exit {s['gate_exit']} ({verdict})"]
 
 
 HEADLINES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
@@ -62,7 +73,8 @@ def headlines(name: str, step: dict[str, Any]) -> list[str]:
     summary = step.get("summary")
     if step.get("status") != "done" or not summary:
         return []
+    prefix = f"[{STAND_IN}] " if step.get("measured_on") == STAND_IN else ""
     try:
-        return [f"   {line}" for line in HEADLINES[name](summary)]
+        return [f"   {prefix}{line}" for line in HEADLINES[name](summary)]
     except (KeyError, TypeError, ValueError) as exc:
         return [f"   (no headline: {type(exc).__name__} {exc})"]

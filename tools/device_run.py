@@ -1,9 +1,11 @@
-"""The device campaign's machinery: the output folder and its log, the wheel install, the versions, and running a
-step in its own process group under a time budget (:func:`run_child`).
+"""The device campaign's machinery: the output folder and its log, the wheel install, the versions and the
+machine's limits, and running a step under a time budget (:func:`run_child`).
 
-A step that outruns its budget gets SIGTERM (pytest then saves its partial run marked incomplete and stops its
-workers), then SIGKILL for the whole group after :data:`GRACE_S`; it is marked ``incomplete``, never waited on.
-Ctrl-C (or SIGTERM to the campaign) stops the running step's group the same way before the campaign ends.
+A step that outruns its budget gets SIGTERM (it stops what it runs, a pytest run saving its partial run marked
+incomplete, and writes the figures it has), then SIGKILL for whatever is left of its process tree after
+:data:`GRACE_S`; it is marked ``incomplete``, its figures kept. Ctrl-C (or SIGTERM to the campaign) stops the
+running step the same way before the campaign ends. Steps stay in the campaign's process group: a command cut
+from outside takes them with it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import contextlib
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import subprocess
@@ -23,13 +26,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+import psutil
 from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from lfw.errors import LFWError
+from lfw.measure.resources import Limits, MiB
 from tools.device_context import BASELINE_PATTERN, CAMPAIGN_JSON, CAMPAIGN_LOG, MAX_OUT_FILES, OUT_FILES, write_json
 
 GRACE_S = 20.0
+CHECK_TIMEOUT_S = 120.0  # the wheels' install, the versions, nvidia-smi: a hang there is an error, not a wait
 VERSION = 1
 
 
@@ -89,6 +95,15 @@ def save_campaign(out: Path, doc: Mapping[str, Any]) -> None:
     os.replace(tmp, out / CAMPAIGN_JSON)
 
 
+def checked(command: list[str], what: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``command`` run to its end within :data:`CHECK_TIMEOUT_S`, its output captured; a hang is a one-line error."""
+    try:
+        return subprocess.run(command, capture_output=True, text=True, check=False, env=env,
+                              timeout=CHECK_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise LFWError(f"{what} took more than {CHECK_TIMEOUT_S:g} s: {' '.join(command[:4])} ...") from None
+
+
 def wheel_command(wheels: list[Path], site: Path, python: str = sys.executable) -> list[str]:
     """The offline install of ``wheels`` into ``site``: no index, no dependencies (the preinstalled torch stays)."""
     return [python, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile", "--no-cache-dir",
@@ -118,26 +133,51 @@ def install_wheels(folder: Path, site: Path, log: Log) -> dict[str, Any]:
         return {"installed": False, "folder": str(folder)}
     command = wheel_command(wheels, site)
     log.line("$ " + " ".join(command))
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = checked(command, "installing the wheels")
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
         raise LFWError(f"installing the wheels of {folder} failed: {last}")
     return {"installed": True, "folder": str(folder), "site": str(site), "wheels": [w.name for w in wheels]}
 
 
+def raise_open_files_limit() -> tuple[int, int]:
+    """Raise this process's soft limit of open files to its hard limit (its children inherit it): DataLoader
+    workers cost the main process several descriptors each, and a soft 1,024 fails high worker counts. Returns
+    (soft before, soft now)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:  # unlimited: the kernel's own ceiling for one process
+        with contextlib.suppress(OSError, ValueError):
+            hard = int(Path("/proc/sys/fs/nr_open").read_text())
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    return soft, resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def machine_limits(soft_before: int) -> dict[str, Any]:
+    """What the steps may use, as they start: ``/dev/shm`` (size and free), ``ulimit -n`` (soft before it was
+    raised, soft now, hard) and MemAvailable, in MiB."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    shm = Limits.read()
+    return {"shm_total_mib": None if shm.shm_total is None else shm.shm_total // MiB,
+            "shm_free_mib": None if shm.shm_free is None else shm.shm_free // MiB,
+            "open_files_soft_before": soft_before, "open_files_soft": soft, "open_files_hard": hard,
+            "mem_available_mib": psutil.virtual_memory().available // MiB}
+
+
 NVIDIA_SMI_QUERY = "name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current"
 VERSIONS_CODE = """import json, torch, torchvision
-from lfw.measure.machine import machine_info
+from lfw.measure.machine import machine_info, package_version
 info = machine_info()
 info["torch_cuda_build"] = torch.version.cuda
 info["cudnn"] = torch.backends.cudnn.version() if torch.cuda.is_available() else None
+for name in ("pytest", "pytest-benchmark", "psutil", "scipy", "matplotlib", "memory-profiler", "torchdata", "ruptures"):
+    info[name] = package_version(name)
 print(json.dumps(info, default=str))"""
 
 
 def environment(env: Mapping[str, str], log: Log) -> dict[str, Any]:
     """Versions and machine facts as the steps will see them (their ``PYTHONPATH``), and ``nvidia-smi``'s."""
-    done = subprocess.run([sys.executable, "-c", VERSIONS_CODE], env=dict(env), capture_output=True, text=True,
-                          check=False)
+    done = checked([sys.executable, "-c", VERSIONS_CODE], "reading the versions", env=dict(env))
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
         raise LFWError(f"the suite does not import on this machine: {last}")
@@ -145,13 +185,13 @@ def environment(env: Mapping[str, str], log: Log) -> dict[str, Any]:
     info["executable"], info["platform"] = sys.executable, platform.platform()
     smi = shutil.which("nvidia-smi")
     if smi:
-        q = subprocess.run([smi, f"--query-gpu={NVIDIA_SMI_QUERY}", "--format=csv,noheader"], capture_output=True,
-                           text=True, check=False)
+        q = checked([smi, f"--query-gpu={NVIDIA_SMI_QUERY}", "--format=csv,noheader"], "nvidia-smi")
         info["nvidia_smi"] = q.stdout.strip() if q.returncode == 0 else f"failed: {q.stderr.strip()[:200]}"
     else:
         info["nvidia_smi"] = "not found"
-    for key in ("torch", "torchvision", "torch_cuda_build", "cuda_device", "cuda_driver", "nvidia_smi",
-                "cpu_model", "usable_cores", "total_memory_gib", "runner_class"):
+    for key in ("python", "torch", "torchvision", "numpy", "pytest", "pytest-benchmark", "torch_cuda_build",
+                "cuda_device", "cuda_driver", "nvidia_smi", "cpu_model", "usable_cores", "total_memory_gib",
+                "runner_class"):
         log.line(f"{key}: {info.get(key)}")
     return info
 
@@ -162,29 +202,44 @@ def _pump(stream: IO[bytes], log: Log, tail: list[bytes]) -> None:
         tail[:] = (tail + chunk.splitlines())[-20:]
 
 
-def _stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the step's process group; after :data:`GRACE_S`, SIGKILL to whatever is left in it."""
+def _tree(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    """The step's process and every process below it, as they are now."""
+    try:
+        leader = psutil.Process(proc.pid)
+        return [leader, *leader.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _stop_tree(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the step's own process (it stops what it runs and keeps its figures); after :data:`GRACE_S`,
+    SIGKILL to whatever is left of it and of every process seen below it, before or after the SIGTERM."""
+    seen = _tree(proc)
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
+        proc.send_signal(signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=GRACE_S)
-    with contextlib.suppress(ProcessLookupError):  # the leader may be gone and its workers not
-        os.killpg(proc.pid, signal.SIGKILL)
+    for process in {p.pid: p for p in [*seen, *_tree(proc)]}.values():
+        with contextlib.suppress(psutil.Error):
+            process.kill()  # psutil checks the pid still names the process it saw
     proc.wait()
+    psutil.wait_procs(seen, timeout=5)
 
 
 def run_child(argv: list[str], budget_s: float, env: Mapping[str, str], log: Log, name: str,
               fragment: Path | None = None) -> dict[str, Any]:
-    """Run ``argv`` in a new process group for at most ``budget_s``, its output into ``log``.
+    """Run ``argv`` for at most ``budget_s``, its output into ``log``.
 
-    Returns the step's record: ``status`` (``done``/``skipped``/``failed`` from its ``fragment`` when it wrote
-    one, ``done`` for a plain command that exited 0, ``failed`` otherwise, ``incomplete`` when stopped at its
-    budget), ``reason``, ``exit_code``, ``elapsed_s``, ``budget_s`` and its ``summary``.
+    The child stays in the campaign's process group and session, so whatever stops the command (Ctrl-C, a device
+    command cut at its limit) stops the step with it; past its budget the campaign stops it itself
+    (:func:`_stop_tree`). Returns the step's record: ``status`` (``done``/``skipped``/``failed``/``incomplete``
+    from its ``fragment`` when it wrote one, ``done`` for a plain command that exited 0, ``failed`` otherwise,
+    ``incomplete`` when stopped at its budget, with the figures its fragment has), ``reason``, ``exit_code``,
+    ``elapsed_s``, ``budget_s`` and its ``summary``.
     """
     log.line(f"== {name}: budget {budget_s:.0f} s")
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(env),
-                            start_new_session=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(env))
     assert proc.stdout is not None
     tail: list[bytes] = []
     pump = threading.Thread(target=_pump, args=(proc.stdout, log, tail), daemon=True)
@@ -194,18 +249,19 @@ def run_child(argv: list[str], budget_s: float, env: Mapping[str, str], log: Log
         proc.wait(timeout=budget_s)
     except subprocess.TimeoutExpired:
         timed_out = True
-        _stop_group(proc)
+        _stop_tree(proc)
     except BaseException:  # Ctrl-C, SIGTERM: stop the step and everything it started, then go
-        _stop_group(proc)
+        _stop_tree(proc)
         raise
     pump.join(timeout=5)
     proc.stdout.close()
     record: dict[str, Any] = {"exit_code": proc.returncode, "elapsed_s": round(time.monotonic() - t0, 1),
                               "budget_s": round(budget_s, 1)}
+    written = json.loads(fragment.read_text(encoding="utf-8")) if fragment is not None and fragment.exists() else {}
     if timed_out:
-        return {"status": "incomplete", "reason": f"stopped at its budget of {budget_s:.0f} s", **record}
-    if fragment is not None and fragment.exists():
-        return {**json.loads(fragment.read_text(encoding="utf-8")), **record}
+        return {**written, "status": "incomplete", "reason": f"stopped at its budget of {budget_s:.0f} s", **record}
+    if written:
+        return {**written, **record}
     if proc.returncode == 0:
         return {"status": "done", **record}
     last = tail[-1].decode(errors="replace").strip() if tail else "no output"

@@ -4,33 +4,60 @@
 #
 #   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 #
-# The list is what `pytest benchmarks` imports beyond such a machine's torch, torchvision, numpy, scipy, matplotlib,
-# psutil, tqdm, pytest and pytest-benchmark: simplejpeg (decode pipelines), memory-profiler (memory timelines),
-# torchdata (the thread-map group) and ruptures (change points), at the versions this project's constraints pin.
-# The remote layer's moto, boto3 and flask stay behind: its cases skip there, saying so. Idempotent; refuses a
-# folder over 60 MiB. Usage: bash tools/device_wheels.sh [FOLDER] (default .whl).
+# (tools/device_campaign.py does this itself). The list is what `pytest benchmarks` imports beyond such a machine's
+# torch, torchvision, numpy, scipy, matplotlib, psutil, tqdm and pytest: simplejpeg (decode pipelines),
+# memory-profiler (memory timelines), torchdata (the thread-map group) and ruptures (change points), at the versions
+# this project's constraints pin; and pytest-benchmark 5.3 with its py-cpuinfo2, put before the machine's own:
+# pytest-benchmark 5.2 and older read pytest's node._nodeid, which pytest 9 removed (every benchmark then errors).
+# The remote layer's moto, boto3 and flask stay behind: its cases skip there, saying so. Any Python with pip makes them (PY=..., default the project's .venv where there is one, else
+# python3): pip downloads for CPython 3.12 whatever runs it. Idempotent; refuses two versions of one package (the
+# offline install stops on them), a folder over 60 MiB, and a travelling tree over 64 MiB (the checkout's tracked
+# and unignored files plus the folder: what a device command carries). Usage: bash tools/device_wheels.sh [FOLDER]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-.whl}
-PY=${PY:-.venv/bin/python}
+if [ -z "${PY:-}" ]; then
+  if [ -x .venv/bin/python ]; then PY=.venv/bin/python; else PY=$(command -v python3 || true); fi
+fi
+if [ -z "$PY" ] || ! "$PY" -m pip --version >/dev/null 2>&1; then
+  echo "error: no Python with pip to download the wheels (${PY:-python3 not found}); set PY=/path/to/python" >&2
+  exit 2
+fi
 pin() { sed -n "s/^$1==//p" constraints.txt; }
-wanted=("simplejpeg==$(pin simplejpeg)" "memory-profiler==0.61.0" "torchdata==0.11.0" "ruptures==1.1.10")
+wanted=("simplejpeg==$(pin simplejpeg)" "memory-profiler==0.61.0" "torchdata==0.11.0" "ruptures==1.1.10"
+        "pytest-benchmark==5.3.1" "py-cpuinfo2==10.1.1")
 platforms=()
 for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_24_x86_64 manylinux_2_17_x86_64 \
          manylinux2014_x86_64 manylinux1_x86_64; do
   platforms+=(--platform "$p")
 done
 mkdir -p "$out"
-$PY -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+"$PY" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   "${platforms[@]}" -d "$out" "${wanted[@]}"
-kib=$(du -sk "$out" | cut -f1)
 ls -1 "$out"
+twice=$(ls -1 "$out" | grep '\.whl$' | cut -d- -f1 | tr 'A-Z-' 'a-z_' | sort | uniq -d)
+if [ -n "$twice" ]; then
+  echo "error: $out holds two versions of: $twice; remove the old ones (the device's install stops on them)" >&2
+  exit 2
+fi
+kib=$(du -sk "$out" | cut -f1)
 echo "$out: $(ls -1 "$out" | wc -l) wheels, $((kib / 1024)) MiB"
 if [ "$kib" -gt $((60 * 1024)) ]; then
   echo "error: $out holds more than 60 MiB; a device command carries 64 MiB at most" >&2
   exit 2
 fi
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  tree=$(git ls-files -z --cached --others --exclude-standard | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+  total=$(( (tree + kib * 1024) / 1024 / 1024 ))
+  echo "travelling to the device: the tree $((tree / 1024 / 1024)) MiB + $out $((kib / 1024)) MiB = $total MiB of 64"
+  if [ "$total" -ge 64 ]; then
+    echo "error: the tree and $out come to $total MiB; a device command carries 64 MiB at most" >&2
+    exit 2
+  fi
+fi
 # The install a device runs, tried here with pip's resolver for CPython 3.12: every wheel must be installable.
-$PY -m pip install --quiet --dry-run --no-index --no-deps --only-binary=:all: --python-version 3.12 \
-  --implementation cp "${platforms[@]}" --target "$(mktemp -d)" "$out"/*.whl
+target=$(mktemp -d)
+trap 'rm -rf "$target"' EXIT
+"$PY" -m pip install --quiet --dry-run --no-index --no-deps --only-binary=:all: --python-version 3.12 \
+  --implementation cp "${platforms[@]}" --target "$target" "$out"/*.whl
 echo "installable on CPython 3.12 x86_64 from $out alone (--no-index --no-deps)"

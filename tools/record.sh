@@ -2,8 +2,9 @@
 # Re-run the commands whose figures the README and docs/ quote and keep their output in docs/runs/, one file each, so
 # every figure there traces to a committed output. Each takes the machine on its own (run nothing beside it).
 #
-#   bash tools/record.sh [make-bench|remote|decoders|process-pairs|cost|diagnose|distributed|small-shm|interrupted|faults]
-#   (default: all but the last three; small-shm and faults mount a tmpfs and need root)
+#   bash tools/record.sh [make-bench|remote|decoders|process-pairs|cost|diagnose|distributed|small-shm|interrupted|
+#                         faults|device-dryrun]
+#   (default: all but the last four; small-shm and faults mount a tmpfs and need root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -276,6 +277,27 @@ print({k: r.machine[k] for k in ("dataset_path", "dataset_files", "skipped_image
     echo "gate exit status: $status"
   } > "$STAGE"/runs/faults.txt 2>&1
   rm -rf "$disk" "$bad"
+}
+
+device_dryrun() {  # the device campaign's dry run: every step's code on the CPU; PY312=<python 3.12> runs it again
+  { for py in "$PY" ${PY312:-}; do
+      stamp "$py tools/device_campaign.py --dry-run --out <fresh folder> (.whl/ from tools/device_wheels.sh)"
+      echo "# machine: $(lscpu | sed -n 's/^Model name: *//p'), $(env -u OMP_NUM_THREADS nproc) usable cores, no GPU:" \
+        "the GPU paths ran on" \
+        "the CPU stand-in; figures are of the 160-image smoke tree, one round, and not GPU figures"
+      echo "# $py's own pytest-benchmark, before .whl/ goes first: $("$py" -c \
+        'import importlib.metadata as m; print(m.version("pytest-benchmark"))')"
+      out=$(mktemp -d) && rmdir "$out"
+      start=$(date +%s.%N) status=0
+      "$py" tools/device_campaign.py --dry-run --out "$out" > /tmp/lfw-dryrun.log 2>&1 || status=$?
+      tr '\r' '\n' < /tmp/lfw-dryrun.log | grep -a -e '^limits' -e '^python' -e '^torch' -e '^numpy' -e '^pytest' \
+        -e '^usable_cores' -e '^wheels' -e '^== ' -e '^   ' -e '^dry run' | grep -v '^ *$'
+      echo "# exit status: $status; wall time: $(echo "$(date +%s.%N) - $start" | bc | cut -d. -f1) s"
+      echo "# files written: $(ls "$out" | tr '\n' ' ')"
+      rm -rf "$out"
+      echo
+    done
+  } > "$STAGE"/runs/device-dryrun.txt 2>&1
 }
 
 for what in "${@:-make-bench bench-dataset remote decoders process-pairs cost diagnose distributed}"; do

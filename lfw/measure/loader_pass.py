@@ -220,6 +220,21 @@ def _first(batch: Any) -> Any:
     return batch[0] if isinstance(batch, list | tuple) else batch
 
 
+def batch_images(first: Any) -> int:
+    """Images in a batch whose first field is ``first``: a tensor's first dimension, or the length of a list of
+    per-image tensors (what a collate that keeps differently sized items, such as encoded bytes, returns).
+
+    Raises :class:`LFWError` (one line) for anything else: a pass that counted such a batch as 0 images would
+    report no rate at all.
+    """
+    if isinstance(first, torch.Tensor) and first.ndim:
+        return int(first.shape[0])
+    if isinstance(first, list | tuple) and first and all(isinstance(x, torch.Tensor) for x in first):
+        return len(first)
+    raise LFWError(f"cannot count the images of a batch whose first field is {type(first).__name__}: give the loader "
+                   "a collate_fn whose batch starts with its images, as a tensor or a list of per-image tensors")
+
+
 def _process_cpu(pid: int) -> float:
     """CPU seconds (user + system) a process has used; 0 for one that has already gone."""
     try:
@@ -351,7 +366,7 @@ class LoaderPass:
                 else:
                     waits.append(t_got - t_ask)
                 arrivals.append(t_got - t0)
-                sizes.append(int(first.shape[0]) if hasattr(first, "shape") and first.ndim else 0)
+                sizes.append(batch_images(first))
                 batches += 1
                 if self.step is not None:
                     t_step = time.perf_counter()

@@ -114,9 +114,10 @@ class Group:
     ``rounds_quick``: rounds in the quick and smoke profiles when not the profile's own (start-up measurements
     that cost seconds per pass); ``warmup_rounds``: untimed rotation rounds before the timed ones (besides the
     ceiling sweeps that warm every transform up): the persistent-workers group needs one, its first epoch
-    starts the workers. ``min_rounds``: the fewest rounds any run gives the group, timed or not (an untimed smoke
-    run gives it exactly these): the persistent-workers group needs two epochs to show whether the second one's
-    workers are the first one's.
+    starts the workers; the pin-memory group too, its first pass with a device starts CUDA (context, allocators,
+    the pinned-memory pool), which no timed round must pay. ``min_rounds``: the fewest rounds any run gives the
+    group, timed or not (an untimed smoke run gives it exactly these): the persistent-workers group needs two epochs
+    to show whether the second one's workers are the first one's.
     """
 
     name: str
@@ -283,7 +284,7 @@ GROUPS: dict[str, Group] = {g.name: g for g in (
     _one_knob("batch-size", "batch_size", BATCH_SIZES, [f"bs{b}" for b in BATCH_SIZES],
               {"bs512": {"full_only": "bs512 (two 366 MiB float batches per pass) runs in full only"}}, rounds_quick=3),
     _one_knob("pin-memory", "pin_memory", (False, True), ("nopin", "pin"), {"pin": {"needs_cuda": True}},
-              copy_to_cuda=True),
+              warmup_rounds=1, copy_to_cuda=True),  # the untimed round starts CUDA, its allocators and pinned pool
     Group("index", ("index",), tuple(
         LoaderCase("index", kind, {"index": kind}, LoaderConfig(batch_size=64, num_workers=2, shuffle=True),
                    index=kind, lfw_only=LFW_FILES, not_quick=QUICK_BUDGET, count_index=True)
