@@ -93,7 +93,7 @@ def test_the_plan_in_docs_is_one_probe_and_one_main_command_in_fifteen_minutes()
 
 def test_step_selection_keeps_campaign_order_and_names_unknown_steps() -> None:
     assert selected_steps(None) == [s.name for s in STEPS]
-    assert selected_steps(None, probe=True) == ["pin", "bandwidth", "feed", "baseline", "decode"]
+    assert selected_steps(None, probe=True) == ["decode", "pin", "bandwidth", "feed", "baseline"]
     assert selected_steps(["workers", "pin,decode"]) == ["pin", "decode", "workers"]
     with pytest.raises(LFWError, match="unknown step 'gpu'; choose from: pin, bandwidth"):
         selected_steps(["gpu"])

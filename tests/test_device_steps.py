@@ -5,16 +5,18 @@ writes."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
 import torch
+from torch.utils.data import DataLoader
 
-from lfw.measure import LoaderConfig, measure_pass
+from lfw.measure import LoaderConfig, LoaderPass, measure_pass
 from tools import device_gpu, device_measure, device_steps
-from tools.device_context import GATE_MD, STAND_IN, Context, Stopped, profile_named
+from tools.device_context import GATE_MD, STAND_IN, Context, Skip, Stopped, profile_named
 from tools.device_run import check_out
 
 FIXTURE_RUN = Path(__file__).parent / "fixtures" / "quick_run.json"
@@ -140,6 +142,23 @@ def test_the_decode_step_keeps_one_configurations_workers_alive(tiny_tree: Path,
         watcher.join()
     assert 1 <= most[0] <= 2
     assert summary["members"]["gpu-decode-w2"]["images_per_s"] > 0
+    gpu = summary["decoders"]["gpu-decode"]
+    assert 0 <= gpu["best_cpu_ms_per_image_outside_decode"] <= gpu["best_cpu_ms_per_image"]
+
+
+def test_a_wait_for_the_device_that_spins_is_left_out_of_the_cpu_outside_the_step() -> None:
+    """CUDA's default wait spins a core: a step that spins 20 ms a batch adds about 20 ms / 8 images of CPU to the
+    tree's figure, and nothing to the figure outside the step (the saving's upper bound)."""
+    def spin(_batch: object) -> None:
+        end = time.perf_counter() + 0.02
+        while time.perf_counter() < end:
+            pass
+
+    loader = DataLoader(list(range(64)), batch_size=8)
+    results = [LoaderPass(loader, step=spin, memory_interval_s=None).run() for _ in range(2)]
+    raw = min(1e3 * (r.cpu_s or 0.0) / r.images for r in results)
+    outside = device_measure.cpu_ms_outside_step(results)
+    assert outside is not None and raw >= 2.0 and outside < 1.0, (raw, outside)
 
 
 def test_the_feed_step_stays_finite_however_many_products() -> None:
@@ -176,3 +195,25 @@ def test_a_gpu_path_on_the_cpu_is_marked_a_stand_in(tmp_path: Path, monkeypatch:
     assert fragment["measured_on"] == f"cpu; its GPU part on the {STAND_IN}"
     fragment, code = device_steps.run_step(context("bandwidth", tmp_path, dry_run=True), require_cuda=True)
     assert code == 4 and fragment["status"] == "failed" and "the probe needs a CUDA device" in fragment["reason"]
+
+
+def test_the_probe_fails_a_gpu_step_that_would_skip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A feed pipeline that cannot be built skipped its step with exit 0, so a probe passed without its figure."""
+    def cannot(_ctx: Context) -> dict[str, Any]:
+        raise Skip("simplejpeg is not installed")
+
+    monkeypatch.setattr(device_steps, "cuda_missing", lambda: None)
+    monkeypatch.setitem(device_steps.STEP_FUNCTIONS, "feed", cannot)
+    fragment, code = device_steps.run_step(context("feed", tmp_path, dry_run=True))
+    assert (code, fragment["status"]) == (0, "skipped")
+    fragment, code = device_steps.run_step(context("feed", tmp_path, dry_run=True), require_cuda=True)
+    assert (code, fragment["status"]) == (4, "failed") and "simplejpeg is not installed" in fragment["reason"]
+
+
+def test_a_partial_file_left_by_a_stopped_write_does_not_refuse_the_output_folder(tmp_path: Path) -> None:
+    """A step stopped inside write_atomic leaves ``.<name>.*.partial``; the next step's check refused the folder."""
+    (tmp_path / GATE_MD).write_text("# gate")
+    partial = tmp_path / f".{GATE_MD}.x1y2.partial"
+    partial.write_text("# ga")
+    check_out(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [GATE_MD]

@@ -70,7 +70,8 @@ from tools.device_run import (
 
 REPO = Path(__file__).resolve().parents[1]
 EXIT_INCOMPLETE, EXIT_FAILED = 3, 4
-PROBE_STEPS = tuple(s.name for s in STEPS if s.uses_gpu)
+# The probe's steps: those with a GPU path, decode first (the one nvJPEG path: the step most likely to fail there).
+PROBE_STEPS = tuple(sorted((s.name for s in STEPS if s.uses_gpu), key=lambda name: name != "decode"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def selected_steps(asked: list[str] | None, probe: bool = False) -> list[str]:
-    """The steps to run, in campaign order: all when none is named (the probe: those with a GPU path)."""
+    """The steps to run, in campaign order: all when none is named (the probe: :data:`PROBE_STEPS`)."""
     if not asked:
         return list(PROBE_STEPS if probe else STEP_NAMES)
     names = {n.strip() for a in asked for n in a.split(",") if n.strip()}

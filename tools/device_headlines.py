@@ -38,7 +38,9 @@ def decode(s: dict[str, Any]) -> list[str]:
         lines.append(f"GPU decode left out: {s['left_out']['gpu-decode']}")
     gpu = s["decoders"].get("gpu-decode", {})
     if "cpu_ms_saved_per_image" in gpu:
-        lines.append(f"GPU decode{_where(gpu)} saves {_num(gpu['cpu_ms_saved_per_image'], 3)} CPU ms per image "
+        most = gpu.get("cpu_ms_saved_per_image_at_most")
+        upto = f" to {_num(most, 3)} (its wait for the device counted as idle)" if most is not None else ""
+        lines.append(f"GPU decode{_where(gpu)} saves {_num(gpu['cpu_ms_saved_per_image'], 3)}{upto} CPU ms per image "
                      f"against {s.get('fastest_cpu')}")
     return lines
 

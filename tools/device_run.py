@@ -69,7 +69,10 @@ class Log:
 
 def check_out(out: Path) -> None:
     """Refuse an output folder holding anything the campaign does not write, or more than 8 files: a device
-    command brings back 8 files at most, no deeper than its own names."""
+    command brings back 8 files at most, no deeper than its own names. A ``.<name>.*.partial`` file, what a write
+    cut by a stopped step leaves (:func:`lfw.cli.saving.write_atomic`), never holds a whole file: it is removed."""
+    for partial in out.glob(".*.partial"):
+        partial.unlink(missing_ok=True)
     entries = sorted(out.iterdir())
     foreign = [e.name for e in entries if e.is_dir() or not (e.name in OUT_FILES or e.match(BASELINE_PATTERN))]
     if foreign:
