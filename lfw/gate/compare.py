@@ -23,6 +23,7 @@ from typing import Any, Literal
 from lfw.gate.metrics import (
     COST_LAYER,
     COUNTED,
+    HOST_USS,
     INSTRUCTIONS,
     PORTABLE,
     SAME_MACHINE,
@@ -131,8 +132,8 @@ def choose_metrics(diffs: Mapping[str, tuple[Any, Any]], mode: Mode) -> tuple[bo
         why = "forced by --mode absolute" if crossed else "same runner class and usable cores"
         return False, SAME_MACHINE, f"every layer compared ({why})"
     why = f"{', '.join(crossed)} differ" if crossed and mode == "auto" else "forced by --mode portable"
-    return True, PORTABLE, (f"counts, efficiency and memory ({why}: absolute time and time to first batch do not "
-                            "port across machines)")
+    return True, PORTABLE, (f"counts, efficiency and memory a loader adds ({why}: absolute time, time to first "
+                            "batch and memory that holds a process's own footprint do not port across machines)")
 
 
 def stack_differences(baseline: Run, current: Run) -> tuple[list[str], list[str]]:
@@ -146,6 +147,22 @@ def stack_differences(baseline: Run, current: Run) -> tuple[list[str], list[str]
         elif b != c:
             differ.append(f"{key} {b} -> {c}")
     return differ, one_side
+
+
+def host_note(pairs: Sequence[tuple[Case, Case]], th: Thresholds) -> str | None:
+    """A note on the host process's footprint before the passes (:data:`~lfw.gate.metrics.HOST_USS`) when its median
+    change over the paired cases reaches the memory floor; None otherwise. Never a regression: the host is not the
+    loader (its imports, the libraries the CPU model selects)."""
+    changes = [(b[0], c[0]) for base, cur in pairs
+               if (b := HOST_USS.rounds_of(base)) and (c := HOST_USS.rounds_of(cur))]
+    if not changes:
+        return None
+    before, after = median(b for b, _ in changes), median(c for _, c in changes)
+    if abs(after - before) < th.memory_floor_mib:
+        return None
+    return (f"the host process holds {after - before:+,.0f} MiB before any loader starts ({HOST_USS.label}, median "
+            f"of {len(changes)} cases: {before:,.0f} -> {after:,.0f} MiB): the process the loaders run in, not a "
+            "loader; not judged (memory is judged as what each pass adds)")
 
 
 def judge(case: str, metric: Metric, baseline: list[float], current: list[float], th: Thresholds) -> Comparison:
@@ -224,6 +241,9 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
     portable, metrics, note = choose_metrics(diffs, mode)
     missing = [match_missing(case, current, accept_missing) for case in sorted(pairing.missing, key=lambda c: c.key)]
     report = GateReport([], sorted(c.fullname for c in pairing.new), missing, diffs, portable, note)
+    host = host_note(pairing.pairs, th)
+    if host:
+        report.notes.append(host)
     reason = cost_layer_reason(baseline, current)
     if reason:
         report.unjudged[COST_LAYER] = reason
@@ -248,7 +268,7 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
             controls.append(name)  # judged by its own test: the check must flag it
             continue
         for metric in metrics:
-            b, c = b_case.rounds(metric.key), c_case.rounds(metric.key)
+            b, c = metric.rounds_of(b_case), metric.rounds_of(c_case)
             if not b and not c:
                 continue  # not measured by this case
             if group_excludes(c_case.group, metric):
