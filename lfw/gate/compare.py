@@ -23,12 +23,15 @@ from typing import Any, Literal
 from lfw.gate.metrics import (
     COST_LAYER,
     COUNTED,
+    FRESH_INTERPRETERS,
+    HOST_SHARED,
     HOST_USS,
     INSTRUCTIONS,
     PORTABLE,
     SAME_MACHINE,
     WALL_CLOCK_MIN_ROUNDS,
     Metric,
+    fresh_interpreters,
     group_excludes,
     too_few_rounds,
 )
@@ -149,12 +152,21 @@ def stack_differences(baseline: Run, current: Run) -> tuple[list[str], list[str]
     return differ, one_side
 
 
+def host_pair(base: Case, current: Case) -> tuple[float, float] | None:
+    """The host's USS before the pass in both cases, read the same way on both sides: the main process alone where
+    both record it, else the tree's USS before the pass (:data:`~lfw.gate.metrics.HOST_USS`'s older form)."""
+    both = [case.number(HOST_USS.key) for case in (base, current)]
+    if any(v is None for v in both):
+        both = [HOST_USS.derived(case) if HOST_USS.derived else None for case in (base, current)]
+    b, c = both
+    return None if b is None or c is None else (b, c)
+
+
 def host_note(pairs: Sequence[tuple[Case, Case]], th: Thresholds) -> str | None:
     """A note on the host process's footprint before the passes (:data:`~lfw.gate.metrics.HOST_USS`) when its median
     change over the paired cases reaches the memory floor; None otherwise. Never a regression: the host is not the
     loader (its imports, the libraries the CPU model selects)."""
-    changes = [(b[0], c[0]) for base, cur in pairs
-               if (b := HOST_USS.rounds_of(base)) and (c := HOST_USS.rounds_of(cur))]
+    changes = [pair for base, cur in pairs if (pair := host_pair(base, cur)) is not None]
     if not changes:
         return None
     before, after = median(b for b, _ in changes), median(c for _, c in changes)
@@ -256,7 +268,7 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
         if one_side:
             report.notes.append(f"counted stack recorded on one side only, compared on the rest: {', '.join(one_side)}"
                                 "; refresh the baseline to record it")
-    few_rounds = []
+    few_rounds, interpreters = [], []
     skipped_by_group: dict[tuple[str | None, Metric], list[str]] = {}
     controls = []
     for b_case, c_case in sorted(pairing.pairs, key=lambda pair: pair[1].key):
@@ -271,6 +283,9 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
             b, c = metric.rounds_of(b_case), metric.rounds_of(c_case)
             if not b and not c:
                 continue  # not measured by this case
+            if metric in HOST_SHARED and (fresh_interpreters(c_case) or fresh_interpreters(b_case)):
+                interpreters.append(name)
+                continue
             if group_excludes(c_case.group, metric):
                 skipped_by_group.setdefault((c_case.group, metric), []).append(name)
                 continue
@@ -289,6 +304,11 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
     for (group, metric), skipped in skipped_by_group.items():
         report.notes.append(f"{metric.key} not judged for the {len(skipped)} cases of group {group}: "
                             f"{group_excludes(group, metric)}")
+    if interpreters:
+        names = ", ".join(short_name(n) for n in dict.fromkeys(interpreters))
+        report.notes.append(f"{' and '.join(m.label for m in HOST_SHARED)} not judged for {names}: its workers are "
+                            f"fresh interpreters ({' or '.join(FRESH_INTERPRETERS)}), whose share of the libraries "
+                            "they map with the host moves with the host; their worker USS is judged")
     if few_rounds:
         names = ", ".join(short_name(n) for n in dict.fromkeys(few_rounds))
         report.notes.append(f"wall clock not judged for cases with fewer than {WALL_CLOCK_MIN_ROUNDS} rounds: {names}")

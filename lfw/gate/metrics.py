@@ -8,8 +8,9 @@ why tree USS growth and RSS are not gated: docs/gating.md, "The layers".
 
 Memory is judged as what a loader adds, apart from the process that hosts it (:data:`MEMORY`, each metric's
 comment saying whether it ports across CPU models, as measured: docs/runs/memory-across-cpus.txt); the host's own
-footprint before the pass (its imports, the libraries its CPU model selects) and the tree's absolute peak that holds
-it are judged nowhere, and a change of the host is a note.
+footprint before the pass (its imports, the libraries its CPU model selects), the tree's absolute peak that holds
+it, and the tree's PSS of a case whose workers share the host's libraries as fresh interpreters
+(:data:`FRESH_INTERPRETERS`) are judged nowhere, and a change of the host is a note.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ TTFB = Metric(K.TTFB_S, "time to first batch", "higher", "relative", "ttfb", " s
 # figure holds and whether it ports across CPU models, as measured on an Intel Xeon and an AMD EPYC
 # (docs/runs/memory-across-cpus.txt: the shift of the medians between the two against the gate's minimum effect).
 # Tree PSS at the end of the pass over its start (the first batch, or before the pass): workers, batches, caches
-# the pass made. Ports (forked and spawned workers alike).
+# the pass made. Ports (forked workers; for spawned ones see FRESH_INTERPRETERS).
 PSS_GROWTH = Metric(K.PSS_GROWTH_MIB, "tree PSS growth", "higher", "absolute", "memory", " MiB")
 
 
@@ -102,7 +103,7 @@ def _peak_added(case: Case) -> float | None:
 
 # The most the tree's PSS held while the pass's workers existed (the samples in the pass and the end snapshot,
 # taken before they stop: spawned workers can still be growing when the last batch arrives) over the tree before
-# the pass: what the pass adds at its worst. Ports (forked and spawned workers alike).
+# the pass: what the pass adds at its worst. Ports (forked workers; for spawned ones see FRESH_INTERPRETERS).
 PSS_PEAK_ADDED = Metric(K.PSS_PEAK_ADDED_MIB, "tree PSS peak added by the pass", "higher", "absolute", "memory",
                         " MiB", optional=True, derived=_peak_added)
 # /dev/shm in use at the peak of the pass over before it: the batches in flight. Recorded, not judged: it is
@@ -134,6 +135,21 @@ NOT_JUDGED: dict[tuple[str | None, str], str] = {
     ("remote", K.TTFB_S): "the proxy injects a heavy-tailed delay, and a first batch waits for its slowest request: "
                           "a tail in 2 of 3 rounds moves the median by multiples"}
 MEMORY = (PSS_GROWTH, PSS_PEAK_ADDED, WORKER_USS, WORKER_USS_GROWTH, LEAK_STEP_USS, LEAK_STEP_PSS)
+# Workers started as fresh interpreters map the libraries the host maps too, and the tree's PSS splits those pages
+# among the processes that have them resident: how much of a spawned worker's libraries it holds moves with what the
+# host has resident, not with the loader (a spawned case's tree PSS growth read 835-983 MiB for unchanged code, the
+# higher the lower the host: docs/runs/memory-across-cpus.txt). For such a case the tree's PSS figures are the host's
+# kind and judged nowhere; what each worker holds privately (WORKER_USS) is judged.
+FRESH_INTERPRETERS = ("spawn", "forkserver")
+HOST_SHARED = (PSS_GROWTH, PSS_PEAK_ADDED)
+
+
+def fresh_interpreters(case: Case) -> bool:
+    """Whether ``case``'s workers were started as fresh interpreters (:data:`FRESH_INTERPRETERS`): as read back
+    from the workers, or as configured where the run did not read it."""
+    return (case.value(K.WORKER_START_METHOD) or case.value("start_method")) in FRESH_INTERPRETERS
+
+
 # Two files from the same runner class: every layer. From different machines time to first batch does not
 # port; the memory a loader adds does (measured, as its comments say). Instruction counts join either set wherever
 # the counted stack matches (lfw.gate.compare decides).

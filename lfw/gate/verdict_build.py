@@ -21,6 +21,7 @@ from lfw.gate.metrics import (
     COUNTED,
     DATA_WAIT,
     EFFICIENCY,
+    FRESH_INTERPRETERS,
     HOST_USS,
     MEMORY,
     PIL_SHARE,
@@ -60,9 +61,11 @@ TWO_FILE_LAYERS: dict[str, tuple[Metric, ...]] = {
 }
 AB_LAYER = "wall clock, A/B (images/s, time to first batch, paired over process pairs)"
 # What hosts the loaders: reported, never judged (lfw.gate.compare.host_note).
-NOT_THE_LOADER = LayerRow(f"memory of the host ({HOST_USS.label}; {PSS_PEAK.label})", "no", "-",
-                          "the process the loaders run in (its imports, the libraries its CPU model selects), not a "
-                          "loader: a change beyond the memory floor is a note")
+NOT_THE_LOADER = LayerRow(f"memory of the host ({HOST_USS.label}; {PSS_PEAK.label}; the tree PSS of a case with "
+                          f"{' or '.join(FRESH_INTERPRETERS)} workers)", "no", "-",
+                          "the process the loaders run in (its imports, the libraries its CPU model selects) and the "
+                          "library pages fresh-interpreter workers share with it, not a loader: a change of the host "
+                          "beyond the memory floor is a note")
 # The layers the other mode judges, named as not judged with where they are.
 NOT_IN_TWO_FILE = LayerRow(AB_LAYER, "no", "-",
                            "not part of a two-file run: `make gate-ab` measures both revisions in one job")
