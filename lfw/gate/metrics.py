@@ -137,9 +137,10 @@ NOT_JUDGED: dict[tuple[str | None, str], str] = {
 MEMORY = (PSS_GROWTH, PSS_PEAK_ADDED, WORKER_USS, WORKER_USS_GROWTH, LEAK_STEP_USS, LEAK_STEP_PSS)
 # Workers started as fresh interpreters map the libraries the host maps too, and the tree's PSS splits those pages
 # among the processes that have them resident: how much of a spawned worker's libraries it holds moves with what the
-# host has resident, not with the loader (a spawned case's tree PSS growth read 835-983 MiB for unchanged code, the
-# higher the lower the host: docs/runs/memory-across-cpus.txt). For such a case the tree's PSS figures are the host's
-# kind and judged nowhere; what each worker holds privately (WORKER_USS) is judged.
+# host has resident, not with the loader (for unchanged code a spawned case's tree PSS growth read 835.6-982.8 MiB
+# and its worker USS 414.2-452.2 MiB over nine make gate runs on two CPU models: docs/runs/memory-across-cpus.txt).
+# For such a case the tree's PSS figures are the host's kind and judged nowhere; what each worker holds privately
+# (WORKER_USS) is judged.
 FRESH_INTERPRETERS = ("spawn", "forkserver")
 HOST_SHARED = (PSS_GROWTH, PSS_PEAK_ADDED)
 
