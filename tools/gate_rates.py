@@ -13,6 +13,11 @@ Kinds:
 - ``ab-slow``: the same, with the current side's JPEG decode made ~15% slower by
   ``benchmarks/gate_rates/slow_decode/sitecustomize.py`` placed at the root of its checkout: should exit 1.
 - ``cost-slow``: the cost layer with the slowed decode against the committed baseline: should flag it.
+- ``mem-worker``, ``mem-index``, ``mem-leak``: ``make gate`` of the groups memory regressions show in
+  (``MEMORY_CASES``) with one injected by ``benchmarks/gate_rates/memory_regressions/sitecustomize.py`` (every
+  worker holds 150 MiB more; every worker copies its dataset's index; persistent workers leak about 6 MiB per
+  epoch), against the committed baseline, whatever CPU model recorded it: the gate should exit 1. ``mem-none``:
+  the same run with nothing injected, the control: should exit 0.
 
 Every run is made from a temporary ``git worktree`` checkout of the commit that was HEAD when the campaign
 started, so edits and commits during a long campaign do not leak into it; raw runs and logs go to
@@ -46,11 +51,17 @@ from lfw.gate.worktree import checkout, resolve, toplevel
 from lfw.results import keys as K
 from lfw.results import load_run
 
-KINDS = ("gate", "ab-aa", "ab-slow", "cost-slow")
+KINDS = ("gate", "ab-aa", "ab-slow", "cost-slow", "mem-none", "mem-worker", "mem-index", "mem-leak")
 OUTCOMES = Path("benchmarks/gate_rates")
 RAW = Path(".benchmarks/gate-rates")
 SLOW_DECODE = OUTCOMES / "slow_decode" / "sitecustomize.py"
-EXPECTED = {"gate": 0, "ab-aa": 0, "ab-slow": 1, "cost-slow": 1}
+MEMORY_INJECTION = OUTCOMES / "memory_regressions" / "sitecustomize.py"
+# The groups a memory regression shows in: the copy-on-access index, the leak check, the worker sweep. Not the
+# start-method group: a spawned worker's share of the library pages depends on what the host process touched
+# before, which a subset of the groups changes (docs/gating-measured.md, "Memory across CPU models").
+MEMORY_CASES = "test_memory_index or test_leak or test_workers_transform"
+EXPECTED = {"gate": 0, "ab-aa": 0, "ab-slow": 1, "cost-slow": 1, "mem-none": 0, "mem-worker": 1, "mem-index": 1,
+            "mem-leak": 1}
 
 
 def now() -> str:
@@ -128,8 +139,9 @@ def gate_record(raw: Path, code: int, seconds: float, log: Path) -> dict[str, An
     return record
 
 
-def run_gate(repo: Path, raw: Path, commit: str) -> dict[str, Any]:
-    """``make gate`` in a clean worktree of HEAD, with this checkout's virtualenv and data cache.
+def run_gate(repo: Path, raw: Path, commit: str, inject: str = "") -> dict[str, Any]:
+    """``make gate`` in a clean worktree of HEAD, with this checkout's virtualenv and data cache; with ``inject``
+    (``none``, ``worker``, ``index``, ``leak``), only the memory groups, with that memory regression injected.
 
     ``-o`` marks the virtualenv's install stamp as up to date, so make does not reinstall the project from the
     worktree; pytest (``pythonpath = .``) and ``python -m`` then import the worktree's own ``lfw``.
@@ -137,11 +149,20 @@ def run_gate(repo: Path, raw: Path, commit: str) -> dict[str, Any]:
     venv = repo / ".venv"
     env = {**os.environ, "GATE_ARGS": f"--json-report {raw / 'gate-report.json'}", "LFW_CACHE": cache(repo)}
     log = raw / "make-gate.log"
+    args = [f"PYTEST_ARGS=-k '{MEMORY_CASES}'", "LAYERS="] if inject else []
     with checkout(repo, commit) as tree:
-        code, seconds = run_logged(["make", "-o", str(venv / ".installed"), "gate", f"VENV={venv}"], tree, env, log)
+        if inject:  # every process of the run, spawned workers too, imports it first (its docstring)
+            shutil.copy(tree / MEMORY_INJECTION, tree / "sitecustomize.py")
+            env.update({"PYTHONPATH": str(tree), "LFW_INJECT_MEMORY": inject})
+        code, seconds = run_logged(["make", "-o", str(venv / ".installed"), "gate", f"VENV={venv}", *args], tree,
+                                   env, log)
         if (tree / "reports" / "gate-run.json").exists():
             write_atomic(raw / "gate-run.json", (tree / "reports" / "gate-run.json").read_bytes())
-    return gate_record(raw, code, seconds, log)
+    record = gate_record(raw, code, seconds, log)
+    report = raw / "gate-report.json"
+    if inject and report.exists():  # make exits 2 for any failed recipe: the gate's own code says what it found
+        record.update(make_exit_code=code, exit_code=json.loads(report.read_text())["exit_code"])
+    return record
 
 
 def run_ab(repo: Path, raw: Path, commit: str, slow: bool, max_pairs: int) -> dict[str, Any]:
@@ -205,6 +226,8 @@ def campaign(kind: str, runs: int, repo: Path, baseline: Path, max_pairs: int, o
         print(f"[{kind} {i}/{runs}] {started}", file=sys.stderr, flush=True)
         if kind == "gate":
             outcome = run_gate(repo, raw, head)
+        elif kind.startswith("mem-"):
+            outcome = run_gate(repo, raw, head, inject=kind.removeprefix("mem-"))
         elif kind in ("ab-aa", "ab-slow"):
             outcome = run_ab(repo, raw, head, kind == "ab-slow", max_pairs)
         else:
@@ -243,7 +266,12 @@ def summary(outcomes: Path, baseline: Path | None = None, commit: str | None = N
     lines = [f"campaign of commit {commit}"]
     for kind, label in (("gate", "make gate, unchanged code vs the committed baseline"),
                         ("ab-aa", "A/B, both sides HEAD (A/A)"), ("ab-slow", "A/B, current side's decode ~15% slower"),
-                        ("cost-slow", "cost layer, decode ~15% slower, vs the committed baseline")):
+                        ("cost-slow", "cost layer, decode ~15% slower, vs the committed baseline"),
+                        ("mem-none", "memory groups, nothing injected (control), vs the committed baseline"),
+                        ("mem-worker", "memory groups, every worker 150 MiB more, vs the committed baseline"),
+                        ("mem-index", "memory groups, the index copied into every worker, vs the committed baseline"),
+                        ("mem-leak", "memory groups, persistent workers leak ~6 MiB/epoch, vs the committed "
+                                     "baseline")):
         everything = read(kind, outcomes)
         records = [r for r in everything if r["commit"] == commit]
         others = sorted({r["commit"][:10] for r in everything} - {commit[:10] if commit else ""})
@@ -264,6 +292,9 @@ def summary(outcomes: Path, baseline: Path | None = None, commit: str | None = N
             lines.append(f"  pairs per run {min(pairs)}-{max(pairs)}; "
                          f"{min(minutes):.1f}-{max(minutes):.1f} min per run")
             lines += ab_details(records)
+        if kind.startswith("mem-"):
+            lines += [f"  {r['started'][:16]} gate exit {r['exit_code']}: flagged "
+                      f"{'; '.join(r.get('regressions', [])) or 'nothing'}" for r in records]
         if kind == "cost-slow":
             for r in records:
                 lines.append(f"  instructions per image change: {r.get('instructions_change')}; "

@@ -35,10 +35,10 @@ Regression gate for lfw-bench, in two modes.
 
 Two files (BASELINE.json CURRENT.json, pytest-benchmark runs saved with per-round data): every case matched on
 its group and test id, layer by layer: instruction counts per image (the deterministic cost layer, wherever
-the counted stack of valgrind, Python and libraries matches, whatever the CPU), memory (tree PSS growth and
-peak, worker USS, leak steps), data-wait fraction, and wall-clock figures for gross regressions only. A
-baseline case the run should have held but does not is a gap (exit 5), one line per case; cases the run left
-out on purpose (-k, profile, layers, this machine's cores) are named.
+the counted stack of valgrind, Python and libraries matches, whatever the CPU), memory a loader adds (tree PSS
+growth and peak over the tree before the pass, worker USS, leak steps), data-wait fraction, and wall-clock
+figures for gross regressions only. A baseline case the run should have held but does not is a gap (exit 5), one
+line per case; cases the run left out on purpose (-k, profile, layers, this machine's cores) are named.
 
 A/B (--ab REV): the base revision and the working tree measured in this job, interleaved pass by pass in pairs
 of fresh processes: the verdict for throughput and time to first batch on a runner whose speed drifts; then
@@ -57,7 +57,7 @@ THRESHOLD_FLAGS = (
     ("cost", "--cost-threshold", "FRACTION", "rise of instructions per image"),
     ("efficiency", "--efficiency-threshold", "FRACTION", "two-file drop of efficiency"),
     ("ttfb", "--ttfb-threshold", "FRACTION", "two-file rise of time to first batch"),
-    ("memory_floor_mib", "--memory-floor-mib", "MIB", "rise of tree PSS growth or peak"),
+    ("memory_floor_mib", "--memory-floor-mib", "MIB", "rise of tree PSS growth or peak added"),
     ("worker_floor_mib", "--worker-floor-mib", "MIB", "rise of worker USS or its growth"),
     ("memory_ratio", "--memory-ratio", "FRACTION", "... and of |baseline| x this"),
     ("slope_floor_mib", "--slope-floor-mib", "MIB", "rise of a leak check's median step per epoch"),

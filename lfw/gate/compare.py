@@ -23,11 +23,15 @@ from typing import Any, Literal
 from lfw.gate.metrics import (
     COST_LAYER,
     COUNTED,
+    FRESH_INTERPRETERS,
+    HOST_SHARED,
+    HOST_USS,
     INSTRUCTIONS,
     PORTABLE,
     SAME_MACHINE,
     WALL_CLOCK_MIN_ROUNDS,
     Metric,
+    fresh_interpreters,
     group_excludes,
     too_few_rounds,
 )
@@ -143,8 +147,8 @@ def choose_metrics(diffs: Mapping[str, tuple[Any, Any]], mode: Mode) -> tuple[bo
         why = "forced by --mode absolute" if crossed else "same runner class and usable cores"
         return False, SAME_MACHINE, f"every layer compared ({why})"
     why = f"{', '.join(crossed)} differ" if crossed and mode == "auto" else "forced by --mode portable"
-    return True, PORTABLE, (f"counts, efficiency and memory ({why}: absolute time and time to first batch do not "
-                            "port across machines)")
+    return True, PORTABLE, (f"counts, efficiency and memory a loader adds ({why}: absolute time, time to first "
+                            "batch and memory that holds a process's own footprint do not port across machines)")
 
 
 def stack_differences(baseline: Run, current: Run) -> tuple[list[str], list[str]]:
@@ -158,6 +162,31 @@ def stack_differences(baseline: Run, current: Run) -> tuple[list[str], list[str]
         elif b != c:
             differ.append(f"{key} {b} -> {c}")
     return differ, one_side
+
+
+def host_pair(base: Case, current: Case) -> tuple[float, float] | None:
+    """The host's USS before the pass in both cases, read the same way on both sides: the main process alone where
+    both record it, else the tree's USS before the pass (:data:`~lfw.gate.metrics.HOST_USS`'s older form)."""
+    both = [case.number(HOST_USS.key) for case in (base, current)]
+    if any(v is None for v in both):
+        both = [HOST_USS.derived(case) if HOST_USS.derived else None for case in (base, current)]
+    b, c = both
+    return None if b is None or c is None else (b, c)
+
+
+def host_note(pairs: Sequence[tuple[Case, Case]], th: Thresholds) -> str | None:
+    """A note on the host process's footprint before the passes (:data:`~lfw.gate.metrics.HOST_USS`) when its median
+    change over the paired cases reaches the memory floor; None otherwise. Never a regression: the host is not the
+    loader (its imports, the libraries the CPU model selects)."""
+    changes = [pair for base, cur in pairs if (pair := host_pair(base, cur)) is not None]
+    if not changes:
+        return None
+    before, after = median(b for b, _ in changes), median(c for _, c in changes)
+    if abs(after - before) < th.memory_floor_mib:
+        return None
+    return (f"the host process holds {after - before:+,.0f} MiB before any loader starts ({HOST_USS.label}, median "
+            f"of {len(changes)} cases: {before:,.0f} -> {after:,.0f} MiB): the process the loaders run in, not a "
+            "loader; not judged (memory is judged as what each pass adds)")
 
 
 def judge(case: str, metric: Metric, baseline: list[float], current: list[float], th: Thresholds) -> Comparison:
@@ -236,6 +265,9 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
     portable, metrics, note = choose_metrics(diffs, mode)
     missing = [match_missing(case, current, accept_missing) for case in sorted(pairing.missing, key=lambda c: c.key)]
     report = GateReport([], sorted(c.fullname for c in pairing.new), missing, diffs, portable, note)
+    host = host_note(pairing.pairs, th)
+    if host:
+        report.notes.append(host)
     reason = cost_layer_reason(baseline, current)
     if reason:
         report.unjudged[COST_LAYER] = reason
@@ -248,7 +280,7 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
         if one_side:
             report.notes.append(f"counted stack recorded on one side only, compared on the rest: {', '.join(one_side)}"
                                 "; refresh the baseline to record it")
-    few_rounds = []
+    few_rounds, interpreters = [], []
     skipped_by_group: dict[tuple[str | None, Metric], list[str]] = {}
     controls = []
     for b_case, c_case in sorted(pairing.pairs, key=lambda pair: pair[1].key):
@@ -260,9 +292,12 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
             controls.append(name)  # judged by its own test: the check must flag it
             continue
         for metric in metrics:
-            b, c = b_case.rounds(metric.key), c_case.rounds(metric.key)
+            b, c = metric.rounds_of(b_case), metric.rounds_of(c_case)
             if not b and not c:
                 continue  # not measured by this case
+            if metric in HOST_SHARED and (fresh_interpreters(c_case) or fresh_interpreters(b_case)):
+                interpreters.append(name)
+                continue
             if group_excludes(c_case.group, metric):
                 skipped_by_group.setdefault((c_case.group, metric), []).append(name)
                 continue
@@ -281,6 +316,11 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
     for (group, metric), skipped in skipped_by_group.items():
         report.notes.append(f"{metric.key} not judged for the {len(skipped)} cases of group {group}: "
                             f"{group_excludes(group, metric)}")
+    if interpreters:
+        names = ", ".join(short_name(n) for n in dict.fromkeys(interpreters))
+        report.notes.append(f"{' and '.join(m.label for m in HOST_SHARED)} not judged for {names}: its workers are "
+                            f"fresh interpreters ({' or '.join(FRESH_INTERPRETERS)}), whose share of the libraries "
+                            "they map with the host moves with the host; their worker USS is judged")
     if few_rounds:
         names = ", ".join(short_name(n) for n in dict.fromkeys(few_rounds))
         report.notes.append(f"wall clock not judged for cases with fewer than {WALL_CLOCK_MIN_ROUNDS} rounds: {names}")

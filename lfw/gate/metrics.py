@@ -5,14 +5,22 @@ Families: ``cost`` (counts under callgrind, deterministic, so judged tightly two
 judges them finely), ``memory``, ``worker-memory`` and ``slope`` (stable between sessions: a floor in MiB and a
 share of the baseline), ``wait`` (the data-wait fraction, which drifts like throughput). What each measures, and
 why tree USS growth and RSS are not gated: docs/gating.md, "The layers".
+
+Memory is judged as what a loader adds, apart from the process that hosts it (:data:`MEMORY`, each metric's
+comment saying whether it ports across CPU models, as measured: docs/runs/memory-across-cpus.txt); the host's own
+footprint before the pass (its imports, the libraries its CPU model selects), the tree's absolute peak that holds
+it, and the tree's PSS of a case whose workers share the host's libraries as fresh interpreters
+(:data:`FRESH_INTERPRETERS`) are judged nowhere, and a change of the host is a note.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from lfw.results import Case
 from lfw.results import keys as K
 
 Worse = Literal["lower", "higher"]
@@ -31,6 +39,18 @@ class Metric:
     family: Family
     unit: str = ""
     optional: bool = False  # recorded only in some rounds or runs (an in-pass sample); absence is not news
+    # Runs recorded before the key existed: its value from the keys they hold (None where they lack those too), so
+    # an older baseline is still judged on it.
+    derived: Callable[[Case], float | None] | None = None
+
+    def rounds_of(self, case: Case) -> list[float]:
+        """The metric's per-round values in ``case``, or the single value :attr:`derived` from older keys; ``[]``
+        when the case has neither."""
+        values = case.rounds(self.key)
+        if values or self.derived is None:
+            return values
+        value = self.derived(case)
+        return [] if value is None else [value]
 
     @property
     def sign(self) -> int:
@@ -67,11 +87,45 @@ REQUESTS = Metric(K.REQUESTS_PER_IMAGE, "requests/image", "higher", "relative", 
 # by latency does not speed up with the machine, while the endpoint's ceiling does.
 BOUND_SHARE = Metric(K.REMOTE_BOUND_SHARE, "share of the remote bound", "lower", "relative", "throughput")
 TTFB = Metric(K.TTFB_S, "time to first batch", "higher", "relative", "ttfb", " s")
+# Memory: what a pass adds to the process tree, apart from the host process it runs in. Each comment says what the
+# figure holds and whether it ports across CPU models, as measured on an Intel Xeon and an AMD EPYC
+# (docs/runs/memory-across-cpus.txt: the shift of the medians between the two against the gate's minimum effect).
+# Tree PSS at the end of the pass over its start (the first batch, or before the pass): workers, batches, caches
+# the pass made. Ports (forked workers; for spawned ones see FRESH_INTERPRETERS).
 PSS_GROWTH = Metric(K.PSS_GROWTH_MIB, "tree PSS growth", "higher", "absolute", "memory", " MiB")
+
+
+def _peak_added(case: Case) -> float | None:
+    """``pss_peak_added_mib`` of a case recorded before it existed: ``max(peak, end) - before`` of its tree PSS."""
+    peak, end, before = (case.number(K.tree("pss", p)) for p in ("peak", "end", "before"))
+    return None if peak is None or end is None or before is None else max(peak, end) - before
+
+
+# The most the tree's PSS held while the pass's workers existed (the samples in the pass and the end snapshot,
+# taken before they stop: spawned workers can still be growing when the last batch arrives) over the tree before
+# the pass: what the pass adds at its worst. Ports (forked workers; for spawned ones see FRESH_INTERPRETERS).
+PSS_PEAK_ADDED = Metric(K.PSS_PEAK_ADDED_MIB, "tree PSS peak added by the pass", "higher", "absolute", "memory",
+                        " MiB", optional=True, derived=_peak_added)
+# /dev/shm in use at the peak of the pass over before it: the batches in flight. Recorded, not judged: it is
+# machine-wide (another process's segments move it), and what makes it larger (bigger batches, more of them in
+# flight) the cost layer counts exactly (batch bytes per image) and the tree's PSS holds.
+SHM_ADDED = Metric(K.SHM_PEAK_ADDED_MIB, "/dev/shm peak added by the pass", "higher", "absolute", "memory", " MiB",
+                   optional=True)
+# The tree's absolute PSS peak: the host's footprint plus what the pass adds. Does not port (it moves with the host);
+# judged nowhere: a heavier host (an import, the libraries another CPU model selects) is not the loader's
+# regression, on any machine; PSS_PEAK_ADDED judges the loader's part.
 PSS_PEAK = Metric(K.PSS_PEAK_MIB, "tree PSS peak in pass", "higher", "absolute", "memory", " MiB", optional=True)
+# The host: the main process alone before the pass (older runs: the tree's USS before the pass, the same process
+# where no worker outlives a pass). Does not port; judged nowhere; a median change beyond the memory floor is a note.
+HOST_USS = Metric(K.HOST_USS_BEFORE_MIB, "host process USS before the pass", "higher", "absolute", "memory", " MiB",
+                  optional=True, derived=lambda case: case.number(K.tree("uss", "before")))
+# Mean USS per worker at the end of the pass: the pages each worker holds privately (a spawned worker's own
+# interpreter included). Ports (forked and spawned workers alike).
 WORKER_USS = Metric(K.WORKER_USS_END_MIB, "worker USS", "higher", "absolute", "worker-memory", " MiB")
+# Mean USS growth per worker from the first batch to the end (copy-on-access, a worker's caches): ports.
 WORKER_USS_GROWTH = Metric(K.WORKER_USS_GROWTH_MIB, "worker USS growth", "higher", "absolute", "worker-memory",
                            " MiB")
+# The leak check's median step per epoch (differences of consecutive epochs of one tree): ports.
 LEAK_STEP_USS = Metric(K.MEDIAN_STEP_USS, "leak step, tree USS", "higher", "absolute", "slope", " MiB/epoch")
 LEAK_STEP_PSS = Metric(K.MEDIAN_STEP_PSS, "leak step, tree PSS", "higher", "absolute", "slope", " MiB/epoch")
 DATA_WAIT = Metric(K.DATA_WAIT_FRACTION, "data-wait fraction", "higher", "absolute", "wait")
@@ -80,9 +134,26 @@ DATA_WAIT = Metric(K.DATA_WAIT_FRACTION, "data-wait fraction", "higher", "absolu
 NOT_JUDGED: dict[tuple[str | None, str], str] = {
     ("remote", K.TTFB_S): "the proxy injects a heavy-tailed delay, and a first batch waits for its slowest request: "
                           "a tail in 2 of 3 rounds moves the median by multiples"}
-MEMORY = (PSS_GROWTH, PSS_PEAK, WORKER_USS, WORKER_USS_GROWTH, LEAK_STEP_USS, LEAK_STEP_PSS)
+MEMORY = (PSS_GROWTH, PSS_PEAK_ADDED, WORKER_USS, WORKER_USS_GROWTH, LEAK_STEP_USS, LEAK_STEP_PSS)
+# Workers started as fresh interpreters map the libraries the host maps too, and the tree's PSS splits those pages
+# among the processes that have them resident: how much of a spawned worker's libraries it holds moves with what the
+# host has resident, not with the loader (for unchanged code a spawned case's tree PSS growth read 835.6-982.8 MiB
+# and its worker USS 414.2-452.2 MiB over nine make gate runs on two CPU models: docs/runs/memory-across-cpus.txt).
+# For such a case the tree's PSS figures are the host's kind and judged nowhere; what each worker holds privately
+# (WORKER_USS) is judged.
+FRESH_INTERPRETERS = ("spawn", "forkserver")
+HOST_SHARED = (PSS_GROWTH, PSS_PEAK_ADDED)
+
+
+def fresh_interpreters(case: Case) -> bool:
+    """Whether ``case``'s workers were started as fresh interpreters (:data:`FRESH_INTERPRETERS`): as read back
+    from the workers, or as configured where the run did not read it."""
+    return (case.value(K.WORKER_START_METHOD) or case.value("start_method")) in FRESH_INTERPRETERS
+
+
 # Two files from the same runner class: every layer. From different machines time to first batch does not
-# port. Instruction counts join either set wherever the counted stack matches (lfw.gate.compare decides).
+# port; the memory a loader adds does (measured, as its comments say). Instruction counts join either set wherever
+# the counted stack matches (lfw.gate.compare decides).
 SAME_MACHINE = (*COUNTED, REQUESTS, EFFICIENCY, PIL_SHARE, BOUND_SHARE, TTFB, *MEMORY, DATA_WAIT)
 PORTABLE = (*COUNTED, REQUESTS, EFFICIENCY, PIL_SHARE, BOUND_SHARE, *MEMORY, DATA_WAIT)
 # Pass-interleaved A/B: the wall-clock figures the two-file gate cannot judge finely.

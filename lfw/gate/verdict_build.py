@@ -21,8 +21,11 @@ from lfw.gate.metrics import (
     COUNTED,
     DATA_WAIT,
     EFFICIENCY,
+    FRESH_INTERPRETERS,
+    HOST_USS,
     MEMORY,
     PIL_SHARE,
+    PSS_PEAK,
     REQUESTS,
     TTFB,
     Metric,
@@ -52,11 +55,17 @@ if TYPE_CHECKING:
 TWO_FILE_LAYERS: dict[str, tuple[Metric, ...]] = {
     COST_LAYER: COUNTED,
     "requests per image (remote)": (REQUESTS,),
-    "memory": MEMORY,
+    f"memory a loader adds ({'; '.join(m.label for m in MEMORY)})": MEMORY,
     "wall clock, gross (efficiency, time to first batch)": (EFFICIENCY, PIL_SHARE, BOUND_SHARE, TTFB),
     "data wait": (DATA_WAIT,),
 }
 AB_LAYER = "wall clock, A/B (images/s, time to first batch, paired over process pairs)"
+# What hosts the loaders: reported, never judged (lfw.gate.compare.host_note).
+NOT_THE_LOADER = LayerRow(f"memory of the host ({HOST_USS.label}; {PSS_PEAK.label}; the tree PSS of a case with "
+                          f"{' or '.join(FRESH_INTERPRETERS)} workers)", "no", "-",
+                          "the process the loaders run in (its imports, the libraries its CPU model selects) and the "
+                          "library pages fresh-interpreter workers share with it, not a loader: a change of the host "
+                          "beyond the memory floor is a note")
 # The layers the other mode judges, named as not judged with where they are.
 NOT_IN_TWO_FILE = LayerRow(AB_LAYER, "no", "-",
                            "not part of a two-file run: `make gate-ab` measures both revisions in one job")
@@ -119,7 +128,7 @@ def two_file_layers(report: GateReport) -> tuple[LayerRow, ...]:
             rows.append(LayerRow(layer, "no", "0",
                                  "no case measured it in both runs (see the cases left out or missing)"))
     rows += [LayerRow(layer, "no", "-", why) for layer, why in report.unjudged.items() if layer not in TWO_FILE_LAYERS]
-    return (*rows, NOT_IN_TWO_FILE)
+    return (*rows, NOT_THE_LOADER, NOT_IN_TWO_FILE)
 
 
 def two_file_verdict(report: GateReport, baseline: Run, current: Run, th: Thresholds, *, exit_code: int,

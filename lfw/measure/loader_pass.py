@@ -102,6 +102,7 @@ class MemoryStats:
             values: dict[K.Point, float | None] = {"before": getattr(self.before, metric), "start": start, "end": end,
                                                    "peak": self.peak(metric), "growth": end - start}
             info.update({K.tree(metric, k): round(v, 2) for k, v in values.items() if v is not None})
+        info.update(self.added())
         info[K.MEMORY_SAMPLES] = len(self.samples)
         if self.start_marks is not None:
             info[K.MEMORY_START_MARKS] = self.start_marks
@@ -115,6 +116,23 @@ class MemoryStats:
             info[K.WORKER_USS_START_MIB] = round(float(np.mean([self.start.child_uss[p] for p in both])), 2)
             info[K.WORKER_USS_GROWTH_MIB] = round(float(np.mean(growth)), 2)
             info[K.WORKER_USS_MAX_GROWTH_MIB] = round(float(np.max(growth)), 2)
+        return info
+
+    def added(self) -> dict[str, float]:
+        """What the pass added, apart from the host it ran in: the most the tree's PSS held while the workers
+        existed (the samples in the pass and the end snapshot) over the tree before the pass, the ``/dev/shm`` in
+        use at its peak over before, and the host itself (the main process before the pass). A figure with nothing
+        to read (no sample inside the pass, no ``/dev/shm``) is left out."""
+        info: dict[str, float] = {}
+        peak = self.peak("pss")
+        if peak is not None:  # the end snapshot too: spawned workers can still be growing at the last batch
+            info[K.PSS_PEAK_ADDED_MIB] = round(max(peak, self.end.pss) - self.before.pss, 2)
+        shm = [s.shm for s in self.samples if s.shm is not None]
+        if shm and self.before.shm is not None:
+            info[K.SHM_PEAK_ADDED_MIB] = round(max(shm) - self.before.shm, 2)
+        if self.before.main_pss is not None and self.before.main_uss is not None:
+            info[K.HOST_PSS_BEFORE_MIB] = round(self.before.main_pss, 2)
+            info[K.HOST_USS_BEFORE_MIB] = round(self.before.main_uss, 2)
         return info
 
     def timeline(self) -> dict[str, list[float]]:

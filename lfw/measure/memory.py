@@ -15,31 +15,50 @@ worker's cyclic GC writes to every object inherited from the parent, tens of MiB
 from __future__ import annotations
 
 import gc
+import os
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import psutil
 
 MIB = 1024 * 1024
+SHM = Path("/dev/shm")
 
 
 @dataclass(frozen=True)
 class TreeSnapshot:
-    """Memory of a process tree at one instant, in MiB, plus each child's USS by pid."""
+    """Memory of a process tree at one instant, in MiB, plus each child's USS by pid, the root process's own PSS
+    and USS (``main_pss``, ``main_uss``: the host before a pass) and the machine's ``/dev/shm`` in use (``shm``;
+    None where there is none to read)."""
 
     t: float
     rss: float
     pss: float
     uss: float
     child_uss: dict[int, float] = field(default_factory=dict)
+    main_pss: float | None = None
+    main_uss: float | None = None
+    shm: float | None = None
+
+
+def shm_used_mib(shm: Path = SHM) -> float | None:
+    """MiB of ``/dev/shm`` in use now, machine-wide (DataLoader batches in flight live there, unlinked but mapped);
+    None without a ``/dev/shm``."""
+    try:
+        st = os.statvfs(shm)
+    except OSError:
+        return None
+    return (st.f_blocks - st.f_bfree) * st.f_frsize / MIB
 
 
 def tree_snapshot(root: psutil.Process, t0: float = 0.0) -> TreeSnapshot:
     """Sum RSS, PSS and USS over ``root`` and all its descendants (processes that vanish are skipped)."""
     rss = pss = uss = 0.0
+    main_pss = main_uss = None
     child_uss: dict[int, float] = {}
     try:
         children = root.children(recursive=True)
@@ -55,7 +74,9 @@ def tree_snapshot(root: psutil.Process, t0: float = 0.0) -> TreeSnapshot:
         uss += info.uss / MIB
         if proc.pid != root.pid:
             child_uss[proc.pid] = info.uss / MIB
-    return TreeSnapshot(time.perf_counter() - t0, rss, pss, uss, child_uss)
+        else:
+            main_pss, main_uss = info.pss / MIB, info.uss / MIB
+    return TreeSnapshot(time.perf_counter() - t0, rss, pss, uss, child_uss, main_pss, main_uss, shm_used_mib())
 
 
 class TreeSampler:

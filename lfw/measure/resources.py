@@ -23,10 +23,10 @@ from typing import Any
 import psutil
 import torch
 
+from lfw.measure.memory import SHM
 from lfw.measure.moves import batch_bytes
 
 MiB = 2**20
-SHM = Path("/dev/shm")
 DEFAULT_PREFETCH = 2  # torch's prefetch_factor when workers are used and none is given
 # Descriptors the main process opens per worker (the worker's queues, pipes and sentinel): 7-8 measured with torch
 # 2.14 (a unit test holds the model to a real loader), plus two per batch in flight (the segment's

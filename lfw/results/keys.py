@@ -98,10 +98,19 @@ MEMORY_START_MARKS = "memory_start_marks"  # start marks the sampler took: 1 whe
 SAMPLER_CPU_S = "sampler_cpu_s"
 SAMPLER_CPU_FRACTION = "sampler_cpu_fraction"
 TIMELINE = "timeline"
+# What the pass adds, apart from the host process it runs in (docs/gating.md, "Memory"): the tree's PSS peak over the
+# tree before the pass, and the /dev/shm the pass used at its peak over the /dev/shm used before it (the batches in
+# flight between the workers and the main process; machine-wide, so read where nothing else runs).
+PSS_PEAK_ADDED_MIB = "pss_peak_added_mib"
+SHM_PEAK_ADDED_MIB = "shm_peak_added_mib"
+# The host: the main process alone before the pass (its imports, its libraries, the dataset it built).
+HOST_PSS_BEFORE_MIB = "host_pss_before_mib"
+HOST_USS_BEFORE_MIB = "host_uss_before_mib"
 # Summarized over rounds by the largest value (a peak), not the median.
 PEAK_KEYS = tuple(tree(m, "peak") for m in TREE_METRICS)
 # Summarized with their per-round lists kept (the gate and the error bars need them).
-GROWTH_KEYS = (*(tree(m, "growth") for m in TREE_METRICS), WORKER_USS_GROWTH_MIB, WORKER_USS_MAX_GROWTH_MIB)
+GROWTH_KEYS = (*(tree(m, "growth") for m in TREE_METRICS), WORKER_USS_GROWTH_MIB, WORKER_USS_MAX_GROWTH_MIB,
+               PSS_PEAK_ADDED_MIB, SHM_PEAK_ADDED_MIB)
 
 # --- the case itself (benchmark fixtures) --------------------------------------------------------------------
 TRANSFORM = "transform"

@@ -1,0 +1,85 @@
+"""Memory figures of runs on several CPU models side by side: which ones port across CPU models.
+
+    python tools/memory_across_cpus.py RUN.json [RUN.json ...] > docs/runs/memory-across-cpus.txt
+
+For every case that records memory and every memory figure the gate judges or reports (the host before the pass,
+what the pass adds, the absolute tree peak), it prints each run's value grouped by CPU model, the spread within a
+CPU model and the shift of the medians between the first two CPU models, against the gate's minimum effect for
+that case (the larger of the floor and the share of the baseline). A figure ports when its shift stays well under
+the minimum effect in every case the gate judges it for (the rule behind :data:`lfw.gate.metrics.PORTABLE`;
+docs/gating.md, "Memory"); a row the gate does not judge (a positive control, the tree PSS of a case whose workers
+are fresh interpreters) is marked and left out of the summary. Older runs that lack a figure the pass now records
+get it derived as the gate derives it (:meth:`lfw.gate.metrics.Metric.rounds_of`); the host is read the same way
+in every run of a row (:func:`lfw.gate.compare.host_pair`: the older form where any run lacks the newer).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from statistics import median
+
+from lfw.gate.metrics import HOST_SHARED, HOST_USS, MEMORY, PSS_PEAK, Metric, fresh_interpreters
+from lfw.gate.thresholds import Thresholds
+from lfw.results import Case, load_run
+from lfw.results import keys as K
+
+SHOWN: tuple[Metric, ...] = (HOST_USS, PSS_PEAK, *MEMORY)
+
+
+def value(case: Case | None, metric: Metric, derived: bool = False) -> float | None:
+    """The median of ``metric`` in ``case`` (its older, derived form where ``derived``); None where absent."""
+    if case is None:
+        return None
+    values = ([v] if (v := metric.derived(case)) is not None else []) if derived and metric.derived \
+        else metric.rounds_of(case)
+    return float(median(values)) if values else None
+
+
+def minimum_effect(metric: Metric, base: float, th: Thresholds) -> float:
+    floor, ratio = th.absolute(metric) if metric.family != "host" else (th.memory_floor_mib, th.memory_ratio)
+    return max(floor, ratio * abs(base))
+
+
+def unjudged(metric: Metric, cases: Sequence[Case]) -> str:
+    """Why the gate does not judge ``metric`` for these cases (one case key in several runs); "" where it does."""
+    if any(c.value(K.POSITIVE_CONTROL) is True for c in cases):
+        return "positive control"
+    if metric in HOST_SHARED and any(fresh_interpreters(c) for c in cases):
+        return "fresh-interpreter workers"
+    return ""
+
+
+def main(paths: Sequence[str]) -> None:
+    runs = [load_run(p) for p in paths]
+    models = list(dict.fromkeys(str(r.machine.get("cpu_model")) for r in runs))
+    for r in runs:
+        print(f"{r.path}: {r.machine.get('cpu_model')}, commit {str(r.commit.get('id', ''))[:7]}, {r.datetime}")
+    th = Thresholds()
+    keys = sorted({k for r in runs for k, c in r.by_key().items() if any(m.rounds_of(c) for m in SHOWN)})
+    worst: dict[str, tuple[float, str]] = {}
+    for metric in SHOWN:
+        print(f"\n{metric.label} ({metric.key}){'' if metric in MEMORY else ', not judged'}")
+        print(f"  {'case':<34}" + "".join(f"{m[:24]:>44}" for m in models[:2]) + f"{'shift':>10}{'min effect':>12}")
+        for key in keys:
+            cases = [r.by_key().get(key) for r in runs]
+            derived = metric is HOST_USS and any(c is not None and c.number(HOST_USS.key) is None for c in cases)
+            by_model = {m: [v for r, c in zip(runs, cases, strict=True) if str(r.machine.get("cpu_model")) == m
+                            and (v := value(c, metric, derived)) is not None] for m in models}
+            if not all(by_model[m] for m in models[:2]):
+                continue
+            cells = "".join(f"{'  '.join(f'{v:7.1f}' for v in by_model[m]):>44}" for m in models[:2])
+            a, b = median(by_model[models[0]]), median(by_model[models[1]])
+            effect = minimum_effect(metric, a, th)
+            why = unjudged(metric, [c for c in cases if c is not None])
+            if not why and abs(b - a) / effect >= worst.get(metric.key, (0.0, ""))[0]:
+                worst[metric.key] = (abs(b - a) / effect, key)
+            print(f"  {key:<34}{cells}{b - a:>+10.1f}{effect:>12.1f}" + (f"  not judged: {why}" if why else ""))
+    print("\nlargest |shift| / minimum effect over the cases the gate judges, by figure:")
+    for metric in SHOWN:
+        if metric.key in worst:
+            print(f"  {metric.key:<28}{worst[metric.key][0]:6.2f}  {worst[metric.key][1]}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
