@@ -2,8 +2,8 @@
 # Re-run the commands whose figures the README and docs/ quote and keep their output in docs/runs/, one file each, so
 # every figure there traces to a committed output. Each takes the machine on its own (run nothing beside it).
 #
-#   bash tools/record.sh [make-bench|remote|decoders|process-pairs|cost|diagnose|distributed|small-shm|interrupted]
-#   (default: all but the last two; small-shm mounts a tmpfs on /dev/shm and needs root)
+#   bash tools/record.sh [make-bench|remote|decoders|process-pairs|cost|diagnose|distributed|peers|small-shm|interrupted]
+#   (default: all but the last three; peers needs the peers installed once, small-shm mounts a tmpfs and needs root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -160,6 +160,18 @@ distributed() {  # two ranks against one, the same per-rank configuration
     done
   } > "$STAGE"/runs/distributed.txt
   rm -rf "$out"
+}
+
+peers() {  # make peers (the peers extra installed once before): its wall time, the Peers table and the verdicts
+  { stamp "make peers (the peers layer in the quick profile; its extra and FFmpeg's libraries installed before)"
+    echo "machine: $($PY -c 'from lfw.measure.machine import cpu_model, usable_cores; print(cpu_model(), "x", usable_cores(), "usable cores")')"
+    start=$(date +%s)
+    make peers 2>&1 | tr '\r' '\n' | grep -E -e '[0-9]+ (passed|failed|skipped)' -e '^(SKIPPED|FAILED)' \
+      -e '^make.*Error' || true
+    echo "wall time of make peers: $(( $(date +%s) - start )) s"
+    $PY -m tools.peers_table
+    per_core
+  } > "$STAGE"/runs/peers.txt
 }
 
 small_shm() {  # make test and make bench where /dev/shm is a container's (root: a private mount namespace + tmpfs)

@@ -1,0 +1,118 @@
+"""LitData: ``optimize()`` into its chunk format once, then ``StreamingDataset`` + ``StreamingDataLoader`` from
+local disk, as LitData's README shows.
+
+Each item is ``{"image": <the JPEG opened by Pillow>, "label": int, "index": int}``; LitData's JPEG serializer
+stores the file's own bytes (no re-encoding) and decodes them with ``torchvision.io.decode_jpeg`` into a
+``(3, H, W)`` uint8 tensor. Chunks hold :data:`ITEMS_PER_CHUNK` items (as many images as a WebDataset shard), so a
+pass has at least as many chunks as workers. ``StreamingDataset(dir, shuffle=False)`` read by
+``StreamingDataLoader(batch_size, num_workers=N, persistent_workers=True)``: the knob is ``num_workers``, a
+DataLoader's workers, persistent like the references'. Its decoder alone is torchvision's single-core rate. The
+one-off conversion (:func:`convert`) is timed and its bytes on disk counted; it is built once per tree into the
+cache, beside the suite's other formats.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from lfw.measure.loader_config import die_with_parent
+from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, library
+
+DISTRIBUTIONS = ("litdata",)
+INSTALL = "pip install litdata (make peers)"
+DECODER = "tvio"
+ITEMS_PER_CHUNK = 128
+MANIFEST = "lfw-conversion.json"
+
+
+def missing() -> str | None:
+    try:
+        library("litdata")
+    except Exception as exc:
+        return f"litdata not importable ({' '.join(str(exc).split())[:160]}); {INSTALL}"
+    return None
+
+
+class Item:
+    """LitData's ``optimize`` function: index -> the item it stores (a class: its workers unpickle it)."""
+
+    def __init__(self, images: PassImages) -> None:
+        self.paths = list(images.paths)
+        self.labels = [int(v) for v in images.labels]
+
+    def __call__(self, i: int) -> dict[str, Any]:
+        from PIL import Image
+
+        return {"image": Image.open(self.paths[i]), "label": self.labels[i], "index": i}
+
+
+def chunk_dir(images: PassImages) -> Path:
+    """Where the chunks of these images live: the suite's formats folder of the tree."""
+    from lfw.data.dataset import scan_images
+    from lfw.pipelines.storage import formats_dir
+
+    return formats_dir(scan_images(images.root)) / f"litdata-{len(images)}-{ITEMS_PER_CHUNK}"
+
+
+def convert(images: PassImages) -> dict[str, Any]:
+    """The chunks of ``images``, made on first use (timed, in a staging folder renamed when complete); returns
+    the conversion's seconds (when it was timed), bytes on disk and folder."""
+    from lfw.data.synth import building
+
+    litdata = library("litdata")
+
+    final = chunk_dir(images)
+    manifest = final / MANIFEST
+    if not manifest.exists():
+        with building(final) as staging:
+            started = time.perf_counter()
+            litdata.optimize(fn=Item(images), inputs=list(range(len(images))), output_dir=str(staging / "chunks"),
+                             chunk_size=ITEMS_PER_CHUNK, num_workers=1, mode="overwrite")
+            seconds = time.perf_counter() - started
+            size = sum(p.stat().st_size for p in (staging / "chunks").iterdir())
+            (staging / MANIFEST).write_text(json.dumps({"seconds": round(seconds, 3), "bytes": size}))
+    return {**json.loads(manifest.read_text()), "path": str(final / "chunks")}
+
+
+class LitDataLoader(PeerLoader):
+    """LitData's streaming loader (module docstring) behind the peers' contract."""
+
+    def __init__(self, spec: PeerSpec, images: PassImages) -> None:
+        super().__init__(spec, images, layout="chw", persistent=True, processes=spec.parallelism)
+        self._loader: Any = None
+
+    def start(self) -> None:
+        litdata = library("litdata")
+        chunks = convert(images=self.images)["path"]
+        if len(os.listdir(chunks)) - 1 < self.spec.parallelism:
+            raise RuntimeError(f"fewer chunks than {self.spec.parallelism} workers: a worker would idle")
+        dataset = litdata.StreamingDataset(chunks, shuffle=False, drop_last=False)
+        self._loader = litdata.StreamingDataLoader(dataset, batch_size=self.spec.batch_size,
+                                                   num_workers=self.spec.parallelism, persistent_workers=True,
+                                                   timeout=self.timeout, worker_init_fn=die_with_parent)
+
+    def epoch(self) -> Iterator[tuple[Any, Any, Any]]:
+        floats = self.spec.output == "float"
+        for batch in self._loader:
+            images = batch["image"]
+            if floats:
+                from lfw.pipelines.datasets import normalize
+
+                images = normalize(images)
+            yield images, batch["label"], batch["index"]
+
+    def stop(self) -> None:
+        from lfw.measure.torch_compat import drop_persistent_workers
+
+        loader, self._loader = self._loader, None
+        if loader is not None:
+            drop_persistent_workers(loader)
+
+
+def build(spec: PeerSpec, images: PassImages) -> LitDataLoader:
+    return LitDataLoader(spec, images)

@@ -1,0 +1,98 @@
+"""WebDataset: the suite's own tar shards through ``wds.WebDataset`` and ``wds.WebLoader``, as WebDataset's docs
+show for image classification.
+
+``WebDataset(shards, shardshuffle=False).decode("torchrgb8").map(to_item).batched(batch_size)`` read by
+``WebLoader(dataset, batch_size=None, num_workers=N, persistent_workers=True)``: each worker reads whole shards
+(:func:`lfw.pipelines.storage.tar_shards`, ``<Person>/<file>.jpg`` members, 128 images each, so a pass has at
+least as many shards as workers) and batches its own images; ``decode("torchrgb8")`` is WebDataset's own image
+handler (Pillow, then a ``(3, H, W)`` uint8 tensor). The label is the member's person folder, as LFW's. The knob
+is ``num_workers``; the workers are a DataLoader's, persistent like the references'. Its decoder alone is Pillow's
+single-core rate. The one-off conversion is the shards' build (seconds and bytes in their manifest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from lfw.measure.loader_config import die_with_parent
+from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, library
+
+DISTRIBUTIONS = ("webdataset",)
+INSTALL = "pip install webdataset (make peers)"
+DECODER = "pil"
+IMAGES_PER_SHARD = 128
+
+
+def missing() -> str | None:
+    try:
+        library("webdataset")
+    except Exception as exc:
+        return f"webdataset not importable ({' '.join(str(exc).split())[:160]}); {INSTALL}"
+    return None
+
+
+def convert(images: PassImages) -> dict[str, Any]:
+    """The shards of ``images`` (made on first use): the seconds their build took, bytes on disk, folder."""
+    from lfw.pipelines.storage import tar_shards
+
+    shards = tar_shards(images.root, IMAGES_PER_SHARD, len(images))
+    return {"seconds": shards.build_s, "bytes": sum(p.stat().st_size for p in shards.shards),
+            "path": str(shards.shards[0].parent)}
+
+
+class ToItem:
+    """A WebDataset sample to ``(image, label, index)``: the label from the member's person folder, the index from
+    its name's position in the pass (a class, so a spawned worker could unpickle it)."""
+
+    def __init__(self, images: PassImages) -> None:
+        root = images.root
+        self.label_of = {name: i for i, name in enumerate(images.classes)}
+        self.index_of = {str(p.relative_to(root).with_suffix("")): i
+                         for i, p in enumerate(map(type(root), images.paths))}
+
+    def __call__(self, sample: dict[str, Any]) -> tuple[torch.Tensor, int, int]:
+        key = sample["__key__"]
+        return sample["jpg"], self.label_of[key.split("/", 1)[0]], self.index_of[key]
+
+
+class WebDatasetLoader(PeerLoader):
+    """WebDataset's loader (module docstring) behind the peers' contract."""
+
+    def __init__(self, spec: PeerSpec, images: PassImages) -> None:
+        super().__init__(spec, images, layout="chw", persistent=True, processes=spec.parallelism)
+        self._loader: Any = None
+
+    def start(self) -> None:
+        from lfw.pipelines.storage import tar_shards
+
+        wds = library("webdataset")
+        shards = tar_shards(self.images.root, IMAGES_PER_SHARD, len(self.images))
+        if len(shards.shards) < self.spec.parallelism:
+            raise RuntimeError(f"{len(shards.shards)} shards for {self.spec.parallelism} workers: a worker would idle")
+        dataset = wds.WebDataset([str(p) for p in shards.shards], shardshuffle=False, empty_check=False) \
+            .decode("torchrgb8").map(ToItem(self.images)).batched(self.spec.batch_size)
+        self._loader = wds.WebLoader(dataset, batch_size=None, num_workers=self.spec.parallelism,
+                                     persistent_workers=True, timeout=self.timeout, worker_init_fn=die_with_parent)
+
+    def epoch(self) -> Iterator[tuple[Any, Any, Any]]:
+        floats = self.spec.output == "float"
+        for images, labels, index in self._loader:
+            if floats:
+                from lfw.pipelines.datasets import normalize
+
+                images = normalize(images)
+            yield images, labels, index
+
+    def stop(self) -> None:
+        from lfw.measure.torch_compat import drop_persistent_workers
+
+        loader, self._loader = self._loader, None
+        if loader is not None:
+            drop_persistent_workers(loader)
+
+
+def build(spec: PeerSpec, images: PassImages) -> WebDatasetLoader:
+    return WebDatasetLoader(spec, images)
