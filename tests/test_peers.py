@@ -76,7 +76,7 @@ class FakePeer(PeerLoader):
             if self.fault == "crash" and number == 1:
                 self.procs[0].kill()
                 self.procs[0].join()
-                raise RuntimeError(f"worker {self.procs[0].pid} exited unexpectedly")
+                raise RuntimeError(f"its worker {self.procs[0].pid} died (exit code -9)")
             images = torch.stack([decode("pil", read_file(self.images.paths[i]), "x") for i in index])
             if self.fault == "swap":
                 images = images.flip(1)
@@ -163,7 +163,7 @@ def test_a_peer_that_crashes_leaves_the_rotation_and_nothing_running(images: Pas
                for name, loader in (("crashing", crashing), ("healthy", healthy))}
     before = descendants()
     measured = Rotation(members, rounds=2, isolate=list(members)).run()
-    assert measured["crashing"].error is not None and "exited unexpectedly" in measured["crashing"].error
+    assert measured["crashing"].error is not None and "died (exit code -9)" in measured["crashing"].error
     assert "\n" not in measured["crashing"].error and not measured["crashing"].results
     assert measured["healthy"].error is None and len(measured["healthy"].results) == 2
     assert all(r.workers_seen == 1 for r in measured["healthy"].results), "the peer's worker processes are counted"
@@ -237,16 +237,13 @@ PEER_SPECS = [PeerSpec("spdl", 2, batch_size=BATCH), PeerSpec("dali", 2, batch_s
 
 
 @pytest.mark.parametrize("spec", PEER_SPECS, ids=[s.label for s in PEER_SPECS])
-def test_each_peer_meets_the_contract_on_tiny_data(spec: PeerSpec, images: PassImages, tmp_path: Path,
+def test_each_peer_meets_the_contract_on_tiny_data(spec: PeerSpec, tiny_tree: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     why = peers.missing(spec.peer)
     if why is not None:
         pytest.skip(why)
+    images = PassImages.first(tiny_tree, 32)  # 16 shards of 2: each of 2 workers reads 2 whole batches of 8
     monkeypatch.setenv("LFW_CACHE", str(tmp_path / "cache"))  # its converted format goes to a throwaway cache
-    if spec.peer == "webdataset":  # shards of the tiny tree: 40 images, so shards of 8 (one per batch)
-        monkeypatch.setattr(peers.adapter("webdataset"), "IMAGES_PER_SHARD", BATCH)
-    if spec.peer == "litdata":
-        monkeypatch.setattr(peers.adapter("litdata"), "ITEMS_PER_CHUNK", BATCH)
     converted = peers.conversion(spec.peer, images)
     if converted is not None:
         assert converted["bytes"] > 0
@@ -259,3 +256,35 @@ def test_each_peer_meets_the_contract_on_tiny_data(spec: PeerSpec, images: PassI
     assert check.images == len(images) and check.max_mean_abs <= MEAN_TOLERANCE
     loader.close()
     assert all(gone_or_zombie(pid, 10) for pid in descendants() - before), f"{spec.label} left a process running"
+
+
+def test_shards_are_never_fewer_than_the_workers_swept() -> None:
+    from lfw.peers.contract import MIN_SHARDS, images_per_shard
+
+    for images in (128, 1024, 4096, 13_233):
+        assert images // images_per_shard(images) >= MIN_SHARDS and images_per_shard(images) <= 128
+
+
+def test_a_peers_parallelism_beyond_the_usable_cores_is_narrowed_saying_why() -> None:
+    from lfw.suite.matrix import GROUPS
+    from lfw.suite.profiles import PROFILES
+    from lfw.suite.skips import Session, layers_on, skip_reason
+
+    quick = PROFILES["quick"]
+    session = Session(quick, layers_on(quick, peers=True), cores=2, cuda=False)
+    group = GROUPS["peers"]
+    assert skip_reason(group.case("dali-t2").needs(), session) is None
+    why = skip_reason(group.case("dali-t4").needs(), session)
+    assert why is not None and "exceeds the 2 usable cores" in why
+    assert "make peers" in (skip_reason(group.case("dali-t2").needs(), Session(quick, layers_on(quick), 2, False))
+                            or "")
+
+
+@pytest.mark.parametrize(("interval", "expected"), [((1.2, 1.1, 1.3), "faster"), ((0.5, 0.4, 0.6), "slower"),
+                                                    ((1.0, 0.97, 1.03), "within 5%"), ((1.0, 0.9, 1.1), "unresolved")])
+def test_a_peer_is_faster_or_slower_by_the_recommendations_rule(interval: tuple[float, float, float],
+                                                                 expected: str) -> None:
+    from lfw.report.peers import standing
+    from lfw.results.ratios import Ratio
+
+    assert standing(Ratio(*interval, confidence=0.875, rounds=5)) == expected

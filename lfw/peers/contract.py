@@ -357,9 +357,14 @@ def _terminate(proc: psutil.Process) -> None:
         pass
 
 
-def batches_of(count: int, size: int) -> list[list[int]]:
-    """``range(count)`` cut into whole batches of ``size`` (``count`` a multiple of ``size``)."""
-    return [list(range(start, start + size)) for start in range(0, count, size)]
+MAX_PER_SHARD = 128  # images per shard or chunk of a peer's own format, where the pass is long enough
+MIN_SHARDS = 16  # so up to 16 workers each read a shard of their own
+
+
+def images_per_shard(images: int) -> int:
+    """Images per shard (WebDataset) or chunk (LitData) for a pass of ``images``: at most :data:`MAX_PER_SHARD`,
+    and at least :data:`MIN_SHARDS` shards, so the shards are never fewer than the workers swept."""
+    return max(1, min(MAX_PER_SHARD, images // MIN_SHARDS))
 
 
 Missing = Callable[[], "str | None"]  # why a peer cannot run here (one line with the fix), or None

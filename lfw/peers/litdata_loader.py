@@ -3,8 +3,8 @@ local disk, as LitData's README shows.
 
 Each item is ``{"image": <the JPEG opened by Pillow>, "label": int, "index": int}``; LitData's JPEG serializer
 stores the file's own bytes (no re-encoding) and decodes them with ``torchvision.io.decode_jpeg`` into a
-``(3, H, W)`` uint8 tensor. Chunks hold :data:`ITEMS_PER_CHUNK` items (as many images as a WebDataset shard), so a
-pass has at least as many chunks as workers. ``StreamingDataset(dir, shuffle=False)`` read by
+``(3, H, W)`` uint8 tensor. Chunks hold :func:`~lfw.peers.contract.images_per_shard` items (as many images as a
+WebDataset shard), so a pass has at least as many chunks as workers. ``StreamingDataset(dir, shuffle=False)`` read by
 ``StreamingDataLoader(batch_size, num_workers=N, persistent_workers=True)``: the knob is ``num_workers``, a
 DataLoader's workers, persistent like the references'. Its decoder alone is torchvision's single-core rate. The
 one-off conversion (:func:`convert`) is timed and its bytes on disk counted; it is built once per tree into the
@@ -21,12 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from lfw.measure.loader_config import die_with_parent
-from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, library
+from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, images_per_shard, library
 
 DISTRIBUTIONS = ("litdata",)
 INSTALL = "pip install litdata (make peers)"
 DECODER = "tvio"
-ITEMS_PER_CHUNK = 128
 MANIFEST = "lfw-conversion.json"
 
 
@@ -56,7 +55,7 @@ def chunk_dir(images: PassImages) -> Path:
     from lfw.data.dataset import scan_images
     from lfw.pipelines.storage import formats_dir
 
-    return formats_dir(scan_images(images.root)) / f"litdata-{len(images)}-{ITEMS_PER_CHUNK}"
+    return formats_dir(scan_images(images.root)) / f"litdata-{len(images)}-{images_per_shard(len(images))}"
 
 
 def convert(images: PassImages) -> dict[str, Any]:
@@ -72,7 +71,7 @@ def convert(images: PassImages) -> dict[str, Any]:
         with building(final) as staging:
             started = time.perf_counter()
             litdata.optimize(fn=Item(images), inputs=list(range(len(images))), output_dir=str(staging / "chunks"),
-                             chunk_size=ITEMS_PER_CHUNK, num_workers=1, mode="overwrite")
+                             chunk_size=images_per_shard(len(images)), num_workers=1, mode="overwrite")
             seconds = time.perf_counter() - started
             size = sum(p.stat().st_size for p in (staging / "chunks").iterdir())
             (staging / MANIFEST).write_text(json.dumps({"seconds": round(seconds, 3), "bytes": size}))

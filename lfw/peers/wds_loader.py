@@ -3,9 +3,10 @@ show for image classification.
 
 ``WebDataset(shards, shardshuffle=False).decode("torchrgb8").map(to_item).batched(batch_size)`` read by
 ``WebLoader(dataset, batch_size=None, num_workers=N, persistent_workers=True)``: each worker reads whole shards
-(:func:`lfw.pipelines.storage.tar_shards`, ``<Person>/<file>.jpg`` members, 128 images each, so a pass has at
-least as many shards as workers) and batches its own images; ``decode("torchrgb8")`` is WebDataset's own image
-handler (Pillow, then a ``(3, H, W)`` uint8 tensor). The label is the member's person folder, as LFW's. The knob
+(:func:`lfw.pipelines.storage.tar_shards`, ``<Person>/<file>.jpg`` members,
+:func:`~lfw.peers.contract.images_per_shard` each, so a pass has at least as many shards as workers) and batches
+its own images; ``decode("torchrgb8")`` is WebDataset's own image handler (Pillow, then a ``(3, H, W)`` uint8
+tensor). The label is the member's person folder, as LFW's. The knob
 is ``num_workers``; the workers are a DataLoader's, persistent like the references'. Its decoder alone is Pillow's
 single-core rate. The one-off conversion is the shards' build (seconds and bytes in their manifest).
 """
@@ -18,12 +19,11 @@ from typing import Any
 import torch
 
 from lfw.measure.loader_config import die_with_parent
-from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, library
+from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, images_per_shard, library
 
 DISTRIBUTIONS = ("webdataset",)
 INSTALL = "pip install webdataset (make peers)"
 DECODER = "pil"
-IMAGES_PER_SHARD = 128
 
 
 def missing() -> str | None:
@@ -38,7 +38,7 @@ def convert(images: PassImages) -> dict[str, Any]:
     """The shards of ``images`` (made on first use): the seconds their build took, bytes on disk, folder."""
     from lfw.pipelines.storage import tar_shards
 
-    shards = tar_shards(images.root, IMAGES_PER_SHARD, len(images))
+    shards = tar_shards(images.root, images_per_shard(len(images)), len(images))
     return {"seconds": shards.build_s, "bytes": sum(p.stat().st_size for p in shards.shards),
             "path": str(shards.shards[0].parent)}
 
@@ -69,7 +69,7 @@ class WebDatasetLoader(PeerLoader):
         from lfw.pipelines.storage import tar_shards
 
         wds = library("webdataset")
-        shards = tar_shards(self.images.root, IMAGES_PER_SHARD, len(self.images))
+        shards = tar_shards(self.images.root, images_per_shard(len(self.images)), len(self.images))
         if len(shards.shards) < self.spec.parallelism:
             raise RuntimeError(f"{len(shards.shards)} shards for {self.spec.parallelism} workers: a worker would idle")
         dataset = wds.WebDataset([str(p) for p in shards.shards], shardshuffle=False, empty_check=False) \

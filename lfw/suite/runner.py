@@ -103,6 +103,9 @@ class Datasets:
         if case.remote is not None:
             raise LFWError(f"{case.id} reads from the S3 endpoint the benchmarks start: run it with "
                            "pytest benchmarks -k remote (it has no A/B form)")
+        if case.peer is not None:
+            raise LFWError(f"{case.id} is another project's loader, a reference row: run it with make peers (it has no "
+                           "A/B form)")
         if case.pipeline is not None:
             return case.pipeline.dataset(self.root, case.pass_images(profile), batch_size=case.config.batch_size)
         return self.preset(case.transform, case.index)
