@@ -102,6 +102,17 @@ def library(name: str) -> Any:
     return importlib.import_module(name)
 
 
+def not_importable(name: str, install: str, *modules: str) -> str | None:
+    """Why ``modules`` cannot be imported here (one line: the peer, the error, ``install``), or None: a peer's
+    ``missing()``."""
+    try:
+        for module in modules:
+            library(module)
+    except Exception as exc:  # an import error, or a wheel that cannot load its own libraries
+        return f"{name} not importable ({' '.join(str(exc).split())[:160]}); {install}"
+    return None
+
+
 def labels_tensor(labels: Any) -> torch.Tensor:
     """Labels as the contract's ``int64`` vector, whatever shape and integer type the peer gave."""
     return torch.as_tensor(np.asarray(labels)).reshape(-1).to(torch.int64)
@@ -308,6 +319,14 @@ class PeerLoader:
             raise LFWError(f"{self.name}: labels must be int64 of shape ({size},), got "
                            f"{getattr(labels, 'dtype', type(labels).__name__)} {tuple(getattr(labels, 'shape', ()))}")
 
+    def output(self, images: torch.Tensor) -> torch.Tensor:
+        """A uint8 batch as the case hands it out: as it is, or normalized for a ``float`` case (in this process)."""
+        if self.spec.output != "float":
+            return images
+        from lfw.pipelines.datasets import normalize
+
+        return normalize(images)
+
     def stop_engine(self) -> None:
         """Stop the engine (the next ``iter()`` starts a new one)."""
         if self._started:
@@ -338,6 +357,37 @@ class PeerLoader:
         self._owned.clear()
         if problems:
             raise RuntimeError(f"{self.name}: " + "; ".join(problems))
+
+
+class DataLoaderPeer(PeerLoader):
+    """A peer whose engine is a DataLoader subclass (WebDataset's ``WebLoader``, LitData's ``StreamingDataLoader``),
+    made by :meth:`make_loader` with persistent workers; :meth:`fields` picks ``(images, labels, indices)`` out of
+    its batches."""
+
+    def __init__(self, spec: PeerSpec, images: PassImages) -> None:
+        super().__init__(spec, images, layout="chw", persistent=True, processes=spec.parallelism)
+        self._loader: Any = None
+
+    def make_loader(self) -> Any:
+        raise NotImplementedError
+
+    def fields(self, batch: Any) -> tuple[Any, Any, Any]:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self._loader = self.make_loader()
+
+    def epoch(self) -> Iterator[tuple[Any, Any, Any]]:
+        for batch in self._loader:
+            images, labels, index = self.fields(batch)
+            yield self.output(images), labels, index
+
+    def stop(self) -> None:
+        from lfw.measure.torch_compat import drop_persistent_workers
+
+        loader, self._loader = self._loader, None
+        if loader is not None:
+            drop_persistent_workers(loader)
 
 
 def _not_zombie(pid: int) -> bool:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lfw.data.transforms import IMAGENET_MEAN, IMAGENET_STD
-from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, chw_view, labels_tensor, library
+from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, chw_view, labels_tensor, library, not_importable
 
 DISTRIBUTIONS = ("nvidia-dali-cuda130",)
 INSTALL = "pip install nvidia-dali-cuda130 (make peers)"
@@ -30,12 +30,7 @@ KNOB = "threads"
 
 
 def missing() -> str | None:
-    try:
-        library("nvidia.dali")
-        library("nvidia.dali.plugin.pytorch")
-    except Exception as exc:  # an import error, or a wheel that cannot load its libraries
-        return f"nvidia-dali not importable ({' '.join(str(exc).split())[:160]}); {INSTALL}"
-    return None
+    return not_importable("nvidia-dali", INSTALL, "nvidia.dali", "nvidia.dali.plugin.pytorch")
 
 
 class DaliLoader(PeerLoader):

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, chw_view, library
+from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, chw_view, library, not_importable
 from lfw.peers.grain_map import LoadImage
 
 DISTRIBUTIONS = ("grain",)
@@ -34,12 +34,7 @@ PREFETCH_BUFFER = 2  # batches per thread or worker kept ready: a DataLoader's p
 
 
 def missing() -> str | None:
-    try:
-        library("grain")
-        library("simplejpeg")
-    except Exception as exc:
-        return f"grain not importable ({' '.join(str(exc).split())[:160]}); {INSTALL}"
-    return None
+    return not_importable("grain", INSTALL, "grain", "simplejpeg")
 
 
 class GrainLoader(PeerLoader):
@@ -66,14 +61,8 @@ class GrainLoader(PeerLoader):
         self._engine = iter(self.dataset())
 
     def epoch(self) -> Iterator[tuple[Any, Any, Any]]:
-        floats = self.spec.output == "float"
         for images, labels, index in self._engine:
-            batch = chw_view(torch.from_numpy(images))
-            if floats:
-                from lfw.pipelines.datasets import normalize
-
-                batch = normalize(batch)
-            yield batch, torch.from_numpy(labels), torch.from_numpy(index)
+            yield self.output(chw_view(torch.from_numpy(images))), torch.from_numpy(labels), torch.from_numpy(index)
 
     def stop(self) -> None:
         engine, self._engine = self._engine, None

@@ -16,12 +16,11 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from lfw.measure.loader_config import die_with_parent
-from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, images_per_shard, library
+from lfw.peers.contract import DataLoaderPeer, PassImages, PeerSpec, images_per_shard, library, not_importable
 
 DISTRIBUTIONS = ("litdata",)
 INSTALL = "pip install litdata (make peers)"
@@ -30,11 +29,7 @@ MANIFEST = "lfw-conversion.json"
 
 
 def missing() -> str | None:
-    try:
-        library("litdata")
-    except Exception as exc:
-        return f"litdata not importable ({' '.join(str(exc).split())[:160]}); {INSTALL}"
-    return None
+    return not_importable("litdata", INSTALL, "litdata")
 
 
 class Item:
@@ -78,39 +73,21 @@ def convert(images: PassImages) -> dict[str, Any]:
     return {**json.loads(manifest.read_text()), "path": str(final / "chunks")}
 
 
-class LitDataLoader(PeerLoader):
+class LitDataLoader(DataLoaderPeer):
     """LitData's streaming loader (module docstring) behind the peers' contract."""
 
-    def __init__(self, spec: PeerSpec, images: PassImages) -> None:
-        super().__init__(spec, images, layout="chw", persistent=True, processes=spec.parallelism)
-        self._loader: Any = None
-
-    def start(self) -> None:
+    def make_loader(self) -> Any:
         litdata = library("litdata")
         chunks = convert(images=self.images)["path"]
         if len(os.listdir(chunks)) - 1 < self.spec.parallelism:
             raise RuntimeError(f"fewer chunks than {self.spec.parallelism} workers: a worker would idle")
         dataset = litdata.StreamingDataset(chunks, shuffle=False, drop_last=False)
-        self._loader = litdata.StreamingDataLoader(dataset, batch_size=self.spec.batch_size,
-                                                   num_workers=self.spec.parallelism, persistent_workers=True,
-                                                   timeout=self.timeout, worker_init_fn=die_with_parent)
+        return litdata.StreamingDataLoader(dataset, batch_size=self.spec.batch_size,
+                                           num_workers=self.spec.parallelism, persistent_workers=True,
+                                           timeout=self.timeout, worker_init_fn=die_with_parent)
 
-    def epoch(self) -> Iterator[tuple[Any, Any, Any]]:
-        floats = self.spec.output == "float"
-        for batch in self._loader:
-            images = batch["image"]
-            if floats:
-                from lfw.pipelines.datasets import normalize
-
-                images = normalize(images)
-            yield images, batch["label"], batch["index"]
-
-    def stop(self) -> None:
-        from lfw.measure.torch_compat import drop_persistent_workers
-
-        loader, self._loader = self._loader, None
-        if loader is not None:
-            drop_persistent_workers(loader)
+    def fields(self, batch: Any) -> tuple[Any, Any, Any]:
+        return batch["image"], batch["label"], batch["index"]
 
 
 def build(spec: PeerSpec, images: PassImages) -> LitDataLoader:

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, chw_view, library
+from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, chw_view, library, not_importable
 
 DISTRIBUTIONS = ("spdl-io", "spdl-core")
 FFMPEG_PACKAGES = "libavformat59 libavfilter8 libavdevice59 libavcodec59 libavutil57 libswscale6 libswresample4"
@@ -32,11 +32,10 @@ RGB24 = "format=pix_fmts=rgb24"  # the filter load_image_batch builds for pix_fm
 
 
 def missing() -> str | None:
-    try:
-        io = library("spdl.io")
-        library("spdl.pipeline")
-    except Exception as exc:
-        return f"spdl not importable ({' '.join(str(exc).split())[:160]}); {INSTALL}"
+    why = not_importable("spdl", INSTALL, "spdl.io", "spdl.pipeline")
+    if why is not None:
+        return why
+    io = library("spdl.io")
     try:
         io.demux_image  # noqa: B018  (the attribute loads libspdl and FFmpeg's libraries)
         library("spdl.io.lib")._libspdl  # noqa: B018
@@ -62,11 +61,7 @@ class SpdlLoader(PeerLoader):
         self._pipeline: Any = None
 
     def _load(self, indices: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        images = chw_view(decode_batch([self.images.paths[i] for i in indices]))
-        if self.spec.output == "float":
-            from lfw.pipelines.datasets import normalize
-
-            images = normalize(images)
+        images = self.output(chw_view(decode_batch([self.images.paths[i] for i in indices])))
         index = torch.tensor(indices, dtype=torch.int64)
         return images, torch.from_numpy(self.images.labels[index.numpy()]), index
 

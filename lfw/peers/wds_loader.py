@@ -13,13 +13,12 @@ single-core rate. The one-off conversion is the shards' build (seconds and bytes
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import torch
 
 from lfw.measure.loader_config import die_with_parent
-from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, images_per_shard, library
+from lfw.peers.contract import DataLoaderPeer, PassImages, PeerSpec, images_per_shard, library, not_importable
 
 DISTRIBUTIONS = ("webdataset",)
 INSTALL = "pip install webdataset (make peers)"
@@ -27,11 +26,7 @@ DECODER = "pil"
 
 
 def missing() -> str | None:
-    try:
-        library("webdataset")
-    except Exception as exc:
-        return f"webdataset not importable ({' '.join(str(exc).split())[:160]}); {INSTALL}"
-    return None
+    return not_importable("webdataset", INSTALL, "webdataset")
 
 
 def convert(images: PassImages) -> dict[str, Any]:
@@ -58,14 +53,10 @@ class ToItem:
         return sample["jpg"], self.label_of[key.split("/", 1)[0]], self.index_of[key]
 
 
-class WebDatasetLoader(PeerLoader):
+class WebDatasetLoader(DataLoaderPeer):
     """WebDataset's loader (module docstring) behind the peers' contract."""
 
-    def __init__(self, spec: PeerSpec, images: PassImages) -> None:
-        super().__init__(spec, images, layout="chw", persistent=True, processes=spec.parallelism)
-        self._loader: Any = None
-
-    def start(self) -> None:
+    def make_loader(self) -> Any:
         from lfw.pipelines.storage import tar_shards
 
         wds = library("webdataset")
@@ -74,24 +65,12 @@ class WebDatasetLoader(PeerLoader):
             raise RuntimeError(f"{len(shards.shards)} shards for {self.spec.parallelism} workers: a worker would idle")
         dataset = wds.WebDataset([str(p) for p in shards.shards], shardshuffle=False, empty_check=False) \
             .decode("torchrgb8").map(ToItem(self.images)).batched(self.spec.batch_size)
-        self._loader = wds.WebLoader(dataset, batch_size=None, num_workers=self.spec.parallelism,
-                                     persistent_workers=True, timeout=self.timeout, worker_init_fn=die_with_parent)
+        return wds.WebLoader(dataset, batch_size=None, num_workers=self.spec.parallelism, persistent_workers=True,
+                             timeout=self.timeout, worker_init_fn=die_with_parent)
 
-    def epoch(self) -> Iterator[tuple[Any, Any, Any]]:
-        floats = self.spec.output == "float"
-        for images, labels, index in self._loader:
-            if floats:
-                from lfw.pipelines.datasets import normalize
-
-                images = normalize(images)
-            yield images, labels, index
-
-    def stop(self) -> None:
-        from lfw.measure.torch_compat import drop_persistent_workers
-
-        loader, self._loader = self._loader, None
-        if loader is not None:
-            drop_persistent_workers(loader)
+    def fields(self, batch: Any) -> tuple[Any, Any, Any]:
+        images, labels, index = batch
+        return images, labels, index
 
 
 def build(spec: PeerSpec, images: PassImages) -> WebDatasetLoader:

@@ -214,7 +214,7 @@ def stage_breakdown(results: Sequence[PassResult]) -> dict[str, Any]:
 # Every case's pytest-benchmark ``params`` carry these knobs, with None where one does not apply, so
 # ``pytest-benchmark compare --group-by=param:NAME`` works on any run (it fails on a case without NAME).
 KNOBS = ("num_workers", "batch_size", "transform", "index", "pin_memory", "persistent_workers", "prefetch_factor",
-         "start_method", "step_ms", "sampling", "pipeline", "strategy", "latency_ms")
+         "start_method", "step_ms", "sampling", "pipeline", "strategy", "latency_ms", "peer")
 
 
 def knob_params(config: LoaderConfig, *, transform: str | None, index: str | None,
