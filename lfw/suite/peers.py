@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from lfw import peers
+from lfw.errors import one_line
 from lfw.measure.ceiling import CeilingSweep, spread_indices
 from lfw.measure.loader_pass import LoaderPass, PassResult
 from lfw.measure.rotation import LoaderMember
@@ -83,10 +84,15 @@ class PeerMember(LoaderMember):
         return facts
 
     def close(self) -> None:
+        """Stop the pass and the peer; what had to be forced is recorded as the case's shutdown errors (as a
+        DataLoader's dying workers are), never raised into the rotation that closes every member."""
         try:
             super().close()
         finally:
-            self.loader.close()
+            try:
+                self.loader.close()
+            except RuntimeError as exc:
+                self.runner.shutdown_errors.append(one_line(exc))
 
 
 def decoder_member(spec: PeerSpec) -> str | None:
