@@ -208,13 +208,13 @@ def test_ctrl_c_during_a_peers_rotation_leaves_nothing_running(tiny_tree: Path, 
         print(*sorted(descendants()), flush=True)
         Rotation({{"fake": member}}, rounds=100000).run()
     """))
-    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=ROOT,
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    assert child.stdout is not None
-    pids = [int(p) for p in child.stdout.readline().split()]
-    assert len(pids) == 2, "the fake peer's two workers"
-    os.kill(child.pid, signal.SIGINT)
-    assert child.wait(60) != 0
+    with subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                          cwd=ROOT, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) as child:
+        assert child.stdout is not None
+        pids = [int(p) for p in child.stdout.readline().split()]
+        assert len(pids) == 2, "the fake peer's two workers"
+        os.kill(child.pid, signal.SIGINT)
+        assert child.wait(60) != 0
     assert all(gone_or_zombie(pid, 10) for pid in pids), "Ctrl-C left a peer's process running"
 
 
