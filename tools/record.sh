@@ -172,6 +172,7 @@ peers() {  # make peers (the peers extra installed once before): its wall time, 
     $PY -m tools.peers_table
     per_core
   } > "$STAGE"/runs/peers.txt
+  cp reports/peers/peers.png "$STAGE"/peers-cpu-2core.png
 }
 
 small_shm() {  # make test and make bench where /dev/shm is a container's (root: a private mount namespace + tmpfs)

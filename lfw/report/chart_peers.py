@@ -24,15 +24,16 @@ def peers_chart(run: Run) -> Figure | None:
         return None
     cases = [best, *(r.case for r in rows)]
     labels = [c.name.split("[")[-1].rstrip("]") for c in cases]
-    notes = ["DataLoader's best", *(f"{r.ratio.text()} x" if r.ratio else "unpaired" for r in rows)]
+    notes = ["DataLoader's best", *(f"x {r.ratio.text()}" if r.ratio else "unpaired" for r in rows)]
     fig, (rate_ax, cpu_ax) = new_figure(11.0, bar_height(len(cases)), ncols=2)
     rows_y = range(len(cases))
     colours = [DATALOADER_COLOUR, *[PEER_COLOUR] * len(rows)]
     stats = [mean_sd([float(v) for v in c.rounds(K.IMAGES_PER_S) or [c.number(K.IMAGES_PER_S) or 0.0]])
              for c in cases]
     rate_ax.barh(list(rows_y), [m for m, _ in stats], xerr=[sd for _, sd in stats], color=colours, capsize=3)
-    for y, (mean, _), note in zip(rows_y, stats, notes, strict=True):
-        rate_ax.annotate(note, (mean, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
+    for y, (mean, sd), note in zip(rows_y, stats, notes, strict=True):  # beside the error bar, not on it
+        rate_ax.annotate(note, (mean + sd, y), xytext=(6, 0), textcoords="offset points", va="center", fontsize=8)
+    rate_ax.set_xlim(0, 1.45 * max(mean + sd for mean, sd in stats))
     rate_ax.set_yticks(list(rows_y), labels)
     rate_ax.invert_yaxis()
     rate_ax.set_xlabel("images/s (mean ± sd over rounds)")
