@@ -251,9 +251,11 @@ def test_each_peer_meets_the_contract_on_tiny_data(spec: PeerSpec, tiny_tree: Pa
         pytest.skip(why)
     images = PassImages.first(tiny_tree, 32)  # 16 shards of 2: each of 2 workers reads 2 whole batches of 8
     monkeypatch.setenv("LFW_CACHE", str(tmp_path / "cache"))  # its converted format goes to a throwaway cache
+    method = multiprocessing.get_start_method(allow_none=True)
     converted = peers.conversion(spec.peer, images)
     if converted is not None:
         assert converted["bytes"] > 0
+    assert multiprocessing.get_start_method(allow_none=True) == method, "the conversion changed the start method"
     before = descendants()
     loader = peers.adapter(spec.peer).build(spec, images)
     result = LoaderPass(loader, memory_interval_s=None).run()  # type: ignore[arg-type]

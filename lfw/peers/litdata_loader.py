@@ -8,12 +8,15 @@ WebDataset shard), so a pass has at least as many chunks as workers. ``Streaming
 ``StreamingDataLoader(batch_size, num_workers=N, persistent_workers=True)``: the knob is ``num_workers``, a
 DataLoader's workers, persistent like the references'. Its decoder alone is torchvision's single-core rate. The
 one-off conversion (:func:`convert`) is timed and its bytes on disk counted; it is built once per tree into the
-cache, beside the suite's other formats.
+cache, beside the suite's other formats. ``optimize()`` sets the process's multiprocessing start method to
+``spawn`` (``force=True``), which every later DataLoader of the process would inherit: :func:`convert` puts the
+previous one back.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import time
 from pathlib import Path
@@ -65,8 +68,12 @@ def convert(images: PassImages) -> dict[str, Any]:
     if not manifest.exists():
         with building(final) as staging:
             started = time.perf_counter()
-            litdata.optimize(fn=Item(images), inputs=list(range(len(images))), output_dir=str(staging / "chunks"),
-                             chunk_size=images_per_shard(len(images)), num_workers=1, mode="overwrite")
+            method = multiprocessing.get_start_method(allow_none=True)
+            try:
+                litdata.optimize(fn=Item(images), inputs=list(range(len(images))), output_dir=str(staging / "chunks"),
+                                 chunk_size=images_per_shard(len(images)), num_workers=1, mode="overwrite")
+            finally:  # optimize() sets the process's start method to spawn, for every DataLoader after it
+                multiprocessing.set_start_method(method, force=True)
             seconds = time.perf_counter() - started
             size = sum(p.stat().st_size for p in (staging / "chunks").iterdir())
             (staging / MANIFEST).write_text(json.dumps({"seconds": round(seconds, 3), "bytes": size}))
