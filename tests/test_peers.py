@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import multiprocessing
 import os
 import signal
@@ -251,11 +252,11 @@ def test_each_peer_meets_the_contract_on_tiny_data(spec: PeerSpec, tiny_tree: Pa
         pytest.skip(why)
     images = PassImages.first(tiny_tree, 32)  # 16 shards of 2: each of 2 workers reads 2 whole batches of 8
     monkeypatch.setenv("LFW_CACHE", str(tmp_path / "cache"))  # its converted format goes to a throwaway cache
-    method = multiprocessing.get_start_method(allow_none=True)
+    state = process_state()
     converted = peers.conversion(spec.peer, images)
     if converted is not None:
         assert converted["bytes"] > 0
-    assert multiprocessing.get_start_method(allow_none=True) == method, "the conversion changed the start method"
+    assert process_state() == state, "the conversion changed this process for every case after it"
     before = descendants()
     loader = peers.adapter(spec.peer).build(spec, images)
     result = LoaderPass(loader, memory_interval_s=None).run()  # type: ignore[arg-type]
@@ -265,6 +266,33 @@ def test_each_peer_meets_the_contract_on_tiny_data(spec: PeerSpec, tiny_tree: Pa
     assert check.images == len(images) and check.max_mean_abs <= MEAN_TOLERANCE
     loader.close()
     assert all(gone_or_zombie(pid, 10) for pid in descendants() - before), f"{spec.label} left a process running"
+    assert process_state() == state, f"{spec.label} changed this process for every case after it"
+
+
+def process_state() -> dict[str, Any]:
+    """What a peer could change in this process for every later case: the start method, the SIGINT and SIGTERM
+    handlers, the environment, the root logger's handlers, torch's thread counts."""
+    return {"start method": multiprocessing.get_start_method(allow_none=True),
+            "handlers": [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)], "environment": dict(os.environ),
+            "root logger": list(logging.root.handlers),
+            "torch threads": (torch.get_num_threads(), torch.get_num_interop_threads())}
+
+
+def test_importing_the_peers_leaves_this_process_as_it_was() -> None:
+    """Grain's import configures the root logger (absl), LitData's sets the start method, DALI's an environment
+    variable: the first import of each peer puts them back, in a fresh interpreter (this one has imported them)."""
+    code = textwrap.dedent("""
+        import logging, multiprocessing, os, signal
+        from lfw import peers
+        def state():
+            return (multiprocessing.get_start_method(allow_none=True), list(logging.root.handlers),
+                    [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)], dict(os.environ))
+        before = state()
+        print([peer for peer in peers.PEERS if peers.missing(peer) is None])
+        assert state() == before, (before, state())
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_shards_are_never_fewer_than_the_workers_swept() -> None:

@@ -24,10 +24,15 @@ left behind; it raises a one-line ``RuntimeError`` saying what had to be forced.
 from __future__ import annotations
 
 import importlib
+import logging
+import multiprocessing
 import os
 import queue
+import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,9 +102,39 @@ class PeerSpec:
 
 
 def library(name: str) -> Any:
-    """A peer's module, imported when first used; typed ``Any`` because the peers are optional installs (their own
-    type information, where they ship it, is present only where they are installed)."""
-    return importlib.import_module(name)
+    """A peer's module, imported when first used (:func:`process_kept`: the import changes nothing in this process
+    for the cases after it); typed ``Any`` because the peers are optional installs (their own type information,
+    where they ship it, is present only where they are installed)."""
+    if name in sys.modules:  # the hot path: SPDL's decode asks for its module once per batch
+        return sys.modules[name]
+    with process_kept():
+        return importlib.import_module(name)
+
+
+@contextmanager
+def process_kept() -> Iterator[None]:
+    """Puts back, on exit, what a peer's import or one-off conversion changes in this process for every later case:
+    the multiprocessing start method (LitData's import and ``optimize()``), the SIGINT and SIGTERM handlers
+    (``optimize()``), the environment (DALI's import, ``optimize()``), the root logger's handlers (Grain's import,
+    through absl) and torch's intra-op threads. Only what changed is set again (a signal handler only changes in the
+    main thread)."""
+    method = multiprocessing.get_start_method(allow_none=True)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    environment, root, threads = dict(os.environ), list(logging.root.handlers), torch.get_num_threads()
+    try:
+        yield
+    finally:
+        if multiprocessing.get_start_method(allow_none=True) != method:
+            multiprocessing.set_start_method(method, force=True)
+        for number, handler in handlers.items():
+            if signal.getsignal(number) is not handler:
+                signal.signal(number, handler)
+        for key in set(os.environ) - set(environment):
+            del os.environ[key]
+        os.environ.update({k: v for k, v in environment.items() if os.environ.get(k) != v})
+        logging.root.handlers[:] = root
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
 
 
 def not_importable(name: str, install: str, *modules: str) -> str | None:

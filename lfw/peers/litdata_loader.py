@@ -9,21 +9,28 @@ WebDataset shard), so a pass has at least as many chunks as workers. ``Streaming
 DataLoader's workers, persistent like the references'. Its decoder alone is torchvision's single-core rate. The
 one-off conversion (:func:`convert`) is timed and its bytes on disk counted; it is built once per tree into the
 cache, beside the suite's other formats. ``optimize()`` sets the process's multiprocessing start method to
-``spawn`` (``force=True``), which every later DataLoader of the process would inherit: :func:`convert` puts the
-previous one back.
+``spawn`` (``force=True``), which every later DataLoader of the process would inherit, its own SIGINT handler and
+environment variables: :func:`convert` puts them back (:func:`~lfw.peers.contract.process_kept`).
 """
 
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import time
 from pathlib import Path
 from typing import Any
 
 from lfw.measure.loader_config import die_with_parent
-from lfw.peers.contract import DataLoaderPeer, PassImages, PeerSpec, images_per_shard, library, not_importable
+from lfw.peers.contract import (
+    DataLoaderPeer,
+    PassImages,
+    PeerSpec,
+    images_per_shard,
+    library,
+    not_importable,
+    process_kept,
+)
 
 DISTRIBUTIONS = ("litdata",)
 INSTALL = "pip install litdata (make peers)"
@@ -68,12 +75,9 @@ def convert(images: PassImages) -> dict[str, Any]:
     if not manifest.exists():
         with building(final) as staging:
             started = time.perf_counter()
-            method = multiprocessing.get_start_method(allow_none=True)
-            try:
+            with process_kept():  # optimize() sets the start method to spawn, a SIGINT handler, its environment
                 litdata.optimize(fn=Item(images), inputs=list(range(len(images))), output_dir=str(staging / "chunks"),
                                  chunk_size=images_per_shard(len(images)), num_workers=1, mode="overwrite")
-            finally:  # optimize() sets the process's start method to spawn, for every DataLoader after it
-                multiprocessing.set_start_method(method, force=True)
             seconds = time.perf_counter() - started
             size = sum(p.stat().st_size for p in (staging / "chunks").iterdir())
             (staging / MANIFEST).write_text(json.dumps({"seconds": round(seconds, 3), "bytes": size}))
