@@ -35,13 +35,14 @@ export LFW_CACHE ?= $(CURDIR)/.cache/lfw-bench
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: device-campaign venv install data test test-small-shm unit smoke bench remote cost report history bisect gate gate-ab gate-rates baseline \
+.PHONY: device-campaign venv install data test test-small-shm unit smoke bench remote peers cost report history bisect gate gate-ab gate-rates baseline \
 	distributed lint typecheck \
 	clean help
 
 help:
 	@echo "make bench     the benchmark matrix (PROFILE=quick|full) + remote layer; charts + summary in reports/"
 	@echo "make remote    the remote layer alone: LFW on a local S3 endpoint behind a latency proxy"
+	@echo "make peers     the loaders users switch to (SPDL, DALI, Grain, WebDataset, LitData) beside DataLoader"
 	@echo "make test      ruff, mypy, unit tests, then every benchmark once (no timing)"
 	@echo "make test-small-shm SHM=64m: make test with /dev/shm that small (root: unshare + tmpfs)"
 	@echo "make gate      quick profile + cost and remote layers, gated against benchmarks/baselines/<runner>.json"
@@ -118,6 +119,26 @@ bench: $(STAMP)
 remote: $(STAMP)
 	$(LOCK) $(PY) -m pytest benchmarks -k remote --bench-remote --benchmark-autosave $(SKIP_ARGS) $(PYTEST_ARGS)
 	$(PY) -m lfw.report --out reports/remote
+
+# The peers layer alone: the loaders users switch to beside DataLoader's best pipelines, in one rotation
+# (docs/peers.md). Installs the peers extra once (pinned by constraints-peers.txt; a distribution that does not
+# install is named and its cases skip saying why) and, as root with apt-get, the FFmpeg libraries SPDL decodes with.
+PEERS_STAMP := $(VENV)/.peers-installed
+PEER_DISTS := spdl-io spdl-core nvidia-dali-cuda130 grain webdataset litdata
+FFMPEG_LIBS := libavformat59 libavfilter8 libavdevice59 libavcodec59 libavutil57 libswscale6 libswresample4
+$(PEERS_STAMP): $(STAMP) constraints-peers.txt
+	$(PY) -m pip install --quiet -e ".[peers]" -c constraints.txt -c constraints-peers.txt || for dist in $(PEER_DISTS); \
+	  do $(PY) -m pip install --quiet $$dist -c constraints.txt -c constraints-peers.txt \
+	  || echo "note: $$dist did not install; its cases skip and say why"; done
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get install -y -qq $(FFMPEG_LIBS) >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq \
+	  $(FFMPEG_LIBS) >/dev/null; } || echo "note: FFmpeg's libraries did not install; SPDL's cases skip and say why"; \
+	else echo "note: SPDL decodes with FFmpeg's libraries: apt-get install $(FFMPEG_LIBS)"; fi
+	@touch $@
+
+peers: $(PEERS_STAMP)
+	$(LOCK) $(PY) -m pytest benchmarks -k peers --bench-peers --benchmark-autosave $(PYTEST_ARGS)
+	$(PY) -m lfw.report --out reports/peers
 
 # The two-file gate: the quick profile plus the cost layer (instruction counts under valgrind) and the remote layer
 # (requests per image through the proxy), judged against this runner's committed baseline by lfw.gate (cost and

@@ -26,7 +26,7 @@ from lfw.remote.endpoint import LocalS3, local_s3, upload_tree
 from lfw.results import Outcome, Selection
 from lfw.results import keys as K
 from lfw.suite import matrix
-from lfw.suite.profiles import PROFILES, Profile
+from lfw.suite.profiles import PEERS, PROFILES, Profile
 from lfw.suite.runner import ROTATION_SEED, Datasets, GroupRotation, GroupRunner
 from lfw.suite.saving import save_atomically
 from lfw.suite.skips import Session, layers_on
@@ -48,6 +48,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="warm page cache (default) or evict the dataset's files before each round")
     group.addoption("--bench-cost", action="store_true", help="add the cost layer (valgrind) to the quick profile")
     group.addoption("--bench-remote", action="store_true", help="add the remote layer (local S3) to the quick profile")
+    group.addoption("--bench-peers", action="store_true",
+                    help="add the peers layer (the loaders users switch to: make peers) to the quick profile")
     group.addoption("--bench-dataset", metavar="MODULE:FACTORY", help="run the knob groups on your own Dataset")
     group.addoption(SKIP_OPTION, action="store_true", help="find unreadable images first and leave them out "
                     "of the run (recorded; the gate compares it only with a run that skipped as many)")
@@ -67,8 +69,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.stash[H.BENCH_SESSION] = Session(profile, layers_on(
         profile, cost=config.getoption("--bench-cost"), remote=config.getoption("--bench-remote"),
-        keyword=config.getoption("keyword") or ""), usable_cores(), torch.cuda.is_available(), user_dataset=spec,
-        cache_mode=config.getoption("--bench-cache-mode"), skip_bad_images=skip_bad)
+        peers=config.getoption("--bench-peers"), keyword=config.getoption("keyword") or ""), usable_cores(),
+        torch.cuda.is_available(), user_dataset=spec, cache_mode=config.getoption("--bench-cache-mode"),
+        skip_bad_images=skip_bad)
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
@@ -145,6 +148,10 @@ def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list, output
 
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
     machine_info.update(machine.machine_info())
+    if PEERS in config.stash[H.BENCH_SESSION].layers:  # the versions of the loaders the peers layer measured
+        from lfw import peers
+
+        machine_info["peers"] = peers.versions()
     machine_info.update({"bench_profile": config.getoption("--bench-profile"),
                          "cache_mode": config.getoption("--bench-cache-mode"), **config.stash[H.SESSION_FACTS]})
 

@@ -4,7 +4,8 @@ Layout: floors, lowest first (:data:`LAYERS`); a module imports its own folder a
 one above (a unit test reads every import of the package and keeps it so). At the bottom the one-line errors
 (:mod:`lfw.errors`) and what every command-line tool and chart shares (:mod:`lfw.cli`); then statistics and the
 saved-run model (:mod:`lfw.stats`, :mod:`lfw.results`); data (:mod:`lfw.data`); the one measurement primitive
-(:mod:`lfw.measure`); pipelines and the remote reader built on it; the suite engine (:mod:`lfw.suite`); and the
+(:mod:`lfw.measure`); pipelines and the remote reader built on it; the loaders users switch to, behind one
+contract (:mod:`lfw.peers`); the suite engine (:mod:`lfw.suite`); and the
 tools on top: :mod:`lfw.distributed`, :mod:`lfw.diagnose`, :mod:`lfw.gate`, :mod:`lfw.history` and
 :mod:`lfw.report`, which may read all of them. The exercise's CLI (``python -m lfw``) stands above every floor.
 
@@ -21,8 +22,8 @@ from typing import Any
 __all__ = ["PRESETS", "LFWDataset", "get_preset"]
 __version__ = "0.1.0"
 
-LAYERS = ("errors", "cli", "stats", "results", "data", "measure", "pipelines", "remote", "suite", "distributed",
-          "diagnose", "gate", "history", "report")
+LAYERS = ("errors", "cli", "stats", "results", "data", "measure", "pipelines", "remote", "peers", "suite",
+          "distributed", "diagnose", "gate", "history", "report")
 
 
 def lazy_exports(package: str, homes: dict[str, str]) -> Callable[[str], Any]:

@@ -2,9 +2,10 @@
 # Re-run the commands whose figures the README and docs/ quote and keep their output in docs/runs/, one file each, so
 # every figure there traces to a committed output. Each takes the machine on its own (run nothing beside it).
 #
-#   bash tools/record.sh [make-bench|remote|decoders|process-pairs|cost|diagnose|distributed|small-shm|interrupted|
-#                         faults|device-dryrun]
-#   (default: all but the last four; small-shm and faults mount a tmpfs and need root)
+#   bash tools/record.sh [make-bench|remote|decoders|process-pairs|cost|diagnose|distributed|peers|small-shm|
+#                         interrupted|faults|device-dryrun]
+#   (default: all but the last five; peers needs the peers installed once, small-shm and faults mount a tmpfs and
+#   need root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -184,6 +185,19 @@ distributed() {  # two ranks against one, the same per-rank configuration
     done
   } > "$STAGE"/runs/distributed.txt
   rm -rf "$out"
+}
+
+peers() {  # make peers (the peers extra installed once before): its wall time, the Peers table and the verdicts
+  { stamp "make peers (the peers layer in the quick profile; its extra and FFmpeg's libraries installed before)"
+    echo "machine: $($PY -c 'from lfw.measure.machine import cpu_model, usable_cores; print(cpu_model(), "x", usable_cores(), "usable cores")')"
+    start=$(date +%s)
+    make peers 2>&1 | tr '\r' '\n' | grep -E -e '[0-9]+ (passed|failed|skipped)' -e '^(SKIPPED|FAILED)' \
+      -e '^make.*Error' || true
+    echo "wall time of make peers: $(( $(date +%s) - start )) s"
+    $PY -m tools.peers_table
+    per_core
+  } > "$STAGE"/runs/peers.txt
+  cp reports/peers/peers.png "$STAGE"/peers-cpu-2core.png
 }
 
 small_shm() {  # make test and make bench where /dev/shm is a container's (root: a private mount namespace + tmpfs)

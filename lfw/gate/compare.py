@@ -33,6 +33,7 @@ from lfw.gate.metrics import (
     Metric,
     fresh_interpreters,
     group_excludes,
+    reference_group,
     too_few_rounds,
 )
 from lfw.gate.thresholds import Thresholds
@@ -283,6 +284,7 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
     few_rounds, interpreters = [], []
     skipped_by_group: dict[tuple[str | None, Metric], list[str]] = {}
     controls = []
+    references: dict[str, list[str]] = {}
     for b_case, c_case in sorted(pairing.pairs, key=lambda pair: pair[1].key):
         name = c_case.fullname
         if b_case.fullname != c_case.fullname:
@@ -290,6 +292,9 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
                                 f"({b_case.fullname} -> {c_case.fullname})")
         if c_case.value(K.POSITIVE_CONTROL) is True:
             controls.append(name)  # judged by its own test: the check must flag it
+            continue
+        if reference_group(c_case.group) is not None:
+            references.setdefault(str(c_case.group), []).append(name)
             continue
         for metric in metrics:
             b, c = metric.rounds_of(b_case), metric.rounds_of(c_case)
@@ -313,6 +318,9 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
     if controls:
         report.notes.append(f"not compared, positive controls (their own test asserts the check flags them; how much "
                             f"they leak is their design): {', '.join(short_name(n) for n in controls)}")
+    for ref_group, ref_cases in references.items():
+        report.notes.append(f"not judged, the {len(ref_cases)} cases of group {ref_group}: "
+                            f"{reference_group(ref_group)}")
     for (group, metric), skipped in skipped_by_group.items():
         report.notes.append(f"{metric.key} not judged for the {len(skipped)} cases of group {group}: "
                             f"{group_excludes(group, metric)}")

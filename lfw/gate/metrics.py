@@ -134,6 +134,13 @@ DATA_WAIT = Metric(K.DATA_WAIT_FRACTION, "data-wait fraction", "higher", "absolu
 NOT_JUDGED: dict[tuple[str | None, str], str] = {
     ("remote", K.TTFB_S): "the proxy injects a heavy-tailed delay, and a first batch waits for its slowest request: "
                           "a tail in 2 of 3 rounds moves the median by multiples"}
+# Groups the gate never judges, each with the reason every verdict prints once: decided here and only here, read
+# by the two-file gate (lfw.gate.compare) and the history (lfw.history.store), which keeps their figures as
+# reference rows instead.
+REFERENCE_GROUPS: dict[str, str] = {
+    "peers": "reference rows: other projects' loaders (SPDL, DALI, Grain, WebDataset, LitData) and the DataLoader "
+             "pipelines they ran beside, measured to compare loaders, not this project's own code; their changes "
+             "are shown in the report and the history (docs/peers.md)"}
 MEMORY = (PSS_GROWTH, PSS_PEAK_ADDED, WORKER_USS, WORKER_USS_GROWTH, LEAK_STEP_USS, LEAK_STEP_PSS)
 # Workers started as fresh interpreters map the libraries the host maps too, and the tree's PSS splits those pages
 # among the processes that have them resident: how much of a spawned worker's libraries it holds moves with what the
@@ -171,6 +178,11 @@ def too_few_rounds(metric: Metric, rounds: int) -> bool:
     """Whether ``rounds`` rounds are too few for the gate to judge ``metric``: wall clock (throughput, time to first
     batch) needs :data:`WALL_CLOCK_MIN_ROUNDS`; every other family is judged from one round."""
     return metric.family in ("throughput", "ttfb") and rounds < WALL_CLOCK_MIN_ROUNDS
+
+
+def reference_group(group: str | None) -> str | None:
+    """Why the gate never judges any case of ``group`` (:data:`REFERENCE_GROUPS`); None when it judges them."""
+    return REFERENCE_GROUPS.get(group or "")
 
 
 def group_excludes(group: str | None, metric: Metric) -> str | None:

@@ -22,6 +22,7 @@ from lfw.history.changepoints import ALPHA, MIN_RUNS, MIN_SEGMENT
 from lfw.history.chart import draw_history
 from lfw.history.series import ChangePoint, Series, change_points, is_exact, series_of, statistical_family
 from lfw.history.store import HistoryRecord, load_history
+from lfw.results import keys as K
 
 WIDTH = 120
 
@@ -93,6 +94,22 @@ def rules_text(th: Thresholds, family_size: int) -> str:
         "be the runner rather than the code: make gate-ab tells which", WIDTH, subsequent_indent="  ")
 
 
+def reference_block(records: Sequence[HistoryRecord]) -> list[str]:
+    """The reference rows (other projects' loaders, never judged) of one runner: each case's images/s run by run,
+    oldest first, with the peer versions each run measured where they changed."""
+    cases = list(dict.fromkeys(case for r in records for case in r.references))
+    if not cases:
+        return []
+    lines = ["  reference rows, not judged (lfw.gate.metrics.REFERENCE_GROUPS): images/s by run"]
+    for case in cases:
+        values = [f"{r.short} {r.references[case][K.IMAGES_PER_S]:,.0f}" for r in records
+                  if K.IMAGES_PER_S in r.references.get(case, {})]
+        lines.append(f"    {case}: " + "; ".join(values))
+    versions = [r for i, r in enumerate(records) if r.versions and (i == 0 or r.versions != records[i - 1].versions)]
+    lines += [f"    versions at {r.short}: " + ", ".join(f"{k} {v}" for k, v in r.versions.items()) for r in versions]
+    return lines
+
+
 def history_report(source: Path, out: Path, thresholds: Thresholds | None = None) -> HistoryReport:
     """Read the history at ``source`` (:func:`lfw.history.store.load_history`), write one PNG per runner class
     and metric family and ``summary.txt`` into ``<out>/history/``, and return the report.
@@ -116,6 +133,7 @@ def history_report(source: Path, out: Path, thresholds: Thresholds | None = None
         block = [runner_header(runner, records)]
         for metric in dict.fromkeys(s.metric for s in series):
             block += metric_block(metric, [s for s in series if s.metric == metric], points, th)
+        block += reference_block(records)
         blocks.append("\n".join(block))
     exact = sum(1 for p in report.points if is_exact(p.metric))
     head = [*history.notes, rules_text(th, family_size),

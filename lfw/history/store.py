@@ -22,7 +22,7 @@ from typing import Any
 
 from lfw.cli.saving import append_atomic
 from lfw.errors import LFWError
-from lfw.gate.metrics import JUDGED, Metric, group_excludes, too_few_rounds
+from lfw.gate.metrics import JUDGED, Metric, group_excludes, reference_group, too_few_rounds
 from lfw.gate.verdict import file_sha256
 from lfw.results import AUTOSAVE_NAME, Run, load_run
 from lfw.results import keys as K
@@ -50,6 +50,9 @@ class HistoryRecord:
     usable_cores: int | None
     stack: Mapping[str, str | None]
     cases: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    # Reference rows (reference_figures): shown with the versions they ran at, never judged; absent from older lines.
+    references: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    versions: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def identity(self) -> tuple[str, str]:
@@ -66,7 +69,9 @@ class HistoryRecord:
                 "commit": {"id": self.commit, "time": self.commit_time, "dirty": self.dirty},
                 "date": self.date, "run": self.run,
                 "machine": {"cpu": self.cpu, "usable_cores": self.usable_cores},
-                "stack": dict(self.stack), "cases": {k: dict(v) for k, v in self.cases.items()}}
+                "stack": dict(self.stack), "cases": {k: dict(v) for k, v in self.cases.items()},
+                **({"references": {k: dict(v) for k, v in self.references.items()}, "versions": dict(self.versions)}
+                   if self.references else {})}
 
     @classmethod
     def from_dict(cls, raw: Any, where: str) -> HistoryRecord:
@@ -76,9 +81,12 @@ class HistoryRecord:
                 raise LFWError(f"{where}: history schema {raw['v']!r}, this lfw-bench reads {SCHEMA}")
             commit, machine = raw["commit"], raw["machine"]
             cases = {str(key): {str(m): float(v) for m, v in figures.items()} for key, figures in raw["cases"].items()}
+            references = {str(key): {str(m): float(v) for m, v in figures.items()}
+                          for key, figures in raw.get("references", {}).items()}
             return cls(str(raw["runner"]), str(commit["id"]), commit.get("time"), bool(commit.get("dirty", False)),
                        str(raw["date"]), str(raw["run"]), machine.get("cpu"), machine.get("usable_cores"),
-                       dict(raw.get("stack", {})), cases)
+                       dict(raw.get("stack", {})), cases, references,
+                       {str(k): str(v) for k, v in raw.get("versions", {}).items()})
         except (KeyError, TypeError, AttributeError, ValueError):
             raise LFWError(f"{where}: not a history record (commit, date, run, machine and cases expected); "
                            "history lines are written by python -m lfw.history append") from None
@@ -115,9 +123,9 @@ def _compact(value: float) -> float:
 def judged_rounds(run: Run) -> Iterator[tuple[str, Metric, list[float]]]:
     """(case key, metric, per-round values) of each :data:`~lfw.gate.metrics.JUDGED` metric a case records and the
     gate judges: positive controls, metrics the gate leaves out for a group, and wall clock with too few rounds
-    skipped."""
+    skipped, and the reference groups' cases (:func:`reference_figures` keeps those)."""
     for case in run.cases:
-        if case.value(K.POSITIVE_CONTROL) is True:
+        if case.value(K.POSITIVE_CONTROL) is True or reference_group(case.group) is not None:
             continue
         for metric in JUDGED:
             values = case.rounds(metric.key)
@@ -141,6 +149,22 @@ def judged_figures(run: Run) -> dict[str, dict[str, float]]:
     """Per case key, the median over rounds of each metric :func:`judged_rounds` yields (what a history line keeps)."""
     return {key: {metric: _compact(figure["value"]) for metric, figure in measures.items()}
             for key, measures in bencher_metrics(run).items()}
+
+
+REFERENCE_METRICS = (K.IMAGES_PER_S, K.CPU_MS_PER_IMAGE, K.PEER_PSS_MIB)  # what a reference row keeps
+
+
+def reference_figures(run: Run) -> dict[str, dict[str, float]]:
+    """Per case of a reference group (:data:`lfw.gate.metrics.REFERENCE_GROUPS`), the figures a history keeps to
+    show its changes across versions: images/s, CPU ms per image and the tree's PSS measured alone. Never judged."""
+    out: dict[str, dict[str, float]] = {}
+    for case in run.cases:
+        if reference_group(case.group) is None:
+            continue
+        figures = {key: _compact(float(v)) for key in REFERENCE_METRICS if (v := case.number(key)) is not None}
+        if figures:
+            out[case.key] = figures
+    return out
 
 
 def run_identity(run: Run) -> str:
@@ -170,7 +194,8 @@ def record_of(run: Run, runner: str | None = None) -> HistoryRecord:
     return HistoryRecord(runner, commit, run.commit.get("time"), bool(run.commit.get("dirty", False)),
                          str(run.datetime or ""), run_identity(run), brand,
                          cores if isinstance(cores, int) else None,
-                         {key: run.machine.get(key) for key in K.COUNTED_STACK}, judged_figures(run))
+                         {key: run.machine.get(key) for key in K.COUNTED_STACK}, judged_figures(run),
+                         reference_figures(run), {str(k): str(v) for k, v in (run.machine.get("peers") or {}).items()})
 
 
 def read_store(path: Path) -> list[HistoryRecord]:

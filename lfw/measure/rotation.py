@@ -71,6 +71,7 @@ class Measured:
 
     results: list[PassResult] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
+    warmup: list[PassResult] = field(default_factory=list)  # the untimed warm-up rounds' passes (a cold first epoch)
     error: str | None = None  # why the member stopped (one line); its rounds are then dropped
     machine_failure: bool = False  # the error was the machine's (shared memory, open files, a killed worker)
 
@@ -125,6 +126,8 @@ class Rotation:
                     if not warming:
                         measured[key].results.append(result)
                         measured[key].positions.append(position)
+                    else:
+                        measured[key].warmup.append(result)
                     if progress is not None:
                         progress(key)
         finally:
@@ -137,6 +140,7 @@ class Rotation:
         measured.error, measured.machine_failure = cause or one_line(exc), cause is not None
         measured.results.clear()
         measured.positions.clear()
+        measured.warmup.clear()
         with contextlib.suppress(Exception):
             self.members[key].close()
 

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import tarfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,11 +30,13 @@ IMAGES_PER_SHARD = 256
 
 @dataclass(frozen=True)
 class ShardSet:
-    """Tar shards of one tree: the files in order, the class names (labels index them) and the image count."""
+    """Tar shards of one tree: the files in order, the class names (labels index them) and the image count;
+    ``build_s``: the seconds their build took (None for shards built before it was recorded)."""
 
     shards: list[Path]
     classes: list[str]
     images: int
+    build_s: float | None = None
 
 
 def formats_dir(scan: ScanResult) -> Path:
@@ -55,6 +58,7 @@ def tar_shards(root: str | os.PathLike[str], images_per_shard: int = IMAGES_PER_
     manifest = final / "manifest.json"
     if not manifest.exists():
         with building(final) as staging:
+            started = time.perf_counter()
             names = [f"shard-{i:05d}.tar" for i in range(-(-len(paths) // images_per_shard))]
             with tqdm(total=len(paths), unit="img", desc=f"writing tar shards into {final}") as bar:
                 for number, name in enumerate(names):
@@ -64,9 +68,10 @@ def tar_shards(root: str | os.PathLike[str], images_per_shard: int = IMAGES_PER_
                             tar.add(path, arcname=os.path.relpath(path, scan.image_root))
                     bar.update(len(chunk))
             (staging / "manifest.json").write_text(json.dumps(
-                {"shards": names, "classes": scan.classes, "images": len(paths)}, indent=1))
+                {"shards": names, "classes": scan.classes, "images": len(paths),
+                 "build_s": round(time.perf_counter() - started, 3)}, indent=1))
     doc = json.loads(manifest.read_text())
-    return ShardSet([final / n for n in doc["shards"]], doc["classes"], int(doc["images"]))
+    return ShardSet([final / n for n in doc["shards"]], doc["classes"], int(doc["images"]), doc.get("build_s"))
 
 
 def decoded_memmap(root: str | os.PathLike[str]) -> tuple[Path, Path]:

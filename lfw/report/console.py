@@ -12,6 +12,7 @@ from lfw.cli.table import table
 from lfw.gate.verdict import LABELS
 from lfw.report.chart_compare import NOT_JUDGED
 from lfw.report.findings import case_cells, find
+from lfw.report.peers import verdict_lines
 from lfw.report.render import Report
 from lfw.results import keys as K
 from lfw.results import short_name
@@ -41,6 +42,10 @@ def console(report: Report) -> str:
         out.append(f"fastest decode pipeline: {f.pipeline.sentence().replace('`', '')}")
     if f.remote is not None:
         out.append(f"remote storage: {f.remote.sentence().replace('`', '')}")
+    peers = verdict_lines(report.run)
+    if peers:
+        out.append("peers (the loaders users switch to; reference rows, never judged by the gate):")
+        out += [f"  {line.replace('`', '').replace('**', '')}" for line in peers]
     if f.knees:
         out.append("recommended num_workers (paired ratio to the best per worker count):")
         out += [f"  {_dataset_label(report, k.transform)}: {k.verdict()}  [{k.evidence()}]" for k in f.knees]

@@ -28,6 +28,7 @@ from lfw.report.page import (
     incomplete_section,
     left_out_section,
     machine_section,
+    peers_section,
     run_line,
     verdicts_section,
 )
@@ -182,6 +183,7 @@ def sections(report: Report, shown: ShownVerdict | None = None) -> list[Section]
     f = find(report.run, report.verdicts)
     found = [from_markdown(incomplete_section(f)),
              from_markdown(findings_section(report, f)),
+             from_markdown(peers_section(report.run)),
              gate_section(shown),
              from_markdown(verdicts_section(report)),
              charts_section(report),

@@ -12,9 +12,11 @@ from pathlib import Path
 from urllib.parse import quote
 
 from lfw.cli.saving import write_atomic
+from lfw.gate.metrics import reference_group
 from lfw.report.chart_compare import NOT_JUDGED
 from lfw.report.findings import CV_WARN, Findings, case_cells, find
 from lfw.report.legend import describe
+from lfw.report.peers import peers_table, verdict_lines
 from lfw.report.render import MAIN_CHART, Report
 from lfw.results import Case, Run, short_name
 from lfw.results import keys as K
@@ -133,6 +135,22 @@ def verdicts_section(report: Report) -> list[str]:
     return [*lines, ""]
 
 
+def peers_section(run: Run) -> list[str]:
+    """``## Peers``: each loader users switch to at its best, beside DataLoader's best of the same rotation, the
+    verdict per peer and every case of the group (:mod:`lfw.report.peers`); nothing without the group."""
+    table = peers_table(run)
+    if not table:
+        return []
+    return ["## Peers", "", "The loaders users switch to, measured in one interleaved rotation with DataLoader's "
+            "best pipelines: the same images, clock, ceilings and memory accounting (docs/peers.md). Bold rows: "
+            "DataLoader's best and each peer at its best setting. Images/s: median of the rounds (their range); "
+            "CPU of the whole process tree; the cold first epoch apart; PSS of the tree measured alone at the end "
+            "of a warm epoch, and what the loader added to it; share of its own decoder's single-core rate x usable "
+            "cores; pixels: the largest per-image mean and single difference from the reference decoder (Pillow), "
+            f"in levels of 255. {reference_group('peers')}.", "", *table, "",
+            *(f"- {line}" for line in verdict_lines(run)), ""]
+
+
 def cases_section(run: Run) -> list[str]:
     """``## All cases``: the console's per-case table (images/s, CV, efficiency, first batch, PSS growth)."""
     lines = ["## All cases", "", "| case | group | images/s | CV | efficiency | first batch, ms | PSS growth, MiB |",
@@ -183,7 +201,8 @@ def markdown(report: Report) -> str:
     if any(spec.stem == MAIN_CHART for spec, _ in report.charts):
         lines += [f"![Seconds per pass and images/s against num_workers]({MAIN_CHART}.png)", ""]
     lines += findings_section(report, f)
-    lines += _charts(report) + verdicts_section(report) + cases_section(run) + left_out_section(f)
+    lines += peers_section(run) + _charts(report) + verdicts_section(report) + cases_section(run)
+    lines += left_out_section(f)
     lines += machine_section(run)
     lines.append(FOOTER)
     return "\n".join(lines) + "\n"

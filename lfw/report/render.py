@@ -28,6 +28,7 @@ from lfw.report.chart_knobs import (
     start_method_chart,
 )
 from lfw.report.chart_memory import growth_chart, leak_chart, timeline_chart
+from lfw.report.chart_peers import peers_chart
 from lfw.report.chart_remote import remote_chart
 from lfw.report.chart_startup import startup_chart
 from lfw.report.chart_workers import workers_chart
@@ -76,12 +77,16 @@ CHARTS = (
               "one line per concurrency strategy (its best worker count) with the Little's-law rate and the "
               "endpoint's zero-latency ceiling; requests in flight beside it", "group 'remote' (--bench-remote)",
               remote_chart),
+    ChartSpec("peers", "The loaders users switch to, beside DataLoader's best",
+              "images/s (error bars: sd over the interleaved rounds) and CPU per image of each peer at its best "
+              "setting, labelled with its paired ratio to DataLoader's best pipeline of the same rotation",
+              "group 'peers' (make peers)", peers_chart),
     ChartSpec("leak", "Memory across epochs",
               "per-epoch memory of the leak check; a steady climb is a leak",
               "group 'leak' with per-epoch series in extra_info", leak_chart),
 )
 DRAWN_GROUPS = {"workers-transform", "batch-size", "pin-memory", "prefetch", "start-method", "memory-index",
-                "leak", "distributed", "decoders", "remote", "startup"}
+                "leak", "distributed", "decoders", "remote", "startup", "peers"}
 COMPARE_STEM = "compare"
 
 

@@ -279,3 +279,21 @@ LOAD_MS_PER_BATCH = "load_ms_per_batch"  # a batch's load time inside the worker
 HANDOVER_MS = "handover_ms"  # from "loaded and asked for" to "the loop has it", median
 WATCH_CLOCK = "watch_clock"  # host clock, CUDA events or CUDA synchronize
 WATCH_OVERHEAD_US = "watch_overhead_us_per_step"  # the watcher's own bookkeeping per step
+
+# --- the loaders users switch to (the peers group, lfw.peers): reference rows beside DataLoader ------------------
+PEER = "peer"  # the other project's loader ("dataloader" for the references it runs beside)
+PEER_KNOB = "peer_knob"  # what its parallelism counts: "threads" of this process or worker "processes"
+PARALLELISM = "parallelism"  # the knob's value, counted against the usable cores
+PEER_LAYOUT = "peer_layout"  # "chw", or "hwc-view": a (B, 3, H, W) view of channels-last memory
+PEER_DECODER = "peer_decoder"  # the decoder its share is taken against (None where it cannot run alone)
+PIXEL_CHECK = "pixel_check"  # images compared, largest differences from the reference decoder, the tolerance
+CONVERSION = "conversion"  # the one-off conversion to its format: seconds, bytes on disk (None: reads the files)
+COLD_IMAGES_PER_S = "cold_images_per_s"  # the cold first epoch (the rotation's warm-up round), apart from the rest
+COLD_TTFB_S = "cold_ttfb_s"
+COLD_CPU_MS_PER_IMAGE = "cold_cpu_ms_per_image"
+# Memory measured alone after the rotation (a cold and a warm epoch): the tree at the end of the warm epoch, and
+# what the loader added since before its cold epoch (MiB).
+PEER_PSS_MIB = "alone_pss_mib"
+PEER_USS_MIB = "alone_uss_mib"
+PEER_PSS_ADDED_MIB = "alone_pss_added_mib"
+PEER_USS_ADDED_MIB = "alone_uss_added_mib"

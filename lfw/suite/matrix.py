@@ -33,9 +33,10 @@ from lfw.errors import LFWError
 from lfw.measure.ceiling import spread_indices
 from lfw.measure.loader_config import START_METHODS, LoaderConfig
 from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S, STEADY_MIN_BATCHES
+from lfw.peers.contract import PeerSpec
 from lfw.pipelines import Pipeline
 from lfw.remote.bench import CONCURRENCY, RemoteCase
-from lfw.suite.profiles import REMOTE, Profile
+from lfw.suite.profiles import PEERS, REMOTE, Profile
 from lfw.suite.skips import Needs
 
 WORKER_COUNTS = (0, 1, 2, 4, 8, 12, 16)  # counts above twice the usable cores are narrowed
@@ -57,9 +58,11 @@ class LoaderCase:
     with CUDA the pass includes the host-to-device copy and a synchronize (pin-memory group). ``pipeline``: the
     case reads through a decode pipeline (:mod:`lfw.pipelines`) instead of the preset ``transform``, which
     then only names the ceiling the case is paired with. ``remote``: the case reads LFW from the S3 endpoint the
-    benchmarks start, through the latency proxy (:mod:`lfw.remote`). ``lfw_only``: why a user's own dataset
-    does not run the case (it needs LFW's files, presets or index). ``count_index``: each loading process counts
-    the kind of file index its dataset reads from, per batch (the index group: what the workers really use).
+    benchmarks start, through the latency proxy (:mod:`lfw.remote`). ``peer``: the case is another project's loader
+    (:mod:`lfw.peers`), whose knobs ``config`` only describes (its batch size, its worker processes). ``lfw_only``:
+    why a user's own dataset does not run the case (it needs LFW's files, presets or index). ``count_index``: each
+    loading process counts the kind of file index its dataset reads from, per batch (the index group: what the
+    workers really use).
     """
 
     group: str
@@ -82,10 +85,13 @@ class LoaderCase:
     images: int | None = None  # images per pass when the case sets its own (remote: steady-state passes)
     lfw_only: str | None = None
     count_index: bool = False
+    peer: PeerSpec | None = None
+    layer: str | None = None  # the layer the case belongs to besides its own kind (the peers group's references)
 
     def needs(self) -> Needs:
         """What the case needs to run (:func:`lfw.suite.skips.skip_reason` decides against a session)."""
-        return Needs(workers=self.config.num_workers, layer=REMOTE if self.remote is not None else None,
+        layer = REMOTE if self.remote is not None else self.layer
+        return Needs(workers=self.config.num_workers, layer=layer, cores=self.peer.parallelism if self.peer else 0,
                      full_only=self.full_only, not_quick=self.not_quick, cuda=self.needs_cuda,
                      start_method=self.config.start_method,
                      lfw_only=self.lfw_only, latency_ms=self.remote.latency_ms if self.remote is not None else None)
@@ -126,6 +132,9 @@ class Group:
     rounds_quick: int | None = None
     warmup_rounds: int = 0
     min_rounds: int = 1
+    # The peers group: its warm-up round (each case's cold first epoch, then the pixel check) runs in an untimed
+    # smoke run too, and each case's memory is measured alone after a timed rotation (lfw.suite.peers).
+    peer_group: bool = False
     _by_id: dict[str, LoaderCase] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -279,6 +288,40 @@ SAMPLING = {"sampling-off": (None, False), "sampling-default": (DEFAULT_MEMORY_I
             "sampling-dense": (0.25, True)}
 DATA_WAIT_MAX_BATCHES = 8  # 8 x 50 ms of sleep per pass already
 
+PEER_PARALLELISM = (1, 2, 4, 8, 16)  # each peer's knob, swept up to the usable cores (the rest narrowed)
+# Peers (name, knob, mode) and the DataLoader references they run beside: the decoders group's two best
+# pipelines, and for the float variant the fastest DataLoader pipeline that can normalize (slot batches cannot).
+PEER_KINDS = (("spdl", "threads", ""), ("dali", "threads", ""), ("grain", "threads", "threads"),
+              ("grain", "workers", "processes"), ("webdataset", "workers", ""), ("litdata", "workers", ""))
+PEER_FLOATS = (PeerSpec("dali", 2), PeerSpec("grain", 2, mode="threads"))  # the two fastest peers (docs/peers.md)
+PEER_REFERENCES = (("dataloader-simplejpeg-slots-w2", Pipeline("simplejpeg", batching="slots")),
+                   ("dataloader-pil-w2", Pipeline("pil")),
+                   ("dataloader-simplejpeg-w2-float", Pipeline("simplejpeg", output="float")))
+GRAIN_PROCESSES_NOT_QUICK = ("Grain's multiprocessing prefetch spawns its workers for each epoch's iterator (seconds "
+                             "per pass here, docs/peers.md): smoke and full measure it")
+
+
+def _peers() -> Group:
+    """The loaders users switch to (:mod:`lfw.peers`) beside DataLoader's best pipelines, in one rotation with the
+    decoder ceilings (docs/peers.md). Each pass is one epoch over the decoders group's images; the references'
+    workers persist as in the decoders group; no memory sampling in the rotation (the group measures each case's
+    memory alone afterwards, :mod:`lfw.suite.peers`)."""
+    cases = [LoaderCase("peers", case_id, {"pipeline": case_id, "peer": "dataloader"},
+                        LoaderConfig(batch_size=64, num_workers=2, persistent_workers=True), "uint8", epoch_images=True,
+                        pipeline=pipeline, memory_interval_s=None, lfw_only=LFW_FILES, layer=PEERS)
+             for case_id, pipeline in PEER_REFERENCES]
+    specs = [PeerSpec(peer, n, knob, mode=mode) for peer, knob, mode in PEER_KINDS for n in PEER_PARALLELISM]
+    for spec in [*specs, *(PeerSpec(s.peer, s.parallelism, s.knob, "float", mode=s.mode) for s in PEER_FLOATS)]:
+        processes = spec.parallelism if spec.knob == "workers" else 0
+        cases.append(LoaderCase(
+            "peers", spec.label, {"pipeline": spec.label, "peer": spec.peer}, LoaderConfig(
+                batch_size=spec.batch_size, num_workers=processes, persistent_workers=spec.peer in ("webdataset",
+                                                                                                  "litdata")),
+            "uint8", epoch_images=True, memory_interval_s=None, lfw_only=LFW_FILES, peer=spec, layer=PEERS,
+            not_quick=GRAIN_PROCESSES_NOT_QUICK if spec.mode == "processes" else None))
+    return Group("peers", ("pipeline",), tuple(cases), rounds_quick=5, warmup_rounds=1, peer_group=True)
+
+
 GROUPS: dict[str, Group] = {g.name: g for g in (
     _workers_transform(),
     _one_knob("batch-size", "batch_size", BATCH_SIZES, [f"bs{b}" for b in BATCH_SIZES],
@@ -308,6 +351,7 @@ GROUPS: dict[str, Group] = {g.name: g for g in (
         for name, (interval, mark) in SAMPLING.items()), rounds_quick=3),
     _decoders(),
     _remote(),
+    _peers(),
 )}
 
 

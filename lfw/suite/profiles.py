@@ -9,7 +9,8 @@
   and every layer.
 
 A *layer* is a family of cases beside the knob matrix that costs more than its share of a quick run: ``cost``
-(instruction counts under valgrind) and ``remote`` (a local S3 endpoint). A profile names the layers it always
+(instruction counts under valgrind), ``remote`` (a local S3 endpoint) and ``peers`` (the loaders users switch to,
+each an optional install: ``make peers``). A profile names the layers it always
 runs; :mod:`lfw.suite.skips` decides the rest.
 """
 
@@ -49,8 +50,8 @@ class Profile:
 PASS_SCALE = {"none": 1.0, "simple": 1.0, "heavy": 0.25, "uint8": 2.0}
 
 
-COST, REMOTE = "cost", "remote"
-LAYERS = (COST, REMOTE)
+COST, REMOTE, PEERS = "cost", "remote", "peers"
+LAYERS = (COST, REMOTE, PEERS)
 
 PROFILES = {
     "smoke": Profile("smoke", TREE["smoke"], 1, 64, 16, False, 20_000, 3, 4, frozenset(LAYERS), remote_limits=(20, 2)),

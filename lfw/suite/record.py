@@ -22,7 +22,8 @@ from lfw.remote.law import remote_law
 from lfw.results import keys as K
 from lfw.results.record import DEFAULT_DIGITS, MEMORY_DIGITS, CaseRecord, Kept, summarize
 from lfw.suite.matrix import LoaderCase
-from lfw.suite.profiles import Profile
+from lfw.suite.peers import decoder_member
+from lfw.suite.profiles import PEERS, Profile
 from lfw.suite.runner import ENDPOINT_CEILING, MEMMAP_CEILING, GroupRotation, own_decoder_member
 
 
@@ -129,6 +130,32 @@ def counted(results: Sequence[PassResult], names: Sequence[str], key: str) -> di
     return {key: {name: [c.get(name, 0) for c in per_round] for name in moved}} if moved else {}
 
 
+def cold_record(warmup: Sequence[PassResult]) -> dict[str, Any]:
+    """The cold first epoch (the rotation's warm-up pass), kept apart from the timed rounds: its images/s, time to
+    first batch and CPU per image; empty when the rotation had no warm-up."""
+    if not warmup:
+        return {}
+    first = warmup[0]
+    out: dict[str, Any] = {K.COLD_IMAGES_PER_S: round(first.images_per_s, 2), K.COLD_TTFB_S: round(first.ttfb_s, 6)}
+    if first.cpu_s is not None and first.images:
+        out[K.COLD_CPU_MS_PER_IMAGE] = round(1e3 * first.cpu_s / first.images, 4)
+    return out
+
+
+def peer_record(case: LoaderCase, rotation: GroupRotation, *, cores: int) -> CaseRecord:
+    """A peer's rounds (:func:`pass_record`), its share of its own decoder's single-core limit where that decoder
+    can run alone, and what it is: the peer, its knob and value, its output and layout."""
+    assert case.peer is not None
+    spec, results = case.peer, rotation.measured[case.id].results
+    record = pass_record(results, workers=case.config.num_workers, usable_cores=cores,
+                         capacities=rotation.capacities())
+    member = decoder_member(spec)
+    if member is not None and member in rotation.measured:
+        record.add(own_decoder_shares(results, per_core=rotation.ceiling(member), member=member, usable_cores=cores))
+    return record.add({K.PEER: spec.peer, K.PEER_KNOB: spec.knob, K.PARALLELISM: spec.parallelism,
+                       K.OUTPUT: spec.output, K.PEER_DECODER: member})
+
+
 def step_record(results: Sequence[PassResult]) -> dict[str, Any]:
     """The time the training step held the loop per batch, as measured inside the passes: each round's mean (ms)
     and their median, under ``step_ms_per_batch``; empty when no pass ran a step."""
@@ -199,7 +226,7 @@ def stage_breakdown(results: Sequence[PassResult]) -> dict[str, Any]:
 # Every case's pytest-benchmark ``params`` carry these knobs, with None where one does not apply, so
 # ``pytest-benchmark compare --group-by=param:NAME`` works on any run (it fails on a case without NAME).
 KNOBS = ("num_workers", "batch_size", "transform", "index", "pin_memory", "persistent_workers", "prefetch_factor",
-         "start_method", "step_ms", "sampling", "pipeline", "strategy", "latency_ms")
+         "start_method", "step_ms", "sampling", "pipeline", "strategy", "latency_ms", "peer")
 
 
 def knob_params(config: LoaderConfig, *, transform: str | None, index: str | None,
@@ -238,6 +265,8 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
         record.add({k: v for k, v in law.items() if v is not None})
         for key in (k for k, v in law.items() if v is None):  # an invalid steady rate is never shown
             record.drop(key)
+    elif case.peer is not None:  # another project's loader: its own decoder's limit, no DataLoader ceiling
+        record = peer_record(case, rotation, cores=cores)
     elif case.pipeline is not None:  # a faster decoder may beat the PIL path's ceiling: shares, no efficiency
         record = pass_record(results, workers=workers, usable_cores=cores, capacities=capacities)
         record.add(machine_ceiling_shares(results, pil=rotation.ceiling(f"ceiling-{case.transform}"),
@@ -258,6 +287,11 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
     record.add(description(transform=case.transform, index=case.index, cache_mode=cache_mode, profile=profile,
                            config=case.config, device=device))
     record.add({K.ROTATION: rotation.info, K.ROTATION_POSITIONS: mine.positions})
+    if case.peer is not None or case.layer == PEERS:  # the cold first epoch; the pixel check, memory alone
+        record.add({**cold_record(mine.warmup), **rotation.facts.get(case.id, {})})
+        if case.peer is None and case.pipeline is not None:  # slot batches hand out a channels-last view
+            record.add({K.PEER: "dataloader", K.PEER_LAYOUT: "hwc-view" if case.pipeline.batching == "slots" else
+                        "chw", K.OUTPUT: case.pipeline.output})
     if case.step_ms is not None:
         record.add({K.STEP_MS: case.step_ms})
         record.add(step_record(results))

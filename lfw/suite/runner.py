@@ -8,7 +8,8 @@ server: a group's cases are built once, then measured round-robin in a new rando
 - ``ceiling-memmap``: the decode-free ceiling, when a case reads through a decode pipeline;
 - ``capacity``: the cores the machine gives in that round (:class:`ParallelCapacity`), when a case runs
   more than one worker;
-- ``ceiling-endpoint``: the local S3 endpoint's zero-latency rate, when a case reads from it.
+- ``ceiling-endpoint``: the local S3 endpoint's zero-latency rate, when a case reads from it;
+- a peer case (another project's loader) and its own decoder's single-core rate (:mod:`lfw.suite.peers`).
 
 Each case's rounds then become a record (:mod:`lfw.suite.record`). Datasets come from :class:`Datasets`: LFW's
 presets over a root, or the items of a user's own factory (:mod:`lfw.suite.user_dataset`).
@@ -42,6 +43,7 @@ from lfw.remote.bench import EndpointCeiling, EpochOrder, RemoteMember
 from lfw.remote.dataset import S3LFW
 from lfw.remote.endpoint import LocalS3
 from lfw.results import keys as K
+from lfw.suite import peers as P
 from lfw.suite.matrix import Group, LoaderCase, ceiling_indices
 from lfw.suite.profiles import Profile
 
@@ -100,6 +102,9 @@ class Datasets:
         if case.remote is not None:
             raise LFWError(f"{case.id} reads from the S3 endpoint the benchmarks start: run it with "
                            "pytest benchmarks -k remote (it has no A/B form)")
+        if case.peer is not None:
+            raise LFWError(f"{case.id} is another project's loader, a reference row: run it with make peers (it has no "
+                           "A/B form)")
         if case.pipeline is not None:
             return case.pipeline.dataset(self.root, case.pass_images(profile), batch_size=case.config.batch_size)
         return self.preset(case.transform, case.index)
@@ -179,6 +184,8 @@ class GroupRotation:
     info: dict[str, Any]
     shutdown_errors: dict[str, list[str]] = field(default_factory=dict)
     left_out: dict[str, str] = field(default_factory=dict)
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # per case, what was found beside its rounds
+    unavailable: dict[str, str] = field(default_factory=dict)  # peer cases whose library cannot run here, and why
 
     def ceiling(self, member: str) -> list[float]:
         """A ceiling member's rate in each round."""
@@ -216,8 +223,11 @@ class GroupRunner:
     _warmed: set[tuple[str, ...]] = field(default_factory=set)
 
     def members(self, cases: Iterable[LoaderCase]) -> tuple[dict[str, Member], dict[str, str]]:
-        """The rotation's members (the cases that fit, their ceilings) and the cases left out, with why."""
+        """The rotation's members (the cases that fit, their ceilings) and the cases left out, with why; peer cases
+        whose library cannot run here are in :meth:`unavailable` instead."""
         cases = list(cases)
+        unavailable = self.unavailable(cases)
+        cases = [c for c in cases if c.id not in unavailable]
         members: dict[str, Member] = {c.id: self._member(c) for c in cases}
         left_out = self._admit(members, cases)
         cases = [c for c in cases if c.id not in left_out]
@@ -232,6 +242,10 @@ class GroupRunner:
                 key = own_decoder_member(pipeline)
                 if key not in members:  # each decoder's own single-core rate (own_decoder_share)
                     members[key] = _own_decoder_sweep(pipeline, self.datasets.root, self.profile)
+        for spec in dict.fromkeys(c.peer for c in cases if c.peer is not None):
+            alone = P.decoder_member(spec)
+            if alone is not None and alone not in members:  # a peer's decoder alone (its own_decoder_share)
+                members[alone] = P.decoder_sweep(spec, self.datasets.root, self.profile, _own_decoder_sweep)
         if any(c.config.num_workers > 1 and c.remote is None for c in cases):  # cores the machine gives
             members[CAPACITY] = ParallelCapacity(self.cores)
         if any(c.remote is not None for c in cases):  # remote: the endpoint's own zero-latency ceiling
@@ -239,6 +253,17 @@ class GroupRunner:
             members[ENDPOINT_CEILING] = EndpointCeiling(
                 S3LFW(s3.settings, images=max(c.pass_images(self.profile) for c in cases)), s3)
         return members, left_out
+
+    @staticmethod
+    def unavailable(cases: Iterable[LoaderCase]) -> dict[str, str]:
+        """Peer cases whose peer cannot run here, each with the one line that says what is missing and how to get it."""
+        from lfw import peers
+
+        found = {}
+        for case in cases:
+            if case.peer is not None and (why := peers.missing(case.peer.peer)) is not None:
+                found[case.id] = f"{case.peer.peer} not measured: {why}"
+        return found
 
     def _admit(self, members: dict[str, Member], cases: list[LoaderCase]) -> dict[str, str]:
         """Leave out, in the matrix's order, each case whose loader does not fit beside those already admitted:
@@ -249,7 +274,7 @@ class GroupRunner:
         left_out: dict[str, str] = {}
         for case in cases:
             runner = getattr(members[case.id], "runner", None)
-            if not isinstance(runner, LoaderPass):
+            if not isinstance(runner, LoaderPass) or case.peer is not None:  # a peer's engine is its own
                 continue
             need = loader_need(runner.loader, pinned_copy=runner.device is not None)
             reason = shortfall(need, limits, held_beside=held, in_flight_beside=in_flight, alone=f"-k {case.id}")
@@ -264,10 +289,13 @@ class GroupRunner:
         """Measure ``cases`` of ``group`` interleaved (``timed=False``: the group's fewest rounds, no warm-up, as a
         smoke run)."""
         cases = list(cases)
+        converted = P.conversions([c.peer for c in cases if c.peer is not None], self.datasets.root,
+                                  max((c.pass_images(self.profile) for c in cases), default=0))
         members, left_out = self.members(cases)
         rounds = group.rounds(self.profile) if timed else group.min_rounds
         ceilings = [k for k in members if k.startswith(CEILING)]
-        rotation = Rotation(members, rounds, group.warmup_rounds if timed else 0, self.seed,
+        warmup = group.warmup_rounds if timed or group.peer_group else 0
+        rotation = Rotation(members, rounds, warmup, self.seed,
                             warm=ceilings if timed else (), isolate=[c.id for c in cases if c.id in members])
         with self.progress(rotation.passes, f"rotation {group.name}") if self.progress else nullcontext() as bar:
             measured = rotation.run(progress=(lambda _key: bar.update()) if bar is not None else None)
@@ -275,9 +303,28 @@ class GroupRunner:
                 "warmup_rounds": rotation.warmup_rounds, "seed": self.seed}
         errors = {key: m.runner.shutdown_errors for key, m in members.items()
                   if isinstance(m, LoaderMember) and m.runner.shutdown_errors}
-        return GroupRotation(measured, info, errors, left_out)
+        facts = {key: m.facts() for key, m in members.items() if isinstance(m, P.PeerMember)}
+        for case in cases:
+            if case.peer is not None and case.peer.peer in converted:
+                facts.setdefault(case.id, {})[K.CONVERSION] = converted[case.peer.peer]
+        if timed and group.peer_group:  # each case's memory alone, after the rotation
+            for case in cases:
+                if case.id in members and not measured[case.id].error:
+                    facts.setdefault(case.id, {}).update(self._memory_alone(case))
+        return GroupRotation(measured, info, errors, left_out, facts, self.unavailable(cases))
+
+    def _memory_alone(self, case: LoaderCase) -> dict[str, Any]:
+        """A fresh loader of ``case``: a cold and a warm epoch with the tree's memory sampled, nothing else alive."""
+        if case.peer is None:
+            return P.memory_alone(case_pass(case, self.datasets.for_case(case, self.profile), self.profile),
+                                  lambda: None)
+        loader = P.build_peer(case.peer, self.datasets.root, case.pass_images(self.profile))
+        return P.memory_alone(LoaderPass(loader, len(loader)), loader.close)  # type: ignore[arg-type]
 
     def _member(self, case: LoaderCase) -> Member:
+        if case.peer is not None:
+            loader = P.build_peer(case.peer, self.datasets.root, case.pass_images(self.profile))
+            return P.PeerMember(loader, lambda: P.reference_images(self.datasets.root))
         if case.remote is None:
             return case_member(case, self.datasets, self.profile, cache_mode=self.cache_mode, warmed=self._warmed)
         s3 = self._endpoint()

@@ -10,11 +10,12 @@ from __future__ import annotations
 import multiprocessing
 from dataclasses import dataclass, field
 
-from lfw.suite.profiles import COST, PROFILES, REMOTE, Profile
+from lfw.suite.profiles import COST, PEERS, PROFILES, REMOTE, Profile
 
 LAYER_HINTS = {
     COST: "the cost layer (instruction counts under valgrind) runs with --bench-cost",
     REMOTE: "the remote layer (a local S3 endpoint) runs with --bench-remote or -k remote (make remote)",
+    PEERS: "the peers layer (the loaders users switch to) runs with --bench-peers or -k peers (make peers)",
 }
 
 
@@ -23,11 +24,14 @@ def worker_cap(cores: int) -> int:
     return max(2, 2 * cores)
 
 
-def layers_on(profile: Profile, *, cost: bool = False, remote: bool = False, keyword: str = "") -> frozenset[str]:
+def layers_on(profile: Profile, *, cost: bool = False, remote: bool = False, peers: bool = False,
+              keyword: str = "") -> frozenset[str]:
     """The layers a session runs: the profile's own, those asked for by flag, and one a ``-k`` names."""
     asked = {COST} if cost else set()
     if remote or REMOTE in keyword:
         asked.add(REMOTE)
+    if peers or PEERS in keyword:
+        asked.add(PEERS)
     return profile.layers | asked
 
 
@@ -58,6 +62,7 @@ class Needs:
     start_method: str | None = None
     lfw_only: str | None = None
     latency_ms: float | None = None  # a remote case's injected latency (the smoke profile runs the low ones)
+    cores: int = 0  # usable cores the case's threads and processes need (a peer's parallelism is counted against them)
 
 
 def skip_reason(needs: Needs, session: Session) -> str | None:
@@ -67,6 +72,9 @@ def skip_reason(needs: Needs, session: Session) -> str | None:
     """
     profile = session.profile
     cap = worker_cap(session.cores)
+    if needs.cores > session.cores:
+        return (f"parallelism {needs.cores} exceeds the {session.cores} usable cores (a peer's threads and processes "
+                "are counted against them)")
     if needs.workers > cap:
         return (f"workers{needs.workers} capped: this machine measures up to {cap} workers "
                 f"(2 x {session.cores} usable cores)")

@@ -1,0 +1,92 @@
+"""The decoded-pixel check: every image a peer hands out against the reference decoder, its label and its place.
+
+The reference is Pillow (libjpeg-turbo), the decoder of the suite's presets, read from the decoded memmap the
+suite builds once per tree (:func:`lfw.pipelines.storage.decoded_memmap`). One epoch of the peer, with indices
+(:meth:`~lfw.peers.contract.PeerLoader.iterate`), must hold every image of the pass exactly once; each image's
+label must equal the reference label; its shape and dtype the contract's; and its pixels must agree with the
+reference within JPEG decoder tolerance, :data:`MEAN_TOLERANCE`: the mean absolute difference over an image's
+samples, in levels of 255. Decoders that follow the JPEG standard differ by their inverse DCT (ISO/IEC 10918-2
+allows a reconstructed sample one level from the reference IDCT) and, more, by how they upsample chroma and convert
+colour, which the standard leaves to the decoder: libjpeg-turbo's "fancy" upsampling against FFmpeg's scaler differs
+by a level or two on average and by tens at sharp colour edges. A decoder that fetched the wrong image, swapped
+channels or handed out YUV differs by tens on average. So the mean is bounded and the largest single difference
+is recorded, not bounded (docs/peers.md gives both for every peer).
+
+A ``float`` case is compared after undoing its normalization.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from lfw.data.transforms import IMAGENET_MEAN, IMAGENET_STD
+from lfw.errors import LFWError
+from lfw.peers.contract import PeerLoader
+
+MEAN_TOLERANCE = 3.0
+
+
+class MisdecodeError(LFWError):
+    """A peer handed out an image, label or batch that does not match the reference (one line, naming it)."""
+
+
+@dataclass(frozen=True)
+class PixelCheck:
+    """What one checked epoch found: images compared, the largest per-image mean and single differences."""
+
+    images: int
+    max_abs: float
+    max_mean_abs: float
+    worst_index: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"images": self.images, "max_abs_diff": round(self.max_abs, 3),
+                "max_mean_abs_diff": round(self.max_mean_abs, 4), "worst_index": self.worst_index,
+                "mean_tolerance": MEAN_TOLERANCE}
+
+
+def as_levels(images: torch.Tensor) -> torch.Tensor:
+    """A batch in levels of 255 as float32 ``(B, H, W, 3)``; a normalized float batch is de-normalized first."""
+    if images.dtype == torch.float32:
+        mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
+        std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
+        images = (images * std + mean) * 255
+    return images.to(torch.float32).permute(0, 2, 3, 1)
+
+
+def check_peer(loader: PeerLoader, reference: np.ndarray) -> PixelCheck:
+    """One epoch of ``loader`` against ``reference`` (the decoded ``(N, H, W, 3)`` uint8 images of the tree, in scan
+    order); raises :class:`MisdecodeError` on the first image, label or batch that does not match."""
+    images = loader.images
+    seen = np.zeros(len(images), dtype=bool)
+    worst_abs = worst_mean = 0.0
+    worst_index = -1
+    for batch, labels, index in loader.iterate(with_index=True):
+        index_np = index.numpy()
+        if index_np.min() < 0 or index_np.max() >= len(images) or seen[index_np].any():
+            raise MisdecodeError(f"{loader.name}: an image was handed out twice or does not belong to the pass")
+        seen[index_np] = True
+        if not torch.equal(labels, torch.from_numpy(images.labels[index_np])):
+            raise MisdecodeError(f"{loader.name}: labels differ from the reference's for images {index_np[:4]}...")
+        want = torch.from_numpy(np.array(reference[index_np])).to(torch.float32)
+        got = as_levels(batch)
+        if got.shape != want.shape:
+            raise MisdecodeError(f"{loader.name}: images of shape {tuple(got.shape[1:])}, the reference's "
+                                 f"{tuple(want.shape[1:])}")
+        diff = (got - want).abs()
+        means = diff.flatten(1).mean(1)
+        peaks = diff.flatten(1).amax(1)
+        for k in range(len(index_np)):
+            if means[k] > worst_mean:
+                worst_mean, worst_index = float(means[k]), int(index_np[k])
+            worst_abs = max(worst_abs, float(peaks[k]))
+            if means[k] > MEAN_TOLERANCE:
+                raise MisdecodeError(f"{loader.name} mis-decodes {images.paths[int(index_np[k])]}: its pixels are "
+                                     f"{float(means[k]):.2f} levels from the reference's on average (tolerance "
+                                     f"{MEAN_TOLERANCE:g}; largest difference {float(peaks[k]):.0f})")
+    if not seen.all():
+        raise MisdecodeError(f"{loader.name}: {int((~seen).sum())} of {len(images)} images never came out")
+    return PixelCheck(len(images), worst_abs, worst_mean, worst_index)

@@ -1,0 +1,81 @@
+"""NVIDIA DALI on its CPU backend, configured as its documentation shows for image classification.
+
+``@pipeline_def(batch_size, num_threads, device_id=None)`` (no GPU: the CPU backend), ``fn.readers.file`` over the
+pass's files and labels in order, ``fn.decoders.image(device="cpu", output_type=RGB)`` (libjpeg-turbo inside
+nvImageCodec), read through the PyTorch plugin's ``DALIGenericIterator`` (``reader_name``, partial last batch), as
+DALI's "PyTorch" examples do. The pipeline is built for each pass, inside the clock (its build is in the time to
+first batch): kept from one pass to the next, it decodes about ``prefetch_queue_depth`` batches of the next epoch
+while the rotation's other members run, work no clock would see (docs/peers.md). Batches come out
+``(B, H, W, 3)``: handed out as the contract's ``(B, 3, H, W)`` view. The float case normalizes inside the
+pipeline with ``fn.crop_mirror_normalize`` (``output_layout="CHW"``, ImageNet statistics), DALI's own path.
+``num_threads`` is the knob; DALI's executor adds threads of its own, all in this process, so the process's CPU
+time counts them.
+
+DALI's decoder cannot run alone here: nvImageCodec's Python decoder needs a CUDA runtime even for its CPU backend
+(docs/peers.md), so this peer has no single-core decoder limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from lfw.data.transforms import IMAGENET_MEAN, IMAGENET_STD
+from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, chw_view, labels_tensor, library, not_importable
+
+DISTRIBUTIONS = ("nvidia-dali-cuda130",)
+INSTALL = "pip install nvidia-dali-cuda130 (make peers)"
+DECODER = None  # its decoder cannot run alone here (module docstring)
+KNOB = "threads"
+
+
+def missing() -> str | None:
+    return not_importable("nvidia-dali", INSTALL, "nvidia.dali", "nvidia.dali.plugin.pytorch")
+
+
+class DaliLoader(PeerLoader):
+    """DALI's CPU pipeline (module docstring) behind the peers' contract."""
+
+    def __init__(self, spec: PeerSpec, images: PassImages) -> None:
+        super().__init__(spec, images, layout="chw" if spec.output == "float" else "hwc-view", persistent=False)
+        self._engine: Any = None
+
+    def start(self) -> None:
+        dali, plugin = library("nvidia.dali"), library("nvidia.dali.plugin.pytorch")
+        fn, types = dali.fn, dali.types
+
+        files, labels = list(self.images.paths), [int(v) for v in range(len(self.images))]
+        floats = self.spec.output == "float"
+
+        @dali.pipeline_def(batch_size=self.spec.batch_size, num_threads=self.spec.parallelism, device_id=None,
+                      prefetch_queue_depth=2)
+        def pipeline() -> Any:
+            jpegs, index = fn.readers.file(files=files, labels=labels, random_shuffle=False, name="reader")
+            images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
+            if floats:
+                images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW",
+                                                  mean=[255 * m for m in IMAGENET_MEAN],
+                                                  std=[255 * s for s in IMAGENET_STD])
+            return images, index
+
+        # The reader's label is each file's position in the pass: the contract's index, and the label through it.
+        self._engine = plugin.DALIGenericIterator(pipeline(), ["images", "index"], reader_name="reader",
+                                                  last_batch_policy=plugin.LastBatchPolicy.PARTIAL, auto_reset=False)
+
+    def epoch(self) -> Iterator[tuple[Any, Any, Any]]:
+        floats = self.spec.output == "float"
+        classes = self.images.labels
+        for out in self._engine:
+            batch = out[0]
+            index = labels_tensor(batch["index"])
+            images = batch["images"] if floats else chw_view(batch["images"])
+            yield images, labels_tensor(classes[index.numpy()]), index
+
+    def stop(self) -> None:
+        iterator, self._engine = self._engine, None
+        if iterator is not None:
+            del iterator
+
+
+def build(spec: PeerSpec, images: PassImages) -> DaliLoader:
+    return DaliLoader(spec, images)

@@ -1,0 +1,75 @@
+"""Grain: a ``MapDataset`` over the pass's images, ending in ``batch``, in either of Grain's two parallel engines.
+
+``MapDataset.range(n).map(LoadImage(...)).batch(batch_size)`` (Grain has no image decoder of its own; the map
+decodes with simplejpeg, the suite's fastest decoder here, so the comparison is of the loaders), then
+
+- ``threads``: ``to_iter_dataset(ReadOptions(num_threads=N, prefetch_buffer_size=...))``, Grain's thread-based
+  read options, in this process (simplejpeg releases the GIL while it decodes);
+- ``processes``: ``to_iter_dataset(ReadOptions(num_threads=0)).mp_prefetch(MultiprocessingOptions(num_workers=N))``,
+  Grain's multiprocessing prefetch (its workers are spawned; the map is :mod:`lfw.peers.grain_map`, which imports
+  no torch).
+
+Each pass makes a new iterator, inside the clock: a Grain iterator kept across epochs (over ``repeat()``) prefetches
+the next epoch's batches while the rotation's other members run, work no clock would see (docs/peers.md).
+Batches come out ``(B, H, W, 3)`` numpy arrays: handed out as ``torch.from_numpy`` and the contract's
+``(B, 3, H, W)`` view; the float case normalizes the batch in this process. Its decoder alone is simplejpeg's
+single-core rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, chw_view, library, not_importable
+from lfw.peers.grain_map import LoadImage
+
+DISTRIBUTIONS = ("grain",)
+INSTALL = "pip install grain (make peers)"
+DECODER = "simplejpeg"
+MODES = ("threads", "processes")
+PREFETCH_BUFFER = 2  # batches per thread or worker kept ready: a DataLoader's prefetch_factor
+
+
+def missing() -> str | None:
+    return not_importable("grain", INSTALL, "grain", "simplejpeg")
+
+
+class GrainLoader(PeerLoader):
+    """Grain's dataset pipeline (module docstring) behind the peers' contract."""
+
+    def __init__(self, spec: PeerSpec, images: PassImages) -> None:
+        processes = spec.parallelism if spec.mode == "processes" else 0
+        super().__init__(spec, images, layout="chw" if spec.output == "float" else "hwc-view", persistent=False,
+                         processes=processes)
+        self._engine: Any = None
+
+    def dataset(self) -> Any:
+        grain = library("grain")
+        batched = grain.MapDataset.range(len(self.images)).map(LoadImage(self.images.paths, self.images.labels)) \
+            .batch(self.spec.batch_size)
+        if self.spec.mode == "processes":
+            return batched.to_iter_dataset(grain.ReadOptions(num_threads=0)).mp_prefetch(
+                grain.MultiprocessingOptions(num_workers=self.spec.parallelism,
+                                             per_worker_buffer_size=PREFETCH_BUFFER))
+        return batched.to_iter_dataset(grain.ReadOptions(num_threads=self.spec.parallelism,
+                                                         prefetch_buffer_size=PREFETCH_BUFFER * self.spec.parallelism))
+
+    def start(self) -> None:
+        self._engine = iter(self.dataset())
+
+    def epoch(self) -> Iterator[tuple[Any, Any, Any]]:
+        for images, labels, index in self._engine:
+            yield self.output(chw_view(torch.from_numpy(images))), torch.from_numpy(labels), torch.from_numpy(index)
+
+    def stop(self) -> None:
+        engine, self._engine = self._engine, None
+        close = getattr(engine, "close", None)
+        if callable(close):
+            close()
+
+
+def build(spec: PeerSpec, images: PassImages) -> GrainLoader:
+    return GrainLoader(spec, images)

@@ -1,0 +1,104 @@
+"""SPDL (``spdl-io``, ``spdl-core``): its own pipeline builder and thread pool, batch decode per batch of paths.
+
+The shape of SPDL's ``image_dataloading`` example, its documented fastest path for fixed-size batches:
+``PipelineBuilder().add_source(indices).aggregate(batch_size).pipe(decode_batch, concurrency=N,
+output_order="input").add_sink(2).build(num_threads=N)``, where ``decode_batch`` is ``spdl.io.load_image_batch``
+(demux, decode and convert every image of the batch through FFmpeg, ``pix_fmt="rgb24"``, into one contiguous
+buffer) then ``spdl.io.to_torch``. ``num_threads`` is the knob (the pipeline's thread pool; its event loop is one
+more thread of this process). SPDL builds a pipeline per epoch (``spdl.dataloader.DataLoader`` does), so each pass
+starts its threads inside the clock, cheap as they are. Batches come out ``(B, H, W, 3)``: handed out as the
+contract's ``(B, 3, H, W)`` view; the float case normalizes the batch on the pipeline's thread.
+
+SPDL decodes through FFmpeg's shared libraries, which its wheel does not ship (:func:`missing` says how to get
+them); its decoder alone (``spdl.io.load_image``, one image at a time) is :class:`SpdlFiles`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, chw_view, library, not_importable
+
+DISTRIBUTIONS = ("spdl-io", "spdl-core")
+FFMPEG_PACKAGES = "libavformat59 libavfilter8 libavdevice59 libavcodec59 libavutil57 libswscale6 libswresample4"
+INSTALL = "pip install spdl-io spdl-core (make peers)"
+DECODER = "spdl"
+KNOB = "threads"
+SINK_BUFFER = 2  # batches the sink holds ready: a DataLoader's prefetch
+RGB24 = "format=pix_fmts=rgb24"  # the filter load_image_batch builds for pix_fmt="rgb24" at the image's own size
+
+
+def missing() -> str | None:
+    why = not_importable("spdl", INSTALL, "spdl.io", "spdl.pipeline")
+    if why is not None:
+        return why
+    io = library("spdl.io")
+    try:
+        io.demux_image  # noqa: B018  (the attribute loads libspdl and FFmpeg's libraries)
+        library("spdl.io.lib")._libspdl  # noqa: B018
+    except Exception as exc:
+        return (f"spdl cannot load FFmpeg's shared libraries ({' '.join(str(exc).split())[:120]}); on Debian: "
+                f"apt-get install {FFMPEG_PACKAGES} (make peers does it as root)")
+    return None
+
+
+def decode_batch(paths: list[str]) -> torch.Tensor:
+    """One batch of JPEG files to a ``(B, H, W, 3)`` uint8 tensor through SPDL (FFmpeg), strict."""
+    io = library("spdl.io")
+    tensor: torch.Tensor = io.to_torch(io.load_image_batch(paths, width=None, height=None, pix_fmt="rgb24",
+                                                           strict=True))
+    return tensor
+
+
+class SpdlLoader(PeerLoader):
+    """SPDL's pipeline (module docstring) behind the peers' contract."""
+
+    def __init__(self, spec: PeerSpec, images: PassImages) -> None:
+        super().__init__(spec, images, layout="chw" if spec.output == "float" else "hwc-view", persistent=False)
+        self._pipeline: Any = None
+
+    def _load(self, indices: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        images = self.output(chw_view(decode_batch([self.images.paths[i] for i in indices])))
+        index = torch.tensor(indices, dtype=torch.int64)
+        return images, torch.from_numpy(self.images.labels[index.numpy()]), index
+
+    def start(self) -> None:
+        threads = self.spec.parallelism
+        self._pipeline = (library("spdl.pipeline").PipelineBuilder()
+                          .add_source(range(len(self.images)))
+                          .aggregate(self.spec.batch_size)
+                          .pipe(self._load, concurrency=threads, output_order="input")
+                          .add_sink(SINK_BUFFER)
+                          .build(num_threads=threads))
+        self._pipeline.start()
+
+    def epoch(self) -> Iterator[tuple[Any, Any, Any]]:
+        return iter(self._pipeline.get_iterator(timeout=self.timeout))
+
+    def stop(self) -> None:
+        pipeline, self._pipeline = self._pipeline, None
+        if pipeline is not None:
+            pipeline.stop()
+
+
+class SpdlFiles:
+    """SPDL's decoder alone: ``dataset[i]`` is image ``i`` decoded by ``spdl.io.load_image`` (rgb24), one at a time
+    in the caller's thread: the single-core rate an SPDL pipeline's share is taken against."""
+
+    def __init__(self, images: PassImages) -> None:
+        self.images = images
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        io = library("spdl.io")
+        tensor: torch.Tensor = io.to_torch(io.load_image(self.images.paths[i], filter_desc=RGB24))
+        return tensor
+
+
+def build(spec: PeerSpec, images: PassImages) -> SpdlLoader:
+    return SpdlLoader(spec, images)

@@ -1,0 +1,77 @@
+"""WebDataset: the suite's own tar shards through ``wds.WebDataset`` and ``wds.WebLoader``, as WebDataset's docs
+show for image classification.
+
+``WebDataset(shards, shardshuffle=False).decode("torchrgb8").map(to_item).batched(batch_size)`` read by
+``WebLoader(dataset, batch_size=None, num_workers=N, persistent_workers=True)``: each worker reads whole shards
+(:func:`lfw.pipelines.storage.tar_shards`, ``<Person>/<file>.jpg`` members,
+:func:`~lfw.peers.contract.images_per_shard` each, so a pass has at least as many shards as workers) and batches
+its own images; ``decode("torchrgb8")`` is WebDataset's own image handler (Pillow, then a ``(3, H, W)`` uint8
+tensor). The label is the member's person folder, as LFW's. The knob
+is ``num_workers``; the workers are a DataLoader's, persistent like the references'. Its decoder alone is Pillow's
+single-core rate. The one-off conversion is the shards' build (seconds and bytes in their manifest).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from lfw.measure.loader_config import die_with_parent
+from lfw.peers.contract import DataLoaderPeer, PassImages, PeerSpec, images_per_shard, library, not_importable
+
+DISTRIBUTIONS = ("webdataset",)
+INSTALL = "pip install webdataset (make peers)"
+DECODER = "pil"
+
+
+def missing() -> str | None:
+    return not_importable("webdataset", INSTALL, "webdataset")
+
+
+def convert(images: PassImages) -> dict[str, Any]:
+    """The shards of ``images`` (made on first use): the seconds their build took, bytes on disk, folder."""
+    from lfw.pipelines.storage import tar_shards
+
+    shards = tar_shards(images.root, images_per_shard(len(images)), len(images))
+    return {"seconds": shards.build_s, "bytes": sum(p.stat().st_size for p in shards.shards),
+            "path": str(shards.shards[0].parent)}
+
+
+class ToItem:
+    """A WebDataset sample to ``(image, label, index)``: the label from the member's person folder, the index from
+    its name's position in the pass (a class, so a spawned worker could unpickle it)."""
+
+    def __init__(self, images: PassImages) -> None:
+        root = images.root
+        self.label_of = {name: i for i, name in enumerate(images.classes)}
+        self.index_of = {str(p.relative_to(root).with_suffix("")): i
+                         for i, p in enumerate(map(type(root), images.paths))}
+
+    def __call__(self, sample: dict[str, Any]) -> tuple[torch.Tensor, int, int]:
+        key = sample["__key__"]
+        return sample["jpg"], self.label_of[key.split("/", 1)[0]], self.index_of[key]
+
+
+class WebDatasetLoader(DataLoaderPeer):
+    """WebDataset's loader (module docstring) behind the peers' contract."""
+
+    def make_loader(self) -> Any:
+        from lfw.pipelines.storage import tar_shards
+
+        wds = library("webdataset")
+        shards = tar_shards(self.images.root, images_per_shard(len(self.images)), len(self.images))
+        if len(shards.shards) < self.spec.parallelism:
+            raise RuntimeError(f"{len(shards.shards)} shards for {self.spec.parallelism} workers: a worker would idle")
+        dataset = wds.WebDataset([str(p) for p in shards.shards], shardshuffle=False, empty_check=False) \
+            .decode("torchrgb8").map(ToItem(self.images)).batched(self.spec.batch_size)
+        return wds.WebLoader(dataset, batch_size=None, num_workers=self.spec.parallelism, persistent_workers=True,
+                             timeout=self.timeout, worker_init_fn=die_with_parent)
+
+    def fields(self, batch: Any) -> tuple[Any, Any, Any]:
+        images, labels, index = batch
+        return images, labels, index
+
+
+def build(spec: PeerSpec, images: PassImages) -> WebDatasetLoader:
+    return WebDatasetLoader(spec, images)

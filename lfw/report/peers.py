@@ -1,0 +1,149 @@
+"""The peers group read for a user's decision: each peer at its best setting against DataLoader's best here.
+
+For each peer the fastest of its cases (median images/s; uint8 output) is its row, beside DataLoader's best
+pipeline of the same rotation. The verdict is the recommendation's rule (:mod:`lfw.results.recommend`): the
+paired ratio of the rounds (:func:`lfw.results.ratios.ratio`, Hodges-Lehmann estimate and signed-rank interval)
+against :data:`~lfw.stats.variation.KNEE_TOLERANCE`: *faster* when the whole interval lies above 1 + 5%, *slower*
+below 1 - 5%, *within 5%* when it lies between, *unresolved* when it straddles a bound. What limits a peer is taken
+from its own measurements, as for the decode pipelines (:mod:`lfw.report.pipelines`): idle cores (CPU utilization
+under 90%: a serial stage, the GIL, the hand-over), CPU beside its decoder (CPU per image over its decoder's alone),
+or, when both are small, its decoder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from lfw.results import Case, Run
+from lfw.results import keys as K
+from lfw.results.ratios import Ratio, ratio
+from lfw.stats.variation import KNEE_TOLERANCE
+
+GROUP = "peers"
+DATALOADER = "dataloader"
+SMALL = 0.10  # idle cores or CPU overhead below this share is not what limits a peer
+Standing = Literal["faster", "slower", "within 5%", "unresolved", "unpaired"]
+
+
+@dataclass(frozen=True)
+class PeerRow:
+    """A peer at its best setting, its paired ratio to DataLoader's best and what limits it."""
+
+    peer: str
+    case: Case
+    ratio: Ratio | None
+    standing: Standing
+    limit: str
+
+
+def standing(r: Ratio | None, tolerance: float = KNEE_TOLERANCE) -> Standing:
+    if r is None:
+        return "unpaired"
+    if r.low > 1 + tolerance:
+        return "faster"
+    if r.high < 1 - tolerance:
+        return "slower"
+    if r.low >= 1 - tolerance and r.high <= 1 + tolerance:
+        return "within 5%"
+    return "unresolved"
+
+
+def limit_of(case: Case) -> str:
+    """What limits ``case``, in words, from its measured utilization, CPU per image and its decoder's own rate."""
+    used = case.number(K.CPU_UTILIZATION)
+    cpu = case.number(K.CPU_MS_PER_IMAGE)
+    per_core = case.number(K.OWN_DECODER_PER_CORE)
+    decoder = 1e3 / per_core if per_core else None
+    idle = 1 - used if used is not None else None
+    if idle is not None and idle > SMALL:
+        return (f"idle cores: {used:.0%} of the cores busy (a serial stage, the GIL or the hand-over; "
+                f"{case.value(K.PARALLELISM, case.value('num_workers'))} {case.value(K.PEER_KNOB) or 'workers'})")
+    if cpu is not None and decoder is not None and cpu / decoder - 1 > SMALL:
+        return (f"CPU beside its decoder: {cpu:.3f} ms per image against {decoder:.3f} for the decoder alone "
+                f"(+{cpu / decoder - 1:.0%}: hand-over, conversion, Python)")
+    if decoder is not None:
+        return f"its decoder: {cpu or 0:.3f} ms per image against {decoder:.3f} alone, cores {used or 0:.0%} busy"
+    return f"cores {used or 0:.0%} busy; its decoder cannot run alone here (docs/peers.md)"
+
+
+def peer_cases(run: Run) -> dict[str, list[Case]]:
+    """The peers group's measured uint8 cases by peer (``dataloader`` for the references)."""
+    found: dict[str, list[Case]] = {}
+    for case in run.group(GROUP):
+        if case.number(K.IMAGES_PER_S) is not None and case.value(K.OUTPUT, "uint8") == "uint8":
+            found.setdefault(str(case.value(K.PEER) or DATALOADER), []).append(case)
+    return found
+
+
+def fastest(cases: list[Case]) -> Case:
+    return max(cases, key=lambda c: c.number(K.IMAGES_PER_S) or 0.0)
+
+
+def peer_rows(run: Run) -> tuple[Case | None, list[PeerRow]]:
+    """DataLoader's best case of the peers group, and a row per peer at its best (fastest first)."""
+    by_peer = peer_cases(run)
+    if DATALOADER not in by_peer:
+        return None, []
+    best = fastest(by_peer[DATALOADER])
+    rows = []
+    for peer, cases in by_peer.items():
+        if peer == DATALOADER:
+            continue
+        case = fastest(cases)
+        r = ratio(case, best)
+        rows.append(PeerRow(peer, case, r, standing(r), limit_of(case)))
+    return best, sorted(rows, key=lambda row: -(row.case.number(K.IMAGES_PER_S) or 0.0))
+
+
+def _mib(case: Case, key: str) -> str:
+    value = case.number(key)
+    return f"{value:,.0f}" if value is not None else "-"
+
+
+def row_cells(case: Case) -> list[str]:
+    """images/s (rounds' range), CPU ms/image, cold first epoch, first batch, PSS alone, share, layout, pixels."""
+    rounds = [float(v) for v in case.rounds(K.IMAGES_PER_S) or []]
+    spread = f" ({min(rounds):,.0f}-{max(rounds):,.0f})" if len(rounds) > 1 else ""
+    share = case.number(K.OWN_DECODER_SHARE)
+    check = case.extra.get(K.PIXEL_CHECK) or {}
+    pixels = f"{check['max_mean_abs_diff']:.2f} / {check['max_abs_diff']:.0f}" if check else "reference"
+    cold = case.number(K.COLD_IMAGES_PER_S)
+    return [f"{case.number(K.IMAGES_PER_S) or 0:,.0f}{spread}", f"{case.number(K.CPU_MS_PER_IMAGE) or 0:.3f}",
+            f"{cold:,.0f}" if cold is not None else "-", f"{1e3 * (case.number(K.TTFB_S) or 0):.0f}",
+            _mib(case, K.PEER_PSS_MIB), _mib(case, K.PEER_PSS_ADDED_MIB), f"{share:.0%}" if share else "-",
+            str(case.value(K.PEER_LAYOUT) or "-"), pixels]
+
+
+COLUMNS = ("case", "images/s (rounds)", "CPU ms/image", "cold epoch images/s", "first batch ms", "PSS MiB alone",
+           "PSS added MiB", "of own decoder", "layout", "pixels: mean / max diff")
+
+
+def peers_table(run: Run) -> list[str]:
+    """The Markdown table: DataLoader's best, then each peer at its best, then every other case of the group."""
+    best, rows = peer_rows(run)
+    if best is None:
+        return []
+    shown = [best, *(r.case for r in rows)]
+    rest = [c for c in run.group(GROUP) if c not in shown and c.number(K.IMAGES_PER_S) is not None]
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|---|" + "---:|" * (len(COLUMNS) - 1)]
+    for case in [*shown, *sorted(rest, key=lambda c: c.name)]:
+        mark = "**" if case in shown else ""
+        lines.append(f"| {mark}`{case.name.split('[')[-1].rstrip(']')}`{mark} | " + " | ".join(row_cells(case)) + " |")
+    return lines
+
+
+def verdict_lines(run: Run) -> list[str]:
+    """One line per peer: faster or slower than DataLoader's best, the paired ratio and interval, what limits it."""
+    best, rows = peer_rows(run)
+    if best is None:
+        return []
+    name = best.name.split("[")[-1].rstrip("]")
+    out = []
+    for row in rows:
+        case = row.case.name.split("[")[-1].rstrip("]")
+        ratio_text = (f"{row.ratio.text()} ({row.ratio.confidence:.1%} interval, {row.ratio.rounds} paired rounds)"
+                      if row.ratio else "unpaired")
+        out.append(f"`{case}` against DataLoader's best here (`{name}`): **{row.standing}**, images/s ratio "
+                   f"{ratio_text}; limited by {row.limit}.")
+    return out

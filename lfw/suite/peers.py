@@ -1,0 +1,151 @@
+"""The peers group's side of the engine: a peer case as a rotation member, its decoder alone, its memory alone.
+
+The group runner (:mod:`lfw.suite.runner`) builds the peers group's rotation like any other: the DataLoader
+references are ordinary decode-pipeline members, and each peer case is a :class:`PeerMember`, a
+:class:`~lfw.measure.rotation.LoaderMember` over the suite's one primitive, :class:`~lfw.measure.LoaderPass`, with
+the peer's :class:`~lfw.peers.contract.PeerLoader` as its loader. Around the rotation:
+
+- before it, untimed: each peer's one-off conversion (:func:`conversions`, its seconds and bytes on disk);
+- in it: the warm-up round is each member's cold first epoch (kept apart, :attr:`Measured.warmup`); before a peer's
+  first timed pass, untimed, its decoded-pixel check (:mod:`lfw.peers.check`), whose failure takes the peer out of
+  the rotation in one line while the others go on;
+- after it: each case's memory alone (:func:`memory_alone`), a cold and a warm epoch with the tree's PSS and USS
+  sampled and no other member's process alive, since persistent workers of the rotation's other members would be
+  counted in any tree snapshot taken during it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lfw import peers
+from lfw.errors import one_line
+from lfw.measure.ceiling import CeilingSweep, spread_indices
+from lfw.measure.loader_pass import LoaderPass, PassResult
+from lfw.measure.rotation import LoaderMember
+from lfw.peers.check import PixelCheck, check_peer
+from lfw.peers.contract import PassImages, PeerLoader, PeerSpec
+from lfw.pipelines import Pipeline
+from lfw.results import keys as K
+from lfw.suite.profiles import Profile
+
+DECODE_CEILING = "ceiling-decode-"
+MEMORY_INTERVAL_S = 0.25  # passes last a fraction of a second: the dense setting the overhead group measures
+
+
+def peer_images(root: Path, images: int) -> PassImages:
+    return PassImages.first(root, images)
+
+
+def build_peer(spec: PeerSpec, root: Path, images: int) -> PeerLoader:
+    """The peer's loader over the first ``images`` images of ``root``; a peer that cannot run here is one line."""
+    from lfw.errors import LFWError
+
+    why = peers.missing(spec.peer)
+    if why is not None:
+        raise LFWError(f"{spec.peer} not measured: {why}")
+    loader: PeerLoader = peers.adapter(spec.peer).build(spec, peer_images(root, images))
+    return loader
+
+
+def reference_images(root: Path) -> np.ndarray:
+    """The reference decoder's images of the tree (Pillow, decoded once into the cache), read through a memmap."""
+    from lfw.pipelines.storage import decoded_memmap
+
+    return np.load(decoded_memmap(root)[0], mmap_mode="r")
+
+
+class PeerMember(LoaderMember):
+    """A peer case in the rotation (module docstring): its first pass is its cold first epoch; before its second,
+    untimed, the decoded-pixel check."""
+
+    def __init__(self, loader: PeerLoader, reference: Callable[[], np.ndarray]) -> None:
+        super().__init__(LoaderPass(loader, len(loader), memory_interval_s=None),  # type: ignore[arg-type]
+                         before_pass=loader.note_processes)
+        self.loader = loader
+        self.reference = reference
+        self.check: PixelCheck | None = None
+
+    def measure(self) -> PassResult:
+        if self.runner.results and self.check is None:
+            self.loader.note_processes()
+            self.check = check_peer(self.loader, self.reference())
+            self.loader.worker_pids(True)  # processes the check's epoch started are the peer's too
+        return super().measure()
+
+    def facts(self) -> dict[str, Any]:
+        facts: dict[str, Any] = {K.PEER_LAYOUT: self.loader.layout}
+        if self.check is not None:
+            facts[K.PIXEL_CHECK] = self.check.as_dict()
+        return facts
+
+    def close(self) -> None:
+        """Stop the pass and the peer; what had to be forced is recorded as the case's shutdown errors (as a
+        DataLoader's dying workers are), never raised into the rotation that closes every member."""
+        try:
+            super().close()
+        finally:
+            try:
+                self.loader.close()
+            except RuntimeError as exc:
+                self.runner.shutdown_errors.append(one_line(exc))
+
+
+def decoder_member(spec: PeerSpec) -> str | None:
+    """The rotation member holding the peer's own decoder's single-core rate, or None where it cannot run alone."""
+    decoder = peers.adapter(spec.peer).DECODER
+    if decoder is None:
+        return None
+    return DECODE_CEILING + decoder + ("-float" if spec.output == "float" else "")
+
+
+def decoder_sweep(spec: PeerSpec, root: Path, profile: Profile,
+                  pipeline_sweep: Callable[[Pipeline, Path, Profile], CeilingSweep]) -> CeilingSweep:
+    """The peer's decoder alone, one image at a time in this process (``pipeline_sweep`` makes it for the suite's
+    own decoders; SPDL's is :class:`lfw.peers.spdl_loader.SpdlFiles`)."""
+    decoder = peers.adapter(spec.peer).DECODER
+    if decoder == "spdl":
+        from lfw.peers.spdl_loader import SpdlFiles
+
+        images = profile.pass_images("uint8")
+        return CeilingSweep(SpdlFiles(peer_images(root, images)),
+                            spread_indices(images, 3 * profile.ceiling_images))
+    return pipeline_sweep(Pipeline(decoder, output="float" if spec.output == "float" else "uint8"), root, profile)
+
+
+def conversions(specs: list[PeerSpec], root: Path, images: int) -> dict[str, dict[str, Any]]:
+    """Each peer's one-off conversion (made on first use, untimed here: its own seconds are recorded), by peer."""
+    done: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        if spec.peer not in done and peers.missing(spec.peer) is None:
+            found = peers.conversion(spec.peer, peer_images(root, images))
+            if found is not None:
+                done[spec.peer] = found
+    return done
+
+
+def memory_alone(runner: LoaderPass, close: Callable[[], None]) -> dict[str, Any]:
+    """A cold and a warm epoch of ``runner`` with the tree's memory sampled, nothing else running; then ``close``.
+
+    Returns the tree's PSS and USS at the end of the warm epoch and what the loader added to them since before
+    its cold epoch (its start-up, engine and workers), in MiB.
+    """
+    runner.memory_interval_s, runner.mark_start = MEMORY_INTERVAL_S, True
+    try:
+        for _ in range(2):
+            runner.setup()
+            runner.run()
+            runner.finish()
+    finally:
+        runner.close(stop_workers=True)
+        close()
+    cold, warm = runner.results[0].memory, runner.results[-1].memory
+    if cold is None or warm is None:
+        return {}
+    return {K.PEER_PSS_MIB: round(warm.end.pss, 1), K.PEER_USS_MIB: round(warm.end.uss, 1),
+            K.PEER_PSS_ADDED_MIB: round(warm.end.pss - cold.before.pss, 1),
+            K.PEER_USS_ADDED_MIB: round(warm.end.uss - cold.before.uss, 1)}

@@ -1,0 +1,23 @@
+"""The peers layer's table and verdicts from the newest saved run (what ``tools/record.sh peers`` keeps in
+docs/runs/peers.txt): the Peers table of the report, one verdict line per peer, the peers' versions and their
+one-off conversions."""
+
+from __future__ import annotations
+
+from lfw.report.peers import peers_table, verdict_lines
+from lfw.results import keys as K
+from lfw.results import latest_run, load_run
+
+
+def main() -> None:
+    run = load_run(latest_run())
+    print(f"run {run.path.name}; peers' versions: {run.machine.get('peers')}")
+    print("\n".join(peers_table(run)))
+    print()
+    print("\n".join(f"- {line}" for line in verdict_lines(run)))
+    conversions = {str(c.value(K.PEER)): c.extra[K.CONVERSION] for c in run.group("peers") if c.extra.get(K.CONVERSION)}
+    print(f"one-off conversions (seconds to convert, bytes on disk): {conversions}")
+
+
+if __name__ == "__main__":
+    main()
