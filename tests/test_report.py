@@ -12,6 +12,7 @@ import copy
 import json
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from statistics import mean, stdev
@@ -26,7 +27,7 @@ from lfw.cli.figures import save_figure
 from lfw.gate import Thresholds, compare_runs
 from lfw.gate.verdict import Verdict
 from lfw.gate.verdict_build import two_file_verdict
-from lfw.report import Report, build_report, load_run, write_summary
+from lfw.report import Report, build_report, findings, load_run, write_summary
 from lfw.report.__main__ import main
 from lfw.report.chart_compare import VERDICT_COLOURS, compare_chart
 from lfw.report.chart_knobs import batch_size_chart
@@ -35,7 +36,7 @@ from lfw.report.chart_remote import remote_chart
 from lfw.report.chart_workers import workers_chart
 from lfw.report.console import console
 from lfw.report.pipelines import PipelineVerdict, reference_for
-from lfw.results import Case, Run
+from lfw.results import Case, Run, model
 from lfw.results.recommend import recommend
 
 FIXTURE = Path(__file__).parent / "fixtures" / "quick_run.json"
@@ -231,6 +232,34 @@ def test_cli_reads_the_newest_autosave_and_leaves_inputs_untouched(tmp_path: Pat
     page = (out / "README.md").read_text()
     assert "0002_bbb" in page and "skipped, this run has no group 'batch-size'" in page
     assert str(out / "README.md") in capsys.readouterr().out
+
+
+def test_a_report_finds_its_headline_numbers_and_parses_its_run_once(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary page, the HTML page and the console show one :class:`~lfw.report.findings.Findings`, found
+    once, of the run parsed once: every module of the report and the results that holds ``find`` or
+    ``parse_run`` gets a counting one."""
+    originals = {"find": findings.find, "parse_run": model.parse_run}
+    calls = dict.fromkeys(originals, 0)
+
+    def counting(name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return originals[name](*args, **kwargs)
+        return call
+
+    for module in [m for n, m in sys.modules.items() if n.startswith(("lfw.report", "lfw.results"))]:
+        for name, original in originals.items():
+            if getattr(module, name, None) is original:
+                monkeypatch.setattr(module, name, counting(name))
+    run = tmp_path / "run.json"
+    doc = json.loads(FIXTURE.read_text())
+    doc["benchmarks"] = [b for b in doc["benchmarks"] if b["group"] == "workers-transform"]
+    run.write_text(json.dumps(doc))
+    out = tmp_path / "out"
+    assert main([str(run), "--out", str(out), "--format", "png"]) == 0
+    assert (out / "README.md").is_file() and (out / "index.html").is_file()
+    assert calls == {"find": 1, "parse_run": 1}
 
 
 def write(path: Path, content: object) -> Path:

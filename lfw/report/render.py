@@ -32,6 +32,7 @@ from lfw.report.chart_peers import peers_chart
 from lfw.report.chart_remote import remote_chart
 from lfw.report.chart_startup import startup_chart
 from lfw.report.chart_workers import workers_chart
+from lfw.report.findings import Findings, find
 from lfw.report.mprofile import write_mprofiles
 from lfw.results import Run
 
@@ -103,6 +104,12 @@ class Report:
     judged_by: str = ""
     not_judged: str = ""  # with a baseline and no verdict judging both runs: why (nothing is said of regressions)
     mprofiles: list[Path] = field(default_factory=list)  # memory timelines for ``mprof plot``
+
+    @functools.cached_property
+    def findings(self) -> Findings:
+        """The headline numbers (:func:`~lfw.report.findings.find`), found once for the summary page, the HTML page
+        and the console; read after :func:`build_report` has set the verdicts."""
+        return find(self.run, self.verdicts)
 
     @functools.cached_property
     def accelerators(self) -> list[str]:
