@@ -25,7 +25,8 @@ from PIL import Image
 
 from lfw.cli.figures import save_figure
 from lfw.gate import Thresholds, compare_runs
-from lfw.gate.verdict import Verdict
+from lfw.gate.summary import charts_drawn
+from lfw.gate.verdict import Verdict, file_sha256
 from lfw.gate.verdict_build import two_file_verdict
 from lfw.report import Report, build_report, findings, load_run, write_summary
 from lfw.report.__main__ import main
@@ -200,6 +201,20 @@ def test_summary_page_names_findings_and_links_every_chart(full_report: Report) 
     assert "workers2-heavy" in regressions and "workers2-none]" not in regressions
     assert "| `test_prefetch[prefetch16]` | new |" in page
     assert "| `test_data_wait[step50ms]` | missing |" in page
+
+
+def test_the_report_lists_the_charts_it_drew_for_the_gates_page(full_report: Report) -> None:
+    """``charts.json`` names every chart drawn, for the run's bytes: what the gate's page links, and only for it."""
+    drawn = [files[0] for _, files in full_report.charts]
+    assert charts_drawn(full_report.out, file_sha256(full_report.run.path)) == drawn
+    assert charts_drawn(full_report.out, file_sha256(FIXTURE)) == []  # the baseline's charts were not drawn
+
+
+def test_a_run_saved_as_the_chart_list_is_never_overwritten(tmp_path: Path, capsys: Capture) -> None:
+    run = tmp_path / "charts.json"
+    shutil.copy(FIXTURE, run)
+    assert main([str(run), "--out", str(tmp_path)]) == 2
+    assert "would overwrite its input" in capsys.readouterr().err and run.read_bytes() == FIXTURE.read_bytes()
 
 
 def test_memory_charts_draw_the_index_timelines_and_the_leak_epochs() -> None:
