@@ -224,4 +224,4 @@ typecheck: $(DEV_STAMP)
 
 clean:
 	rm -rf reports/*.png reports/*.svg reports/README.md reports/index.html reports/gate.md reports/gate-ab.md \
-	  reports/verdict.json reports/verdict-ab.json reports/history .pytest_cache .ruff_cache
+	  reports/verdict.json reports/verdict-ab.json reports/charts.json reports/history .pytest_cache .ruff_cache

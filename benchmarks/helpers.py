@@ -1,6 +1,7 @@
 """The pytest side of the benchmarks, plain functions: which cases a session runs, how a case that is left out
-says why, how each case ended, and how a record goes into ``benchmark.extra_info``. The engine they drive is
-:mod:`lfw.suite`; the hooks and fixtures that use them are :mod:`benchmarks.plugin`.
+says why, how each case ended, how the session ends (interrupted, incomplete, unsaved), and how a record goes into
+``benchmark.extra_info``. The engine they drive is :mod:`lfw.suite`; the hooks and fixtures that use them are
+:mod:`benchmarks.plugin`, and the session's state is in its ``config.stash`` under the keys below.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NoReturn
@@ -22,20 +24,28 @@ from lfw.data.root import DataSource, tree_stats
 from lfw.measure import LoaderConfig, LoaderPass
 from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S
 from lfw.measure.page_cache import evict, warm
-from lfw.measure.resources import Limits, loader_need, shortfall
+from lfw.measure.resources import Limits, loader_need, shortfall, usable_cores
 from lfw.measure.rotation import pass_clock
-from lfw.results import Outcome, case_key
+from lfw.results import Outcome, Selection, case_key
 from lfw.results import keys as K
 from lfw.results.record import SCHEMA_VERSION, CaseRecord
 from lfw.suite import matrix
+from lfw.suite.profiles import PROFILES
 from lfw.suite.record import knob_params, rotated_record, single_record
-from lfw.suite.runner import Datasets, GroupRotation, dataset_files
-from lfw.suite.skips import Needs, Session, skip_reason, worker_cap
+from lfw.suite.runner import Datasets, GroupRotation, GroupRunner, dataset_files
+from lfw.suite.saving import Saving
+from lfw.suite.skips import Needs, Session, layers_on, skip_reason, worker_cap
+from lfw.suite.user_dataset import SKIP_OPTION
 
 PASS_CLOCK = "lfw.measure.rotation.pass_clock"
 
 SESSION_FACTS: pytest.StashKey[dict[str, Any]] = pytest.StashKey()  # machine_info additions learned by fixtures
 BENCH_SESSION: pytest.StashKey[Session] = pytest.StashKey()  # what this session can and chose to run
+OUTCOMES: pytest.StashKey[dict[str, Outcome]] = pytest.StashKey()  # case key -> how it ended
+DESELECTED: pytest.StashKey[set[str]] = pytest.StashKey()  # case keys that -k/-m left out
+USER_DATASET: pytest.StashKey[Any] = pytest.StashKey()  # the --bench-dataset factory's dataset, or None
+STOP: pytest.StashKey[RunStop] = pytest.StashKey()  # why the run stopped early, and what never ran
+STOPS: list[RunStop] = []  # this process's sessions (pytester may nest one), the current one last
 
 
 class Narrowed(pytest.skip.Exception):  # type: ignore[misc,name-defined]
@@ -60,12 +70,16 @@ class RunStop:
     exit_code: int | None = None
     previous_handler: Any = None
 
-    def note_end(self, session: pytest.Session, exitstatus: int) -> None:
+    def note_end(self, session: pytest.Session) -> None:
+        """Note why the run stopped early, if it did, and which selected cases never ran."""
         if self.signal is not None:
             self.why = f"interrupted ({self.signal})"
             self.exit_code = 128 + signal.Signals[self.signal].value
         elif session.shouldstop or session.shouldfail:
             self.why = f"stopped early ({session.shouldstop or session.shouldfail})"
+        keys = [k for item in session.items if (k := item_key(item)) is not None]
+        ended, deselected = session.config.stash[OUTCOMES], session.config.stash[DESELECTED]
+        self.not_run = tuple(k for k in dict.fromkeys(keys) if k not in ended and k not in deselected)
 
 
 def interrupt_on_sigterm(stop: RunStop) -> None:
@@ -93,16 +107,36 @@ def restore_sigterm(stop: RunStop) -> None:
         stop.previous_handler = None
 
 
-def drop_unmeasured(benchmarks: list[Any]) -> list[str]:
-    """Remove, in place, the saved-benchmark entries an interrupt left without a single timed round (the case in
-    flight when Ctrl-C came), and return their names. pytest-benchmark cannot save such an entry (its summary of
-    no rounds raises), and the case is already counted among those that did not end."""
-    def measured(bench: Any) -> bool:
-        return bool(getattr(getattr(bench, "stats", None), "data", None))
+def end_session(session: pytest.Session, stop: RunStop, saving: Saving) -> None:
+    """After every fixture is torn down: SIGTERM's handler given back, and the exit status 130 on Ctrl-C (143 on
+    SIGTERM), else the saving's (4) if a file could not be saved."""
+    restore_sigterm(stop)
+    if stop.signal is not None:  # the interrupt may have landed in an object's finalizer: not a finding
+        warnings.filterwarnings("ignore", category=pytest.PytestUnraisableExceptionWarning)
+    if STOPS and STOPS[-1] is stop:
+        STOPS.pop()
+    if stop.exit_code is not None:
+        session.exitstatus = stop.exit_code
+    elif saving.failed:  # the run could not be saved (a full disk): the machine failed, its one line printed
+        session.exitstatus = saving.exit_code
 
-    dropped = [str(getattr(b, "fullname", b)) for b in benchmarks if not measured(b)]
-    benchmarks[:] = [b for b in benchmarks if measured(b)]
-    return dropped
+
+def bench_session(config: pytest.Config) -> Session:
+    """What this session can and chose to run: its options (``--bench-*``, ``-k``) and this machine."""
+    profile = PROFILES[config.getoption("--bench-profile")]
+    layers = layers_on(profile, cost=config.getoption("--bench-cost"), remote=config.getoption("--bench-remote"),
+                       peers=config.getoption("--bench-peers"), keyword=config.getoption("keyword") or "")
+    return Session(profile, layers, usable_cores(), torch.cuda.is_available(),
+                   user_dataset=config.getoption("--bench-dataset"),
+                   cache_mode=config.getoption("--bench-cache-mode"), skip_bad_images=config.getoption(SKIP_OPTION))
+
+
+def selection(config: pytest.Config) -> Selection:
+    """The run's selection, saved beside its cases: ``-k``, ``-m``, profile, layers, how each case ended."""
+    bench, stop = config.stash[BENCH_SESSION], config.stash[STOP]
+    return Selection(config.getoption("keyword") or "", config.getoption("markexpr") or "", bench.profile.name,
+                     tuple(sorted(bench.layers)), dict(config.stash[OUTCOMES]), frozenset(config.stash[DESELECTED]),
+                     stop.not_run, stop.why)
 
 
 def narrow(reason: str) -> NoReturn:
@@ -153,6 +187,14 @@ def selected_cases(session: pytest.Session, group: matrix.Group) -> list[matrix.
     bench = session.config.stash[BENCH_SESSION]
     cases = [item_case(item) for item in session.items if benchmark_group(item) == group.name]
     return [c for c in cases if c is not None and skip_reason(c.needs(), bench) is None]
+
+
+def note_outcome(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
+    """Record how a benchmark case ended (the first thing that went wrong), so the gate knows what to expect."""
+    key, outcomes = item_key(item), item.config.stash[OUTCOMES]
+    if key is not None and not (report.passed and report.when != "call") and \
+            outcomes.get(key, Outcome("passed")).status == "passed":
+        outcomes[key] = outcome_of(report, call)
 
 
 def relabel_narrowed(item: pytest.Item, report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
@@ -212,6 +254,24 @@ def skip_unless_remote_installed() -> None:
     if missing:
         pytest.skip(f"remote layer not measured: {', '.join(missing)} not installed (the project's dependencies "
                     "bring moto[s3], boto3, flask and flask-cors)")
+
+
+def group_rotations(request: pytest.FixtureRequest, bench: Session,
+                    datasets: Datasets) -> Callable[[matrix.Group, bool], GroupRotation]:
+    """The ``rotations`` fixture's work: ``get(group, timed)`` runs a group's rotation once, when its first test
+    asks (pytest's capture suspended for its progress bar), and notes its per-core rates."""
+    capture, done = request.config.pluginmanager.getplugin("capturemanager"), {}
+    runner = GroupRunner(bench.profile, datasets, bench.cache_mode, bench.cores, progress=progress_bar,
+                         endpoint=lambda: request.getfixturevalue("s3_endpoint"))
+
+    def get(group: matrix.Group, timed: bool) -> GroupRotation:
+        if group.name not in done:
+            with capture.global_and_fixture_disabled():
+                done[group.name] = runner.run(group, selected_cases(request.session, group), timed=timed)
+            note_machine_rates(request.config, done[group.name])
+        return done[group.name]
+
+    return get
 
 
 def dataset_facts(source: DataSource, bench: Session, user: Any) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from lfw.gate import compare_runs
 from lfw.gate.__main__ import main
 from lfw.gate.metrics import IMAGES_PER_S, SAME_MACHINE, TTFB
 from lfw.gate.paired_rule import PairedInput, decide
-from lfw.gate.summary import MARKER, STEP_SUMMARY_ENV
+from lfw.gate.summary import MARKER, STEP_SUMMARY_ENV, write_chart_list
 from lfw.gate.table import verdict_line
 from lfw.gate.verdict_build import TWO_FILE_LAYERS
 from lfw.results import case_key, load_run, short_name
@@ -172,27 +172,44 @@ def test_a_required_layer_not_judged_is_exit_2_on_the_page_too(tmp_path: Path, s
     assert "unusable input (exit 2)" in page and "error: --require-cost-layer: the cost layer was not judged" in page
 
 
-def test_charts_of_this_run_are_linked_and_older_ones_are_not(tmp_path: Path, step_summary: Path) -> None:
+def drawn_run(tmp_path: Path, *charts: str) -> Path:
+    """``reports/gate-run.json`` with ``charts`` drawn beside it, listed as the report lists what it drew."""
     run = tmp_path / "reports" / "gate-run.json"
     run.parent.mkdir()
     run.write_bytes(UNCHANGED.read_bytes())
-    (tmp_path / "reports" / "workers.png").write_bytes(b"png")
-    stale = tmp_path / "reports" / "leak.png"
+    for name in charts:
+        (run.parent / name).write_bytes(b"png")
+    write_chart_list(run.parent, run, [run.parent / name for name in charts])
+    return run
+
+
+def test_the_charts_the_report_drew_for_this_run_are_linked_whatever_their_file_times(
+        tmp_path: Path, step_summary: Path) -> None:
+    """A chart drawn for the run is linked though its file is older than the run's; a chart the report did not
+    draw for it (left from another run) is not, though its file is newer."""
+    run = drawn_run(tmp_path, "workers.png", "workers.svg")
+    drawn, stale = run.parent / "workers.png", run.parent / "leak.png"
     stale.write_bytes(b"png")
-    os.utime(stale, (run.stat().st_mtime - 3600,) * 2)
+    os.utime(drawn, (run.stat().st_mtime - 3600,) * 2)
+    os.utime(stale, (run.stat().st_mtime + 3600,) * 2)
     assert main([str(BASELINE), "reports/gate-run.json"]) == 0
     page = (tmp_path / "reports" / "gate.md").read_text()
-    assert "- [reports/workers.png](workers.png)" in page and "leak.png" not in page
+    assert "- [reports/workers.png](workers.png)" in page and "leak.png" not in page and ".svg" not in page
+
+
+def test_charts_drawn_for_another_run_are_not_linked(tmp_path: Path, step_summary: Path) -> None:
+    run = drawn_run(tmp_path, "workers.png")
+    run.write_bytes(CROSS_CPU.read_bytes())  # the charts show the bytes the report read, not this run's
+    assert main([str(BASELINE), "reports/gate-run.json"]) == 1
+    page = (tmp_path / "reports" / "gate.md").read_text()
+    assert "workers.png" not in page and "no chart of this run in reports/" in page
 
 
 def test_in_github_actions_the_charts_are_named_not_linked(tmp_path: Path, step_summary: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """A relative link leads nowhere in a job summary or a pull-request comment: the artifact's files are named."""
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    run = tmp_path / "reports" / "gate-run.json"
-    run.parent.mkdir()
-    run.write_bytes(UNCHANGED.read_bytes())
-    (tmp_path / "reports" / "workers.png").write_bytes(b"png")
+    drawn_run(tmp_path, "workers.png")
     assert main([str(BASELINE), "reports/gate-run.json"]) == 0
     page = step_summary.read_text()
     assert "uploaded `reports` artifact: `workers.png`" in page and "](workers.png)" not in page

@@ -153,7 +153,7 @@ def test_a_case_interrupted_before_its_first_round_is_left_out_of_the_saved_run(
     from pytest_benchmark.plugin import pytest_benchmark_generate_json
     from pytest_benchmark.stats import Metadata
 
-    from benchmarks.helpers import drop_unmeasured
+    from lfw.suite.saving import drop_unmeasured
 
     def entry(name: str, rounds: list[float]) -> Metadata:
         fixture = SimpleNamespace(name=name, fullname=f"benchmarks/t.py::{name}", group="g", param=None, params=None,

@@ -12,6 +12,7 @@ import copy
 import json
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from statistics import mean, stdev
@@ -24,9 +25,10 @@ from PIL import Image
 
 from lfw.cli.figures import save_figure
 from lfw.gate import Thresholds, compare_runs
-from lfw.gate.verdict import Verdict
+from lfw.gate.summary import charts_drawn
+from lfw.gate.verdict import Verdict, file_sha256
 from lfw.gate.verdict_build import two_file_verdict
-from lfw.report import Report, build_report, load_run, write_summary
+from lfw.report import Report, build_report, findings, load_run, write_summary
 from lfw.report.__main__ import main
 from lfw.report.chart_compare import VERDICT_COLOURS, compare_chart
 from lfw.report.chart_knobs import batch_size_chart
@@ -35,7 +37,7 @@ from lfw.report.chart_remote import remote_chart
 from lfw.report.chart_workers import workers_chart
 from lfw.report.console import console
 from lfw.report.pipelines import PipelineVerdict, reference_for
-from lfw.results import Case, Run
+from lfw.results import Case, Run, model
 from lfw.results.recommend import recommend
 
 FIXTURE = Path(__file__).parent / "fixtures" / "quick_run.json"
@@ -201,6 +203,20 @@ def test_summary_page_names_findings_and_links_every_chart(full_report: Report) 
     assert "| `test_data_wait[step50ms]` | missing |" in page
 
 
+def test_the_report_lists_the_charts_it_drew_for_the_gates_page(full_report: Report) -> None:
+    """``charts.json`` names every chart drawn, for the run's bytes: what the gate's page links, and only for it."""
+    drawn = [files[0] for _, files in full_report.charts]
+    assert charts_drawn(full_report.out, file_sha256(full_report.run.path)) == drawn
+    assert charts_drawn(full_report.out, file_sha256(FIXTURE)) == []  # the baseline's charts were not drawn
+
+
+def test_a_run_saved_as_the_chart_list_is_never_overwritten(tmp_path: Path, capsys: Capture) -> None:
+    run = tmp_path / "charts.json"
+    shutil.copy(FIXTURE, run)
+    assert main([str(run), "--out", str(tmp_path)]) == 2
+    assert "would overwrite its input" in capsys.readouterr().err and run.read_bytes() == FIXTURE.read_bytes()
+
+
 def test_memory_charts_draw_the_index_timelines_and_the_leak_epochs() -> None:
     run = load_run(FIXTURE)
     fig = timeline_chart(run)
@@ -231,6 +247,34 @@ def test_cli_reads_the_newest_autosave_and_leaves_inputs_untouched(tmp_path: Pat
     page = (out / "README.md").read_text()
     assert "0002_bbb" in page and "skipped, this run has no group 'batch-size'" in page
     assert str(out / "README.md") in capsys.readouterr().out
+
+
+def test_a_report_finds_its_headline_numbers_and_parses_its_run_once(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary page, the HTML page and the console show one :class:`~lfw.report.findings.Findings`, found
+    once, of the run parsed once: every module of the report and the results that holds ``find`` or
+    ``parse_run`` gets a counting one."""
+    originals = {"find": findings.find, "parse_run": model.parse_run}
+    calls = dict.fromkeys(originals, 0)
+
+    def counting(name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return originals[name](*args, **kwargs)
+        return call
+
+    for module in [m for n, m in sys.modules.items() if n.startswith(("lfw.report", "lfw.results"))]:
+        for name, original in originals.items():
+            if getattr(module, name, None) is original:
+                monkeypatch.setattr(module, name, counting(name))
+    run = tmp_path / "run.json"
+    doc = json.loads(FIXTURE.read_text())
+    doc["benchmarks"] = [b for b in doc["benchmarks"] if b["group"] == "workers-transform"]
+    run.write_text(json.dumps(doc))
+    out = tmp_path / "out"
+    assert main([str(run), "--out", str(out), "--format", "png"]) == 0
+    assert (out / "README.md").is_file() and (out / "index.html").is_file()
+    assert calls == {"find": 1, "parse_run": 1}
 
 
 def write(path: Path, content: object) -> Path:

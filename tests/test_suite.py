@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from lfw.errors import LFWError
+from lfw.peers import distributions
 from lfw.results import SCHEMA_VERSION, load_run
 from lfw.suite import matrix
 from lfw.suite.profiles import COST, PROFILES, REMOTE
@@ -47,6 +49,27 @@ def test_skip_reason_names_the_machine_the_profile_the_layer_and_the_dataset() -
     remote = Needs(workers=2, layer=REMOTE, latency_ms=100)
     assert "up to 20 ms" in (skip_reason(remote, session("smoke")) or "")
     assert skip_reason(remote, session("full")) is None
+
+
+def test_a_session_records_its_profile_cache_mode_and_with_the_peers_layer_the_peers_versions() -> None:
+    assert session().machine_facts() == {"bench_profile": "quick", "cache_mode": "warm"}
+    facts = session("smoke", peers=True).machine_facts()
+    assert facts["bench_profile"] == "smoke" and set(facts["peers"]) == set(distributions())
+
+
+def test_the_plugin_holds_hooks_and_fixtures_only() -> None:
+    """``benchmarks/plugin.py`` is wiring (as pytest-benchmark's own ``plugin.py``): every function a pytest hook or
+    a fixture, no module state of its own, under 180 lines; the work is in :mod:`lfw.suite` and
+    :mod:`benchmarks.helpers`."""
+    path = ROOT / "benchmarks" / "plugin.py"
+    tree = ast.parse(path.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            fixture = any("fixture" in ast.unparse(d) for d in node.decorator_list)
+            assert node.name.startswith("pytest_") or fixture, f"{node.name}: not a hook or a fixture"
+        else:
+            assert isinstance(node, ast.Import | ast.ImportFrom | ast.Expr), f"line {node.lineno}: module state"
+    assert len(path.read_text().splitlines()) < 180
 
 
 def test_every_matrix_case_states_its_needs_and_a_user_dataset_keeps_the_knob_groups() -> None:

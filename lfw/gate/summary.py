@@ -10,13 +10,14 @@ push (``.github/workflows/ci.yml``).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from lfw.cli.saving import write_atomic
 from lfw.gate.table import AB_HEADER, TWO_FILE_HEADER, comparison_rows
-from lfw.gate.verdict import AB, TWO_FILE, Verdict
+from lfw.gate.verdict import AB, TWO_FILE, Verdict, file_sha256
 from lfw.results import short_name
 
 MARKER = "<!-- lfw-bench-gate -->"
@@ -24,6 +25,7 @@ STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 TWO_FILE_PATH = Path("reports") / "gate.md"
 AB_PATH = Path("reports") / "gate-ab.md"
 FOLD_AFTER = 8  # longer lists of cases fold into <details>
+CHARTS_JSON = "charts.json"  # beside the report's charts: the ones it drew, and for which run (by SHA-256)
 
 STATUS = {0: "no regression", 1: "REGRESSED", 2: "unusable input", 3: "noisy: rerun", 4: "measurement failed",
           5: "INCOMPLETE"}
@@ -116,13 +118,23 @@ def verdict_sections(v: Verdict, page: Layout) -> list[str]:
     return lines
 
 
-def charts_beside(summary: Path, since: float) -> list[Path]:
-    """PNG charts in the summary's folder written no earlier than ``since`` (the current run's save time), so a
-    chart left from an older run is not passed off as this one's."""
-    folder = summary.parent
-    if not folder.is_dir():
+def write_chart_list(out: Path, run: Path, charts: Sequence[Path]) -> Path:
+    """Record, in ``out/charts.json``, the charts a report drew into ``out`` and the run they show (its path and
+    the SHA-256 of its bytes): what the verdict's page links (:func:`charts_drawn`)."""
+    doc = {"run": str(run), "sha256": file_sha256(run), "charts": [p.name for p in charts]}
+    return write_atomic(out / CHARTS_JSON, json.dumps(doc, indent=1) + "\n")
+
+
+def charts_drawn(folder: Path, sha256: str | None) -> list[Path]:
+    """The PNG charts the report drew into ``folder`` for the run whose bytes have this SHA-256 (the verdict's
+    current run), in the report's order, from ``charts.json``; none when it drew none for that run, whatever
+    other charts the folder holds or their file times."""
+    try:
+        doc = json.loads((folder / CHARTS_JSON).read_text())
+        drawn = doc["charts"] if sha256 is not None and doc["sha256"] == sha256 else []
+    except (OSError, ValueError, KeyError, TypeError):  # no report drew here, or its list is unreadable
         return []
-    return sorted(p for p in folder.glob("*.png") if p.is_file() and p.stat().st_mtime >= since)
+    return [folder / name for name in drawn if str(name).endswith(".png") and (folder / name).is_file()]
 
 
 def chart_links(charts: Sequence[Path], summary: Path, hint: str) -> list[str]:
@@ -145,15 +157,13 @@ def verdict_markdown(v: Verdict, summary: Path) -> str:
         return "\n".join([*lines, v.setup]).rstrip() + "\n"
     sides = sides_text(v)
     lines += [*([f"{sides}  "] if sides else []), v.setup, "", *verdict_sections(v, Layout())]
-    current = Path(v.current.path) if v.current is not None else None
-    since = current.stat().st_mtime if current is not None and current.is_file() else float("inf")
     if v.mode == TWO_FILE:
         run = v.current.path if v.current else "CURRENT.json"
         hint = f"`python -m lfw.report {run} --out {summary.parent}` draws them"
     else:
         sides = " ".join(i.path for i in (v.baseline, v.current) if i is not None) or "BASE.json CURRENT.json"
         hint = f"`python -m lfw.report {sides} --out {summary.parent}` draws both sides"
-    lines += chart_links(charts_beside(summary, since), summary, hint)
+    lines += chart_links(charts_drawn(summary.parent, v.current.sha256 if v.current else None), summary, hint)
     return "\n".join(lines).rstrip() + "\n"
 
 

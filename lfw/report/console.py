@@ -11,7 +11,7 @@ from collections import Counter
 from lfw.cli.table import table
 from lfw.gate.verdict import LABELS
 from lfw.report.chart_compare import NOT_JUDGED
-from lfw.report.findings import case_cells, find
+from lfw.report.findings import case_cells
 from lfw.report.peers import verdict_lines
 from lfw.report.render import Report
 from lfw.results import keys as K
@@ -31,7 +31,7 @@ def _dataset_label(report: Report, transform: str) -> str:
 def console(report: Report) -> str:
     """The table, the headline lines, the verdicts that are not 'unchanged', and the report path."""
     rows = [(c.label, str(c.group), *case_cells(c, "-")) for c in report.run.cases]
-    f = find(report.run, report.verdicts)
+    f = report.findings
     out = [f"INCOMPLETE RUN: {f.incomplete}", ""] if f.incomplete else []
     out += [f"SKIPPED IMAGES: {f.skipped_images}", ""] if f.skipped_images else []
     out += [table(COLUMNS, rows, right=range(2, len(COLUMNS))), ""]

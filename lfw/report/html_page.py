@@ -17,7 +17,6 @@ from urllib.parse import quote
 
 from lfw.cli.figures import ChartSpec
 from lfw.cli.saving import write_atomic
-from lfw.report.findings import find
 from lfw.report.markdown_html import slug, to_html
 from lfw.report.page import (
     FOOTER,
@@ -180,9 +179,9 @@ def gate_section(shown: ShownVerdict | None) -> Section | None:
 
 def sections(report: Report, shown: ShownVerdict | None = None) -> list[Section]:
     """The page's sections in reading order: findings, the gate, the baseline, charts, history, cases, machine."""
-    f = find(report.run, report.verdicts)
+    f = report.findings
     found = [from_markdown(incomplete_section(f)),
-             from_markdown(findings_section(report, f)),
+             from_markdown(findings_section(report)),
              from_markdown(peers_section(report.run)),
              gate_section(shown),
              from_markdown(verdicts_section(report)),

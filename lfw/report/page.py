@@ -14,7 +14,7 @@ from urllib.parse import quote
 from lfw.cli.saving import write_atomic
 from lfw.gate.metrics import reference_group
 from lfw.report.chart_compare import NOT_JUDGED
-from lfw.report.findings import CV_WARN, Findings, case_cells, find
+from lfw.report.findings import CV_WARN, Findings, case_cells
 from lfw.report.legend import describe
 from lfw.report.peers import peers_table, verdict_lines
 from lfw.report.render import MAIN_CHART, Report
@@ -43,9 +43,9 @@ def run_line(run: Run) -> str:
     return f"`{run.path}` ({', '.join(f for f in facts if f)}; {len(run.cases)} cases)"
 
 
-def findings_section(report: Report, f: Findings | None = None) -> list[str]:
+def findings_section(report: Report) -> list[str]:
     """``## Findings``: best configuration, recommendation with its evidence, pipeline, remote, memory, noise."""
-    f = f if f is not None else find(report.run, report.verdicts)
+    f = report.findings
     lines = ["## Findings", ""]
     if f.skipped_images:
         lines.append(f"- **Skipped images:** {f.skipped_images}.")
@@ -196,13 +196,12 @@ def markdown(report: Report) -> str:
     """The whole page as markdown."""
     run = report.run
     lines = ["# lfw-bench report", "", f"Run {run_line(run)}.", ""]
-    f = find(run, report.verdicts)
-    lines += incomplete_section(f)
+    lines += incomplete_section(report.findings)
     if any(spec.stem == MAIN_CHART for spec, _ in report.charts):
         lines += [f"![Seconds per pass and images/s against num_workers]({MAIN_CHART}.png)", ""]
-    lines += findings_section(report, f)
+    lines += findings_section(report)
     lines += peers_section(run) + _charts(report) + verdicts_section(report) + cases_section(run)
-    lines += left_out_section(f)
+    lines += left_out_section(report.findings)
     lines += machine_section(run)
     lines.append(FOOTER)
     return "\n".join(lines) + "\n"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from lfw.cli.figures import FORMATS, ChartSpec, save_figure
 from lfw.errors import LFWError
+from lfw.gate.summary import CHARTS_JSON, write_chart_list
 from lfw.gate.verdict import CaseVerdict, Verdict
 from lfw.report.accelerators import accelerators_section
 from lfw.report.chart_compare import compare_chart
@@ -32,6 +33,7 @@ from lfw.report.chart_peers import peers_chart
 from lfw.report.chart_remote import remote_chart
 from lfw.report.chart_startup import startup_chart
 from lfw.report.chart_workers import workers_chart
+from lfw.report.findings import Findings, find
 from lfw.report.mprofile import write_mprofiles
 from lfw.results import Run
 
@@ -105,6 +107,12 @@ class Report:
     mprofiles: list[Path] = field(default_factory=list)  # memory timelines for ``mprof plot``
 
     @functools.cached_property
+    def findings(self) -> Findings:
+        """The headline numbers (:func:`~lfw.report.findings.find`), found once for the summary page, the HTML page
+        and the console; read after :func:`build_report` has set the verdicts."""
+        return find(self.run, self.verdicts)
+
+    @functools.cached_property
     def accelerators(self) -> list[str]:
         """The findings' accelerators-fed item: simulated once per pipeline and step time, shown on both pages."""
         return accelerators_section(self.run)
@@ -138,7 +146,7 @@ def check_output(out: Path, inputs: list[Path]) -> None:
         raise LFWError(f"--out {out} is a file; give a folder for the report")
     resolved_out = out.resolve()
     for path in inputs:
-        written = path.name in (README, INDEX) or path.suffix.lstrip(".") in FORMATS
+        written = path.name in (README, INDEX, CHARTS_JSON) or path.suffix.lstrip(".") in FORMATS
         if path.resolve().parent == resolved_out and written:
             raise LFWError(f"the report would overwrite its input {path}; choose another --out")
 
@@ -146,7 +154,8 @@ def check_output(out: Path, inputs: list[Path]) -> None:
 def build_report(run: Run, out: Path, base: Run | None = None, formats: tuple[str, ...] = FORMATS,
                  verdict: Verdict | None = None) -> Report:
     """Draw every chart the run supports into ``out`` (created), and the comparison when ``base`` is given, coloured
-    by ``verdict``'s labels (the gate's, already matched to these runs: :mod:`lfw.report.verdict`)."""
+    by ``verdict``'s labels (the gate's, already matched to these runs: :mod:`lfw.report.verdict`); list them in
+    ``out/charts.json``, which the gate's page links (:func:`lfw.gate.summary.charts_drawn`)."""
     check_output(out, [run.path, *([base.path] if base else [])])
     out.mkdir(parents=True, exist_ok=True)
     report = Report(run, out, base)
@@ -171,6 +180,7 @@ def build_report(run: Run, out: Path, base: Run | None = None, formats: tuple[st
     if base is None:
         _remove_stale(out, COMPARE_STEM, formats)
     report.mprofiles = write_mprofiles(run, out)
+    write_chart_list(out, run.path, [p for _, paths in report.charts for p in paths])
     return report
 
 

@@ -9,7 +9,8 @@ all, and never over an existing run), and its ``save_json`` writes the same way.
 
 A writer that fails does not raise into pytest: its one line goes to stderr as it happens, the other writer still
 saves what it can, and :attr:`Saving.failed` tells the plugin to end the session with exit 4
-(:data:`lfw.errors.EXIT_MEASUREMENT`: the machine failed, not the input).
+(:data:`lfw.errors.EXIT_MEASUREMENT`: the machine failed, not the input). An incomplete run is saved marked
+(:func:`mark_incomplete`).
 """
 
 from __future__ import annotations
@@ -86,3 +87,31 @@ def save_atomically(session: Any) -> Saving:
 
     session.save_json = save_json
     return saving
+
+
+def drop_unmeasured(benchmarks: list[Any]) -> list[str]:
+    """Remove, in place, the saved-benchmark entries an interrupt left without a single timed round (the case in
+    flight when Ctrl-C came), and return their names. pytest-benchmark cannot save such an entry (its summary of
+    no rounds raises), and the case is already counted among those that did not end."""
+    def measured(bench: Any) -> bool:
+        return bool(getattr(getattr(bench, "stats", None), "data", None))
+
+    dropped = [str(getattr(b, "fullname", b)) for b in benchmarks if not measured(b)]
+    benchmarks[:] = [b for b in benchmarks if measured(b)]
+    return dropped
+
+
+def mark_incomplete(session: Any, incomplete: str | None) -> None:
+    """Have a pytest-benchmark session (``config._benchmarksession``; None: no plugin) save an ``incomplete`` run
+    (why, from :attr:`lfw.results.Selection.incomplete`; None: the run is whole) marked: its entries without a timed
+    round left out (:func:`drop_unmeasured`) and its stored run named ``..._incomplete``, each said on stderr."""
+    if not incomplete or session is None or session.disabled:
+        return
+    dropped = drop_unmeasured(session.benchmarks)
+    if dropped:
+        print(f"\nleft out of the saved run, interrupted before a timed round: {', '.join(dropped)}", file=sys.stderr)
+    if session.benchmarks:
+        for option in ("save", "autosave"):
+            if getattr(session, option):
+                setattr(session, option, f"{getattr(session, option)}_incomplete")
+        print(f"\nincomplete run, saved marked so: {incomplete}", file=sys.stderr)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import multiprocessing
 from dataclasses import dataclass, field
+from typing import Any
 
+from lfw.peers import versions as peer_versions
 from lfw.suite.profiles import COST, PEERS, PROFILES, REMOTE, Profile
 
 LAYER_HINTS = {
@@ -47,6 +49,12 @@ class Session:
     cache_mode: str = "warm"  # page cache before each pass: warm (read once, ahead) or cold (evicted)
     skip_bad_images: bool = False  # unreadable images found first and left out (--bench-skip-bad-images)
     start_methods: tuple[str, ...] = field(default_factory=lambda: tuple(multiprocessing.get_all_start_methods()))
+
+    def machine_facts(self) -> dict[str, Any]:
+        """What the run's ``machine_info`` records of the session: the profile, the cache mode and, with the peers
+        layer on, the versions of the loaders it measured."""
+        peers = {"peers": peer_versions()} if PEERS in self.layers else {}
+        return {**peers, "bench_profile": self.profile.name, "cache_mode": self.cache_mode}
 
 
 @dataclass(frozen=True)
