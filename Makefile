@@ -5,6 +5,8 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Defined before the first rule that names them: make expands a rule's prerequisites where it reads the rule.
+DEV_STAMP := $(VENV)/.installed-dev
 PROFILE ?= quick
 # Layers beside the quick profile's matrix: the remote layer (a local S3 endpoint, at 0 and 100 ms) runs in make bench and
 # make gate; LAYERS= leaves it out. The full profile runs every layer anyway.
@@ -69,7 +71,6 @@ install: $(STAMP) $(DEV_STAMP)
 CONSTRAINTS ?= constraints.txt
 PIP_INSTALL = $(PY) -m pip install --quiet --no-compile $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 COMPILE = $(PY) -m compileall -qq -j 0 $(VENV)/lib || true
-DEV_STAMP := $(VENV)/.installed-dev
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip

@@ -415,3 +415,11 @@ def test_the_history_step_makes_the_data_branch_appends_and_survives_a_lost_race
     stored = subprocess.run(["git", "-C", str(remote), "show", "benchmark-history:gha-ubuntu-cpu.jsonl"],
                             capture_output=True, text=True, check=True).stdout.splitlines()
     assert stored == ['{"run": 1}', "rival", '{"run": 2}']
+
+
+def test_make_install_installs_the_dev_extra_too() -> None:
+    """``install: $(STAMP) $(DEV_STAMP)`` came before ``DEV_STAMP :=``, so make expanded it to nothing and ``make
+    install`` left the linters and mypy out. make's own database says what the rule's prerequisites are."""
+    done = subprocess.run(["make", "-pn", "install"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    rule = next(line for line in done.stdout.splitlines() if line.startswith("install:"))
+    assert ".venv/.installed-dev" in rule.split(), rule
