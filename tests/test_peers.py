@@ -91,6 +91,7 @@ class FakePeer(PeerLoader):
         for proc in self.procs:
             if proc.is_alive() and self.fault != "crash":  # a crashing peer leaves its other worker behind
                 proc.kill()
+                proc.join(10)  # reaped, however busy the machine (0.1 s was not always enough under load)
             proc.join(0.1)
         self.procs = []
 
