@@ -28,6 +28,7 @@ from lfw.measure.resources import Limits, loader_need, shortfall, usable_cores
 from lfw.measure.rotation import pass_clock
 from lfw.results import Outcome, Selection, case_key
 from lfw.results import keys as K
+from lfw.results.knobs import saved_form
 from lfw.results.record import SCHEMA_VERSION, CaseRecord
 from lfw.suite import matrix
 from lfw.suite.profiles import PROFILES
@@ -229,11 +230,14 @@ def uniform_params(benchmark: Any, config: LoaderConfig, transform: str | None, 
 def record(benchmark: Any, info: CaseRecord | Mapping[str, Any]) -> None:
     """The one way a case's record goes into ``benchmark.extra_info`` (mutated, never rebound: pytest-benchmark
     keeps the dict): a :class:`~lfw.results.record.CaseRecord`, or more keys of the case's record (a mapping, read
-    as one), written by :meth:`CaseRecord.as_extra_info`, so every saved case carries ``schema_version``."""
+    as one), written by :meth:`CaseRecord.as_extra_info`, so every saved case carries ``schema_version``; its knobs
+    go to ``benchmark.params`` instead, once (:func:`lfw.results.knobs.saved_form`)."""
     # Keys written now are this code's schema (a mapping saying a newer one is refused by from_extra_info).
     case = info if isinstance(info, CaseRecord) else replace(CaseRecord.from_extra_info(info),
                                                               schema_version=SCHEMA_VERSION)
-    for key, value in case.as_extra_info().items():
+    params, extra = saved_form(getattr(benchmark, "params", None) or {}, case.as_extra_info())
+    benchmark.params = params  # rebound: pytest-benchmark's own dict is pytest's callspec
+    for key, value in extra.items():
         benchmark.extra_info[key] = value
 
 

@@ -95,7 +95,7 @@ def test_memory_index(pytestconfig: pytest.Config, run_case: Callable[..., dict[
                         memory_interval_s=MEMORY_INTERVAL_S, mark_start=True, rounds=3 if profile.full_matrix else 1,
                         warmup_rounds=0)  # fresh workers each round: a warm-up epoch adds nothing
     verdict = first_epoch_verdict(info)
-    record(benchmark, {K.TRANSFORM: "index-only", K.INDEX_SIZE: len(dataset), K.INDEX_MIB: mib, K.GC_FROZEN: freeze,
+    record(benchmark, {K.TRANSFORM: "index-only", K.INDEX_SIZE: len(dataset), K.INDEX_MIB: mib,
                        **verdict.as_extra_info()})
     assert info["images"] == len(dataset)
     if not (benchmark.enabled and freeze) or profile.large_index_size < JUDGED_FROM_ENTRIES:

@@ -13,10 +13,9 @@ Each pass is one epoch of whole batches over the first ``profile.batches_for(64,
 uint8 preset's pass length: 128 in smoke, 1,024 in quick, 4,096 in full), from a fresh pipeline (workers start
 inside the clock). Rounds run back to back, one configuration at a time (no other
 configuration's workers alive while one is measured), after one untimed warm-up pass; the tree's PSS, USS and
-RSS are sampled every ``MEMORY_INTERVAL_S`` and at the first batch. Recorded beside the suite's usual record:
-``map_method``, ``map_decoder`` and ``workers`` (not ``decoder``, which marks a decode pipeline's record and its
-stage breakdown: a map's pool threads and processes add to the stage clock's main-process rows without a lock,
-:mod:`lfw.measure.stages`, so these cases record no breakdown); the CPU of the map's worker processes counts
+RSS are sampled every ``MEMORY_INTERVAL_S`` and at the first batch. The method, decoder and worker count are the
+case's knobs, in its params; no stage breakdown is recorded (a map's pool threads and processes add to the stage
+clock's main-process rows without a lock, :mod:`lfw.measure.stages`); the CPU of the map's worker processes counts
 in ``cpu_ms_per_image`` (the threads' CPU is the main process's).
 
 Both nodes methods keep torchdata's default of ``2 x workers`` items in flight (it refuses more than ``workers``
@@ -104,8 +103,7 @@ def test_thread_map(pytestconfig: pytest.Config, benchmark: Any, bench: Session,
     else:
         loader = NodesLoader(dataset, num_workers=WORKERS, method=cast(MapMethod, method), batch_size=BATCH_SIZE)
         info, seen = measure_nodes(benchmark, bench, loader, batches, rounds)
-    record(benchmark, {K.MAP_METHOD: method, K.MAP_DECODER: decoder, K.WORKERS: WORKERS, K.STORAGE: "files",
-                       K.OUTPUT: "uint8"})
+    record(benchmark, {K.STORAGE: "files", K.OUTPUT: "uint8"})
     assert info[K.IMAGES] == images, "a pass must be exactly one epoch of the pass's images"
     assert info[K.WORKERS_SEEN] == (0 if method == "thread" else WORKERS), "worker processes not seen by the pass"
     children = {p.pid for p in psutil.Process().children(recursive=True)}

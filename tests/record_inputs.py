@@ -72,8 +72,9 @@ def capacity(*values: float) -> list[PassResult]:
     return found
 
 
-def all_records() -> dict[str, dict[str, Any]]:
-    """Every writer's record of the inputs above, by writer."""
+def all_records() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """Every writer's case of the inputs above, by writer: its params (the distributed run's, which saves its cases
+    itself; {} for the suite's, whose params the record helper fills) and its record."""
     profile = PROFILES["quick"]
     workers = GROUPS["workers-transform"].case("workers2-heavy")
     preset = rotated_record(workers, rotation(workers.id, {"ceiling-heavy": rates(300.0, 310.5, 290.25),
@@ -95,8 +96,9 @@ def all_records() -> dict[str, dict[str, Any]]:
     coverage = [Coverage(dataset_size=640, world_size=2, missing=0, duplicates=0, expected_duplicates=0)] * ROUNDS
     distributed = records(Outcome(ranks, coverage, ["rank 1 waited"]), {"batch_size": 8, "transform": "none"}, 2,
                           "gloo")
-    out = {"rotated-preset": preset, "rotated-pipeline": pipeline, "single": alone}
-    out.update({f"distributed-{i}": r["extra_info"] for i, r in enumerate(distributed)})
+    out: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+        "rotated-preset": ({}, preset), "rotated-pipeline": ({}, pipeline), "single": ({}, alone)}
+    out.update({f"distributed-{i}": (r["params"], r["extra_info"]) for i, r in enumerate(distributed)})
     return out
 
 

@@ -23,8 +23,8 @@ from pytest_benchmark.stats import Stats
 
 from lfw.results import keys as K
 from lfw.results import load_run
+from lfw.results.knobs import BY_KEY, unknown_params
 from lfw.suite import matrix
-from lfw.suite.record import KNOBS
 
 ROOT = Path(__file__).resolve().parents[1]
 # The commands README.md and docs/gating.md show ("pytest-benchmark's own tools"), with this test's storage.
@@ -102,7 +102,7 @@ def compare_tables(text: str) -> dict[str, dict[tuple[str, str], list[tuple[floa
     return tables
 
 
-def test_every_saved_case_carries_every_knob(storage: Path) -> None:
+def test_every_saved_case_carries_every_knob_once_and_no_key_the_registry_does_not_know(storage: Path) -> None:
     run = load_run(next(storage.rglob("0001_*.json")))
     groups = {c.group for c in run.cases}
     assert run.selection is not None  # a group a small /dev/shm leaves out whole is narrowed, case by case
@@ -110,7 +110,9 @@ def test_every_saved_case_carries_every_knob(storage: Path) -> None:
     assert {"workers-transform", "batch-size", "decoders", "persistent-workers"} <= groups | beyond_limits
     assert "workers-transform" in groups
     for case in run.cases:
-        assert set(KNOBS) <= set(case.params), case.fullname
+        assert not unknown_params(case.params), (case.fullname, unknown_params(case.params))
+        assert set(case.params) == set(BY_KEY), case.fullname
+        assert not set(case.extra) & {*BY_KEY, K.CONFIG, K.WORKERS}, case.fullname  # saved once, in params
 
 
 def test_compare_prints_each_case_of_both_runs_with_its_pass_times(storage: Path) -> None:

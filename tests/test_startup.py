@@ -56,9 +56,7 @@ def record(entries: int, method: str, workers: int, ttfb_s: list[float]) -> dict
     return case_record(name=name, fullname=f"benchmarks/test_startup.py::{name}", group="startup",
                        params={"entries": entries, "start_method": method, "num_workers": workers},
                        seconds=ttfb_s, extra={K.TTFB_S: sorted(ttfb_s)[len(ttfb_s) // 2],
-                                              K.rounds(K.TTFB_S): ttfb_s, K.WORKERS: workers,
-                                              K.INDEX_ENTRIES: entries,
-                                              K.PICKLED_DATASET_BYTES: entries * 90})
+                                              K.rounds(K.TTFB_S): ttfb_s, K.PICKLED_DATASET_BYTES: entries * 90})
 
 
 def synthetic_run(path: Path, group: str = "startup") -> Path:

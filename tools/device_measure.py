@@ -25,6 +25,7 @@ from lfw.measure.rotation import LoaderMember, Member, Rotation
 from lfw.pipelines import Pipeline
 from lfw.results import Case
 from lfw.results import keys as K
+from lfw.results.knobs import NUM_WORKERS, TRANSFORM
 from lfw.suite.record import pass_record
 from lfw.suite.runner import ROTATION_SEED
 from tools import device_gpu as G
@@ -127,7 +128,7 @@ def _cases(label: str, measured: dict[str, list[PassResult]], info: dict[str, An
             continue
         w = int(key.rsplit("-w", 1)[1])
         extra = {**pass_record(results, workers=w, usable_cores=cores).as_extra_info(), K.ROTATION: info}
-        cases.append(Case(f"decode[{key}]", f"decode[{key}]", "decode", {"num_workers": w, "transform": label},
+        cases.append(Case(f"decode[{key}]", f"decode[{key}]", "decode", {NUM_WORKERS.key: w, TRANSFORM.key: label},
                           tuple(r.wall_s for r in results), extra))
     return cases
 
@@ -155,12 +156,12 @@ def decoder_rows(ctx: Context, measured: dict[str, list[PassResult]], info: dict
             continue
         best = max(cases, key=lambda c: c.number(K.IMAGES_PER_S) or 0.0)
         knee = recommend(label, cases)
-        row: dict[str, Any] = {"best_workers": best.value("num_workers"),
+        row: dict[str, Any] = {"best_workers": best.knob(NUM_WORKERS),
                                "best_images_per_s": best.number(K.IMAGES_PER_S),
                                "best_cpu_ms_per_image": best.number(K.CPU_MS_PER_IMAGE),
                                "knee": knee.verdict() if knee else None,
                                "knee_evidence": knee.evidence() if knee else None}
-        w0 = next((c for c in cases if c.value("num_workers") == 0), None)
+        w0 = next((c for c in cases if c.knob(NUM_WORKERS) == 0), None)
         if label == GPU_DECODE:
             row["measured_on"] = STAND_IN if ctx.stand_in else "cuda"
             row["best_cpu_ms_per_image_outside_decode"] = cpu_ms_outside_step(measured[best.name[len("decode["):-1]])

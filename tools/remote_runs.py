@@ -27,6 +27,7 @@ from lfw.measure.machine import cpu_model
 from lfw.report.remote import remote_verdict
 from lfw.results import Case, Run, load_run
 from lfw.results import keys as K
+from lfw.results.knobs import LATENCY_MS
 from lfw.stats.variation import coefficient_of_variation
 from tools.stamp import commit_label
 
@@ -39,7 +40,7 @@ def rate(case: Case) -> float:
 
 def figures(run: Run) -> dict[str, Any]:
     """The contract's figures of one run of the remote group."""
-    cases = [c for c in run.group("remote") if c.number(K.LATENCY_MS) is not None]
+    cases = [c for c in run.group("remote") if c.knob(LATENCY_MS) is not None]
     steady = [c for c in cases if c.number(K.STEADY_IMAGES_PER_S) is not None]
     verdict = remote_verdict(run)  # the report's pick: the highest steady rate at the top latency and at 0 ms
     if verdict is None or verdict.zero is None:
@@ -60,7 +61,7 @@ def case_table(cases: list[Case]) -> list[str]:
     head = (f"{'case':<18}{'batches':>8}{'steady':>9}{'cv':>7}{'ceiling':>9}{'share':>7}{'whole':>8}{'ttfb_s':>8}"
             f"{'in_flight':>10}{'law':>8}{'law_err':>8}  limit")
     lines = [head]
-    for c in sorted(cases, key=lambda c: (c.number(K.LATENCY_MS) or 0, -rate(c))):
+    for c in sorted(cases, key=lambda c: (c.knob(LATENCY_MS) or 0, -rate(c))):
         law, err = c.number(K.LITTLES_LAW_RATE), c.number(K.LITTLES_LAW_ERROR)
         cv = coefficient_of_variation(c.rounds(K.STEADY_IMAGES_PER_S)) if rate(c) else None
         lines.append(
@@ -74,7 +75,7 @@ def case_table(cases: list[Case]) -> list[str]:
 
 def summary(f: dict[str, Any]) -> str:
     return (f"fewest batches after the start-up wave (cases with a steady rate): {f['fewest']}; highest steady / "
-            f"ceiling: {f['over_ceiling']:.3f}; best at {f['best'].number(K.LATENCY_MS):g} ms {f['best'].label} "
+            f"ceiling: {f['over_ceiling']:.3f}; best at {f['best'].knob(LATENCY_MS):g} ms {f['best'].label} "
             f"{rate(f['best']):.1f} images/s steady = {f['kept']:.3f} of the best at 0 ms ({f['zero'].label} "
             f"{rate(f['zero']):.1f}), its CV over rounds {f['best_cv']:.3f}; largest |Little's law error| of the "
             f"batch and threads cases: {f['worst_law']:.3f}")

@@ -21,6 +21,7 @@ from lfw.diagnose.simulator import SEEDS, PipelineModel, seed_mean
 from lfw.errors import LFWError
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results.knobs import BATCH_SIZE, NUM_WORKERS, PREFETCH_FACTOR
 
 AU_TARGET = 0.9  # lfw.diagnose.predict.COMPUTE_BOUND_AU too: at or above it, compute-bound
 BATCH = 64
@@ -174,13 +175,13 @@ def feed_of(case: Case) -> Feed | None:
     rate = case.number(K.IMAGES_PER_S)
     if rate is None or rate <= 0:
         return None
-    workers = int(case.value("num_workers") or 0)
-    batch = int(case.value("batch_size") or BATCH)
+    workers = case.knob(NUM_WORKERS) or 0
+    batch = case.knob(BATCH_SIZE) or BATCH
     handover = 0.0
     share, cpu_ms = case.number(K.MAIN_CPU_SHARE), case.number(K.CPU_MS_PER_IMAGE)
     if workers and share is not None and cpu_ms is not None:
         handover = max(0.0, share * cpu_ms * batch / 1e3)
-    return Feed(rate, workers, int(case.value("prefetch_factor") or 2), handover,
+    return Feed(rate, workers, case.knob(PREFETCH_FACTOR) or 2, handover,
                 max(0.0, case.number(K.IMAGES_PER_S_CV) or 0.0), batch)
 
 

@@ -22,6 +22,7 @@ from typing import Literal
 
 from lfw.results import Case
 from lfw.results import keys as K
+from lfw.results.knobs import START_METHOD
 
 Worse = Literal["lower", "higher"]
 Kind = Literal["relative", "absolute"]
@@ -155,7 +156,7 @@ HOST_SHARED = (PSS_GROWTH, PSS_PEAK_ADDED)
 def fresh_interpreters(case: Case) -> bool:
     """Whether ``case``'s workers were started as fresh interpreters (:data:`FRESH_INTERPRETERS`): as read back
     from the workers, or as configured where the run did not read it."""
-    return (case.value(K.WORKER_START_METHOD) or case.value("start_method")) in FRESH_INTERPRETERS
+    return (case.value(K.WORKER_START_METHOD) or case.knob(START_METHOD)) in FRESH_INTERPRETERS
 
 
 # Two files from the same runner class: every layer. From different machines time to first batch does not

@@ -22,6 +22,7 @@ from lfw.cli.figures import ERRORBAR, bar_height, colour_map, dodged_errorbar, n
 from lfw.report.legend import describe, format_value, sort_key, varying_keys
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results.knobs import BATCH_SIZE, NUM_WORKERS, PIN_MEMORY, PREFETCH_FACTOR, START_METHOD
 from lfw.results.ratios import Ratio, ratio
 from lfw.stats.variation import mean_sd
 
@@ -147,20 +148,20 @@ def group_overview(run: Run, group: str | None) -> Figure | None:
     return fig
 
 
-def constants(cases: Sequence[Case], keys: Sequence[str] = ("batch_size", "num_workers", K.TRANSFORM)) -> str:
+def constants(cases: Sequence[Case], keys: Sequence[str] = (BATCH_SIZE.key, NUM_WORKERS.key, K.TRANSFORM)) -> str:
     """`` (batch_size=64, num_workers=2)``: the main knobs that are the same in every case, for the title."""
     fixed = [k for k in keys if len({repr(c.value(k)) for c in cases}) == 1 and cases[0].value(k) is not None]
     return f" ({describe(cases[0], fixed)})" if fixed else ""
 
 
 # The knob charts of the report (lfw.report.render.CHARTS): one call of knob_chart each.
-batch_size_chart = partial(knob_chart, group="batch-size", key="batch_size", xlabel="batch size (images, log scale)",
+batch_size_chart = partial(knob_chart, group="batch-size", key=BATCH_SIZE.key, xlabel="batch size (images, log scale)",
                            title="Throughput against batch size", numeric=True, log2=True, reference=64)
-pin_memory_chart = partial(knob_chart, group="pin-memory", key="pin_memory", xlabel="pin_memory",
+pin_memory_chart = partial(knob_chart, group="pin-memory", key=PIN_MEMORY.key, xlabel="pin_memory",
                            title="pin_memory on and off", numeric=False, reference=False)
-prefetch_chart = partial(knob_chart, group="prefetch", key="prefetch_factor",
+prefetch_chart = partial(knob_chart, group="prefetch", key=PREFETCH_FACTOR.key,
                          xlabel="prefetch_factor (batches per worker)", title="Throughput against prefetch_factor",
                          numeric=True, reference=2)
-start_method_chart = partial(knob_chart, group="start-method", key="start_method", xlabel="worker start method",
+start_method_chart = partial(knob_chart, group="start-method", key=START_METHOD.key, xlabel="worker start method",
                              title="Time to first batch per start method", numeric=False,
                              metrics=(K.TTFB_S, K.IMAGES_PER_S), reference="fork")

@@ -18,6 +18,7 @@ from lfw.cli.figures import ERRORBAR, colour_map, dodged_errorbar, new_figure
 from lfw.report.remote import remote_cases
 from lfw.results import Run
 from lfw.results import keys as K
+from lfw.results.knobs import LATENCY_MS, NUM_WORKERS
 from lfw.stats.variation import mean_sd
 
 
@@ -26,19 +27,19 @@ def remote_chart(run: Run) -> Figure | None:
     if not cases:
         return None
     strategies = list(dict.fromkeys(c.value(K.STRATEGY) for c in cases))
-    workers = sorted({int(c.value("num_workers") or 0) for c in cases})
+    workers = sorted({c.knob(NUM_WORKERS) or 0 for c in cases})
     colours = colour_map(strategies)
-    latencies = sorted({c.number(K.LATENCY_MS) or 0.0 for c in cases})
+    latencies = sorted({c.knob(LATENCY_MS) or 0.0 for c in cases})
     position = {lat: i for i, lat in enumerate(latencies)}  # evenly spaced: 0, 5, 20, 100 ms all readable
     ceiling = median(c.number(K.ENDPOINT_CEILING_IMAGES_PER_S) or 0 for c in cases)
     fig, axes = new_figure(4.6 * len(workers), 5.0, ncols=len(workers))
     for ax, count in zip(axes, workers, strict=True):
         for i, strategy in enumerate(strategies):
-            line = sorted((c for c in cases if c.value(K.STRATEGY) == strategy and c.value("num_workers") == count),
-                          key=lambda c: c.number(K.LATENCY_MS) or 0.0)
+            line = sorted((c for c in cases if c.value(K.STRATEGY) == strategy and (c.knob(NUM_WORKERS) or 0) == count),
+                          key=lambda c: c.knob(LATENCY_MS) or 0.0)
             if not line:
                 continue
-            xs = [position[c.number(K.LATENCY_MS) or 0.0] for c in line]
+            xs = [position[c.knob(LATENCY_MS) or 0.0] for c in line]
             in_flight = int(line[0].number(K.IN_FLIGHT_LIMIT) or 0)
             steady = [c.number(K.STEADY_IMAGES_PER_S) is not None for c in line]
             rates = [mean_sd(c.rounds(K.STEADY_IMAGES_PER_S if s else K.IMAGES_PER_S)) for c, s in zip(line, steady,

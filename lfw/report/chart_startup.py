@@ -20,9 +20,9 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from lfw.cli.figures import ERRORBAR, colour_map, dodged_errorbar, new_figure
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results.knobs import ENTRIES, NUM_WORKERS, START_METHOD
 
 GROUP = "startup"
-START_METHOD = "start_method"  # the knob's name in every case's params (and LoaderConfig)
 METHOD_ORDER = ("fork", "forkserver", "spawn")
 STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"))  # per worker count, in ascending order
 MIB = 2**20
@@ -38,8 +38,7 @@ def series_of(cases: Sequence[Case]) -> dict[tuple[str, int], list[Case]]:
     """Cases by (start method, workers), each ordered by pickled size; keys fork, forkserver, spawn first."""
     series: dict[tuple[str, int], list[Case]] = {}
     for case in cases:
-        workers = case.value("num_workers", case.value(K.WORKERS, 0))
-        key = (str(case.value(START_METHOD, "default")), int(workers or 0))
+        key = (case.knob(START_METHOD, "default"), case.knob(NUM_WORKERS, 0))
         series.setdefault(key, []).append(case)
     order = sorted(series, key=lambda k: (METHOD_ORDER.index(k[0]) if k[0] in METHOD_ORDER else len(METHOD_ORDER),
                                           k[0], k[1]))
@@ -57,7 +56,7 @@ def _size_ticks(ax: Axes, cases: Sequence[Case]) -> None:
     """One tick per index size: the median pickled MiB of its cases, labelled with MiB and entries."""
     by_entries: dict[int, list[float]] = {}
     for case in cases:
-        entries = case.number(K.INDEX_ENTRIES)
+        entries = case.knob(ENTRIES)
         by_entries.setdefault(int(entries) if entries is not None else -1, []).append(
             (case.number(K.PICKLED_DATASET_BYTES) or 0.0) / MIB)
     ticks = sorted((median(sizes), entries) for entries, sizes in by_entries.items())

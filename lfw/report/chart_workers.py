@@ -14,6 +14,7 @@ from lfw.cli.figures import ERRORBAR, colour_map, dodge, dodged_errorbar, new_fi
 from lfw.report.legend import sort_key
 from lfw.results import Run
 from lfw.results import keys as K
+from lfw.results.knobs import NUM_WORKERS
 from lfw.results.recommend import recommendations, scaling_cases
 from lfw.stats.variation import mean_sd
 
@@ -27,7 +28,7 @@ def workers_chart(run: Run) -> Figure | None:
     colours = colour_map(series)
     knee_at = {r.transform: r.workers for r in recommendations(run) if r.workers is not None}
     for i, (transform, cases) in enumerate(series.items()):
-        workers = [c.value("num_workers") for c in cases]
+        workers = [c.knob(NUM_WORKERS, 0) for c in cases]
         seconds = [mean_sd(c.seconds) for c in cases]
         rates = [mean_sd(c.rounds(K.IMAGES_PER_S)) for c in cases]
         sizes = {n for c in cases if (n := c.number(K.IMAGES)) is not None}
@@ -41,7 +42,7 @@ def workers_chart(run: Run) -> Figure | None:
             ax_rate.plot([knee], [rates[workers.index(knee)][0]], marker="o", markersize=15, linestyle="none",
                          markerfacecolor="none", markeredgecolor=colours[transform], markeredgewidth=2,
                          transform=shift)
-    all_workers = sorted({w for cases in series.values() for w in (c.value("num_workers") for c in cases)},
+    all_workers = sorted({w for cases in series.values() for w in (c.knob(NUM_WORKERS, 0) for c in cases)},
                          key=sort_key)
     images = {n for cases in series.values() for c in cases if (n := c.number(K.IMAGES)) is not None}
     per_pass = f" ({int(images.pop()):,} images)" if len(images) == 1 else ""

@@ -17,6 +17,7 @@ from typing import Literal
 
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results.knobs import NUM_WORKERS
 from lfw.results.ratios import Ratio, ratio
 from lfw.stats.variation import KNEE_TOLERANCE
 
@@ -58,7 +59,7 @@ def limit_of(case: Case) -> str:
     idle = 1 - used if used is not None else None
     if idle is not None and idle > SMALL:
         return (f"idle cores: {used:.0%} of the cores busy (a serial stage, the GIL or the hand-over; "
-                f"{case.value(K.PARALLELISM, case.value('num_workers'))} {case.value(K.PEER_KNOB) or 'workers'})")
+                f"{case.value(K.PARALLELISM, case.knob(NUM_WORKERS))} {case.value(K.PEER_KNOB) or 'workers'})")
     if cpu is not None and decoder is not None and cpu / decoder - 1 > SMALL:
         return (f"CPU beside its decoder: {cpu:.3f} ms per image against {decoder:.3f} for the decoder alone "
                 f"(+{cpu / decoder - 1:.0%}: hand-over, conversion, Python)")

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results.knobs import NUM_WORKERS
 from lfw.results.ratios import share_text
 
 GROUP = "decoders"
@@ -82,7 +83,7 @@ class PipelineVerdict:
         """What stops the pipeline, in one sentence built from the measured factors."""
         idle = 1 - self.utilization if self.utilization is not None else None
         overhead = self.overhead
-        workers = int(self.best.value("num_workers") or 0)
+        workers = self.best.knob(NUM_WORKERS) or 0
         threads = int(self.best.value(K.THREADS) or 0)
         if idle is None or overhead is None:
             return "not measured (no CPU accounting or no single-core rate of the same decoder in this run)"
@@ -147,7 +148,7 @@ def reference_for(case: Case, cases: list[Case]) -> Case | None:
     """The single-thread, no-worker case of the same decoder and storage (itself if it is one)."""
     for other in cases:
         if (other.value(K.DECODER) == case.value(K.DECODER) and other.value(K.STORAGE) == case.value(K.STORAGE)
-                and not other.value("num_workers") and not other.value(K.THREADS)
+                and not other.knob(NUM_WORKERS) and not other.value(K.THREADS)
                 and other.value(K.OUTPUT) == "uint8" and other.value(K.OUTPUT_SIZE) == case.value(K.OUTPUT_SIZE)):
             return other
     return None

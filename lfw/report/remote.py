@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results.knobs import LATENCY_MS, NUM_WORKERS
 from lfw.results.ratios import Ratio, ratio, share_text
 
 GROUP = "remote"
@@ -22,7 +23,7 @@ HIDDEN = 0.80  # at this share of the zero-latency rate the latency counts as hi
 
 
 def remote_cases(run: Run) -> list[Case]:
-    return [c for c in run.group(GROUP) if c.number(K.LATENCY_MS) is not None]
+    return [c for c in run.group(GROUP) if c.knob(LATENCY_MS) is not None]
 
 
 def rate(case: Case) -> float:
@@ -43,7 +44,7 @@ class RemoteVerdict:
 
     def sentence(self) -> str:
         b = self.best
-        workers = int(b.value("num_workers") or 0)
+        workers = b.knob(NUM_WORKERS) or 0
         in_flight = int(b.number(K.IN_FLIGHT_LIMIT) or 0)
         text = (f"at {self.latency_ms:g} ms, `{b.label}` ({b.value(K.STRATEGY)}, {workers} workers, up to {in_flight} "
                 f"requests in flight, {b.number(K.BUSY_MEAN_IN_FLIGHT) or b.number(K.MEAN_IN_FLIGHT) or 0:.1f} on "
@@ -82,11 +83,11 @@ def remote_verdict(run: Run) -> RemoteVerdict | None:
     cases = remote_cases(run)
     if not cases:
         return None
-    latency = max(c.number(K.LATENCY_MS) or 0.0 for c in cases)
-    at = [c for c in cases if c.number(K.LATENCY_MS) == latency]
+    latency = max(c.knob(LATENCY_MS) or 0.0 for c in cases)
+    at = [c for c in cases if c.knob(LATENCY_MS) == latency]
     best = max(at, key=rate)
-    at_zero = [c for c in cases if c.number(K.LATENCY_MS) == 0.0]
+    at_zero = [c for c in cases if c.knob(LATENCY_MS) == 0.0]
     zero = max(at_zero, key=rate) if at_zero else None
     to_zero = ratio(best, zero, K.STEADY_IMAGES_PER_S) if zero is not None and zero is not best else None
-    serial = next((c for c in at if c.value(K.STRATEGY) == "serial" and c.value("num_workers") == 2), None)
+    serial = next((c for c in at if c.value(K.STRATEGY) == "serial" and c.knob(NUM_WORKERS) == 2), None)
     return RemoteVerdict(latency, best, zero, to_zero, serial)

@@ -207,7 +207,6 @@ NATIVE_INSTRUCTIONS_PER_S = "native_instructions_per_s"
 # --- the copy-on-access experiment (the "memory-index" group) ----------------------------------------------------
 INDEX_SIZE = "index_size"  # entries of the replicated path index
 INDEX_MIB = "index_mib"  # its size in the process that built it
-GC_FROZEN = "gc_frozen"
 LIST_OVER_NUMPY = "list_over_numpy_worker_uss_growth"  # on the numpy case: the list case's worker growth over its
 
 # --- what a pipeline moves per image, counted deterministically (lfw.measure.moves) --------------------------
@@ -261,14 +260,7 @@ def per_core_machine_key(transform: str) -> str:
 
 
 # --- start-up cost (the startup group): the dataset object each worker receives --------------------------------
-INDEX_ENTRIES = "index_entries"
 PICKLED_DATASET_BYTES = "pickled_dataset_bytes"  # len(pickle.dumps(dataset)): what spawn/forkserver send each worker
-
-# --- thread-based map (the thread-map group): torchdata.nodes ParallelMapper -----------------------------------
-MAP_METHOD = "map_method"  # "thread" or "process" (ParallelMapper), "dataloader" for the reference
-# The map's decoder. Not ``decoder``: that key marks a decode pipeline's record, which carries a stage breakdown,
-# and a map's pool threads and processes add to the stage clock's main-process rows unlocked (lfw.measure.stages).
-MAP_DECODER = "map_decoder"
 
 # --- a watched training loop (lfw.diagnose.watch): the wait for data beside the user's own step ---------------
 DATA_BOUND_SHARE = "data_bound_share"  # time in next() over the loop's wall time

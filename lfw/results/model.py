@@ -9,7 +9,7 @@ one without ``schema_version`` (the committed baselines) is version 0 and reads 
 code is refused in one line naming the version it needs.
 
 Each :class:`Case` exposes its per-round values through :meth:`Case.rounds`, its scalars through
-:meth:`Case.number` and its knobs through :meth:`Case.value`; :func:`write_run` writes the same format back
+:meth:`Case.number` and its knobs through :meth:`Case.knob`; :func:`write_run` writes the same format back
 (the A/B runner's output), so ``pytest-benchmark compare`` reads what lfw-bench writes.
 """
 
@@ -22,14 +22,16 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeGuard
+from typing import Any, Literal, TypeGuard, TypeVar, cast, overload
 
 from lfw.cli.saving import write_atomic
 from lfw.errors import LFWError
 from lfw.results import keys as K
-from lfw.results.record import schema_version
+from lfw.results.knobs import BY_KEY, Knob, legacy_knob, saved_form
+from lfw.results.record import KNOBS_IN_PARAMS, schema_version
 
 AUTOSAVE_NAME = re.compile(r"^(\d{4})_.*\.json$")
+T = TypeVar("T")
 SAVE_DATA_HINT = "save runs with --benchmark-save-data or --benchmark-json (pytest.ini sets the first)"
 
 
@@ -84,21 +86,27 @@ class Case:
         """The case record schema it was saved with (:mod:`lfw.results.record`): 0 for the older form without one."""
         return schema_version(self.extra, self.name)
 
-    def value(self, key: str, default: Any = None) -> Any:
-        """A knob or fact of the case: its params first, then ``extra_info``, then the LoaderConfig dict.
+    @overload
+    def knob(self, knob: Knob[T]) -> T | None: ...
 
-        Every case's params carry every knob, None where one does not apply (older runs carry only the knobs
-        their group varied); the config records the rest, so a chart can still say e.g. which batch size a
-        pin-memory case used.
-        """
-        if self.params.get(key) is not None:
-            return self.params[key]
-        if key in self.extra:
-            return self.extra[key]
-        config = self.extra.get(K.CONFIG)
-        if isinstance(config, Mapping) and key in config:
-            return config[key]
-        return default
+    @overload
+    def knob(self, knob: Knob[T], default: T) -> T: ...
+
+    def knob(self, knob: Knob[T], default: T | None = None) -> T | None:
+        """A knob of the case (:mod:`lfw.results.knobs`), ``default`` where it has none: from schema 2 its
+        ``params`` alone; a case saved before reads it where its version kept it
+        (:func:`~lfw.results.knobs.legacy_knob`)."""
+        if self.schema_version >= KNOBS_IN_PARAMS:
+            found = self.params.get(knob.key)
+        else:
+            found = legacy_knob(self.params, self.extra, knob.key)
+        return default if found is None else cast("T", found)
+
+    def value(self, key: str, default: Any = None) -> Any:
+        """A knob (:meth:`knob`, by its key) or another fact of the case's ``extra_info`` (``default`` where it
+        has none)."""
+        found = self.knob(BY_KEY[key]) if key in BY_KEY else self.extra.get(key)
+        return default if found is None else found
 
     def rounds(self, key: str) -> list[float]:
         """Per-round values of a metric: ``<key>_rounds`` if saved, else the single value, else ``[]``.
@@ -353,8 +361,9 @@ def case_record(*, name: str, fullname: str, group: str | None, params: Mapping[
     for value in seconds:
         stats.update(float(value))
     param = re.search(r"\[(.*)\]$", name)
-    return {"group": group, "name": name, "fullname": fullname, "params": dict(params),
-            "param": param.group(1) if param else None, "extra_info": dict(extra),
+    params, extra = saved_form(params, extra)  # the knobs in params, once (lfw.results.knobs)
+    return {"group": group, "name": name, "fullname": fullname, "params": params,
+            "param": param.group(1) if param else None, "extra_info": extra,
             "options": {"disable_gc": False, "timer": "perf_counter", "min_rounds": len(seconds),
                         "max_time": 0, "min_time": 0, "warmup": False},
             "stats": {**stats.as_dict(), "iterations": 1, "data": [float(v) for v in seconds]}}

@@ -15,6 +15,7 @@ from typing import Literal
 
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results.knobs import NUM_WORKERS
 from lfw.results.ratios import Ratio, ratio
 from lfw.stats.variation import KNEE_TOLERANCE, first_within
 
@@ -59,9 +60,9 @@ def scaling_cases(run: Run) -> dict[str, list[Case]]:
     """Cases of the workers group by transform, each list ordered by worker count."""
     by_transform: dict[str, list[Case]] = {}
     for case in run.group(GROUP):
-        if isinstance(case.value("num_workers"), int) and case.number(K.IMAGES_PER_S) is not None:
+        if case.knob(NUM_WORKERS) is not None and case.number(K.IMAGES_PER_S) is not None:
             by_transform.setdefault(str(case.value(K.TRANSFORM, "none")), []).append(case)
-    return {t: sorted(cs, key=lambda c: c.value("num_workers")) for t, cs in by_transform.items()}
+    return {t: sorted(cs, key=lambda c: c.knob(NUM_WORKERS, 0)) for t, cs in by_transform.items()}
 
 
 def standing(r: Ratio | None, tolerance: float) -> Standing:
@@ -75,17 +76,17 @@ def standing(r: Ratio | None, tolerance: float) -> Standing:
 def recommend(transform: str, cases: Iterable[Case], tolerance: float = KNEE_TOLERANCE) -> Recommendation | None:
     """The knee of one transform's worker sweep (see the module docstring); None for fewer than two worker
     counts measured (a small /dev/shm may leave only ``workers0``): there is nothing to choose between."""
-    cases = sorted(cases, key=lambda c: c.value("num_workers"))
+    cases = sorted(cases, key=lambda c: c.knob(NUM_WORKERS, 0))
     if len(cases) < 2:
         return None
     best_case = max(cases, key=lambda c: c.number(K.IMAGES_PER_S) or 0.0)
     candidates = []
     for case in cases:
         if case is best_case:
-            candidates.append(Candidate(case.value("num_workers"), case, None, "best"))
+            candidates.append(Candidate(case.knob(NUM_WORKERS, 0), case, None, "best"))
             continue
         r = ratio(case, best_case)
-        candidates.append(Candidate(case.value("num_workers"), case, r, standing(r, tolerance)))
+        candidates.append(Candidate(case.knob(NUM_WORKERS, 0), case, r, standing(r, tolerance)))
     best = next(c for c in candidates if c.standing == "best")
     if any(c.standing == "unpaired" for c in candidates):  # no paired rounds: the knee by medians
         knee = candidates[first_within([c.case.number(K.IMAGES_PER_S) or 0.0 for c in candidates], tolerance)]

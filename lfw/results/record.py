@@ -15,10 +15,13 @@ from typing import Any, Literal
 
 from lfw.errors import LFWError
 from lfw.results import keys as K
+from lfw.results.knobs import BY_KEY
 from lfw.stats.variation import coefficient_of_variation
 
+# Version 2: the knobs (lfw.results.knobs) in pytest-benchmark's params alone, the rest flat in extra_info.
 # Version 1: the flat keys of lfw.results.keys, written through CaseRecord. Version 0: the same keys, no version.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+KNOBS_IN_PARAMS = 2  # the first version that keeps every knob in params, and only there
 
 # Decimal places a metric's summary and rounds keep (the rates in images/s 2, shares and fractions 4); any other
 # metric keeps 6 (seconds, and the figures a rotation member measures beside its pass).
@@ -40,7 +43,7 @@ MEMORY_DIGITS = 4  # the memory figures of a pass (MiB, samples, sampler seconds
 KNOB_KEYS = frozenset((
     K.TRANSFORM, K.INDEX, K.CACHE_MODE, K.PROFILE, K.CONFIG, K.STEP_MS, K.WORKERS, K.DECODER, K.STORAGE, K.THREADS,
     K.OUTPUT, K.OUTPUT_SIZE, K.BATCHING, K.STRATEGY, K.LATENCY_MS, K.CONCURRENCY, K.IN_FLIGHT_LIMIT, K.CASE,
-    K.POSITIVE_CONTROL, K.EPOCHS, K.MAP_METHOD, K.MAP_DECODER, K.INDEX_SIZE, K.INDEX_ENTRIES, K.GC_FROZEN, K.RANK,
+    K.POSITIVE_CONTROL, K.EPOCHS, K.INDEX_SIZE, K.RANK,
     K.WORLD_SIZE, K.BACKEND, K.OWN_DECODER, K.LEAK_THRESHOLD, K.FIRST_EPOCH_THRESHOLD,
     K.PEER, K.PEER_KNOB, K.PARALLELISM, K.PEER_LAYOUT, K.PEER_DECODER,
 ))
@@ -55,7 +58,7 @@ Kept = Literal["both", "summary", "rounds"]
 
 def section_of(key: str) -> Section:
     """Where a key lives in a :class:`CaseRecord`: ``knobs``, ``machine`` or (any other key) ``metrics``."""
-    if key in KNOB_KEYS:
+    if key in KNOB_KEYS or key in BY_KEY:
         return "knobs"
     return "machine" if key in MACHINE_KEYS else "metrics"
 

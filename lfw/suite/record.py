@@ -20,6 +20,7 @@ from lfw.pipelines.decoders import DECODERS
 from lfw.remote.bench import endpoint_shares
 from lfw.remote.law import remote_law
 from lfw.results import keys as K
+from lfw.results.knobs import saved_form
 from lfw.results.record import DEFAULT_DIGITS, MEMORY_DIGITS, CaseRecord, Kept, summarize
 from lfw.suite.matrix import LoaderCase
 from lfw.suite.peers import decoder_member
@@ -98,7 +99,8 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
             record.add({K.WORKERS_SEEN: len(with_memory[-1].worker_pids)})
         record.add({K.TIMELINE: {**with_memory[-1].timeline(), "start_unix": round(last.started_unix, 3)},
                     K.SAMPLER_CPU_FRACTION: round(sampler_cpu / capacity, 5) if capacity else 0.0})
-    record.add({k: v for k, v in ((K.WORKERS, workers), (K.USABLE_CORES, usable_cores)) if v is not None})
+    if usable_cores is not None:  # the workers are a knob, in the case's params (lfw.results.knobs)
+        record.add({K.USABLE_CORES: usable_cores})
     if capacities is not None:
         record.measure(K.PARALLEL_CAPACITY, capacities)
     if ceilings and workers is not None and usable_cores:
@@ -223,20 +225,12 @@ def stage_breakdown(results: Sequence[PassResult]) -> dict[str, Any]:
             K.STAGE_GAP_MS_PER_IMAGE: {"workers": round(median(gap_workers), 4), "main": round(median(gap_main), 4)}}
 
 
-# Every case's pytest-benchmark ``params`` carry these knobs, with None where one does not apply, so
-# ``pytest-benchmark compare --group-by=param:NAME`` works on any run (it fails on a case without NAME).
-KNOBS = ("num_workers", "batch_size", "transform", "index", "pin_memory", "persistent_workers", "prefetch_factor",
-         "start_method", "step_ms", "sampling", "pipeline", "strategy", "latency_ms", "peer")
-
-
 def knob_params(config: LoaderConfig, *, transform: str | None, index: str | None,
                 case_params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The uniform params of a case: exactly the names of :data:`KNOBS`, from its loader configuration, preset and
-    index, then the test's own parametrized values (``case_params`` win, and a test's other parameters, such as
-    the memory experiments' ``layout`` and ``freeze``, are kept beside the knobs), None where a knob does not
-    apply."""
-    return {**dict.fromkeys(KNOBS), **{k: v for k, v in config.as_dict().items() if k in KNOBS},
-            "transform": transform, "index": index, **(case_params or {})}
+    """The params of a case: every knob of :data:`lfw.results.knobs.KNOBS` (None where one does not apply, so
+    ``pytest-benchmark compare --group-by=param:NAME`` works on any run), from its loader configuration, preset
+    and index, the test's own parametrized values kept (:func:`lfw.results.knobs.saved_form`)."""
+    return saved_form(case_params or {}, {K.CONFIG: config.as_dict(), K.TRANSFORM: transform, K.INDEX: index})[0]
 
 
 def description(*, transform: str, index: str, cache_mode: str, profile: Profile, config: LoaderConfig,

@@ -1,0 +1,116 @@
+"""The knobs of a case, each described once: its key, its label and its type, and where a saved case keeps it.
+
+A knob is what a case *is* (a DataLoader setting, the preset, the file index, a parametrized choice of a
+benchmark), as opposed to what it measured. From record schema 2 (:data:`lfw.results.record.SCHEMA_VERSION`) every
+knob of :data:`KNOBS` is saved once per case, in pytest-benchmark's own ``params`` (what ``pytest-benchmark compare
+--group-by=param:num_workers`` reads), every case carrying every knob (None where one does not apply) and none of
+them in ``extra_info``. :func:`saved_form` is the one split of a record into the two; the reader is
+:meth:`lfw.results.Case.knob`, which also reads the older forms (:func:`legacy_knob`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from lfw.results import keys as K
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Knob(Generic[T]):
+    """One knob: ``key`` (its name in ``params``, the DataLoader's own argument name where it is one), ``label``
+    (a few words for a reader) and ``kind``, the type of its values (None aside)."""
+
+    key: str
+    label: str
+    kind: type[T]
+
+    def format(self, value: T | None) -> str:
+        """The value as a reader says it: ``on``/``off`` for a flag, ``default`` for None."""
+        if value is None:
+            return "default"
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+# --- the DataLoader's (lfw.measure.loader_config.LoaderConfig, field for field) --------------------------------
+BATCH_SIZE = Knob("batch_size", "batch size (images)", int)
+NUM_WORKERS = Knob("num_workers", "worker processes", int)
+PIN_MEMORY = Knob("pin_memory", "pinned batches", bool)
+PERSISTENT_WORKERS = Knob("persistent_workers", "workers kept across epochs", bool)
+PREFETCH_FACTOR = Knob("prefetch_factor", "batches in flight per worker", int)
+START_METHOD = Knob("start_method", "worker start method", str)
+SHUFFLE = Knob("shuffle", "shuffled order", bool)
+DROP_LAST = Knob("drop_last", "short last batch dropped", bool)
+SEED = Knob("seed", "seed of order and augmentation", int)
+TIMEOUT_S = Knob("timeout_s", "longest wait for one batch (s)", float)
+# --- the case's (lfw.suite.matrix: what its group varies) -----------------------------------------------------
+TRANSFORM = Knob(K.TRANSFORM, "transform preset", str)
+INDEX = Knob(K.INDEX, "file index kind", str)
+STEP_MS = Knob(K.STEP_MS, "simulated training step (ms)", float)
+SAMPLING = Knob("sampling", "sampling of the pass", str)
+PIPELINE = Knob("pipeline", "decode pipeline or peer", str)
+STRATEGY = Knob(K.STRATEGY, "remote read strategy", str)
+LATENCY_MS = Knob(K.LATENCY_MS, "injected first-byte latency (ms)", float)
+PEER = Knob(K.PEER, "loader project", str)
+# --- a benchmark's own parametrized choices --------------------------------------------------------------------
+CASE = Knob(K.CASE, "leak check case", str)
+LAYOUT = Knob("layout", "index layout", str)
+FREEZE = Knob("freeze", "gc.freeze before the fork", bool)
+ENTRIES = Knob("entries", "index entries", int)
+METHOD = Knob("method", "thread-map method", str)
+DECODER = Knob(K.DECODER, "image decoder", str)
+# --- a distributed run's (lfw.distributed.record) -----------------------------------------------------------------
+RANK = Knob(K.RANK, "rank (an int, or 'total': the ranks together)", object)
+WORLD_SIZE = Knob(K.WORLD_SIZE, "ranks", int)
+
+KNOBS: tuple[Knob[Any], ...] = (
+    BATCH_SIZE, NUM_WORKERS, PIN_MEMORY, PERSISTENT_WORKERS, PREFETCH_FACTOR, START_METHOD, SHUFFLE, DROP_LAST, SEED,
+    TIMEOUT_S, TRANSFORM, INDEX, STEP_MS, SAMPLING, PIPELINE, STRATEGY, LATENCY_MS, PEER, CASE, LAYOUT, FREEZE,
+    ENTRIES, METHOD, DECODER, RANK, WORLD_SIZE)
+BY_KEY: dict[str, Knob[Any]] = {k.key: k for k in KNOBS}
+LOADER_KNOBS = KNOBS[:10]  # the LoaderConfig's fields, in its order
+
+
+def saved_form(params: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A case's ``params`` and flat record (``extra_info`` as the writers build it) as schema 2 saves them.
+
+    The knobs leave the record for ``params``: those it names, and those of its LoaderConfig dict (``config``,
+    kept for its other settings only); every knob of :data:`KNOBS` is in ``params``, None where the case has none.
+    The record's value replaces the one ``params`` held (the params a case starts with are derived from its loader's
+    arguments; the record says what it measured, e.g. the index-only dataset of a case built with the ``none``
+    preset's arguments). Keys of ``params`` that are not knobs are kept: :func:`unknown_params` finds them.
+    """
+    extra = dict(record)
+    found = {k: extra.pop(k) for k in list(extra) if k in BY_KEY}
+    config = extra.pop(K.CONFIG, None)
+    if isinstance(config, Mapping):
+        found = {**{k: v for k, v in config.items() if k in BY_KEY}, **found}
+        rest = {k: v for k, v in config.items() if k not in BY_KEY}
+        if rest:  # settings of a run that are not a case's knobs (a distributed run's epochs)
+            extra[K.CONFIG] = rest
+    return {**dict.fromkeys(BY_KEY), **params, **found}, extra
+
+
+def unknown_params(params: Mapping[str, Any]) -> list[str]:
+    """The keys of a case's ``params`` that :data:`KNOBS` does not describe."""
+    return [k for k in params if k not in BY_KEY]
+
+
+def legacy_knob(params: Mapping[str, Any], extra: Mapping[str, Any], key: str) -> Any:
+    """A knob of a case saved before schema 2 (None where it has none): in ``extra_info`` under its key, else in
+    ``params`` (version 0 carries there only the knobs its group varied, version 1 every knob, some derived from
+    the loader's arguments where the record says otherwise), else in the LoaderConfig dict saved as ``config`` (or
+    ``workers``, the record's copy of ``num_workers``)."""
+    if extra.get(key) is not None:
+        return extra[key]
+    if params.get(key) is not None:
+        return params[key]
+    config = extra.get(K.CONFIG)
+    if isinstance(config, Mapping) and key in config:
+        return config[key]
+    return extra.get(K.WORKERS) if key == NUM_WORKERS.key else None
