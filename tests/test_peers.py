@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from lfw.errors import LFWError
 from lfw.gate.compare import compare_runs
 from lfw.gate.metrics import REFERENCE_GROUPS
 from lfw.history.store import judged_figures, reference_figures
+from lfw.measure.loader_config import LoaderConfig
 from lfw.measure.loader_pass import LoaderPass
 from lfw.measure.rotation import Rotation
 from lfw.peers.check import MEAN_TOLERANCE, MisdecodeError, check_peer
@@ -34,6 +36,7 @@ from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, descendants
 from lfw.pipelines.decoders import decode, read_file
 from lfw.results import keys as K
 from lfw.results import parse_run
+from lfw.suite.matrix import Group, LoaderCase
 from lfw.suite.peers import PeerMember
 from tests.processes import gone_or_zombie
 
@@ -53,13 +56,13 @@ def sleep_forever() -> None:
 
 class FakePeer(PeerLoader):
     """A peer whose engine decodes with Pillow in this process, and can be told to misbehave: ``hang`` (its
-    second batch never comes), ``crash`` (its worker process dies and the epoch raises), ``swap`` (it hands out
-    BGR), ``dtype`` (float64 images), ``workers`` (it starts that many idle worker processes, each pass or, when
-    ``persistent``, once)."""
+    second batch never comes), ``crash`` (its worker process dies and the epoch raises), ``fail`` (its epoch raises),
+    ``leave`` (its stop leaves its workers running), ``swap`` (it hands out BGR), ``dtype`` (float64 images),
+    ``workers`` (it starts that many idle worker processes, each pass or, when ``persistent``, once)."""
 
     def __init__(self, images: PassImages, fault: str = "", workers: int = 0, timeout_s: float = 5.0,
-                 persistent: bool = False) -> None:
-        super().__init__(PeerSpec("fake", 1, batch_size=BATCH), images, layout="chw", persistent=persistent,
+                 persistent: bool = False, spec: PeerSpec | None = None) -> None:
+        super().__init__(spec or PeerSpec("fake", 1, batch_size=BATCH), images, layout="chw", persistent=persistent,
                          processes=workers, timeout_s=timeout_s)
         self.fault = fault
         self.workers = workers
@@ -76,6 +79,8 @@ class FakePeer(PeerLoader):
             index = list(range(start, start + BATCH))
             if self.fault == "hang" and number == 1:
                 time.sleep(3600)
+            if self.fault == "fail" and number == 1:
+                raise RuntimeError("its decoder failed")
             if self.fault == "crash" and number == 1:
                 self.procs[0].kill()
                 self.procs[0].join()
@@ -89,7 +94,7 @@ class FakePeer(PeerLoader):
 
     def stop(self) -> None:
         for proc in self.procs:
-            if proc.is_alive() and self.fault != "crash":  # a crashing peer leaves its other worker behind
+            if proc.is_alive() and self.fault not in ("crash", "leave"):  # these leave their workers behind
                 proc.kill()
             proc.join(0.1)
         self.procs = []
@@ -177,6 +182,72 @@ def test_a_peer_that_crashes_leaves_the_rotation_and_nothing_running(images: Pas
     assert all(gone_or_zombie(pid, 10) for pid in descendants() - before), "a peer's process outlived the rotation"
     assert members["crashing"].runner.shutdown_errors == [
         "fake-t1: 1 of its processes outlived its shutdown and were stopped by signal"]
+
+
+def fake_adapter(monkeypatch: pytest.MonkeyPatch, name: str, builds: list[tuple[str, int]],
+                 convert_fails: bool = False) -> None:
+    """Registers ``name`` as a peer whose adapter builds a :class:`FakePeer`: ``builds`` gives each build's fault and
+    worker processes in turn (the rotation's loader, then the memory alone's); ``convert_fails``: its one-off
+    conversion raises."""
+    module = types.ModuleType(f"lfw_test_peer_{name}")
+    faults = iter(builds)
+
+    def build(spec: PeerSpec, images: PassImages) -> FakePeer:
+        fault, workers = next(faults, ("", 0))
+        return FakePeer(images, fault, workers, spec=spec)
+
+    def convert(images: PassImages) -> dict[str, Any]:
+        raise RuntimeError("its writer failed:\nno space left")
+
+    module.__dict__.update(DISTRIBUTIONS=(), DECODER=None, missing=lambda: None, build=build)
+    if convert_fails:
+        module.__dict__["convert"] = convert
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(peers.MODULES, name, module.__name__)
+    monkeypatch.setattr(peers, "PEERS", (*peers.PEERS, name))
+
+
+def fake_peers_group(names: list[str]) -> tuple[Group, list[LoaderCase]]:
+    """A peers group of one fake peer case per name (batches of 8 over the tiny tree's 40 images)."""
+    cases = [LoaderCase("peers", f"{name}-t1", {"pipeline": f"{name}-t1", "peer": name},
+                        LoaderConfig(batch_size=BATCH, num_workers=0), "uint8", epoch_images=True,
+                        memory_interval_s=None, peer=PeerSpec(name, 1, batch_size=BATCH), layer="peers")
+             for name in names]
+    return Group("peers", ("pipeline",), tuple(cases), rounds_quick=1, warmup_rounds=1, peer_group=True), cases
+
+
+@pytest.mark.parametrize("phase", ["conversion", "memory alone", "close after memory alone"])
+def test_a_peer_failing_around_the_rotation_is_one_line_and_the_group_is_measured(
+        phase: str, tiny_tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed conversion is one unavailable line for that peer's cases; a failed memory alone one recorded line
+    for that case; what the memory alone's close forced, that case's shutdown errors. The other case is measured."""
+    from lfw.suite.profiles import PROFILES
+    from lfw.suite.runner import Datasets, GroupRunner
+
+    monkeypatch.setenv("LFW_CACHE", str(tmp_path / "cache"))
+    fake_adapter(monkeypatch, "healthy", [])
+    builds = {"conversion": [], "memory alone": [("", 0), ("fail", 0)],
+              "close after memory alone": [("", 0), ("leave", 1)]}[phase]
+    fake_adapter(monkeypatch, "failing", builds, convert_fails=phase == "conversion")
+    group, cases = fake_peers_group(["healthy", "failing"])
+    before = descendants()
+    rotation = GroupRunner(PROFILES["smoke"], Datasets(tiny_tree)).run(group, cases)
+    assert len(rotation.measured["healthy-t1"].results) == 1 and K.PEER_PSS_MIB in rotation.facts["healthy-t1"]
+    if phase == "conversion":
+        assert rotation.unavailable == {
+            "failing-t1": "failing not measured: conversion failed: its writer failed: no space left"}
+        assert "failing-t1" not in rotation.measured
+    else:
+        assert rotation.measured["failing-t1"].error is None and len(rotation.measured["failing-t1"].results) == 1
+    if phase == "memory alone":
+        assert rotation.facts["failing-t1"][K.MEMORY_ALONE_ERROR] == \
+            "memory alone not measured: its decoder failed"
+        assert K.PEER_PSS_MIB not in rotation.facts["failing-t1"]
+    if phase == "close after memory alone":
+        assert K.PEER_PSS_MIB in rotation.facts["failing-t1"]
+        assert rotation.shutdown_errors["failing-t1"] == [  # its cold and warm epoch's worker
+            "failing-t1: 2 of its processes outlived its shutdown and were stopped by signal"]
+    assert all(gone_or_zombie(pid, 10) for pid in descendants() - before), "a peer's process outlived the group"
 
 
 def test_processes_alive_before_a_peer_started_are_not_counted_as_its_own(images: PassImages) -> None:
