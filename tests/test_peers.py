@@ -158,6 +158,26 @@ def test_labels_and_images_handed_out_twice_are_caught(images: PassImages) -> No
         check_peer(Shifted(images), reference_of(images))
 
 
+def test_the_pixel_checks_engine_is_stopped_before_the_timed_rounds(images: PassImages) -> None:
+    """A peer that does not persist stops its engine after each epoch: the check's epoch too, untimed, so no timed
+    round pays that stop (SPDL's, DALI's and Grain's take a while)."""
+    stops: list[float] = []
+
+    class SlowStop(FakePeer):
+        def stop(self) -> None:
+            time.sleep(0.05)
+            super().stop()
+            stops.append(time.perf_counter())
+
+    member = PeerMember(SlowStop(images), lambda: reference_of(images))
+    results = [member.measure() for _ in range(3)]
+    member.close()
+    assert member.check is not None and len(stops) == 4, "each epoch's engine stopped once"
+    for result in results[1:]:
+        assert not any(result.t0 <= t <= result.t0 + result.wall_s for t in stops), \
+            "a timed round paid the stop of the pixel check's engine"
+
+
 def test_a_peer_that_hangs_ends_its_pass_in_one_line(images: PassImages) -> None:
     loader = FakePeer(images, "hang", timeout_s=0.5)
     started = time.monotonic()
