@@ -310,13 +310,19 @@ def test_ctrl_c_during_a_peers_rotation_leaves_nothing_running(tiny_tree: Path, 
     assert all(gone_or_zombie(pid, 10) for pid in pids), "Ctrl-C left a peer's process running"
 
 
-def test_the_gate_never_judges_a_peer_says_why_once_and_the_history_keeps_it_apart() -> None:
+def run_with_peers() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The quick run fixture, and two of its decoders cases made into peers cases (not yet in it)."""
     doc = json.loads((ROOT / "tests" / "fixtures" / "quick_run.json").read_text())
     as_peers = copy.deepcopy([b for b in doc["benchmarks"] if b["group"] == "decoders"][:2])
     for bench in as_peers:
         bench["group"] = "peers"
         for field in ("name", "fullname"):
             bench[field] = bench[field].replace("test_decoders", "test_peers")
+    return doc, as_peers
+
+
+def test_the_gate_never_judges_a_peer_says_why_once_and_the_history_keeps_it_apart() -> None:
+    doc, as_peers = run_with_peers()
     doc["benchmarks"] += as_peers
     run = parse_run(doc, "run")
     report = compare_runs(run, run)
@@ -326,6 +332,25 @@ def test_the_gate_never_judges_a_peer_says_why_once_and_the_history_keeps_it_apa
     assert not any(key.startswith("peers/") for key in judged_figures(run))
     references = reference_figures(run)
     assert len(references) == 2 and all(K.IMAGES_PER_S in figures for figures in references.values())
+
+
+@pytest.mark.parametrize("outcome", [("skipped", "spdl not measured: spdl-io not importable"),
+                                     ("failed", "spdl-t2: no batch within 60 s: timed out"), None])
+def test_a_peer_case_gone_from_the_current_run_is_never_a_gap(outcome: tuple[str, str] | None) -> None:
+    """A peer that is not installed, failed or was not collected leaves the gate complete: reference rows."""
+    doc, as_peers = run_with_peers()
+    baseline, current = copy.deepcopy(doc), copy.deepcopy(doc)
+    baseline["benchmarks"] += as_peers
+    keys = [case.key for case in parse_run(baseline, "baseline").cases]
+    outcomes = {key: {"outcome": "passed", "reason": ""} for key in keys if not key.startswith("peers/")}
+    if outcome is not None:
+        status, reason = outcome
+        outcomes.update({key: {"outcome": status, "reason": reason} for key in keys if key.startswith("peers/")})
+    current["lfw_selection"] = {"keyword": "", "markexpr": "", "profile": "quick", "layers": ["peers"],
+                                "deselected": [], "cases": outcomes}
+    report = compare_runs(parse_run(baseline, "baseline"), parse_run(current, "current"))
+    assert len(report.missing) == 2 and not report.gaps and report.exit_code == 0
+    assert all("a reference row" in m.why for m in report.missing)
 
 
 PEER_SPECS = [PeerSpec("spdl", 2, batch_size=BATCH), PeerSpec("dali", 2, batch_size=BATCH),
