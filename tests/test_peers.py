@@ -114,6 +114,13 @@ def test_a_spec_names_its_case_and_refuses_what_cannot_run() -> None:
         PeerSpec("dali", 1, output="half")
 
 
+def test_grain_refuses_a_mode_it_does_not_have(images: PassImages) -> None:
+    from lfw.peers.grain_loader import GrainLoader
+
+    with pytest.raises(LFWError, match="unknown grain mode 'proceses'"):
+        GrainLoader(PeerSpec("grain", 2, "workers", mode="proceses", batch_size=BATCH), images)
+
+
 def test_a_peer_that_is_not_installed_is_one_line_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     import builtins
 
@@ -357,6 +364,8 @@ def test_a_peer_case_gone_from_the_current_run_is_never_a_gap(outcome: tuple[str
 PEER_SPECS = [PeerSpec("spdl", 2, batch_size=BATCH), PeerSpec("dali", 2, batch_size=BATCH),
               PeerSpec("dali", 1, output="float", batch_size=BATCH),
               PeerSpec("grain", 2, mode="threads", batch_size=BATCH),
+              PeerSpec("grain", 2, output="float", mode="threads", batch_size=BATCH),
+              PeerSpec("grain", 2, "workers", mode="processes", batch_size=BATCH),
               PeerSpec("webdataset", 2, "workers", batch_size=BATCH),
               PeerSpec("litdata", 2, "workers", batch_size=BATCH)]
 
