@@ -395,6 +395,22 @@ def test_each_peer_meets_the_contract_on_tiny_data(spec: PeerSpec, tiny_tree: Pa
     assert process_state() == state, f"{spec.label} changed this process for every case after it"
 
 
+def test_dali_stops_its_pipelines_threads_when_its_epoch_closes(tiny_tree: Path) -> None:
+    """Not when the last reference to the pipeline goes: the epoch's generator, still referenced, holds one."""
+    if (why := peers.missing("dali")) is not None:
+        pytest.skip(why)
+    import psutil
+
+    loader = peers.adapter("dali").build(PeerSpec("dali", 2, batch_size=BATCH), PassImages.first(tiny_tree, 32))
+    before = psutil.Process().num_threads()
+    epoch = loader.iterate()
+    assert sum(1 for _ in epoch) == 4 and psutil.Process().num_threads() > before + 1, "its threads and the feeder"
+    epoch.close()
+    assert psutil.Process().num_threads() <= before + 1, "DALI's threads outlived the end of its pass (the feeder's "\
+        "thread stays until close)"
+    loader.close()
+
+
 def process_state() -> dict[str, Any]:
     """What a peer could change in this process for every later case: the start method, the SIGINT and SIGTERM
     handlers, the environment, the root logger's handlers, torch's thread counts."""
