@@ -31,8 +31,9 @@ class NormalizeBatch:
     their engines."""
 
     def __init__(self, mean: Sequence[float], std: Sequence[float]) -> None:
-        self.scale = (1 / (255 * np.asarray(std, dtype=np.float32))).reshape(1, 3, 1, 1)
-        self.shift = (np.asarray(mean, dtype=np.float32) / np.asarray(std, dtype=np.float32)).reshape(1, 3, 1, 1)
+        deviation = np.asarray(std, dtype=np.float32).reshape(1, 3, 1, 1)
+        self.scale: np.ndarray = np.float32(1 / 255) / deviation
+        self.shift: np.ndarray = np.asarray(mean, dtype=np.float32).reshape(1, 3, 1, 1) / deviation
 
     def __call__(self, batch: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         images, labels, index = batch
