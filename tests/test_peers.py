@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from lfw.errors import LFWError
 from lfw.gate.compare import compare_runs
 from lfw.gate.metrics import REFERENCE_GROUPS
 from lfw.history.store import judged_figures, reference_figures
+from lfw.measure.loader_config import LoaderConfig
 from lfw.measure.loader_pass import LoaderPass
 from lfw.measure.rotation import Rotation
 from lfw.peers.check import MEAN_TOLERANCE, MisdecodeError, check_peer
@@ -34,6 +36,7 @@ from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, descendants
 from lfw.pipelines.decoders import decode, read_file
 from lfw.results import keys as K
 from lfw.results import parse_run
+from lfw.suite.matrix import Group, LoaderCase
 from lfw.suite.peers import PeerMember
 from tests.processes import gone_or_zombie
 
@@ -53,13 +56,13 @@ def sleep_forever() -> None:
 
 class FakePeer(PeerLoader):
     """A peer whose engine decodes with Pillow in this process, and can be told to misbehave: ``hang`` (its
-    second batch never comes), ``crash`` (its worker process dies and the epoch raises), ``swap`` (it hands out
-    BGR), ``dtype`` (float64 images), ``workers`` (it starts that many idle worker processes, each pass or, when
-    ``persistent``, once)."""
+    second batch never comes), ``crash`` (its worker process dies and the epoch raises), ``fail`` (its epoch raises),
+    ``leave`` (its stop leaves its workers running), ``swap`` (it hands out BGR), ``dtype`` (float64 images),
+    ``workers`` (it starts that many idle worker processes, each pass or, when ``persistent``, once)."""
 
     def __init__(self, images: PassImages, fault: str = "", workers: int = 0, timeout_s: float = 5.0,
-                 persistent: bool = False) -> None:
-        super().__init__(PeerSpec("fake", 1, batch_size=BATCH), images, layout="chw", persistent=persistent,
+                 persistent: bool = False, spec: PeerSpec | None = None) -> None:
+        super().__init__(spec or PeerSpec("fake", 1, batch_size=BATCH), images, layout="chw", persistent=persistent,
                          processes=workers, timeout_s=timeout_s)
         self.fault = fault
         self.workers = workers
@@ -76,6 +79,8 @@ class FakePeer(PeerLoader):
             index = list(range(start, start + BATCH))
             if self.fault == "hang" and number == 1:
                 time.sleep(3600)
+            if self.fault == "fail" and number == 1:
+                raise RuntimeError("its decoder failed")
             if self.fault == "crash" and number == 1:
                 self.procs[0].kill()
                 self.procs[0].join()
@@ -89,7 +94,7 @@ class FakePeer(PeerLoader):
 
     def stop(self) -> None:
         for proc in self.procs:
-            if proc.is_alive() and self.fault != "crash":  # a crashing peer leaves its other worker behind
+            if proc.is_alive() and self.fault not in ("crash", "leave"):  # these leave their workers behind
                 proc.kill()
                 proc.join(10)  # reaped, however busy the machine (0.1 s was not always enough under load)
             proc.join(0.1)
@@ -108,6 +113,13 @@ def test_a_spec_names_its_case_and_refuses_what_cannot_run() -> None:
         PeerSpec("dali", 0)
     with pytest.raises(LFWError, match="unknown peer output"):
         PeerSpec("dali", 1, output="half")
+
+
+def test_grain_refuses_a_mode_it_does_not_have(images: PassImages) -> None:
+    from lfw.peers.grain_loader import GrainLoader
+
+    with pytest.raises(LFWError, match="unknown grain mode 'proceses'"):
+        GrainLoader(PeerSpec("grain", 2, "workers", mode="proceses", batch_size=BATCH), images)
 
 
 def test_a_peer_that_is_not_installed_is_one_line_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -154,11 +166,32 @@ def test_labels_and_images_handed_out_twice_are_caught(images: PassImages) -> No
         check_peer(Shifted(images), reference_of(images))
 
 
+def test_the_pixel_checks_engine_is_stopped_before_the_timed_rounds(images: PassImages) -> None:
+    """A peer that does not persist stops its engine after each epoch: the check's epoch too, untimed, so no timed
+    round pays that stop (SPDL's, DALI's and Grain's take a while)."""
+    stops: list[float] = []
+
+    class SlowStop(FakePeer):
+        def stop(self) -> None:
+            time.sleep(0.05)
+            super().stop()
+            stops.append(time.perf_counter())
+
+    member = PeerMember(SlowStop(images), lambda: reference_of(images))
+    results = [member.measure() for _ in range(3)]
+    member.close()
+    assert member.check is not None and len(stops) == 4, "each epoch's engine stopped once"
+    for result in results[1:]:
+        assert not any(result.t0 <= t <= result.t0 + result.wall_s for t in stops), \
+            "a timed round paid the stop of the pixel check's engine"
+
+
 def test_a_peer_that_hangs_ends_its_pass_in_one_line(images: PassImages) -> None:
     loader = FakePeer(images, "hang", timeout_s=0.5)
     started = time.monotonic()
-    with pytest.raises(LFWError, match=r"gave no batch within 0\.5 s"):
+    with pytest.raises(LFWError) as caught:
         LoaderPass(loader, memory_interval_s=None).run()  # type: ignore[arg-type]
+    assert str(caught.value) == "fake-t1: no batch within 0.5 s: timed out (the peer hangs or is far too slow)"
     assert time.monotonic() - started < 30, "hang guard only"
     with pytest.raises(RuntimeError, match="never delivered holds a thread"):
         loader.close()
@@ -178,6 +211,72 @@ def test_a_peer_that_crashes_leaves_the_rotation_and_nothing_running(images: Pas
     assert all(gone_or_zombie(pid, 10) for pid in descendants() - before), "a peer's process outlived the rotation"
     assert members["crashing"].runner.shutdown_errors == [
         "fake-t1: 1 of its processes outlived its shutdown and were stopped by signal"]
+
+
+def fake_adapter(monkeypatch: pytest.MonkeyPatch, name: str, builds: list[tuple[str, int]],
+                 convert_fails: bool = False) -> None:
+    """Registers ``name`` as a peer whose adapter builds a :class:`FakePeer`: ``builds`` gives each build's fault and
+    worker processes in turn (the rotation's loader, then the memory alone's); ``convert_fails``: its one-off
+    conversion raises."""
+    module = types.ModuleType(f"lfw_test_peer_{name}")
+    faults = iter(builds)
+
+    def build(spec: PeerSpec, images: PassImages) -> FakePeer:
+        fault, workers = next(faults, ("", 0))
+        return FakePeer(images, fault, workers, spec=spec)
+
+    def convert(images: PassImages) -> dict[str, Any]:
+        raise RuntimeError("its writer failed:\nno space left")
+
+    module.__dict__.update(DISTRIBUTIONS=(), DECODER=None, missing=lambda: None, build=build)
+    if convert_fails:
+        module.__dict__["convert"] = convert
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(peers.MODULES, name, module.__name__)
+    monkeypatch.setattr(peers, "PEERS", (*peers.PEERS, name))
+
+
+def fake_peers_group(names: list[str]) -> tuple[Group, list[LoaderCase]]:
+    """A peers group of one fake peer case per name (batches of 8 over the tiny tree's 40 images)."""
+    cases = [LoaderCase("peers", f"{name}-t1", {"pipeline": f"{name}-t1", "peer": name},
+                        LoaderConfig(batch_size=BATCH, num_workers=0), "uint8", epoch_images=True,
+                        memory_interval_s=None, peer=PeerSpec(name, 1, batch_size=BATCH), layer="peers")
+             for name in names]
+    return Group("peers", ("pipeline",), tuple(cases), rounds_quick=1, warmup_rounds=1, peer_group=True), cases
+
+
+@pytest.mark.parametrize("phase", ["conversion", "memory alone", "close after memory alone"])
+def test_a_peer_failing_around_the_rotation_is_one_line_and_the_group_is_measured(
+        phase: str, tiny_tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed conversion is one unavailable line for that peer's cases; a failed memory alone one recorded line
+    for that case; what the memory alone's close forced, that case's shutdown errors. The other case is measured."""
+    from lfw.suite.profiles import PROFILES
+    from lfw.suite.runner import Datasets, GroupRunner
+
+    monkeypatch.setenv("LFW_CACHE", str(tmp_path / "cache"))
+    fake_adapter(monkeypatch, "healthy", [])
+    builds = {"conversion": [], "memory alone": [("", 0), ("fail", 0)],
+              "close after memory alone": [("", 0), ("leave", 1)]}[phase]
+    fake_adapter(monkeypatch, "failing", builds, convert_fails=phase == "conversion")
+    group, cases = fake_peers_group(["healthy", "failing"])
+    before = descendants()
+    rotation = GroupRunner(PROFILES["smoke"], Datasets(tiny_tree)).run(group, cases)
+    assert len(rotation.measured["healthy-t1"].results) == 1 and K.PEER_PSS_MIB in rotation.facts["healthy-t1"]
+    if phase == "conversion":
+        assert rotation.unavailable == {
+            "failing-t1": "failing not measured: conversion failed: its writer failed: no space left"}
+        assert "failing-t1" not in rotation.measured
+    else:
+        assert rotation.measured["failing-t1"].error is None and len(rotation.measured["failing-t1"].results) == 1
+    if phase == "memory alone":
+        assert rotation.facts["failing-t1"][K.MEMORY_ALONE_ERROR] == \
+            "memory alone not measured: its decoder failed"
+        assert K.PEER_PSS_MIB not in rotation.facts["failing-t1"]
+    if phase == "close after memory alone":
+        assert K.PEER_PSS_MIB in rotation.facts["failing-t1"]
+        assert rotation.shutdown_errors["failing-t1"] == [  # its cold and warm epoch's worker
+            "failing-t1: 2 of its processes outlived its shutdown and were stopped by signal"]
+    assert all(gone_or_zombie(pid, 10) for pid in descendants() - before), "a peer's process outlived the group"
 
 
 def test_processes_alive_before_a_peer_started_are_not_counted_as_its_own(images: PassImages) -> None:
@@ -220,13 +319,19 @@ def test_ctrl_c_during_a_peers_rotation_leaves_nothing_running(tiny_tree: Path, 
     assert all(gone_or_zombie(pid, 10) for pid in pids), "Ctrl-C left a peer's process running"
 
 
-def test_the_gate_never_judges_a_peer_says_why_once_and_the_history_keeps_it_apart() -> None:
+def run_with_peers() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The quick run fixture, and two of its decoders cases made into peers cases (not yet in it)."""
     doc = json.loads((ROOT / "tests" / "fixtures" / "quick_run.json").read_text())
     as_peers = copy.deepcopy([b for b in doc["benchmarks"] if b["group"] == "decoders"][:2])
     for bench in as_peers:
         bench["group"] = "peers"
         for field in ("name", "fullname"):
             bench[field] = bench[field].replace("test_decoders", "test_peers")
+    return doc, as_peers
+
+
+def test_the_gate_never_judges_a_peer_says_why_once_and_the_history_keeps_it_apart() -> None:
+    doc, as_peers = run_with_peers()
     doc["benchmarks"] += as_peers
     run = parse_run(doc, "run")
     report = compare_runs(run, run)
@@ -238,9 +343,30 @@ def test_the_gate_never_judges_a_peer_says_why_once_and_the_history_keeps_it_apa
     assert len(references) == 2 and all(K.IMAGES_PER_S in figures for figures in references.values())
 
 
+@pytest.mark.parametrize("outcome", [("skipped", "spdl not measured: spdl-io not importable"),
+                                     ("failed", "spdl-t2: no batch within 60 s: timed out"), None])
+def test_a_peer_case_gone_from_the_current_run_is_never_a_gap(outcome: tuple[str, str] | None) -> None:
+    """A peer that is not installed, failed or was not collected leaves the gate complete: reference rows."""
+    doc, as_peers = run_with_peers()
+    baseline, current = copy.deepcopy(doc), copy.deepcopy(doc)
+    baseline["benchmarks"] += as_peers
+    keys = [case.key for case in parse_run(baseline, "baseline").cases]
+    outcomes = {key: {"outcome": "passed", "reason": ""} for key in keys if not key.startswith("peers/")}
+    if outcome is not None:
+        status, reason = outcome
+        outcomes.update({key: {"outcome": status, "reason": reason} for key in keys if key.startswith("peers/")})
+    current["lfw_selection"] = {"keyword": "", "markexpr": "", "profile": "quick", "layers": ["peers"],
+                                "deselected": [], "cases": outcomes}
+    report = compare_runs(parse_run(baseline, "baseline"), parse_run(current, "current"))
+    assert len(report.missing) == 2 and not report.gaps and report.exit_code == 0
+    assert all("a reference row" in m.why for m in report.missing)
+
+
 PEER_SPECS = [PeerSpec("spdl", 2, batch_size=BATCH), PeerSpec("dali", 2, batch_size=BATCH),
               PeerSpec("dali", 1, output="float", batch_size=BATCH),
               PeerSpec("grain", 2, mode="threads", batch_size=BATCH),
+              PeerSpec("grain", 2, output="float", mode="threads", batch_size=BATCH),
+              PeerSpec("grain", 2, "workers", mode="processes", batch_size=BATCH),
               PeerSpec("webdataset", 2, "workers", batch_size=BATCH),
               PeerSpec("litdata", 2, "workers", batch_size=BATCH)]
 
@@ -268,6 +394,22 @@ def test_each_peer_meets_the_contract_on_tiny_data(spec: PeerSpec, tiny_tree: Pa
     loader.close()
     assert all(gone_or_zombie(pid, 10) for pid in descendants() - before), f"{spec.label} left a process running"
     assert process_state() == state, f"{spec.label} changed this process for every case after it"
+
+
+def test_dali_stops_its_pipelines_threads_when_its_epoch_closes(tiny_tree: Path) -> None:
+    """Not when the last reference to the pipeline goes: the epoch's generator, still referenced, holds one."""
+    if (why := peers.missing("dali")) is not None:
+        pytest.skip(why)
+    import psutil
+
+    loader = peers.adapter("dali").build(PeerSpec("dali", 2, batch_size=BATCH), PassImages.first(tiny_tree, 32))
+    before = psutil.Process().num_threads()
+    epoch = loader.iterate()
+    assert sum(1 for _ in epoch) == 4 and psutil.Process().num_threads() > before + 1, "its threads and the feeder"
+    epoch.close()
+    assert psutil.Process().num_threads() <= before + 1, "DALI's threads outlived the end of its pass (the feeder's "\
+        "thread stays until close)"
+    loader.close()
 
 
 def process_state() -> dict[str, Any]:

@@ -196,6 +196,14 @@ peers() {  # make peers (the peers extra installed once before): its wall time, 
     echo "wall time of make peers: $(( $(date +%s) - start )) s"
     $PY -m tools.peers_table
     per_core
+    # The peers docs/peers.md says were not measured, and why: what pip says of them under the suite's constraints.
+    echo "probe: pip index versions mosaicml-streaming ffcv; pip install --dry-run mosaicml-streaming==0.13.0, then" \
+      "mosaicml-streaming, -c constraints.txt"
+    for dist in mosaicml-streaming ffcv; do $PY -m pip index versions $dist 2>/dev/null | grep -m1 "^$dist" || true; done
+    $PY -m pip install --dry-run mosaicml-streaming==0.13.0 -c constraints.txt 2>&1 \
+      | grep -E -e 'depends on numpy' -e 'requested \(constraint\) numpy' -e '^ERROR: ResolutionImpossible' || true
+    $PY -m pip install --dry-run mosaicml-streaming -c constraints.txt 2>&1 | grep -o 'mosaicml-streaming-[0-9.]*[0-9]' \
+      | sed 's/^/  without a version, pip would install /' || true
   } > "$STAGE"/runs/peers.txt
   cp reports/peers/peers.png "$STAGE"/peers-cpu-2core.png
 }

@@ -234,7 +234,15 @@ def cost_layer_reason(baseline: Run, current: Run) -> str | None:
 
 
 def match_missing(case: Case, current: Run, accept: Sequence[str]) -> Missing:
-    """Why a baseline case is not in the current run, and whether that is a gap (see the module docstring)."""
+    """Why a baseline case is not in the current run, and whether that is a gap (see the module docstring): a
+    case of a reference group (:func:`reference_group`, another project's loader) is never one."""
+    missing = _missing(case, current, accept)
+    if missing.gap and (reference := reference_group(case.group)) is not None:
+        return Missing(missing.case, f"{missing.why} (a reference row, not a gap: {reference})", gap=False)
+    return missing
+
+
+def _missing(case: Case, current: Run, accept: Sequence[str]) -> Missing:
     key = case.key
     if any(fnmatchcase(key, p) or fnmatchcase(case.short_name, p) for p in accept):
         return Missing(case.fullname, "accepted as removed (--accept-missing)", gap=False)

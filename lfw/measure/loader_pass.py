@@ -401,6 +401,9 @@ class LoaderPass:
         except StopIteration:
             raise LFWError("the loader ran out of batches mid-pass; is the dataset empty?") from None
         except RuntimeError as exc:
+            if "timed out" in str(exc) and getattr(type(self.loader), "feeder", None) is not None:
+                name = getattr(self.loader, "name", "the peer")
+                raise LFWError(f"{name}: {one_line(exc)}") from None  # a peer's feeder says what it saw
             if "timed out" in str(exc):
                 raise LFWError(f"a DataLoader worker gave no batch within {self.loader.timeout:g} s "
                                f"(workers={self.loader.num_workers}); a worker is stuck or far too slow") from None

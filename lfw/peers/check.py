@@ -17,7 +17,9 @@ A ``float`` case is compared after undoing its normalization.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -59,12 +61,21 @@ def as_levels(images: torch.Tensor) -> torch.Tensor:
 
 def check_peer(loader: PeerLoader, reference: np.ndarray) -> PixelCheck:
     """One epoch of ``loader`` against ``reference`` (the decoded ``(N, H, W, 3)`` uint8 images of the tree, in scan
-    order); raises :class:`MisdecodeError` on the first image, label or batch that does not match."""
+    order); raises :class:`MisdecodeError` on the first image, label or batch that does not match. The epoch is
+    closed before it returns or raises (a peer that does not persist stops its engine then)."""
+    epoch = loader.iterate(with_index=True)
+    try:
+        return _check_epoch(loader, epoch, reference)
+    finally:  # its engine stopped here, untimed, not by the next pass's iter() inside the clock
+        epoch.close()
+
+
+def _check_epoch(loader: PeerLoader, epoch: Iterator[Any], reference: np.ndarray) -> PixelCheck:
     images = loader.images
     seen = np.zeros(len(images), dtype=bool)
     worst_abs = worst_mean = 0.0
     worst_index = -1
-    for batch, labels, index in loader.iterate(with_index=True):
+    for batch, labels, index in epoch:
         index_np = index.numpy()
         if index_np.min() < 0 or index_np.max() >= len(images) or seen[index_np].any():
             raise MisdecodeError(f"{loader.name}: an image was handed out twice or does not belong to the pass")

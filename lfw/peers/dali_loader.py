@@ -39,6 +39,7 @@ class DaliLoader(PeerLoader):
     def __init__(self, spec: PeerSpec, images: PassImages) -> None:
         super().__init__(spec, images, layout="chw" if spec.output == "float" else "hwc-view", persistent=False)
         self._engine: Any = None
+        self._pipeline: Any = None
 
     def start(self) -> None:
         dali, plugin = library("nvidia.dali"), library("nvidia.dali.plugin.pytorch")
@@ -59,7 +60,8 @@ class DaliLoader(PeerLoader):
             return images, index
 
         # The reader's label is each file's position in the pass: the contract's index, and the label through it.
-        self._engine = plugin.DALIGenericIterator(pipeline(), ["images", "index"], reader_name="reader",
+        self._pipeline = pipeline()
+        self._engine = plugin.DALIGenericIterator(self._pipeline, ["images", "index"], reader_name="reader",
                                                   last_batch_policy=plugin.LastBatchPolicy.PARTIAL, auto_reset=False)
 
     def epoch(self) -> Iterator[tuple[Any, Any, Any]]:
@@ -72,9 +74,12 @@ class DaliLoader(PeerLoader):
             yield images, labels_tensor(classes[index.numpy()]), index
 
     def stop(self) -> None:
-        iterator, self._engine = self._engine, None
-        if iterator is not None:
-            del iterator
+        """Shut the pipeline down now, as its own ``__del__`` does (its executor's threads end here, not whenever
+        the last reference to it goes: the pass's epoch generator holds one until it is collected)."""
+        pipeline, self._pipeline, self._engine = self._pipeline, None, None
+        shutdown = getattr(pipeline, "_shutdown", None)
+        if callable(shutdown):
+            shutdown()
 
 
 def build(spec: PeerSpec, images: PassImages) -> DaliLoader:

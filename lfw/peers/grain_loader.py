@@ -12,8 +12,9 @@ decodes with simplejpeg, the suite's fastest decoder here, so the comparison is 
 Each pass makes a new iterator, inside the clock: a Grain iterator kept across epochs (over ``repeat()``) prefetches
 the next epoch's batches while the rotation's other members run, work no clock would see (docs/peers.md).
 Batches come out ``(B, H, W, 3)`` numpy arrays: handed out as ``torch.from_numpy`` and the contract's
-``(B, 3, H, W)`` view; the float case normalizes the batch in this process. Its decoder alone is simplejpeg's
-single-core rate.
+``(B, 3, H, W)`` view. The float case normalizes each batch inside the pipeline (a ``map`` after ``batch``,
+:class:`~lfw.peers.grain_map.NormalizeBatch`, in Grain's threads or workers), as DALI and DataLoader normalize inside
+their engines. Its decoder alone is simplejpeg's single-core rate.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from typing import Any
 
 import torch
 
+from lfw.data.transforms import IMAGENET_MEAN, IMAGENET_STD
+from lfw.errors import check_choice
 from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, chw_view, library, not_importable
-from lfw.peers.grain_map import LoadImage
+from lfw.peers.grain_map import LoadImage, NormalizeBatch
 
 DISTRIBUTIONS = ("grain",)
 INSTALL = "pip install grain (make peers)"
@@ -41,6 +44,7 @@ class GrainLoader(PeerLoader):
     """Grain's dataset pipeline (module docstring) behind the peers' contract."""
 
     def __init__(self, spec: PeerSpec, images: PassImages) -> None:
+        check_choice("grain mode", spec.mode, MODES)
         processes = spec.parallelism if spec.mode == "processes" else 0
         super().__init__(spec, images, layout="chw" if spec.output == "float" else "hwc-view", persistent=False,
                          processes=processes)
@@ -50,6 +54,8 @@ class GrainLoader(PeerLoader):
         grain = library("grain")
         batched = grain.MapDataset.range(len(self.images)).map(LoadImage(self.images.paths, self.images.labels)) \
             .batch(self.spec.batch_size)
+        if self.spec.output == "float":
+            batched = batched.map(NormalizeBatch(IMAGENET_MEAN, IMAGENET_STD))
         if self.spec.mode == "processes":
             return batched.to_iter_dataset(grain.ReadOptions(num_threads=0)).mp_prefetch(
                 grain.MultiprocessingOptions(num_workers=self.spec.parallelism,
@@ -61,8 +67,10 @@ class GrainLoader(PeerLoader):
         self._engine = iter(self.dataset())
 
     def epoch(self) -> Iterator[tuple[Any, Any, Any]]:
+        floats = self.spec.output == "float"  # already (B, 3, H, W), normalized in the pipeline
         for images, labels, index in self._engine:
-            yield self.output(chw_view(torch.from_numpy(images))), torch.from_numpy(labels), torch.from_numpy(index)
+            batch = torch.from_numpy(images)
+            yield batch if floats else chw_view(batch), torch.from_numpy(labels), torch.from_numpy(index)
 
     def stop(self) -> None:
         engine, self._engine = self._engine, None

@@ -1,4 +1,4 @@
-"""The map function Grain's worker processes run: kept free of torch (numpy and simplejpeg only), because Grain
+"""The map functions Grain's worker processes run: kept free of torch (numpy and simplejpeg only), because Grain
 starts its ``mp_prefetch`` workers with ``spawn`` and each one imports this module afresh."""
 
 from __future__ import annotations
@@ -22,3 +22,22 @@ class LoadImage:
         with open(self.paths[i], "rb") as handle:
             data = handle.read()
         return simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True), self.labels[i], np.int64(i)
+
+
+class NormalizeBatch:
+    """A batch ``(images, labels, indices)`` with its ``(B, H, W, 3)`` uint8 images as contiguous ``(B, 3, H, W)``
+    float32 in units of ``mean`` and ``std`` (per channel, of 0-1 values): what ``ToTensor`` + ``Normalize`` give,
+    inside Grain's pipeline (its threads or worker processes), as DALI's and DataLoader's float cases normalize inside
+    their engines."""
+
+    def __init__(self, mean: Sequence[float], std: Sequence[float]) -> None:
+        deviation = np.asarray(std, dtype=np.float32).reshape(1, 3, 1, 1)
+        self.scale: np.ndarray = np.float32(1 / 255) / deviation
+        self.shift: np.ndarray = np.asarray(mean, dtype=np.float32).reshape(1, 3, 1, 1) / deviation
+
+    def __call__(self, batch: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        images, labels, index = batch
+        out = images.transpose(0, 3, 1, 2).astype(np.float32, order="C")
+        out *= self.scale
+        out -= self.shift
+        return out, labels, index

@@ -289,3 +289,4 @@ PEER_PSS_MIB = "alone_pss_mib"
 PEER_USS_MIB = "alone_uss_mib"
 PEER_PSS_ADDED_MIB = "alone_pss_added_mib"
 PEER_USS_ADDED_MIB = "alone_uss_added_mib"
+MEMORY_ALONE_ERROR = "alone_error"  # why the memory alone was not measured (one line; the rotation's figures stand)

@@ -297,8 +297,10 @@ PEER_FLOATS = (PeerSpec("dali", 2), PeerSpec("grain", 2, mode="threads"))  # the
 PEER_REFERENCES = (("dataloader-simplejpeg-slots-w2", Pipeline("simplejpeg", batching="slots")),
                    ("dataloader-pil-w2", Pipeline("pil")),
                    ("dataloader-simplejpeg-w2-float", Pipeline("simplejpeg", output="float")))
-GRAIN_PROCESSES_NOT_QUICK = ("Grain's multiprocessing prefetch spawns its workers for each epoch's iterator (seconds "
-                             "per pass here, docs/peers.md): smoke and full measure it")
+GRAIN_PROCESSES_QUICK = 2  # the one Grain multiprocessing case the quick profile runs: its passes cost seconds each
+GRAIN_PROCESSES_NOT_QUICK = ("Grain's multiprocessing prefetch spawns its workers for each epoch's iterator (its "
+                             f"w{GRAIN_PROCESSES_QUICK} case's seconds per pass: docs/runs/peers.txt): quick measures "
+                             f"w{GRAIN_PROCESSES_QUICK}, smoke and full the rest")
 
 
 def _peers() -> Group:
@@ -313,12 +315,13 @@ def _peers() -> Group:
     specs = [PeerSpec(peer, n, knob, mode=mode) for peer, knob, mode in PEER_KINDS for n in PEER_PARALLELISM]
     for spec in [*specs, *(PeerSpec(s.peer, s.parallelism, s.knob, "float", mode=s.mode) for s in PEER_FLOATS)]:
         processes = spec.parallelism if spec.knob == "workers" else 0
+        slow = spec.mode == "processes" and spec.parallelism != GRAIN_PROCESSES_QUICK
         cases.append(LoaderCase(
             "peers", spec.label, {"pipeline": spec.label, "peer": spec.peer}, LoaderConfig(
                 batch_size=spec.batch_size, num_workers=processes, persistent_workers=spec.peer in ("webdataset",
                                                                                                   "litdata")),
             "uint8", epoch_images=True, memory_interval_s=None, lfw_only=LFW_FILES, peer=spec, layer=PEERS,
-            not_quick=GRAIN_PROCESSES_NOT_QUICK if spec.mode == "processes" else None))
+            not_quick=GRAIN_PROCESSES_NOT_QUICK if slow else None))
     return Group("peers", ("pipeline",), tuple(cases), rounds_quick=5, warmup_rounds=1, peer_group=True)
 
 

@@ -117,22 +117,30 @@ def decoder_sweep(spec: PeerSpec, root: Path, profile: Profile,
     return pipeline_sweep(Pipeline(decoder, output="float" if spec.output == "float" else "uint8"), root, profile)
 
 
-def conversions(specs: list[PeerSpec], root: Path, images: int) -> dict[str, dict[str, Any]]:
-    """Each peer's one-off conversion (made on first use, untimed here: its own seconds are recorded), by peer."""
+def conversions(specs: list[PeerSpec], root: Path, images: int) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Each peer's one-off conversion (made on first use, untimed here: its own seconds are recorded), by peer; and,
+    by peer, the one line of each conversion that failed (that peer's cases are not measured, the others are)."""
     done: dict[str, dict[str, Any]] = {}
+    failed: dict[str, str] = {}
     for spec in specs:
-        if spec.peer not in done and peers.missing(spec.peer) is None:
-            found = peers.conversion(spec.peer, peer_images(root, images))
+        if spec.peer not in done and spec.peer not in failed and peers.missing(spec.peer) is None:
+            try:
+                found = peers.conversion(spec.peer, peer_images(root, images))
+            except Exception as exc:  # the peer's own library failed: one line, and the group goes on
+                failed[spec.peer] = f"{spec.peer} not measured: conversion failed: {one_line(exc)}"
+                continue
             if found is not None:
                 done[spec.peer] = found
-    return done
+    return done, failed
 
 
 def memory_alone(runner: LoaderPass, close: Callable[[], None]) -> dict[str, Any]:
     """A cold and a warm epoch of ``runner`` with the tree's memory sampled, nothing else running; then ``close``.
 
     Returns the tree's PSS and USS at the end of the warm epoch and what the loader added to them since before
-    its cold epoch (its start-up, engine and workers), in MiB.
+    its cold epoch (its start-up, engine and workers), in MiB. What ``close`` had to force (its one-line
+    ``RuntimeError``, :meth:`PeerLoader.close`) is added to ``runner.shutdown_errors``, as :meth:`PeerMember.close`
+    does, never raised; a failed epoch raises.
     """
     runner.memory_interval_s, runner.mark_start = MEMORY_INTERVAL_S, True
     try:
@@ -141,8 +149,13 @@ def memory_alone(runner: LoaderPass, close: Callable[[], None]) -> dict[str, Any
             runner.run()
             runner.finish()
     finally:
-        runner.close(stop_workers=True)
-        close()
+        try:
+            runner.close(stop_workers=True)
+        finally:
+            try:
+                close()
+            except RuntimeError as exc:
+                runner.shutdown_errors.append(one_line(exc))
     cold, warm = runner.results[0].memory, runner.results[-1].memory
     if cold is None or warm is None:
         return {}

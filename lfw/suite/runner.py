@@ -31,7 +31,7 @@ from torch.utils.data import Dataset, Subset, default_collate
 from lfw.data.collate import collate_skipping
 from lfw.data.dataset import LFWDataset
 from lfw.data.index import INDEX_KINDS, path_at
-from lfw.errors import LFWError
+from lfw.errors import LFWError, one_line
 from lfw.measure.ceiling import CeilingSweep, ParallelCapacity, spread_indices
 from lfw.measure.loader_pass import LoaderPass, sleep_step
 from lfw.measure.page_cache import evict, warm
@@ -289,9 +289,11 @@ class GroupRunner:
         """Measure ``cases`` of ``group`` interleaved (``timed=False``: the group's fewest rounds, no warm-up, as a
         smoke run)."""
         cases = list(cases)
-        converted = P.conversions([c.peer for c in cases if c.peer is not None], self.datasets.root,
-                                  max((c.pass_images(self.profile) for c in cases), default=0))
-        members, left_out = self.members(cases)
+        converted, not_converted = P.conversions([c.peer for c in cases if c.peer is not None], self.datasets.root,
+                                                 max((c.pass_images(self.profile) for c in cases), default=0))
+        unconverted = {c.id: not_converted[c.peer.peer] for c in cases
+                       if c.peer is not None and c.peer.peer in not_converted}
+        members, left_out = self.members(c for c in cases if c.id not in unconverted)
         rounds = group.rounds(self.profile) if timed else group.min_rounds
         ceilings = [k for k in members if k.startswith(CEILING)]
         warmup = group.warmup_rounds if timed or group.peer_group else 0
@@ -310,16 +312,27 @@ class GroupRunner:
         if timed and group.peer_group:  # each case's memory alone, after the rotation
             for case in cases:
                 if case.id in members and not measured[case.id].error:
-                    facts.setdefault(case.id, {}).update(self._memory_alone(case))
-        return GroupRotation(measured, info, errors, left_out, facts, self.unavailable(cases))
+                    facts.setdefault(case.id, {}).update(self._memory_alone(case, errors))
+        return GroupRotation(measured, info, errors, left_out, facts, {**self.unavailable(cases), **unconverted})
 
-    def _memory_alone(self, case: LoaderCase) -> dict[str, Any]:
-        """A fresh loader of ``case``: a cold and a warm epoch with the tree's memory sampled, nothing else alive."""
-        if case.peer is None:
-            return P.memory_alone(case_pass(case, self.datasets.for_case(case, self.profile), self.profile),
-                                  lambda: None)
-        loader = P.build_peer(case.peer, self.datasets.root, case.pass_images(self.profile))
-        return P.memory_alone(LoaderPass(loader, len(loader)), loader.close)  # type: ignore[arg-type]
+    def _memory_alone(self, case: LoaderCase, errors: dict[str, list[str]]) -> dict[str, Any]:
+        """A fresh loader of ``case``: a cold and a warm epoch with the tree's memory sampled, nothing else alive.
+
+        A failure is one line for this case only (:data:`K.MEMORY_ALONE_ERROR`), its rotation's figures stand; what
+        its close had to force joins the case's shutdown errors in ``errors``."""
+        runner: LoaderPass | None = None
+        try:
+            if case.peer is None:
+                runner = case_pass(case, self.datasets.for_case(case, self.profile), self.profile)
+                return P.memory_alone(runner, lambda: None)
+            loader = P.build_peer(case.peer, self.datasets.root, case.pass_images(self.profile))
+            runner = LoaderPass(loader, len(loader))  # type: ignore[arg-type]
+            return P.memory_alone(runner, loader.close)
+        except Exception as exc:
+            return {K.MEMORY_ALONE_ERROR: f"memory alone not measured: {one_line(exc)}"}
+        finally:
+            if runner is not None and runner.shutdown_errors:
+                errors.setdefault(case.id, []).extend(runner.shutdown_errors)
 
     def _member(self, case: LoaderCase) -> Member:
         if case.peer is not None:

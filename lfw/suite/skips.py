@@ -70,7 +70,7 @@ class Needs:
     start_method: str | None = None
     lfw_only: str | None = None
     latency_ms: float | None = None  # a remote case's injected latency (the smoke profile runs the low ones)
-    cores: int = 0  # usable cores the case's threads and processes need (a peer's parallelism is counted against them)
+    cores: int = 0  # usable cores a peer's knob needs (its threads or worker processes; not its helper threads)
 
 
 def skip_reason(needs: Needs, session: Session) -> str | None:
@@ -81,8 +81,8 @@ def skip_reason(needs: Needs, session: Session) -> str | None:
     profile = session.profile
     cap = worker_cap(session.cores)
     if needs.cores > session.cores:
-        return (f"parallelism {needs.cores} exceeds the {session.cores} usable cores (a peer's threads and processes "
-                "are counted against them)")
+        return (f"parallelism {needs.cores} exceeds the {session.cores} usable cores (a peer's knob, its threads or "
+                "worker processes, is counted against them)")
     if needs.workers > cap:
         return (f"workers{needs.workers} capped: this machine measures up to {cap} workers "
                 f"(2 x {session.cores} usable cores)")
