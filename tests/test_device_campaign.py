@@ -72,7 +72,7 @@ RUN_CALL = re.compile(r'^run\(command="([^"]+)", carry=\[([^\]]*)\], timeout_s=(
 
 
 def test_the_plan_in_docs_is_one_probe_and_one_main_command_in_fifteen_minutes() -> None:
-    """The two device calls docs/device.md gives to paste: valid commands of this campaign, the probe within 60-90 s,
+    """The two device calls docs/device.md gives to paste: valid commands of this campaign, the probe within 60-120 s,
     the main command within 540 s and its 600 s cut, .whl carried, and start + probe + main inside 15 minutes."""
     calls = RUN_CALL.findall((ROOT / "docs" / "device.md").read_text())
     assert len(calls) == 2, calls
@@ -84,8 +84,8 @@ def test_the_plan_in_docs_is_one_probe_and_one_main_command_in_fifteen_minutes()
                       int(timeout)))
     (probe, probe_timeout), (main, main_timeout) = plans
     assert probe["mode"] == "probe" and probe["steps"] == list(PROBE_STEPS) and probe["profile"] == "smoke"
-    assert 60 <= probe["total_budget_s"] == PROBE_BUDGET_S <= 90
-    assert probe["total_budget_s"] + GRACE_S < probe_timeout <= 150
+    assert 60 <= probe["total_budget_s"] == PROBE_BUDGET_S <= 120
+    assert probe["total_budget_s"] + GRACE_S < probe_timeout <= 160
     assert main["mode"] == "campaign" and main["steps"] == list(STEP_NAMES) and main["profile"] == "full"
     assert main["total_budget_s"] == TOTAL_BUDGET_S and main["total_budget_s"] + GRACE_S + 30 <= main_timeout <= 600
     assert MACHINE_START_S + probe_timeout + main["total_budget_s"] + GRACE_S <= DEVICE_TIME_S - 60

@@ -4,6 +4,7 @@ writes."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -16,7 +17,7 @@ from torch.utils.data import DataLoader
 
 from lfw.measure import LoaderConfig, LoaderPass, measure_pass
 from tools import device_gpu, device_measure, device_steps
-from tools.device_context import GATE_MD, STAND_IN, Context, Skip, Stopped, profile_named
+from tools.device_context import GATE_MD, PIN_RUN, STAND_IN, Context, Skip, Stopped, profile_named
 from tools.device_run import check_out
 
 FIXTURE_RUN = Path(__file__).parent / "fixtures" / "quick_run.json"
@@ -103,6 +104,41 @@ def test_a_dry_run_baseline_goes_to_a_scratch_folder(tmp_path: Path, monkeypatch
     assert not any(baselines.iterdir())
     assert Path(summary["baseline"]) == ctx.work / "baselines" / "gpu.json" and summary["scratch"]
     assert sorted(p.name for p in ctx.out.iterdir()) == [GATE_MD] and summary["aa_passed"]
+
+
+def pin_run_in_out(ctx: Context, runner: str = "gpu", stopped: str | None = None) -> Path:
+    """The pin step's run in OUT, saved as the fixture run made on ``runner`` with the context's profile."""
+    raw = json.loads(FIXTURE_RUN.read_text())
+    raw["machine_info"]["runner_class"] = runner
+    raw["lfw_selection"] = {"keyword": "pin_memory", "markexpr": "", "profile": ctx.profile.name, "layers": ["cost"],
+                            "cases": {"pin-memory/pin": {"outcome": "passed"}}, "stopped": stopped}
+    path = ctx.out / PIN_RUN
+    path.write_text(json.dumps(raw))
+    return path
+
+
+@pytest.mark.parametrize(("runner", "stopped", "reused"), [("gpu", None, True), ("gpu", "SIGTERM", False),
+                                                           ("cpu-16core", None, False)])
+def test_the_baseline_step_reuses_a_whole_pin_run_of_this_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  runner: str, stopped: str | None,
+                                                                  reused: bool) -> None:
+    """On the first GPU machine the pin step's run, the baseline's and the A/A gate's were the same minute-long
+    ``-k pin_memory`` run three times and the campaign outran its budget; a whole pin run of this runner class
+    is now the baseline, and only the gate's run is made. A stopped run, or another runner's, is never used."""
+    baselines = checkout(tmp_path, monkeypatch)
+    runs: list[tuple[str, ...]] = []
+
+    def counting(ctx: Context, keyword: str, path: Path, *extra: str) -> int:
+        runs.append(extra)
+        return fake_pytest(ctx, keyword, path, *extra)
+
+    monkeypatch.setattr(device_steps, "pytest_run", counting)
+    ctx = context("baseline", tmp_path)
+    pin = pin_run_in_out(ctx, runner, stopped)
+    summary = device_steps.step_baseline(ctx)
+    assert summary["from_pin_run"] is reused and len(runs) == (1 if reused else 2)
+    assert all(device_steps.BASELINE_ARGS[0] in extra for extra in runs)
+    assert ((baselines / "gpu.json").read_bytes() == pin.read_bytes()) is reused
 
 
 @pytest.mark.parametrize(("dry_run", "gate_exit", "status"), [(True, 0, "done"), (True, 1, "done"),

@@ -16,6 +16,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from lfw.data.dataset import LFWDataset
 from lfw.measure import LoaderConfig
+from lfw.measure.machine import nvidia_driver
 from lfw.measure.resources import (
     Limits,
     MiB,
@@ -170,3 +171,14 @@ def test_a_low_ulimit_n_leaves_out_the_cases_that_would_run_out_of_descriptors()
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "open files (4 workers" in proc.stdout and "ulimit -n is 60" in proc.stdout
     assert " failed" not in proc.stdout.splitlines()[-1]
+
+
+@pytest.mark.parametrize(("line", "driver"), [
+    ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U16)\n",
+     "580.159.04"),
+    ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n", "535.104.05"),
+    ("GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n", None),
+])
+def test_the_nvidia_driver_comes_from_the_kernel_modules_line(line: str, driver: str | None) -> None:
+    """On the H200 machine torch 2.11 had no ``cuda.driver_version``: every run saved ``cuda_driver: None``."""
+    assert nvidia_driver(line) == driver

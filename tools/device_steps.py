@@ -36,6 +36,7 @@ from lfw.measure.machine import runner_class
 from lfw.measure.resources import usable_cores
 from lfw.results import keys as K
 from lfw.results import load_run
+from lfw.suite.profiles import COST
 from tools import device_measure
 from tools.device_context import (
     GATE_MD,
@@ -60,6 +61,7 @@ CASE_KEYS = (K.IMAGES_PER_S, K.CEILING_IMAGES_PER_S, K.EFFICIENCY, K.MAIN_CPU_SH
 PYTEST_GRACE_S = 10.0  # for a stopped pytest to save its partial run (the campaign kills all 20 s after stopping)
 EXIT_CHECK, EXIT_STOPPED, EXIT_FAILED = 1, 3, 4
 GATE_REGRESSION = 1  # lfw.gate's exit code for a regression found
+BASELINE_ARGS = ("--bench-cost",)  # what `make baseline` adds to the profile; the pin step's run adds it too
 
 
 def pytest_run(ctx: Context, keyword: str, json_path: Path, *extra: str) -> int:
@@ -122,12 +124,32 @@ def step_pin(ctx: Context) -> dict[str, Any]:
     """pin_memory off and on with the copy in the timed pass (benchmarks/test_pin_memory.py), beside the copy's
     floor: one batch's bytes at this machine's best pinned copy rate."""
     device = ctx.gpu_device()
-    pytest_step(ctx, "pin_memory", ctx.out / PIN_RUN, "pin-memory")
+    pytest_step(ctx, "pin_memory", ctx.out / PIN_RUN, "pin-memory", *BASELINE_ARGS)
     peak = max(device_measure.peak_rates(device))
     batch = device_measure.preset_batch_bytes(ctx, "none")
     ctx.summary.update({"peak_h2d_gb_s": round(peak, 2), "batch_bytes": batch,
                         "h2d_floor_ms_per_batch": round(batch / (peak * 1e9) * 1e3, 3)})
     return ctx.summary
+
+
+def reusable_pin_run(ctx: Context, runner: str) -> Path | None:
+    """The pin step's run in OUT when it can stand as this runner's baseline: made on this runner class, on the
+    context's profile, with :data:`BASELINE_ARGS` (the pin step adds them), whole (no case failed, stopped or never
+    run); else None. It is the same ``-k pin_memory`` run ``make baseline`` makes, so the baseline step need not
+    run it again (on the H200 machine each such run of the full profile took about a minute)."""
+    path = ctx.out / PIN_RUN
+    if not path.exists():
+        return None
+    try:
+        run = load_run(path)
+    except LFWError:
+        return None
+    selection = run.selection
+    whole = selection is not None and run.incomplete is None and any(
+        o.status == "passed" for o in selection.outcomes.values())
+    same = (run.machine.get("runner_class") == runner and selection is not None
+            and selection.profile == ctx.profile.name and COST in selection.layers)
+    return path if whole and same else None
 
 
 def workers_keyword(workers: tuple[int, ...]) -> str:
@@ -164,18 +186,23 @@ def step_baseline(ctx: Context) -> dict[str, Any]:
     tmp = own.with_suffix(".json.tmp")
     s = ctx.summary
     s.update({"runner_class": runner, "scratch": ctx.dry_run, "files": []})
-    s["baseline_pytest_exit"] = code = pytest_run(ctx, "pin_memory", tmp, "--bench-cost", "--benchmark-autosave",
-                                                  *storage)
-    ctx.check_stopped()  # a partial run is never saved as a baseline
-    if code != 0 or not tmp.exists():
-        raise MeasurementError(f"the baseline run failed (pytest exit {code}); nothing saved")
+    pin_run = reusable_pin_run(ctx, runner)
+    s["from_pin_run"] = pin_run is not None
+    if pin_run is not None:  # the pin step's whole run of the same cases: copied, not run a second time
+        shutil.copyfile(pin_run, tmp)
+    else:
+        s["baseline_pytest_exit"] = code = pytest_run(ctx, "pin_memory", tmp, *BASELINE_ARGS, "--benchmark-autosave",
+                                                      *storage)
+        ctx.check_stopped()  # a partial run is never saved as a baseline
+        if code != 0 or not tmp.exists():
+            raise MeasurementError(f"the baseline run failed (pytest exit {code}); nothing saved")
     os.replace(tmp, own)
     s["baseline"] = str(own if ctx.dry_run else own.relative_to(REPO))
     if not ctx.dry_run:
         shutil.copyfile(own, ctx.out / own.name)
         s["files"].append(own.name)
     gate_run = ctx.work / "gate-run.json"
-    s["gate_pytest_exit"] = code = pytest_run(ctx, "pin_memory", gate_run, "--bench-cost", *storage)
+    s["gate_pytest_exit"] = code = pytest_run(ctx, "pin_memory", gate_run, *BASELINE_ARGS, *storage)
     ctx.check_stopped()
     if not gate_run.exists():
         raise MeasurementError(f"the gate's run failed (pytest exit {code})")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -37,6 +38,23 @@ def package_version(name: str) -> str:
         return "not installed"
 
 
+NVIDIA_VERSION_FILE = "/proc/driver/nvidia/version"
+
+
+def nvidia_driver(text: str | None = None) -> str | None:
+    """The NVIDIA kernel driver's release (e.g. ``580.159.04``) from :data:`NVIDIA_VERSION_FILE` (or ``text``),
+    None where there is none. torch names the CUDA runtime only; its ``cuda.driver_version`` is not in every
+    release (2.11 has none), so the driver is read from the kernel module's own line."""
+    if text is None:
+        try:
+            with open(NVIDIA_VERSION_FILE) as f:
+                text = f.read()
+        except OSError:
+            return None
+    found = re.search(r"NVRM version:.*?\s(\d+\.\d+(?:\.\d+)?)\s", text)
+    return found.group(1) if found else None
+
+
 def cuda_info() -> dict[str, Any]:
     if not torch.cuda.is_available():
         return {"cuda_available": False}
@@ -46,7 +64,7 @@ def cuda_info() -> dict[str, Any]:
         "cuda_device": props.name,
         "cuda_memory_gib": round(props.total_memory / 2**30, 1),
         "cuda_runtime": torch.version.cuda,
-        "cuda_driver": torch.cuda.driver_version() if hasattr(torch.cuda, "driver_version") else None,
+        "cuda_driver": nvidia_driver(),
     }
 
 
