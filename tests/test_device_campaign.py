@@ -44,6 +44,7 @@ from tools.device_run import GRACE_S, Log, check_out, run_child, wheel_command
 from tools.device_steps import workers_keyword
 
 ROOT = Path(__file__).resolve().parents[1]
+FIXTURE_RUN = ROOT / "tests" / "fixtures" / "quick_run.json"
 HANG_GUARD_S = 600  # far beyond what these runs need: a failure to stop, not a timing
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks what a machine without CUDA does")
 DEVICE_TIME_S = 15 * 60  # a session's device time, machine starts included (the device tool's README)
@@ -297,7 +298,30 @@ def test_charts_never_draw_stand_in_figures_as_gpu_figures(tmp_path: Path,
     (tmp_path / "campaign.json").write_text(json.dumps(doc))
     assert device_charts.main([str(tmp_path), "--out", str(tmp_path / "charts")]) == 0
     assert sorted(p.name for p in (tmp_path / "charts").iterdir()) == ["device-workers.png"]  # no bandwidth chart
-    assert f"measured on the {STAND_IN} of a dry run (not GPU figures): bandwidth" in capsys.readouterr().out
+    assert f"bandwidth (measured on the {STAND_IN} of a dry run: not GPU figures)" in capsys.readouterr().out
+
+
+def test_charts_leave_out_a_probes_figures_and_take_pin_from_the_baseline_run(tmp_path: Path) -> None:
+    """On the first GPU machine the pin step stopped at its budget while the baseline step saved the same cases:
+    the chart then drew the probe's 160-image pin figures beside the full campaign's. The probe's steps are left
+    out (another profile) and the pin figures come from the baseline's run."""
+    probe, main = tmp_path / "probe", tmp_path / "main"
+    probe.mkdir()
+    main.mkdir()
+    pin = {"cases": {"pin": {"images_per_s_rounds": [1.0], "h2d_ms_per_batch_rounds": [9.0]}},
+           "h2d_floor_ms_per_batch": 1.0}
+    (probe / "campaign.json").write_text(json.dumps({"version": 1, "run": {"profile": "smoke"}, "steps": {
+        "pin": {"status": "done", "measured_on": "cuda", "summary": pin}}}))
+    shutil.copyfile(FIXTURE_RUN, main / "gpu.json")
+    bandwidth = {"copies": {"batch-pinned": {"bytes": 48_000_000}}, "peak_gb_s": 48.0}
+    (main / "campaign.json").write_text(json.dumps({"version": 1, "run": {"profile": "full"}, "steps": {
+        "pin": {"status": "incomplete", "summary": {"files": ["pin-memory.json"]}},
+        "bandwidth": {"status": "done", "measured_on": "cuda", "summary": bandwidth},
+        "baseline": {"status": "incomplete", "summary": {"files": ["gpu.json"]}}}}))
+    steps, left_out = device_charts.merged_steps([probe, main])
+    assert left_out == [f"pin of {probe} (profile smoke, not full)"]
+    assert steps["pin"]["from"] == "gpu.json" and steps["pin"]["h2d_floor_ms_per_batch"] == 1.0
+    assert steps["pin"]["cases"] == device_steps.case_summary(FIXTURE_RUN, "pin-memory")
 
 
 def test_wheels_for_another_python_are_left_out_and_named(tmp_path: Path) -> None:

@@ -32,22 +32,50 @@ from tools.device_context import CAMPAIGN_JSON, STAND_IN
 
 def merged_steps(folders: list[Path]) -> tuple[dict[str, Any], list[str]]:
     """Every finished step's summary across ``folders``, later folders first in precedence, and the steps left
-    out because a dry run measured them on the CPU stand-in (their figures are never drawn as GPU figures)."""
-    steps: dict[str, Any] = {}
-    stand_in: list[str] = []
+    out: measured by a dry run on the CPU stand-in (never GPU figures), or on another profile than the last
+    folder's (a probe's 160-image smoke figures never stand beside the full campaign's). A pin step that did not
+    finish takes its figures from the baseline step's run in the same folder, which is the same ``-k pin_memory``
+    run of the same profile (:func:`pin_from_baseline`)."""
+    campaigns = []
     for folder in folders:
         path = folder / CAMPAIGN_JSON
         if not path.is_file():
             raise LFWError(f"{folder} has no {CAMPAIGN_JSON}; give a device campaign's output folder")
-        for name, step in json.loads(path.read_text(encoding="utf-8")).get("steps", {}).items():
-            if step.get("status") != "done" or not step.get("summary"):
-                continue
+        campaigns.append((folder, json.loads(path.read_text(encoding="utf-8"))))
+    profile = campaigns[-1][1].get("run", {}).get("profile")
+    steps: dict[str, Any] = {}
+    left_out: list[str] = []
+    for folder, campaign in campaigns:
+        done = {name: step for name, step in campaign.get("steps", {}).items()
+                if step.get("status") == "done" and step.get("summary")}
+        if "pin" not in done and (pin := pin_from_baseline(folder, campaign)) is not None:
+            done["pin"] = {"summary": pin}
+        for name, step in done.items():
             if step.get("measured_on") == STAND_IN:
-                stand_in.append(name)
+                left_out.append(f"{name} (measured on the {STAND_IN} of a dry run: not GPU figures)")
                 steps.pop(name, None)
+            elif campaign.get("run", {}).get("profile") != profile:
+                left_out.append(f"{name} of {folder} (profile {campaign.get('run', {}).get('profile')}, not {profile})")
             else:
                 steps[name] = step["summary"]
-    return steps, stand_in
+    return steps, left_out
+
+
+def pin_from_baseline(folder: Path, campaign: dict[str, Any]) -> dict[str, Any] | None:
+    """The pin step's figures from the baseline step's saved run in ``folder`` (None without one or without the
+    bandwidth step's peak): its cases' rounds, and the copy floor as the batch's bytes over the peak copy rate."""
+    steps = campaign.get("steps", {})
+    baseline = steps.get("baseline", {}).get("summary", {})
+    bandwidth = steps.get("bandwidth", {})
+    names = [name for name in baseline.get("files", []) if name.endswith(".json") and (folder / name).is_file()]
+    if not names or bandwidth.get("status") != "done":
+        return None
+    from tools.device_steps import case_summary
+
+    copies = bandwidth["summary"]
+    batch = copies["copies"]["batch-pinned"]["bytes"]
+    return {"cases": case_summary(folder / names[0], "pin-memory"), "batch_bytes": batch, "from": names[0],
+            "h2d_floor_ms_per_batch": round(batch / (copies["peak_gb_s"] * 1e9) * 1e3, 3)}
 
 
 def _bar(rounds: list[float]) -> tuple[float, list[float]]:
@@ -94,7 +122,8 @@ def draw_pin(pin: dict[str, Any], out: Path) -> Path:
         ax.set(ylabel=unit)
     right.axhline(pin["h2d_floor_ms_per_batch"], color="k", ls="--", label="floor: batch bytes / peak copy")
     right.legend(fontsize=8)
-    fig.suptitle("pin_memory with the copy in the timed pass")
+    source = f" (from {pin['from']})" if "from" in pin else ""
+    fig.suptitle(f"pin_memory with the copy in the timed pass{source}")
     return _save(fig, out / "device-pin.png")
 
 
@@ -133,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folders", nargs="+", type=Path, help="campaign output folders")
     parser.add_argument("--out", type=Path, default=Path("reports/device"), help="chart folder (reports/device)")
     args = parser.parse_args(argv)
-    steps, stand_in = merged_steps(args.folders)
+    steps, left_out = merged_steps(args.folders)
     args.out.mkdir(parents=True, exist_ok=True)
     drawn = []
     if "workers" in steps or "decode" in steps:
@@ -145,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     if "feed" in steps:
         drawn.append(draw_feed(steps["feed"], args.out))
     print("\n".join(str(p) for p in drawn) or "no finished step with figures: nothing to draw")
-    if stand_in:
-        print(f"not drawn, measured on the {STAND_IN} of a dry run (not GPU figures): {', '.join(stand_in)}")
+    if left_out:
+        print(f"not drawn: {'; '.join(left_out)}")
     return 0
 
 
