@@ -22,8 +22,7 @@ from pathlib import Path
 from types import FrameType
 
 from lfw.cli.args import OneLineParser
-from lfw.distributed.coverage import gathered_coverage, same_order_every_epoch
-from lfw.distributed.record import Outcome, lines, next_run_path, save
+from lfw.distributed.record import Outcome, gathered_coverage, lines, next_run_path, same_order_every_epoch, save
 from lfw.errors import LFWError, MeasurementError, cli_entry, one_line
 from lfw.suite.profiles import PROFILES
 
