@@ -1,11 +1,6 @@
-"""``python -m lfw.diagnose``: is training data-bound? Measure, predict, show.
-
-Measure (default): a training loop over a loader (a transform preset, a decode pipeline ``--pipeline`` or the user's
-``--dataset``) whose step sleeps ``--step-ms``, trains a small CNN (``--model cnn``) or is the user's (``--step``;
-:func:`lfw.diagnose.training.step_from`). Prints the data-wait fraction, accelerator utilization, batches/s, the
-bottleneck, the simulator's prediction beside the measurement, the worker count that ends the stalls and a
-recommendation, and writes the timeline chart (measured and simulated side by side) to ``--out``. Simulate
-(``--simulate``): the pipeline model alone. Examples: :data:`EXAMPLES` (``--help``) and ``docs/diagnose.md``.
+"""``python -m lfw.diagnose``: is training data-bound? Measure (a preset, ``--pipeline`` or ``--dataset``, with a
+sleeping, CNN or ``--step`` step), predict, recommend and draw the timeline, or ``--simulate`` the model alone.
+Examples: :data:`EXAMPLES` (``--help``) and docs/diagnose.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""Per-batch timelines, shared by the measured loop and the simulator so one chart draws both.
+"""Per-batch timelines shared by the measured loop and the simulator, and the instrumentation that stamps them.
 
-A measured batch carries a :class:`LoadStamp` from the worker that loaded it. The stamp is taken inside the
-worker process with :func:`time.perf_counter`, which on Linux reads ``CLOCK_MONOTONIC``: one clock for every
-process on the machine, so worker-side and main-loop times can be put on the same axis.
-
-:class:`TimedDataset` and :class:`TimedCollate` are the instrumentation: the dataset's ``__getitems__`` (which
-PyTorch's fetcher calls with a whole batch of indices) notes when loading starts, the collate function notes
-when the batch is complete and appends the stamp as the *last* element of the batch. ``batch[0]`` stays the
-image tensor, so :class:`~lfw.measure.LoaderPass` counts the same images as without instrumentation.
+A measured batch carries a :class:`LoadStamp` taken inside the worker with :func:`time.perf_counter`
+(``CLOCK_MONOTONIC`` on Linux: one clock for every process, so worker and main-loop times share an axis).
+:class:`TimedDataset`'s ``__getitems__`` notes when a batch starts loading; :class:`TimedCollate` stamps its end
+and appends the stamp as the batch's *last* element, so ``batch[0]`` stays the images LoaderPass counts.
 """
 
 from __future__ import annotations
@@ -114,12 +110,8 @@ class Wrapping:
 
 
 class TimedDataset(Wrapping, Dataset):
-    """Wraps a map-style dataset so that each batch notes when its loading started, in whichever process.
-
-    PyTorch's fetcher calls ``__getitems__`` once per batch when it exists, so the start time covers reading,
-    decoding and transforming every sample of the batch. A dataset with its own ``__getitems__`` (a decode thread
-    pool, one memmap read per batch) keeps it instead of being asked for its items one by one.
-    """
+    """Wraps a map-style dataset so that each batch notes when its loading started, in whichever process (the
+    fetcher calls ``__getitems__`` once per batch); a dataset's own ``__getitems__`` is kept."""
 
     def __getitem__(self, i: int) -> Any:
         return self.dataset[i]
@@ -172,11 +164,8 @@ def split_stamp(batch: Any) -> tuple[Any, LoadStamp | None]:
 
 
 def queue_depth(records: Sequence[BatchRecord], times: np.ndarray) -> np.ndarray:
-    """Batches loaded but not yet received by the main loop, at each of ``times``.
-
-    This is the prefetch queue as the consumer sees it: a batch counts from the end of its load to the moment
-    the main loop has it.
-    """
+    """Batches loaded but not yet received by the main loop, at each of ``times`` (the prefetch queue as the
+    consumer sees it)."""
     ends = np.array([r.load_end for r in records if not math.isnan(r.load_end)])
     gots = np.array([r.got if not math.isnan(r.got) else math.inf for r in records if not math.isnan(r.load_end)])
     if ends.size == 0:

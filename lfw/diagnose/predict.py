@@ -1,17 +1,9 @@
 """From a measured training pass to a simulator model, a prediction, a verdict and a recommendation.
 
-The per-worker batch load time is taken from the workers themselves: the instrumented collate function stamps
-when each batch's loading started and ended inside its worker, so the mean of those durations is the load
-time that worker count actually achieved, contention for cores included. That is more direct than the other
-two estimates: a ``workers=0`` pass measures one uncontended core (too optimistic once workers outnumber
-cores), and steady-state throughput x workers is only a load time when the loader is the bottleneck (when the
-step is, it measures the step). Each worker's first batch is left out: it pays the worker's warm-up. To the
-mean load the median per-batch worker overhead is added: the idle gap between two batches of one worker when
-the second was already handed to it (sending the result, taking the next task; see :func:`worker_gaps`).
-
-What the simulator does not see directly is measured too: ``transfer_s`` is the median time from "batch
-loaded and asked for" to "main loop has it" (the hand-over from the worker, modelled as a consumer-side
-cost), and ``startup_s`` is when the first worker started loading (process start-up).
+The per-worker load time is the mean of the workers' own stamps (each worker's first batch left out: its warm-up),
+which holds the contention for cores at that worker count, plus the median idle gap between two batches of one
+worker when the second was already handed to it (:func:`worker_gaps`). ``transfer_s`` is the median hand-over
+(:func:`handover_times`), ``startup_s`` when the first worker started loading.
 """
 
 from __future__ import annotations
@@ -63,12 +55,9 @@ def handover_times(records: list[BatchRecord]) -> list[float]:
 
 
 def worker_gaps(records: list[BatchRecord], capacity: int) -> list[float]:
-    """Idle time of a worker between two of its batches when the second was already handed to it.
-
-    That gap is per-batch worker overhead outside ``__getitems__`` and collate (sending the batch to the main
-    process, taking the next task). Gaps where the task came later are the prefetch limit, which the simulator
-    models itself. Batch ``j`` is handed out when batch ``j - capacity`` is received (in-order delivery).
-    """
+    """Idle time of a worker between two of its batches when the second was already handed to it (batch ``j``
+    is handed out when batch ``j - capacity`` is received): overhead outside ``__getitems__`` and collate. Later
+    tasks are the prefetch limit, which the simulator models itself."""
     if capacity <= 0:
         return []
     by_index = {r.index: r for r in records}
@@ -132,11 +121,8 @@ class Diagnosis:
 
 
 def diagnose(m: Measurement, usable_cores: int, *, emulated_step: bool) -> Diagnosis:
-    """Fit, predict and advise.
-
-    ``emulated_step``: a sleeping step leaves every core to the workers; a real CPU step takes one itself,
-    which the worker budget accounts for.
-    """
+    """Fit, predict and advise; ``emulated_step`` (a sleep) leaves every core to the workers, a real step keeps
+    one."""
     model = fit_model(m)
     batches = m.result.batches
     predicted = seed_mean(model, batches, lambda r: r.batches_per_s)  # seeds when load times vary

@@ -1,10 +1,8 @@
 """The worker count for training, measured: the loop's steps/s at each count beside the loader's own rate.
 
-Why: the loader's knee (the fewest workers within :data:`~lfw.stats.variation.KNEE_TOLERANCE` of its best rate
-with no step, :mod:`lfw.results.recommend`'s rule) is not the count that makes the *loop* fastest where the step
-computes on the same cores as the workers. :class:`WorkerSweep` holds both per count, each from its own measured
-pass, and says which count each rule picks; rates are steady, from the end of the first step to the end of the
-last (``docs/diagnose.md``, "The worker count for training").
+The loader's knee (:mod:`lfw.results.recommend`'s rule) is not the count that makes the *loop* fastest where the
+step computes on the workers' cores; :class:`WorkerSweep` holds both per count, each from its own pass, at steady
+rates (docs/diagnose.md, "The worker count for training").
 """
 
 from __future__ import annotations
