@@ -3,7 +3,8 @@
 A measured batch carries a :class:`LoadStamp` taken inside the worker with :func:`time.perf_counter`
 (``CLOCK_MONOTONIC`` on Linux: one clock for every process, so worker and main-loop times share an axis).
 :class:`TimedDataset`'s ``__getitems__`` notes when a batch starts loading; :class:`TimedCollate` stamps its end
-and appends the stamp as the batch's *last* element, so ``batch[0]`` stays the images LoaderPass counts.
+and appends the stamp as the batch's *last* element, so ``batch[0]`` stays the images LoaderPass counts;
+:func:`instrument` stamps any dataset this way (map-style, iterable, or of whole batches).
 """
 
 from __future__ import annotations
@@ -11,13 +12,15 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from torch.utils.data import Dataset, default_collate, get_worker_info
+from torch.utils.data import Dataset, IterableDataset, default_collate, get_worker_info
 from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
+
+from lfw.data.collate import collate_skipping
 
 MAIN_PROCESS = -1  # worker id of batches loaded in the main process (num_workers=0)
 
@@ -173,3 +176,77 @@ def queue_depth(records: Sequence[BatchRecord], times: np.ndarray) -> np.ndarray
     t = times[:, None]
     return ((ends[None, :] <= t) & (gots[None, :] > t)).sum(axis=1)
 
+
+_batch_start = math.nan  # per process: when the batch this process is loading was first asked for
+
+
+def _mark_start() -> None:
+    global _batch_start
+    _batch_start = time.perf_counter()
+
+
+class _TimedIterable(Wrapping, IterableDataset):
+    """An ``IterableDataset`` whose every ``batch_size``-th item (the first of a batch the iterable fetcher asks
+    for) marks a batch's start in the loading process."""
+
+    def __init__(self, dataset: IterableDataset, batch_size: int) -> None:
+        super().__init__(dataset)
+        self.batch_size = batch_size
+
+    def __iter__(self) -> Iterator[Any]:
+        _mark_start()
+        for n, item in enumerate(self.dataset, 1):
+            yield item
+            if n % self.batch_size == 0:  # resumed: the next item, the next batch's first, is asked for now
+                _mark_start()
+
+
+class _TimedWholeBatches(Wrapping, Dataset):
+    """A dataset whose items are whole batches (``yields_batches``): asking for an item marks its start."""
+
+    yields_batches = True
+
+    def __getitem__(self, i: int) -> Any:
+        _mark_start()
+        return self.dataset[i]
+
+
+class _Stamped(Stamped):
+    """A worker's whole batch that becomes a batch only when the main process unpickles it (a slot batch),
+    with its stamp: unpickled as ``[*batch, stamp]``."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return with_stamp, (self.batch, self.stamp)
+
+
+class _StampFromMark:
+    """The collate of :class:`_TimedIterable` and :class:`_TimedWholeBatches`: the start is the one this process
+    marked. ``inner`` collates items; None when the item is a whole batch already. Picklable (a class)."""
+
+    def __init__(self, inner: Callable[[list[Any]], Any] | None) -> None:
+        self.inner = inner
+        self.timed = TimedCollate(inner) if inner is not None else None
+
+    def __call__(self, samples: Any) -> Any:
+        start = _batch_start if not math.isnan(_batch_start) else time.perf_counter()
+        if self.timed is not None:
+            return self.timed(StartedBatch(samples, start))
+        stamp = stamp_since(start)
+        if get_worker_info() is not None and not isinstance(samples, list | tuple):
+            return _Stamped(samples, stamp)
+        return with_stamp(samples, stamp)
+
+
+def instrument(dataset: Dataset, batch_size: int) -> tuple[Dataset, Callable[[Any], Any]]:
+    """The dataset and collate function that stamp every batch with who loaded it and when: a batched fetch
+    (``__getitems__``) is kept, an ``IterableDataset`` marks a batch at its first item, a dataset of whole batches
+    (``yields_batches``) at the item; items are collated by ``default_collate`` (the skipping one when the
+    dataset skips bad files)."""
+    inner = collate_skipping if getattr(dataset, "on_error", "raise") == "skip" else default_collate
+    if getattr(dataset, "yields_batches", False):
+        return _TimedWholeBatches(dataset), _StampFromMark(None)
+    if isinstance(dataset, IterableDataset):
+        return _TimedIterable(dataset, batch_size), _StampFromMark(inner)
+    return TimedDataset(dataset), TimedCollate(inner)

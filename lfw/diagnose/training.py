@@ -11,30 +11,17 @@ import dataclasses
 import math
 import os
 import statistics
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import nn
-from torch.utils.data import Dataset, IterableDataset, default_collate, get_worker_info
+from torch.utils.data import Dataset
 from tqdm import tqdm
 
-from lfw.data.collate import collate_skipping
-from lfw.diagnose.events import (
-    BatchRecord,
-    LoadStamp,
-    Stamped,
-    StartedBatch,
-    TimedCollate,
-    TimedDataset,
-    Wrapping,
-    split_stamp,
-    stamp_since,
-    with_stamp,
-)
+from lfw.diagnose.events import BatchRecord, LoadStamp, instrument, split_stamp
 from lfw.diagnose.feeds import DECODERS_GROUP
 from lfw.errors import LFWError, check_choice
 from lfw.measure import LoaderConfig, LoaderPass, PassResult
@@ -206,82 +193,6 @@ def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step:
     records = [BatchRecord.stamped(i, stamp, result.t0, ev)  # on the pass's clock: seconds since it started
                for i, (ev, stamp) in enumerate(zip(result.events, recorder.stamps, strict=False))]
     return Measurement(result, records, config, transform, step_label, config.batch_size)
-
-
-# --- instrumentation of any dataset ----------------------------------------------------------------------------
-_batch_start = math.nan  # per process: when the batch this process is loading was first asked for
-
-
-def _mark_start() -> None:
-    global _batch_start
-    _batch_start = time.perf_counter()
-
-
-class _TimedIterable(Wrapping, IterableDataset):
-    """An ``IterableDataset`` whose every ``batch_size``-th item (the first of a batch the iterable fetcher asks
-    for) marks a batch's start in the loading process."""
-
-    def __init__(self, dataset: IterableDataset, batch_size: int) -> None:
-        super().__init__(dataset)
-        self.batch_size = batch_size
-
-    def __iter__(self) -> Iterator[Any]:
-        _mark_start()
-        for n, item in enumerate(self.dataset, 1):
-            yield item
-            if n % self.batch_size == 0:  # resumed: the next item, the next batch's first, is asked for now
-                _mark_start()
-
-
-class _TimedWholeBatches(Wrapping, Dataset):
-    """A dataset whose items are whole batches (``yields_batches``): asking for an item marks its start."""
-
-    yields_batches = True
-
-    def __getitem__(self, i: int) -> Any:
-        _mark_start()
-        return self.dataset[i]
-
-
-class _Stamped(Stamped):
-    """A worker's whole batch that becomes a batch only when the main process unpickles it (a slot batch),
-    with its stamp: unpickled as ``[*batch, stamp]``."""
-
-    __slots__ = ()
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return with_stamp, (self.batch, self.stamp)
-
-
-class _StampFromMark:
-    """The collate of :class:`_TimedIterable` and :class:`_TimedWholeBatches`: the start is the one this process
-    marked. ``inner`` collates items; None when the item is a whole batch already. Picklable (a class)."""
-
-    def __init__(self, inner: Callable[[list[Any]], Any] | None) -> None:
-        self.inner = inner
-        self.timed = TimedCollate(inner) if inner is not None else None
-
-    def __call__(self, samples: Any) -> Any:
-        start = _batch_start if not math.isnan(_batch_start) else time.perf_counter()
-        if self.timed is not None:
-            return self.timed(StartedBatch(samples, start))
-        stamp = stamp_since(start)
-        if get_worker_info() is not None and not isinstance(samples, list | tuple):
-            return _Stamped(samples, stamp)
-        return with_stamp(samples, stamp)
-
-
-def instrument(dataset: Dataset, batch_size: int) -> tuple[Dataset, Callable[[Any], Any]]:
-    """The dataset and collate function that stamp every batch with who loaded it and when: a batched fetch
-    (``__getitems__``) is kept, an ``IterableDataset`` marks a batch at its first item, a dataset of whole batches
-    (``yields_batches``) at the item; items are collated by ``default_collate`` (the skipping one when the
-    dataset skips bad files)."""
-    inner = collate_skipping if getattr(dataset, "on_error", "raise") == "skip" else default_collate
-    if getattr(dataset, "yields_batches", False):
-        return _TimedWholeBatches(dataset), _StampFromMark(None)
-    if isinstance(dataset, IterableDataset):
-        return _TimedIterable(dataset, batch_size), _StampFromMark(inner)
-    return TimedDataset(dataset), TimedCollate(inner)
 
 
 # --- decode pipelines ------------------------------------------------------------------------------------------
