@@ -19,9 +19,8 @@ from lfw.cli.args import OneLineParser
 from lfw.data.dataset import LFWDataset
 from lfw.data.root import DataSource, resolve_root
 from lfw.data.transforms import PRESETS
-from lfw.diagnose.predict import Diagnosis, diagnose, workers_text
+from lfw.diagnose.predict import Diagnosis, diagnose, parse_counts, sweep, workers_text
 from lfw.diagnose.simulator import PipelineModel, simulate
-from lfw.diagnose.sweep import parse_counts, sweep
 from lfw.diagnose.timeline import Panel, animate_timeline, draw_timeline
 from lfw.diagnose.training import (
     DEFAULT_WORKERS,
