@@ -29,13 +29,9 @@ MIN_RUNS = 2 * MIN_SEGMENT
 
 @dataclass(frozen=True)
 class Step:
-    """A change point at ``at`` (the index of the first run on the new level) of one series.
-
-    ``before``/``after`` are the two consecutive values (exact rule) or the medians of the two neighbouring
-    segments (PELT), over ``runs_before`` and ``runs_after`` runs; ``change`` is relative (``after / before - 1``)
-    for relative metrics and a difference in the metric's unit for absolute ones; ``p_value`` is the
-    confirmation's (None for exact steps).
-    """
+    """A change point at ``at`` (the first run on the new level): the two values (exact rule) or the medians of
+    the neighbouring segments (PELT) over ``runs_before``/``runs_after`` runs, their change as the metric
+    measures it, and the confirmation's ``p_value`` (None for exact steps)."""
 
     at: int
     before: float
@@ -54,23 +50,16 @@ def exact_steps(metric: Metric, values: Sequence[float], threshold: float) -> li
 
 
 def noise_sigma(x: np.ndarray) -> float:
-    """σ of the noise, from the median absolute first difference: steps are few, so they barely move it.
-
-    The normal-scaled MAD of the first differences over √2 (a difference holds two runs' noise); NaN for fewer
-    than 2 values, which have no difference.
-    """
+    """σ of the noise: the normal-scaled MAD of the first differences over √2 (few steps barely move it); NaN
+    for fewer than 2 values."""
     if len(x) < 2:
         return math.nan
     return float(stats.median_abs_deviation(np.diff(x), scale="normal")) / math.sqrt(2)
 
 
 def welch_p(left: np.ndarray, right: np.ndarray) -> float:
-    """Two-sided p-value of Welch's t-test (``scipy.stats.ttest_ind`` with unequal variances).
-
-    Two constant segments have no variance to test: they are a certain step (0.0) if their levels differ and
-    none (1.0) if they agree. One constant segment is an exact level, not the near-identical data that scipy's
-    precision-loss warning is about, so that warning is silenced.
-    """
+    """Two-sided p-value of Welch's t-test; two constant segments are a certain step (0.0) or none (1.0), and
+    scipy's precision-loss warning about one constant segment is silenced."""
     if float(left.var()) + float(right.var()) == 0:
         return 0.0 if float(left.mean()) != float(right.mean()) else 1.0
     with warnings.catch_warnings():
