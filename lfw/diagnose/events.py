@@ -126,8 +126,8 @@ class TimedDataset(Wrapping, Dataset):
 
 class TimedCollate:
     """``inner``, then the batch joined with its :class:`LoadStamp` by ``join`` (``[*batch, stamp]`` by default).
-
-    Picklable (a class, not a closure) so that spawn and forkserver workers can receive it.
+    The start is the :class:`StartedBatch`'s, else the one this process marked (:func:`_mark_start`). Picklable (a
+    class, not a closure) so that spawn and forkserver workers can receive it.
     """
 
     def __init__(self, inner: Callable[[list[Any]], Any] = default_collate,
@@ -136,7 +136,7 @@ class TimedCollate:
         self.join = join
 
     def __call__(self, samples: Any) -> Any:
-        start = getattr(samples, "start", math.nan)
+        start = getattr(samples, "start", _batch_start)
         return self.join(self.inner(list(samples) if isinstance(samples, StartedBatch) else samples),
                          stamp_since(start))
 
@@ -221,22 +221,15 @@ class _Stamped(Stamped):
         return with_stamp, (self.batch, self.stamp)
 
 
-class _StampFromMark:
-    """The collate of :class:`_TimedIterable` and :class:`_TimedWholeBatches`: the start is the one this process
-    marked. ``inner`` collates items; None when the item is a whole batch already. Picklable (a class)."""
+def _whole(batch: Any) -> Any:
+    return batch
 
-    def __init__(self, inner: Callable[[list[Any]], Any] | None) -> None:
-        self.inner = inner
-        self.timed = TimedCollate(inner) if inner is not None else None
 
-    def __call__(self, samples: Any) -> Any:
-        start = _batch_start if not math.isnan(_batch_start) else time.perf_counter()
-        if self.timed is not None:
-            return self.timed(StartedBatch(samples, start))
-        stamp = stamp_since(start)
-        if get_worker_info() is not None and not isinstance(samples, list | tuple):
-            return _Stamped(samples, stamp)
-        return with_stamp(samples, stamp)
+def _join_whole(batch: Any, stamp: LoadStamp) -> Any:
+    """A whole batch with its stamp: a worker's batch that is no list (a slot batch) as a :class:`_Stamped`."""
+    if get_worker_info() is not None and not isinstance(batch, list | tuple):
+        return _Stamped(batch, stamp)
+    return with_stamp(batch, stamp)
 
 
 def instrument(dataset: Dataset, batch_size: int) -> tuple[Dataset, Callable[[Any], Any]]:
@@ -246,7 +239,7 @@ def instrument(dataset: Dataset, batch_size: int) -> tuple[Dataset, Callable[[An
     dataset skips bad files)."""
     inner = collate_skipping if getattr(dataset, "on_error", "raise") == "skip" else default_collate
     if getattr(dataset, "yields_batches", False):
-        return _TimedWholeBatches(dataset), _StampFromMark(None)
+        return _TimedWholeBatches(dataset), TimedCollate(_whole, _join_whole)
     if isinstance(dataset, IterableDataset):
-        return _TimedIterable(dataset, batch_size), _StampFromMark(inner)
+        return _TimedIterable(dataset, batch_size), TimedCollate(inner)
     return TimedDataset(dataset), TimedCollate(inner)
