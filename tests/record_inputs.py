@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lfw.distributed.coverage import Coverage
-from lfw.distributed.record import Outcome, records
+from lfw.distributed.record import Coverage, Outcome, records
 from lfw.measure.loader_config import LoaderConfig
 from lfw.measure.loader_pass import MemoryStats, PassResult
 from lfw.measure.memory import TreeSnapshot

@@ -1,4 +1,4 @@
-"""The worker count for training (lfw.diagnose.sweep): the loop's best count beside the loader's knee, the
+"""The worker count for training (lfw.diagnose.predict): the loop's best count beside the loader's knee, the
 counts' parsing, and ``python -m lfw.diagnose --sweep-workers`` on the 40-image tree of ``tests/conftest.py``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lfw.diagnose.__main__ import main
-from lfw.diagnose.sweep import SweepPoint, WorkerSweep, parse_counts, steady_steps_per_s
+from lfw.diagnose.predict import SweepPoint, WorkerSweep, parse_counts, steady_steps_per_s
 from lfw.diagnose.training import Measurement
 from lfw.errors import LFWError
 from lfw.measure import LoaderConfig, PassResult

@@ -18,8 +18,8 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from lfw.diagnose import Watch, watch
 from lfw.diagnose import watcher as watcher_module
-from lfw.diagnose.watch_clock import EVENTS, resolve_mode
 from lfw.diagnose.watch_summary import share_interval
+from lfw.diagnose.watcher import EVENTS, resolve_mode
 from lfw.errors import LFWError
 from lfw.results import load_run
 

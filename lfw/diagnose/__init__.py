@@ -1,13 +1,6 @@
-"""Is training data-bound? Measure the wait for data, predict it with a simulator, draw the timeline.
-
-- :mod:`lfw.diagnose.training`: a training loop (sleeping or a small CNN) measured by LoaderPass, with
-  worker-side load times from instrumented workers (:mod:`lfw.diagnose.events`);
-- :mod:`lfw.diagnose.simulator`: a discrete-event model of workers, prefetch queue and training loop;
-- :mod:`lfw.diagnose.predict`: the measurement fed to the simulator, the verdict and the recommendation;
-- :mod:`lfw.diagnose.timeline`: the chart (and GIF) of a run, measured and simulated side by side;
-- :mod:`lfw.diagnose.watcher`: ``watch(loader)``, the same question put to a user's own training loop
-  (:class:`~lfw.diagnose.watcher.Watch`), loaded on first use so that importing this package stays light;
-- ``python -m lfw.diagnose``: the command line.
+"""Is training data-bound? Measure the wait for data (:mod:`.training`), predict it with a simulator
+(:mod:`.simulator`, :mod:`.predict`), draw the timeline (:mod:`.timeline`), or ``watch(loader)`` a user's own loop
+(:mod:`.watcher`, loaded on first use so that importing this package stays light). Docs: docs/diagnose.md.
 """
 
 from lfw import lazy_exports

@@ -1,11 +1,6 @@
-"""``python -m lfw.diagnose``: is training data-bound? Measure, predict, show.
-
-Measure (default): a training loop over a loader (a transform preset, a decode pipeline ``--pipeline`` or the user's
-``--dataset``) whose step sleeps ``--step-ms``, trains a small CNN (``--model cnn``) or is the user's (``--step``;
-:func:`lfw.diagnose.training.step_from`). Prints the data-wait fraction, accelerator utilization, batches/s, the
-bottleneck, the simulator's prediction beside the measurement, the worker count that ends the stalls and a
-recommendation, and writes the timeline chart (measured and simulated side by side) to ``--out``. Simulate
-(``--simulate``): the pipeline model alone. Examples: :data:`EXAMPLES` (``--help``) and ``docs/diagnose.md``.
+"""``python -m lfw.diagnose``: is training data-bound? Measure (a preset, ``--pipeline`` or ``--dataset``, with a
+sleeping, CNN or ``--step`` step), predict, recommend and draw the timeline, or ``--simulate`` the model alone.
+Examples: :data:`EXAMPLES` (``--help``) and docs/diagnose.md.
 """
 
 from __future__ import annotations
@@ -24,9 +19,8 @@ from lfw.cli.args import OneLineParser
 from lfw.data.dataset import LFWDataset
 from lfw.data.root import DataSource, resolve_root
 from lfw.data.transforms import PRESETS
-from lfw.diagnose.predict import Diagnosis, diagnose, workers_text
+from lfw.diagnose.predict import Diagnosis, diagnose, parse_counts, sweep, workers_text
 from lfw.diagnose.simulator import PipelineModel, simulate
-from lfw.diagnose.sweep import parse_counts, sweep
 from lfw.diagnose.timeline import Panel, animate_timeline, draw_timeline
 from lfw.diagnose.training import (
     DEFAULT_WORKERS,

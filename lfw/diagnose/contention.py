@@ -1,13 +1,6 @@
-"""What a training loop and its loader cost each other, measured: the step beside the loader, the loader beside
-the step, and the hand-over in wall time.
-
-Why: a pipeline's rate measured alone (no step) and a step timed alone (no loader) are what a feeding prediction
-starts from (:mod:`lfw.diagnose.feeds`), and both are optimistic about a loop that runs them at once on the same
-cores, where the main process that steps also receives every batch. :func:`measure_contention` measures the step
-alone, the loader alone and the loop; the hand-over is wall time (:func:`lfw.diagnose.predict.handover_times`),
-since CPU time per batch misses the wait for a core while the workers hold them. Without workers there is no
-hand-over and the loader's slowdown is the only figure that applies. ``docs/diagnose.md`` ("Contention in
-training") says how :func:`in_loop` applies the figures.
+"""What a training loop and its loader cost each other, measured: the step alone and beside the loader, the
+loader alone and beside the step, and the loop's hand-over in wall time. How :func:`in_loop` applies them to a
+:class:`~lfw.diagnose.feeds.Feed`: docs/diagnose.md, "Contention in training".
 """
 
 from __future__ import annotations
@@ -68,9 +61,8 @@ class Contention:
 
 
 def in_loop(feed: Feed, contention: Contention) -> Feed:
-    """``feed`` with the loop's contention: the step's and the load's slowdowns and, with workers, the hand-over
-    in wall time measured with them flat out (:meth:`lfw.diagnose.feeds.Feed.model` says how each applies).
-    Rate, hand-over with idle workers, load variation, workers, prefetch and batch stay."""
+    """``feed`` with the loop's contention: the step's and the load's slowdowns and, with workers, the wall-time
+    hand-over measured with them flat out (:meth:`lfw.diagnose.feeds.Feed.model` applies them)."""
     return replace(feed, step_slowdown=contention.step_slowdown, load_slowdown=contention.load_slowdown,
                    busy_handover_s=max(contention.handover_s, feed.handover_s) if feed.workers else None)
 
@@ -92,15 +84,11 @@ def measure_contention(setup: PipelineSetup, root: str | os.PathLike[str], step:
                        batches: int = PROBE_BATCHES, pairs: int = PAIRS, step_repeats: int = STEP_REPEATS,
                        progress: bool = False) -> Contention:
     """The step alone (``step_repeats`` calls on the loader's first batch, median), the loader alone (an
-    instrumented pass with no step: the workers' stamped load per batch, each worker's first left out) and the
-    loop (the same pass with ``step``), for ``setup`` under ``root``.
+    instrumented pass with no step) and the loop (the same pass with ``step``), for ``setup`` under ``root``.
 
-    The loader alone and the loop alternate, ``pairs`` times each (a pass's rate drifts with the machine's
-    moment, and a probe compares two of them), every pass after an untimed warm-up epoch (workers started,
-    buffers touched) and over ``batches`` batches (fewer when the tree holds fewer). Each figure is the median
-    over the pooled batches of its passes. A loop short enough to be data-bound keeps the workers loading flat
-    out, as at the accelerator count a feeding prediction looks for. Raises :class:`LFWError` for fewer than 2
-    batches or no pair.
+    The loader alone and the loop alternate ``pairs`` times, each pass after an untimed warm-up epoch and over
+    ``batches`` batches; each figure is the median over the pooled batches of its passes. Raises
+    :class:`LFWError` for fewer than 2 batches or no pair.
     """
     if batches < 2:
         raise LFWError(f"a contention probe needs 2 or more batches per pass, got {batches}")

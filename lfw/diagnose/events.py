@@ -1,13 +1,10 @@
-"""Per-batch timelines, shared by the measured loop and the simulator so one chart draws both.
+"""Per-batch timelines shared by the measured loop and the simulator, and the instrumentation that stamps them.
 
-A measured batch carries a :class:`LoadStamp` from the worker that loaded it. The stamp is taken inside the
-worker process with :func:`time.perf_counter`, which on Linux reads ``CLOCK_MONOTONIC``: one clock for every
-process on the machine, so worker-side and main-loop times can be put on the same axis.
-
-:class:`TimedDataset` and :class:`TimedCollate` are the instrumentation: the dataset's ``__getitems__`` (which
-PyTorch's fetcher calls with a whole batch of indices) notes when loading starts, the collate function notes
-when the batch is complete and appends the stamp as the *last* element of the batch. ``batch[0]`` stays the
-image tensor, so :class:`~lfw.measure.LoaderPass` counts the same images as without instrumentation.
+A measured batch carries a :class:`LoadStamp` taken inside the worker with :func:`time.perf_counter`
+(``CLOCK_MONOTONIC`` on Linux: one clock for every process, so worker and main-loop times share an axis).
+:class:`TimedDataset`'s ``__getitems__`` notes when a batch starts loading; :class:`TimedCollate` stamps its end
+and appends the stamp as the batch's *last* element, so ``batch[0]`` stays the images LoaderPass counts;
+:func:`instrument` stamps any dataset this way (map-style, iterable, or of whole batches).
 """
 
 from __future__ import annotations
@@ -15,13 +12,15 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from torch.utils.data import Dataset, default_collate, get_worker_info
+from torch.utils.data import Dataset, IterableDataset, default_collate, get_worker_info
 from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
+
+from lfw.data.collate import collate_skipping
 
 MAIN_PROCESS = -1  # worker id of batches loaded in the main process (num_workers=0)
 
@@ -114,12 +113,8 @@ class Wrapping:
 
 
 class TimedDataset(Wrapping, Dataset):
-    """Wraps a map-style dataset so that each batch notes when its loading started, in whichever process.
-
-    PyTorch's fetcher calls ``__getitems__`` once per batch when it exists, so the start time covers reading,
-    decoding and transforming every sample of the batch. A dataset with its own ``__getitems__`` (a decode thread
-    pool, one memmap read per batch) keeps it instead of being asked for its items one by one.
-    """
+    """Wraps a map-style dataset so that each batch notes when its loading started, in whichever process (the
+    fetcher calls ``__getitems__`` once per batch); a dataset's own ``__getitems__`` is kept."""
 
     def __getitem__(self, i: int) -> Any:
         return self.dataset[i]
@@ -131,8 +126,8 @@ class TimedDataset(Wrapping, Dataset):
 
 class TimedCollate:
     """``inner``, then the batch joined with its :class:`LoadStamp` by ``join`` (``[*batch, stamp]`` by default).
-
-    Picklable (a class, not a closure) so that spawn and forkserver workers can receive it.
+    The start is the :class:`StartedBatch`'s, else the one this process marked (:func:`_mark_start`). Picklable (a
+    class, not a closure) so that spawn and forkserver workers can receive it.
     """
 
     def __init__(self, inner: Callable[[list[Any]], Any] = default_collate,
@@ -141,7 +136,7 @@ class TimedCollate:
         self.join = join
 
     def __call__(self, samples: Any) -> Any:
-        start = getattr(samples, "start", math.nan)
+        start = getattr(samples, "start", _batch_start)
         return self.join(self.inner(list(samples) if isinstance(samples, StartedBatch) else samples),
                          stamp_since(start))
 
@@ -172,11 +167,8 @@ def split_stamp(batch: Any) -> tuple[Any, LoadStamp | None]:
 
 
 def queue_depth(records: Sequence[BatchRecord], times: np.ndarray) -> np.ndarray:
-    """Batches loaded but not yet received by the main loop, at each of ``times``.
-
-    This is the prefetch queue as the consumer sees it: a batch counts from the end of its load to the moment
-    the main loop has it.
-    """
+    """Batches loaded but not yet received by the main loop, at each of ``times`` (the prefetch queue as the
+    consumer sees it)."""
     ends = np.array([r.load_end for r in records if not math.isnan(r.load_end)])
     gots = np.array([r.got if not math.isnan(r.got) else math.inf for r in records if not math.isnan(r.load_end)])
     if ends.size == 0:
@@ -184,3 +176,70 @@ def queue_depth(records: Sequence[BatchRecord], times: np.ndarray) -> np.ndarray
     t = times[:, None]
     return ((ends[None, :] <= t) & (gots[None, :] > t)).sum(axis=1)
 
+
+_batch_start = math.nan  # per process: when the batch this process is loading was first asked for
+
+
+def _mark_start() -> None:
+    global _batch_start
+    _batch_start = time.perf_counter()
+
+
+class _TimedIterable(Wrapping, IterableDataset):
+    """An ``IterableDataset`` whose every ``batch_size``-th item (the first of a batch the iterable fetcher asks
+    for) marks a batch's start in the loading process."""
+
+    def __init__(self, dataset: IterableDataset, batch_size: int) -> None:
+        super().__init__(dataset)
+        self.batch_size = batch_size
+
+    def __iter__(self) -> Iterator[Any]:
+        _mark_start()
+        for n, item in enumerate(self.dataset, 1):
+            yield item
+            if n % self.batch_size == 0:  # resumed: the next item, the next batch's first, is asked for now
+                _mark_start()
+
+
+class _TimedWholeBatches(Wrapping, Dataset):
+    """A dataset whose items are whole batches (``yields_batches``): asking for an item marks its start."""
+
+    yields_batches = True
+
+    def __getitem__(self, i: int) -> Any:
+        _mark_start()
+        return self.dataset[i]
+
+
+class _Stamped(Stamped):
+    """A worker's whole batch that becomes a batch only when the main process unpickles it (a slot batch),
+    with its stamp: unpickled as ``[*batch, stamp]``."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return with_stamp, (self.batch, self.stamp)
+
+
+def _whole(batch: Any) -> Any:
+    return batch
+
+
+def _join_whole(batch: Any, stamp: LoadStamp) -> Any:
+    """A whole batch with its stamp: a worker's batch that is no list (a slot batch) as a :class:`_Stamped`."""
+    if get_worker_info() is not None and not isinstance(batch, list | tuple):
+        return _Stamped(batch, stamp)
+    return with_stamp(batch, stamp)
+
+
+def instrument(dataset: Dataset, batch_size: int) -> tuple[Dataset, Callable[[Any], Any]]:
+    """The dataset and collate function that stamp every batch with who loaded it and when: a batched fetch
+    (``__getitems__``) is kept, an ``IterableDataset`` marks a batch at its first item, a dataset of whole batches
+    (``yields_batches``) at the item; items are collated by ``default_collate`` (the skipping one when the
+    dataset skips bad files)."""
+    inner = collate_skipping if getattr(dataset, "on_error", "raise") == "skip" else default_collate
+    if getattr(dataset, "yields_batches", False):
+        return _TimedWholeBatches(dataset), TimedCollate(_whole, _join_whole)
+    if isinstance(dataset, IterableDataset):
+        return _TimedIterable(dataset, batch_size), TimedCollate(inner)
+    return TimedDataset(dataset), TimedCollate(inner)

@@ -1,14 +1,9 @@
 """How many accelerators a decode pipeline keeps busy: accelerator utilization (AU) >= 90% from a measured rate.
 
-AU is MLPerf Storage's (DLIO's): compute time over total time, the first step excluded, as
-:attr:`lfw.diagnose.training.Measurement.accelerator_utilization` measures it and ``1 -``
-:attr:`~lfw.diagnose.simulator.SimResult.steady_data_wait_fraction` simulates it. N accelerators fed round-robin
-by one host pipeline, each stepping for ``step_s`` per batch, are one consumer whose step is ``step_s / N``, so
-that consumer's AU is each accelerator's. A :class:`Feed` (the measured rate, workers, hand-over, and the loop's
-contention from :func:`lfw.diagnose.contention.in_loop`) becomes the simulator's model (:meth:`Feed.model`);
-:func:`fed` is the largest N whose simulated AU is at least the target, :func:`closed_form_fed` the closed form
-(no start-up, no variance). Each estimate, the two bounds of the closed form, why the hand-over caps AU, and the
-measured check (``tools/feeds_check.py``) are in ``docs/diagnose.md``, "How many accelerators a pipeline feeds".
+N accelerators fed round-robin by one pipeline, each stepping ``step_s`` per batch, are one consumer whose step is
+``step_s / N``. A :class:`Feed` becomes the simulator's model (:meth:`Feed.model`); :func:`fed` is the largest N
+whose simulated AU reaches the target, :func:`closed_form_fed` the closed form. The model, its bounds and the
+measured check: docs/diagnose.md, "How many accelerators a pipeline feeds".
 """
 
 from __future__ import annotations
@@ -77,12 +72,8 @@ class Feed:
         return min(1.0, self.batch / self.rate / cycle) if cycle > 0 else 1.0
 
     def model(self, step_s: float, accelerators: int) -> PipelineModel:
-        """The simulator's model of this pipeline feeding ``accelerators`` that each step for ``step_s``.
-
-        The contention measured with the workers flat out applies in proportion to how busy they are
-        (:meth:`busy_share`): at a long step the workers idle between batches and the main process gets a core
-        at once; where the loop is data-bound they never idle and it waits for one.
-        """
+        """The simulator's model of this pipeline feeding ``accelerators`` that each step for ``step_s``; the
+        contention measured flat out applies in proportion to :meth:`busy_share`."""
         if accelerators < 1:
             raise LFWError(f"accelerators must be 1 or more, got {accelerators}")
         step = step_s * self.step_slowdown / accelerators
@@ -159,10 +150,7 @@ def accelerators_fed(rate: float, workers: int, step_s: float, batch: int = BATC
                      handover_s: float = 0.0, load_cv: float = 0.0, target: float = AU_TARGET,
                      batches: int = STEADY_BATCHES) -> int:
     """Accelerators that one pipeline measured at ``rate`` images/s with ``workers`` workers keeps at AU >=
-    ``target`` when each steps for ``step_s`` per batch of ``batch`` (:func:`fed` on a :class:`Feed`).
-
-    Raises :class:`LFWError` (one line) on a rate, step, batch, worker count or variation that cannot be.
-    """
+    ``target`` when each steps for ``step_s`` per batch (:func:`fed` on a :class:`Feed`; one-line errors)."""
     feed = Feed(rate, workers, prefetch_factor, handover_s, load_cv, batch)
     return fed(feed, step_s, target=target, batches=batches)
 

@@ -1,17 +1,14 @@
-"""From a measured training pass to a simulator model, a prediction, a verdict and a recommendation.
+"""From measured training passes to a simulator model, a prediction, a verdict and a recommendation.
 
-The per-worker batch load time is taken from the workers themselves: the instrumented collate function stamps
-when each batch's loading started and ended inside its worker, so the mean of those durations is the load
-time that worker count actually achieved, contention for cores included. That is more direct than the other
-two estimates: a ``workers=0`` pass measures one uncontended core (too optimistic once workers outnumber
-cores), and steady-state throughput x workers is only a load time when the loader is the bottleneck (when the
-step is, it measures the step). Each worker's first batch is left out: it pays the worker's warm-up. To the
-mean load the median per-batch worker overhead is added: the idle gap between two batches of one worker when
-the second was already handed to it (sending the result, taking the next task; see :func:`worker_gaps`).
+The per-worker load time is the mean of the workers' own stamps (each worker's first batch left out: its warm-up),
+which holds the contention for cores at that worker count, plus the median idle gap between two batches of one
+worker when the second was already handed to it (:func:`worker_gaps`). ``transfer_s`` is the median hand-over
+(:func:`handover_times`), ``startup_s`` when the first worker started loading.
 
-What the simulator does not see directly is measured too: ``transfer_s`` is the median time from "batch
-loaded and asked for" to "main loop has it" (the hand-over from the worker, modelled as a consumer-side
-cost), and ``startup_s`` is when the first worker started loading (process start-up).
+The worker count for training (:class:`WorkerSweep`) is measured, not predicted: the loader's knee
+(:mod:`lfw.results.recommend`'s rule) is not the count that makes the *loop* fastest where the step computes on the
+workers' cores, so each count gets its own pass of the loop and of the loader alone (docs/diagnose.md, "The worker
+count for training").
 """
 
 from __future__ import annotations
@@ -19,6 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,6 +24,8 @@ from lfw.diagnose.events import MAIN_PROCESS, BatchRecord
 from lfw.diagnose.feeds import AU_TARGET
 from lfw.diagnose.simulator import PipelineModel, seed_mean, simulate
 from lfw.diagnose.training import Measurement
+from lfw.errors import LFWError
+from lfw.stats.variation import KNEE_TOLERANCE, first_within
 
 COMPUTE_BOUND_AU = AU_TARGET  # at or above this accelerator utilization the step, not the loader, sets the pace
 Bottleneck = Literal["data loading", "the training step"]
@@ -63,12 +63,9 @@ def handover_times(records: list[BatchRecord]) -> list[float]:
 
 
 def worker_gaps(records: list[BatchRecord], capacity: int) -> list[float]:
-    """Idle time of a worker between two of its batches when the second was already handed to it.
-
-    That gap is per-batch worker overhead outside ``__getitems__`` and collate (sending the batch to the main
-    process, taking the next task). Gaps where the task came later are the prefetch limit, which the simulator
-    models itself. Batch ``j`` is handed out when batch ``j - capacity`` is received (in-order delivery).
-    """
+    """Idle time of a worker between two of its batches when the second was already handed to it (batch ``j``
+    is handed out when batch ``j - capacity`` is received): overhead outside ``__getitems__`` and collate. Later
+    tasks are the prefetch limit, which the simulator models itself."""
     if capacity <= 0:
         return []
     by_index = {r.index: r for r in records}
@@ -132,11 +129,8 @@ class Diagnosis:
 
 
 def diagnose(m: Measurement, usable_cores: int, *, emulated_step: bool) -> Diagnosis:
-    """Fit, predict and advise.
-
-    ``emulated_step``: a sleeping step leaves every core to the workers; a real CPU step takes one itself,
-    which the worker budget accounts for.
-    """
+    """Fit, predict and advise; ``emulated_step`` (a sleep) leaves every core to the workers, a real step keeps
+    one."""
     model = fit_model(m)
     batches = m.result.batches
     predicted = seed_mean(model, batches, lambda r: r.batches_per_s)  # seeds when load times vary
@@ -183,3 +177,93 @@ def _recommend(m: Measurement, model: PipelineModel, au: float, needed: int | No
                 f"{model.transfer_s / cycle:.0%} of each step; fewer bytes per batch cut it, e.g. {smaller}")
     return (f"not more workers ({workers_text(workers)} keep up on average): the waits come from uneven load times "
             f"(cv {model.load_cv:.2f}) and in-order delivery; a larger prefetch_factor buffers them")
+
+
+# --- the worker count for training, measured ---------------------------------------------------------------
+LOOP_TOLERANCE = 0.02  # one pass per count: the loop's counts within 2% of its best are one, and the fewest wins
+
+
+def steady_steps_per_s(m: Measurement) -> float:
+    """Steps per second from the end of the first step to the end of the last (0 with fewer than 2 steps)."""
+    window = m.steady_window_s
+    return (len(m.result.events) - 1) / window if window > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One worker count: the loop with its step, and the loader alone (no step)."""
+
+    workers: int
+    loop: Measurement
+    loader: Measurement
+
+    @property
+    def steps_per_s(self) -> float:
+        return steady_steps_per_s(self.loop)
+
+    @property
+    def loader_images_per_s(self) -> float:
+        return steady_steps_per_s(self.loader) * self.loader.batch_size
+
+
+@dataclass(frozen=True)
+class WorkerSweep:
+    """Measured points, one per worker count, in increasing order of workers."""
+
+    points: tuple[SweepPoint, ...]
+
+    def __post_init__(self) -> None:
+        counts = [p.workers for p in self.points]
+        if len(counts) < 2 or counts != sorted(set(counts)):
+            raise LFWError(f"a worker sweep needs 2 or more distinct counts in increasing order, got {counts}")
+
+    @property
+    def for_training(self) -> SweepPoint:
+        """The fewest workers within :data:`LOOP_TOLERANCE` of the most steps/s of the loop (a pass per count
+        cannot separate closer rates)."""
+        return self.points[first_within([p.steps_per_s for p in self.points], LOOP_TOLERANCE)]
+
+    @property
+    def loader_knee(self) -> SweepPoint:
+        """The fewest workers whose loader alone is within :data:`KNEE_TOLERANCE` of its best rate."""
+        return self.points[first_within([p.loader_images_per_s for p in self.points])]
+
+    def lines(self) -> list[str]:
+        """The table and the recommendation, as printed."""
+        out = [f"{'workers':>8}{'loop steps/s':>14}{'AU':>8}{'loader images/s':>17}"]
+        out += [f"{p.workers:>8}{p.steps_per_s:>14.2f}{p.loop.accelerator_utilization:>8.1%}"
+                f"{p.loader_images_per_s:>17,.0f}" for p in self.points]
+        train, knee = self.for_training, self.loader_knee
+        text = (f"for training: {workers_text(train.workers)} ({train.steps_per_s:.2f} steps/s of the loop, within "
+                f"{LOOP_TOLERANCE:.0%} of its most); the loader alone's knee: {workers_text(knee.workers)} (within "
+                f"{KNEE_TOLERANCE:.0%} of its best, {knee.loader_images_per_s:,.0f} images/s)")
+        if train.workers < knee.workers:
+            text += ("; they differ: the step shares the cores with the workers, and more workers slow it "
+                     "more than they speed the loading")
+        elif train.workers > knee.workers:
+            text += ("; they differ: the loop needs the batches sooner than the loader's knee supplies them "
+                     "(each step waits on the hand-over)")
+        return [*out, text]
+
+
+def parse_counts(text: str) -> tuple[int, ...]:
+    """``"0,1,2,4"`` as worker counts; one line naming the value that is not one."""
+    counts = []
+    for part in text.split(","):
+        try:
+            count = int(part)
+        except ValueError:
+            raise LFWError(f"--sweep-workers takes worker counts separated by commas, e.g. 0,1,2,4; "
+                           f"got {text!r}") from None
+        if count < 0:
+            raise LFWError(f"--sweep-workers counts must be 0 or more, got {count}")
+        counts.append(count)
+    counts = sorted(set(counts))
+    if len(counts) < 2:
+        raise LFWError(f"--sweep-workers needs 2 or more distinct counts, got {text!r}")
+    return tuple(counts)
+
+
+def sweep(counts: Sequence[int], measure_at: Callable[[int, bool], Measurement]) -> WorkerSweep:
+    """A point per count: ``measure_at(count, with_step)`` measures the loop (True) and the loader alone."""
+    return WorkerSweep(tuple(SweepPoint(n, measure_at(n, True), measure_at(n, False)) for n in counts))

@@ -1,29 +1,18 @@
 """A discrete-event simulator of the DataLoader pipeline: N workers, the prefetch queue, one training loop.
 
-Why simulate: whether training is data-bound follows from two numbers, the per-worker batch load time and the
-step time, but how many batches a run loses to start-up, to variance and to in-order delivery does not have a
-closed form. The simulator answers "what if I had 6 workers?" without buying the cores to try it.
+It follows PyTorch's multiprocessing iterator (``torch/utils/data/dataloader.py``), not a fixed tick:
 
-The model follows PyTorch's multiprocessing iterator (``torch/utils/data/dataloader.py``), not a fixed tick:
+- each worker loads whole batches, one at a time, from its own first-in-first-out task queue;
+- ``prefetch_factor x workers`` tasks are handed out round-robin at the start, then one each time the main loop
+  receives a batch (``_try_put_index``);
+- batches reach the main loop in index order (``in_order=True``); with ``in_order=False`` the earliest finished
+  one, and a task goes to a worker with fewer than ``prefetch_factor`` tasks;
+- the main loop spends ``transfer_s`` on a batch, then ``step_s``; with ``prefetcher=True`` the copy of batch
+  k+1 overlaps step k; ``workers=0`` loads in the main loop, load + transfer + step one after the other.
 
-- each worker loads whole batches, one at a time, from its own task queue, first in first out;
-- at the start ``prefetch_factor x workers`` tasks are handed out round-robin (batch ``j`` to worker
-  ``j mod N``); afterwards one new task is handed out each time the main loop receives a batch, so at most
-  ``prefetch_factor x workers`` batches are outstanding, as ``_try_put_index`` enforces;
-- batches reach the main loop in index order (``in_order=True``, the default) even if a later one is ready
-  first; with ``in_order=False`` the earliest finished batch is delivered and a task goes to a worker with
-  fewer than ``prefetch_factor`` tasks;
-- the main loop receives a batch, spends ``transfer_s`` on it (host-to-device copy, receiving from the
-  worker), then ``step_s`` in the training step, then asks for the next. With ``prefetcher=True`` the copy of
-  batch k+1 overlaps step k (a CUDA-stream data prefetcher): copies run one at a time, one batch ahead;
-- ``workers=0`` loads in the main loop: each batch costs load + transfer + step, one after the other.
-
-Load times are the mean ``load_s`` or, with ``load_cv > 0``, drawn from a lognormal or gamma distribution with
-that coefficient of variation (seeded). ``desync_s`` staggers the workers' first start uniformly in
-``[0, desync_s]``; ``startup_s`` delays all workers (process start-up, as a real pass pays it).
-
-Steady state: ``batches/s = min(workers / load_s, 1 / (transfer_s + step_s))``; the workers that end the
-stalls are the smallest N with ``N / load_s >= 1 / (transfer_s + step_s)`` (see :func:`workers_to_end_stalls`).
+Load times are ``load_s`` or, with ``load_cv > 0``, seeded lognormal or gamma draws with that coefficient of
+variation; ``desync_s`` staggers the workers' first start, ``startup_s`` delays them all. Steady state:
+``min(workers / load_s, 1 / (transfer_s + step_s))`` batches/s (:func:`workers_to_end_stalls`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """The pipeline timeline: a row per worker, the prefetch queue's depth, the training loop and its stalls.
 
-One panel per run, side by side (measured next to simulated) on the same time axis, so a stall pattern in the
-measurement can be matched against the model's. Each batch keeps its worker's colour from the loader row to
-the compute bar, as in the seed article's animation. The training loop's row shows in red the time it waits
-for a batch that is still being loaded (the stall) and in grey the time from "loaded" to "step starts" (the
-hand-over from the worker, a host-to-device copy).
-
-Drawn on matplotlib's Agg canvas directly, without pyplot, so no display is needed and no global backend
-state is touched in a process that also runs other tools. The GIF (on request only, it is slower) sweeps a
-"now" line across the same panels, revealing loads as they progress.
+One panel per run, side by side (measured next to simulated) on one time axis; each batch keeps its worker's
+colour from the loader row to the compute bar; the loop's row shows stalls in red and hand-overs in grey. Drawn
+on matplotlib's Agg canvas without pyplot (no display, no global backend state); the GIF sweeps a "now" line.
 """
 
 from __future__ import annotations
@@ -183,11 +177,7 @@ def draw_timeline(panels: Sequence[Panel], out: str | Path, title: str) -> Path:
 
 def animate_timeline(panels: Sequence[Panel], out: str | Path, title: str, frames: int = 48,
                      fps: int = 8, progress: bool = True) -> Path:
-    """Write the GIF: the same chart drawn up to a moving "now", ``frames`` steps over the whole run.
-
-    Every frame redraws the whole chart (about half a second each on one core), hence the progress bar. The
-    frames keep the layout of the full chart.
-    """
+    """Write the GIF: the same chart, in its layout, drawn up to a moving "now", ``frames`` steps over the run."""
     out, fig, axes, t_max = _laid_out(panels, out, title)
 
     def frame(i: int) -> list:

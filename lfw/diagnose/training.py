@@ -1,18 +1,8 @@
-"""The measured training loop: LoaderPass with a training step, and worker-side load times to go with it.
+"""The measured training loop: :class:`~lfw.measure.LoaderPass` with a training step (a sleep, a small CNN or
+the user's), and the workers' load stamps (:mod:`lfw.diagnose.events`) put on the pass's clock.
 
-Nothing here keeps its own clock for the pass: :class:`~lfw.measure.LoaderPass` times the pass, the waits and
-the steps (``step=``), exactly as the benchmarks do. This module adds the two things LoaderPass does not know:
-
-- what a step costs: a sleep of a given length (emulated compute, which leaves the CPU to the workers), a
-  small CNN forward and backward (real compute, on CUDA when present, synchronized before the step returns) or
-  the user's own (:func:`step_from`; their dataset: :func:`dataset_from`);
-- when each batch was loaded and by which worker, from the :class:`~lfw.diagnose.events.LoadStamp` that the
-  instrumented collate function appends to the batch. The step callback takes the stamp off before the model
-  sees the batch; its absolute time goes on the pass's clock (:meth:`~lfw.diagnose.events.BatchRecord.stamped`).
-
-Any dataset is instrumented (:func:`instrument`), so :func:`measure_pipeline` measures a decode pipeline
-(:mod:`lfw.pipelines`) this way, named by a decoders case id or a spec (:func:`pipeline_setup`;
-``docs/diagnose.md``, "A decode pipeline instead of a preset").
+Any dataset is instrumented (:func:`instrument`), so :func:`measure_pipeline` measures a decode pipeline named by a
+decoders case id or a spec (:func:`pipeline_setup`; docs/diagnose.md, "A decode pipeline instead of a preset").
 """
 
 from __future__ import annotations
@@ -21,30 +11,17 @@ import dataclasses
 import math
 import os
 import statistics
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import nn
-from torch.utils.data import Dataset, IterableDataset, default_collate, get_worker_info
+from torch.utils.data import Dataset
 from tqdm import tqdm
 
-from lfw.data.collate import collate_skipping
-from lfw.diagnose.events import (
-    BatchRecord,
-    LoadStamp,
-    Stamped,
-    StartedBatch,
-    TimedCollate,
-    TimedDataset,
-    Wrapping,
-    split_stamp,
-    stamp_since,
-    with_stamp,
-)
+from lfw.diagnose.events import BatchRecord, LoadStamp, instrument, split_stamp
 from lfw.diagnose.feeds import DECODERS_GROUP
 from lfw.errors import LFWError, check_choice
 from lfw.measure import LoaderConfig, LoaderPass, PassResult
@@ -58,12 +35,8 @@ MODELS = ("cnn",)
 
 
 class SmallCNN(nn.Module):
-    """A deliberately small image classifier: two strided convolutions, global pooling, a linear head.
-
-    It stands in for "a real step" on a CPU: enough arithmetic to compete with the workers for cores, small
-    enough that a diagnose run stays in seconds. The first convolution has stride 4 so 250x250 inputs are
-    cheap; uint8 batches are converted to float inside the step, as a training loop on uint8 data would.
-    """
+    """A deliberately small image classifier standing in for a real CPU step: two strided convolutions, global
+    pooling, a linear head."""
 
     def __init__(self, classes: int) -> None:
         super().__init__()
@@ -79,11 +52,8 @@ class SmallCNN(nn.Module):
 
 
 def cnn_step(classes: int, device: torch.device) -> Callable[[Any], None]:
-    """Real compute: forward, cross-entropy, backward and an SGD update of :class:`SmallCNN` on ``device``.
-
-    On CUDA the step synchronizes before it returns, so the step's clock stops when the kernels have run, not
-    when they were queued.
-    """
+    """Forward, cross-entropy, backward and an SGD update of :class:`SmallCNN` on ``device`` (uint8 batches made
+    float inside the step); on CUDA synchronized before it returns."""
     model = SmallCNN(max(classes, 2)).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
@@ -127,10 +97,8 @@ def _renamed(exc: LFWError, flag: str, *, step: bool = False) -> LFWError:
 
 
 def dataset_from(spec: str) -> Dataset:
-    """The dataset ``--dataset MODULE:FACTORY`` names: the string ``--bench-dataset`` takes, checked by the same
-    function (:func:`lfw.suite.user_dataset.user_dataset`: a factory with no argument returning a non-empty
-    map-style Dataset whose items the default collate batches), so every way it can be wrong is the same one line,
-    naming ``--dataset``."""
+    """The dataset ``--dataset MODULE:FACTORY`` names, checked as ``--bench-dataset`` is
+    (:func:`lfw.suite.user_dataset.user_dataset`); its errors name ``--dataset``."""
     try:
         return user_dataset(spec)
     except LFWError as exc:
@@ -138,10 +106,8 @@ def dataset_from(spec: str) -> Dataset:
 
 
 def step_from(spec: str) -> Callable[[Any], None]:
-    """The step ``--step MODULE:FN`` names: a callable that takes one batch (as the loader yields it:
-    ``[images, labels, ...]``) and runs one training step; state it needs (a model, an optimizer) lives in its
-    module or in a callable object. On CUDA it should synchronize before it returns (as :func:`cnn_step` does), or
-    the step's clock stops when the kernels were queued, not run."""
+    """The step ``--step MODULE:FN`` names: a callable that takes one batch as the loader yields it and runs one
+    training step (on CUDA synchronizing before it returns, as :func:`cnn_step` does)."""
     try:
         return cast(Callable[[Any], None], load_factory(spec))
     except LFWError as exc:
@@ -181,11 +147,7 @@ class Measurement:
 
     @property
     def accelerator_utilization(self) -> float:
-        """Compute time / total time with the first step excluded (MLPerf Storage's AU).
-
-        The window runs from the end of the first step to the end of the last, so worker start-up and the
-        first batch's load (paid once per epoch) do not count against the pipeline's steady state.
-        """
+        """Compute time over :attr:`steady_window_s` (MLPerf Storage's AU: the first step excluded)."""
         if len(self.result.events) < 2:
             return 1.0 - self.result.data_wait_fraction
         window = self.steady_window_s
@@ -212,14 +174,9 @@ class Measurement:
 def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step: Callable[[Any], None], *,
                      transform: str = "none", step_label: str = "", progress: bool = True,
                      warmup: bool = False) -> Measurement:
-    """One LoaderPass over ``batches`` batches with ``step`` as the training step, workers instrumented.
-
-    Memory sampling is off: its background thread would compete with the step for the same cores. The step
-    moves the batch to its device itself, so a host-to-device copy counts as step time. With ``warmup`` an
-    untimed epoch without a step runs first, so that persistent workers are started and their buffers touched
-    before the measured pass (the steady state a rate from the decoders group describes). The loader's workers
-    are stopped when the pass ends, persistent ones included.
-    """
+    """One LoaderPass over ``batches`` batches with ``step`` as the training step, workers instrumented, memory
+    sampling off (its thread would compete with the step). With ``warmup`` an untimed epoch without a step runs
+    first (persistent workers started, buffers touched). The workers are stopped when the pass ends."""
     timed, collate = instrument(dataset, config.batch_size)
     loader = config.build(timed, collate_fn=collate)
     total = min(batches, len(loader))
@@ -236,88 +193,6 @@ def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step:
     records = [BatchRecord.stamped(i, stamp, result.t0, ev)  # on the pass's clock: seconds since it started
                for i, (ev, stamp) in enumerate(zip(result.events, recorder.stamps, strict=False))]
     return Measurement(result, records, config, transform, step_label, config.batch_size)
-
-
-# --- instrumentation of any dataset ----------------------------------------------------------------------------
-_batch_start = math.nan  # per process: when the batch this process is loading was first asked for
-
-
-def _mark_start() -> None:
-    global _batch_start
-    _batch_start = time.perf_counter()
-
-
-class _TimedIterable(Wrapping, IterableDataset):
-    """An ``IterableDataset`` whose every ``batch_size``-th item marks a batch's start in the loading process.
-
-    The DataLoader's iterable fetcher asks a process's iterator for ``batch_size`` items per batch, so the first
-    of them is where the batch starts loading.
-    """
-
-    def __init__(self, dataset: IterableDataset, batch_size: int) -> None:
-        super().__init__(dataset)
-        self.batch_size = batch_size
-
-    def __iter__(self) -> Iterator[Any]:
-        _mark_start()
-        for n, item in enumerate(self.dataset, 1):
-            yield item
-            if n % self.batch_size == 0:  # resumed: the next item, the next batch's first, is asked for now
-                _mark_start()
-
-
-class _TimedWholeBatches(Wrapping, Dataset):
-    """A dataset whose items are whole batches (``yields_batches``): asking for an item marks its start."""
-
-    yields_batches = True
-
-    def __getitem__(self, i: int) -> Any:
-        _mark_start()
-        return self.dataset[i]
-
-
-class _Stamped(Stamped):
-    """A worker's whole batch that becomes a batch only when the main process unpickles it (a slot batch),
-    with its stamp: unpickled as ``[*batch, stamp]``."""
-
-    __slots__ = ()
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return with_stamp, (self.batch, self.stamp)
-
-
-class _StampFromMark:
-    """The collate of :class:`_TimedIterable` and :class:`_TimedWholeBatches`: the start is the one this process
-    marked. ``inner`` collates items; None when the item is a whole batch already. Picklable (a class)."""
-
-    def __init__(self, inner: Callable[[list[Any]], Any] | None) -> None:
-        self.inner = inner
-        self.timed = TimedCollate(inner) if inner is not None else None
-
-    def __call__(self, samples: Any) -> Any:
-        start = _batch_start if not math.isnan(_batch_start) else time.perf_counter()
-        if self.timed is not None:
-            return self.timed(StartedBatch(samples, start))
-        stamp = stamp_since(start)
-        if get_worker_info() is not None and not isinstance(samples, list | tuple):
-            return _Stamped(samples, stamp)
-        return with_stamp(samples, stamp)
-
-
-def instrument(dataset: Dataset, batch_size: int) -> tuple[Dataset, Callable[[Any], Any]]:
-    """The dataset and collate function that stamp every batch with who loaded it and when.
-
-    A dataset with its own batched fetch (``__getitems__``: a decode thread pool, a memmap read) keeps it; an
-    ``IterableDataset`` (tar shards) notes a batch's start when its first item is asked for; a dataset whose items
-    are whole batches (``yields_batches``, built with ``batch_size=None``) when the item is. Items are collated by
-    ``default_collate``, or by the skipping collate when the dataset skips bad files.
-    """
-    inner = collate_skipping if getattr(dataset, "on_error", "raise") == "skip" else default_collate
-    if getattr(dataset, "yields_batches", False):
-        return _TimedWholeBatches(dataset), _StampFromMark(None)
-    if isinstance(dataset, IterableDataset):
-        return _TimedIterable(dataset, batch_size), _StampFromMark(inner)
-    return TimedDataset(dataset), TimedCollate(inner)
 
 
 # --- decode pipelines ------------------------------------------------------------------------------------------
@@ -375,14 +250,10 @@ def spec_of(pipeline: Pipeline) -> str:
 
 def pipeline_setup(text: str, *, workers: int | None = None, batch_size: int | None = None,
                    prefetch_factor: int | None = None) -> PipelineSetup:
-    """The pipeline and loader that ``text`` names.
-
-    ``text`` is a decoders case id (``simplejpeg-w2``: the suite's pipeline and LoaderConfig, workers included;
-    ``workers`` must then be None or the case's own) or a spec ``key=value,...`` over the pipeline's fields
-    (``decoder=simplejpeg,threads=2``: ``workers`` workers, default 2, persistent like the decoders group's).
-    ``batch_size`` and ``prefetch_factor`` replace the case's when given. Raises :class:`LFWError` (one line) on
-    an unknown id, a bad spec or a worker count that contradicts the case.
-    """
+    """The pipeline and loader that ``text`` names: a decoders case id (``simplejpeg-w2``: its pipeline and
+    LoaderConfig; ``workers`` None or the case's own) or a spec ``key=value,...`` over the pipeline's fields
+    (``workers`` workers, default 2, persistent). ``batch_size`` and ``prefetch_factor`` replace the case's when
+    given. Raises :class:`LFWError` (one line) on an unknown id, a bad spec or a contradicting worker count."""
     if "=" in text:
         pipeline = _spec(text)
         n = DEFAULT_WORKERS if workers is None else workers
@@ -431,13 +302,9 @@ def full_step(setup: PipelineSetup, step: Callable[[Any], None]) -> Callable[[An
 def measure_pipeline(setup: PipelineSetup, root: str | os.PathLike[str], batches: int, step: Callable[[Any], None],
                      *, dataset: Dataset | None = None, step_label: str = "",
                      progress: bool = True, warmup: bool = False) -> Measurement:
-    """One measured training pass (:func:`measure_training`) through a decode pipeline.
-
-    The dataset (``dataset``, else :func:`pipeline_dataset` under ``root``) covers ``batches x batch_size``
-    images (fewer when the tree holds fewer: the pass is then one epoch). A ``deferred`` pipeline's per-batch
-    normalization runs at the start of the step, so it counts as step time, as on an accelerator.
-    ``extra["pipeline"]`` names the pipeline.
-    """
+    """One measured training pass (:func:`measure_training`) through a decode pipeline over ``dataset`` (else
+    :func:`pipeline_dataset` of ``batches x batch_size`` images under ``root``); the pipeline's own per-batch
+    work counts as step time (:func:`full_step`); ``extra["pipeline"]`` names the pipeline."""
     if dataset is None:
         dataset = pipeline_dataset(setup, root, batches * setup.config.batch_size)
     m = measure_training(dataset, setup.config, batches, full_step(setup, step), transform=setup.pipeline.label,

@@ -1,16 +1,10 @@
 """A watched loop's figures, its interval, its verdict line, its advice and its saved record.
 
 The summary mapping's keys are a contract (tools outside the project read them): ``data_bound_share`` (time in
-``next()`` over the loop's wall time, 0..1), ``data_bound_low``/``data_bound_high`` (its 95% interval),
-``steps``, ``wait_ms_p50``/``p95``/``p99``, ``step_ms_p50``/``p95``, and the rest documented in
-:func:`summarize`.
-
-The interval is the batch-means method of simulation output analysis (:func:`share_interval`), since
-consecutive steps are not independent (a slow patch of the machine, a worker falling behind, the prefetch queue
-draining), so single steps are not the unit.
-
-The advice follows the simulator's steady state (:func:`lfw.diagnose.simulator.workers_to_end_stalls`) on the
-measured load time per batch and the step, and quotes the suite's own decoders group when a saved run exists.
+``next()`` over the loop's wall time, 0..1), ``data_bound_low``/``data_bound_high`` (its 95% batch-means interval:
+consecutive steps are not independent), ``steps``, ``wait_ms_p50``/``p95``/``p99``, ``step_ms_p50``/``p95``, and
+the rest documented in :func:`summarize`. The advice follows the simulator's steady state
+(:func:`lfw.diagnose.simulator.workers_to_end_stalls`) and quotes the suite's decoders group when a run exists.
 """
 
 from __future__ import annotations

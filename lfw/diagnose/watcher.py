@@ -7,49 +7,198 @@
         ...                        # the user's step, unchanged
     w.summary()                    # {"data_bound_share": 0.62, "steps": 120, "wait_ms_p50": ..., ...}
 
-Contract:
+Contract (docs/diagnose.md, "Your own training loop"):
 
 - iterating a :class:`Watch` iterates the loader and yields exactly its batches (same objects, same order);
 - per step it records the wait in ``next()``, the step (the loop body) and its own bookkeeping, on the host clock
-  or, with CUDA, on the GPU's (:mod:`lfw.diagnose.watch_clock`: events by default when a CUDA context exists,
-  ``cuda="sync"`` to synchronize, ``cuda="off"`` for the host clock). The wall time of an epoch runs from
-  ``iter(loader)`` (worker start-up included) to the end of its last step, which is the moment the loop asks for
-  a batch that is not there, breaks, or raises; the final ``next()`` that ends an epoch (where the loader shuts
-  its workers down) is not in the wall time. The watcher holds each batch until the loop asks for the next one
-  and releases it inside that wait, where a timer around ``next()`` puts the release of its shared memory, not
-  in the step (``docs/diagnose.md``, "The batch it holds"): one batch more than the loop holds stays alive;
-- the loader's dataset is instrumented when it can be (:mod:`lfw.diagnose.watch_instrument`), giving each
-  batch's load time inside the worker that loaded it; the loader is put back as it was when the epoch ends;
-- when an epoch ends, the verdict line (:meth:`Watch.verdict`) is printed to stderr unless ``quiet=True``;
-- :meth:`Watch.summary` (the keys of :mod:`lfw.diagnose.watch_summary`, a contract: tools outside the project
-  read them), :meth:`Watch.record` (one case in the suite's saved-run schema, :func:`lfw.results.case_record`),
-  :meth:`Watch.save` and :meth:`Watch.chart` (the timeline chart of :mod:`lfw.diagnose.timeline`) work at any
-  time, also mid-loop, over the steps seen so far.
+  or, with CUDA, on the GPU's (:class:`EventClock`). An epoch's wall time runs from ``iter(loader)`` to the end
+  of its last step; the final ``next()`` that ends it is not in it. Each batch is held until the loop asks for
+  the next one and released inside that wait ("The batch it holds");
+- the loader is instrumented for the epoch when it can be (:func:`instrument`) and put back when it ends;
+- when an epoch ends, the verdict line is printed to stderr unless ``quiet=True``;
+- :meth:`Watch.summary` (keys: :mod:`lfw.diagnose.watch_summary`), :meth:`Watch.record`, :meth:`Watch.save` and
+  :meth:`Watch.chart` work at any time, also mid-loop, over the steps seen so far.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, IterableDataset
 
-from lfw.diagnose.events import BatchRecord, LoadStamp, split_stamp
-from lfw.diagnose.watch_clock import EVENTS, SYNC, CudaMode, Event, EventClock, cuda_event, resolve_mode
-from lfw.diagnose.watch_instrument import instrument
+from lfw.diagnose.events import BatchRecord, LoadStamp, Stamped, StartedBatch, TimedCollate, fetch_started, split_stamp
 from lfw.diagnose.watch_summary import Steps, record_of, summarize, verdict_line
+from lfw.errors import LFWError, check_choice
 from lfw.measure.machine import machine_info
 from lfw.measure.resources import usable_cores
 from lfw.results import write_run
 
 T = TypeVar("T")
+
+CudaMode = Literal["auto", "events", "sync", "off"]
+CUDA_MODES: tuple[str, ...] = ("auto", "events", "sync", "off")
+HOST, EVENTS, SYNC = "host clock", "CUDA events", "CUDA synchronize"
+DRAIN_EVERY = 64  # steps between non-blocking read-backs of finished events
+
+
+class Event(Protocol):
+    def record(self) -> Any: ...
+    def query(self) -> bool: ...
+    def elapsed_time(self, end_event: Any) -> float: ...
+
+
+def resolve_mode(cuda: str) -> str:
+    """The clock a ``cuda=`` choice means here: :data:`EVENTS` (``"auto"`` with an initialized CUDA context),
+    :data:`SYNC` (``torch.cuda.synchronize()`` before each ``next()``: the loop loses its host/GPU overlap) or
+    :data:`HOST` (``"off"``, and ``"auto"`` without CUDA)."""
+    check_choice("cuda clock", cuda, CUDA_MODES)
+    if cuda == "off":
+        return HOST
+    ready = torch.cuda.is_available() and torch.cuda.is_initialized()
+    if cuda == "auto":
+        return EVENTS if ready else HOST
+    if not torch.cuda.is_available():
+        raise LFWError(f"cuda={cuda!r} needs a CUDA device; this machine has none (use cuda='off')")
+    return EVENTS if cuda == "events" else SYNC
+
+
+def cuda_event() -> Event:
+    return torch.cuda.Event(enable_timing=True)
+
+
+class EventClock:
+    """GPU-side wait and step per step from two CUDA events a step.
+
+    ``S_k`` is recorded when batch k is handed over, ``E_k`` when the loop asks for the next one: the GPU reaches
+    ``E_k`` when step k's work is done and ``S_{k+1}`` no earlier than the host recorded it, so ``elapsed(E_k,
+    S_{k+1})`` is the GPU's idle time waiting for batch k+1 and ``elapsed(S_k, E_k)`` the step on the GPU's clock.
+    No synchronize per step: finished events are read back every :data:`DRAIN_EVERY` steps with ``query()``, the
+    rest at the end. Any event type with ``record()``, ``query()`` and ``elapsed_time`` (ms) serves (tests).
+    """
+
+    def __init__(self, make_event: Callable[[], Event] = cuda_event) -> None:
+        self.make_event = make_event
+        self.waits: dict[int, float] = {}  # step -> GPU idle before it (s); step 0 is left to the host
+        self.steps: dict[int, float] = {}  # step -> its time on the GPU (s)
+        self._starts: dict[int, Event] = {}
+        self._ends: dict[int, Event] = {}
+        self._pending: deque[int] = deque()
+
+    def handed_over(self, step: int) -> None:
+        """The batch of ``step`` reached the loop (record ``S_step``)."""
+        self._starts[step] = self._record()
+
+    def asked(self, step: int) -> None:
+        """The loop asks for the batch after ``step`` (record ``E_step``); drains finished events now and then."""
+        self._ends[step] = self._record()
+        self._pending.append(step)
+        if len(self._pending) % DRAIN_EVERY == 0:
+            self.drain(block=False)
+
+    def _record(self) -> Event:
+        event = self.make_event()
+        event.record()
+        return event
+
+    def drain(self, block: bool) -> None:
+        """Read back every step whose events (and the next step's start) have completed; all when ``block``."""
+        if block and torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+        while self._pending:
+            k = self._pending[0]
+            start, end, nxt = self._starts.get(k), self._ends[k], self._starts.get(k + 1)
+            if nxt is None and not block:
+                return  # the next batch has not arrived: its wait is not known yet
+            if not block and not ((nxt is None or nxt.query()) and end.query()):
+                return
+            if start is not None:
+                self.steps[k] = start.elapsed_time(end) / 1e3
+            if nxt is not None:
+                self.waits[k + 1] = max(0.0, end.elapsed_time(nxt) / 1e3)
+            self._pending.popleft()
+            self._starts.pop(k, None)
+            self._ends.pop(k, None)
+
+
+_ATTR = "__getitems__"
+
+
+class MarkedFetch:
+    """The instance ``__getitems__``: notes the start, then fetches the batch as the dataset's class would."""
+
+    def __init__(self, dataset: Any) -> None:
+        self.dataset = dataset
+
+    def __call__(self, indices: Sequence[int]) -> StartedBatch:
+        own = getattr(type(self.dataset), _ATTR, None)
+        return fetch_started(self.dataset, indices, functools.partial(own, self.dataset) if callable(own) else None)
+
+
+@dataclass
+class Instrumented:
+    """What :func:`instrument` changed on a loader (nothing when ``reason`` says why not)."""
+
+    loader: DataLoader
+    reason: str = ""  # empty: instrumented
+    collate: Callable[[list[Any]], Any] | None = None
+    had_attr: bool = False
+    saved_attr: Any = None
+
+    def restore(self) -> None:
+        """Put the loader's collate and the dataset's attributes back as they were (idempotent)."""
+        if self.collate is None:  # not instrumented, or restored already
+            return
+        self.loader.collate_fn = self.collate
+        dataset = self.loader.dataset
+        if self.had_attr:
+            setattr(dataset, _ATTR, self.saved_attr)
+        else:
+            vars(dataset).pop(_ATTR, None)
+        self.collate = None
+
+
+def why_not(loader: DataLoader) -> str:
+    """Why this loader's loads cannot be stamped; empty when they can."""
+    dataset = loader.dataset
+    if isinstance(dataset, IterableDataset):
+        return "an iterable dataset"
+    if loader.batch_sampler is None:
+        return "no automatic batching (batch_size=None)"
+    if loader.persistent_workers:
+        return "persistent workers (they would keep the stamping collate)"
+    if not hasattr(dataset, "__dict__"):
+        return f"{type(dataset).__name__} takes no attributes"
+    return ""
+
+
+def instrument(loader: DataLoader, enabled: bool = True) -> Instrumented:
+    """Stamp every batch ``loader`` makes from now until :meth:`Instrumented.restore`, without rebuilding it.
+
+    The dataset gets an instance ``__getitems__`` (:class:`MarkedFetch`, looked up by PyTorch's map fetcher at
+    every batch, in whichever process loads) and ``loader.collate_fn`` wraps the user's batch in a
+    :class:`~lfw.diagnose.events.Stamped`, which survives the worker queue and the pin-memory thread. Both are
+    read when an iterator is made, so this must come before ``iter(loader)``. What cannot be stamped is said
+    (:func:`why_not`), not guessed.
+    """
+    reason = "instrumentation off" if not enabled else why_not(loader)
+    if reason:
+        return Instrumented(loader, reason)
+    dataset = loader.dataset
+    done = Instrumented(loader, collate=loader.collate_fn, had_attr=_ATTR in vars(dataset),
+                        saved_attr=vars(dataset).get(_ATTR))
+    setattr(dataset, _ATTR, MarkedFetch(dataset))
+    loader.collate_fn = TimedCollate(loader.collate_fn, Stamped)  # the user's collate, then a Stamped
+    return done
 
 
 @dataclass
@@ -72,7 +221,7 @@ class Watch(Generic[T]):
         loader: the DataLoader the loop iterates (any iterable of batches works; only a DataLoader is instrumented).
         quiet: print no verdict line when an epoch ends.
         cuda: ``"auto"`` (CUDA events when a CUDA context exists, else the host clock), ``"events"``, ``"sync"``
-            or ``"off"`` (:mod:`lfw.diagnose.watch_clock`).
+            or ``"off"`` (:func:`resolve_mode`).
         instrument: stamp the workers' load time per batch when the loader allows it.
         run: a saved run whose decoders group the advice quotes (``"auto"``: the newest under ``.benchmarks``,
             if any; ``None``: none).

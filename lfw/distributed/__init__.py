@@ -5,6 +5,6 @@ measurement primitive over that rank's ``DistributedSampler`` shard with an all-
 synchronization, stood in for); rank 0 gathers and reports.
 
 - :mod:`lfw.distributed.rank`: what one rank measures;
-- :mod:`lfw.distributed.coverage`: whether the epochs' shards cover the dataset once, and reshuffle;
-- :mod:`lfw.distributed.record`: rank 0's figures (straggler ratio, total) and the pytest-benchmark JSON.
+- :mod:`lfw.distributed.record`: rank 0's figures (straggler ratio, total, whether the epochs' shards cover the
+  dataset once and reshuffle) and the pytest-benchmark JSON.
 """

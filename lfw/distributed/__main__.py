@@ -1,13 +1,9 @@
 """``torchrun --standalone --nproc-per-node=2 -m lfw.distributed``: every rank measures its loader shard.
 
-PyTorch's own launcher starts the ranks and its rendezvous picks a free port (no fixed ports); each rank joins
-the process group (gloo on CPU, nccl on GPUs) with a bounded timeout, so a rank that dies makes the others fail
-within it instead of hanging for the default 30 minutes (and torchrun stops the rest of the group at once). Each
-rank runs :func:`lfw.distributed.rank.measure_rank`; rank 0 gathers the figures and the sampler orders, prints
-per-rank images/s, the straggler ratio, coverage and findings, and writes the run as pytest-benchmark JSON.
-
-Exit codes: 0 done; 1 the sampler did not cover the dataset; 2 bad input (including "not under torchrun");
-4 a rank lost the others (a rank died or stalled past --timeout).
+Each rank joins the process group (gloo on CPU, nccl on GPUs) with a bounded timeout, so a rank that dies makes
+the others fail within it, and runs :func:`lfw.distributed.rank.measure_rank`; rank 0 gathers, prints and saves
+the run (docs/distributed.md). Exit codes: 0 done; 1 the sampler did not cover the dataset; 2 bad input
+(including "not under torchrun"); 4 a rank lost the others (a rank died or stalled past --timeout).
 """
 
 from __future__ import annotations
@@ -22,8 +18,7 @@ from pathlib import Path
 from types import FrameType
 
 from lfw.cli.args import OneLineParser
-from lfw.distributed.coverage import gathered_coverage, same_order_every_epoch
-from lfw.distributed.record import Outcome, lines, next_run_path, save
+from lfw.distributed.record import Outcome, gathered_coverage, lines, next_run_path, same_order_every_epoch, save
 from lfw.errors import LFWError, MeasurementError, cli_entry, one_line
 from lfw.suite.profiles import PROFILES
 
@@ -55,17 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+AT_LEAST = {"workers": 0, "batch_size": 1, "epochs": 1, "threads": 1}  # a flag, and the least value it takes
+
+
 def check(args: argparse.Namespace) -> None:
-    if args.workers < 0:
-        raise LFWError(f"--workers must be 0 or more, got {args.workers}")
-    if args.batch_size <= 0:
-        raise LFWError(f"--batch-size must be a positive integer, got {args.batch_size}")
-    if args.epochs < 1:
-        raise LFWError(f"--epochs must be at least 1, got {args.epochs}")
+    for flag, least in AT_LEAST.items():
+        if getattr(args, flag) < least:
+            raise LFWError(f"--{flag.replace('_', '-')} must be {least} or more, got {getattr(args, flag)}")
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise LFWError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
-    if args.threads < 1:
-        raise LFWError(f"--threads must be 1 or more, got {args.threads}")
     if args.out is not None and args.out.exists():
         raise LFWError(f"refusing to overwrite {args.out}; choose another --out")
 

@@ -1,10 +1,6 @@
-"""What one rank measures: its DataLoader over its DistributedSampler shard, epoch by epoch, with a collective.
-
-Each epoch is one :class:`~lfw.measure.LoaderPass` over the rank's whole shard. Its training step is an
-all-reduce of a one-element tensor, standing in for DDP's gradient synchronization: the time spent inside it is
-the time this rank waited for the others (plus the exchange itself). Because every step synchronizes, all ranks
-finish an epoch together and the epoch's wall time cannot tell the straggler; its *load time*, the epoch minus
-that wait, can: the straggler is the rank that made the others wait.
+"""What one rank measures: its DataLoader over its DistributedSampler shard, epoch by epoch, one LoaderPass each,
+with an all-reduce per step standing in for DDP's gradient synchronization. Every step synchronizes, so the
+epoch's wall time cannot tell the straggler; its load time (the epoch minus the time in the collective) can.
 """
 
 from __future__ import annotations

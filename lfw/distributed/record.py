@@ -1,13 +1,18 @@
 """Rank 0's view of a distributed run: per-rank figures, the straggler, coverage, and the saved JSON.
 
-The straggler ratio is taken on load time, per epoch (why: :mod:`lfw.distributed.rank`). The JSON is
-pytest-benchmark's format (one case per rank, its rounds the epochs, plus the ranks' total), written through
-:mod:`lfw.results`, so ``python -m lfw.report`` and ``python -m lfw.gate`` read it.
+The straggler ratio is taken on load time, per epoch (why: :mod:`lfw.distributed.rank`). Coverage is checked on
+the indices each rank's sampler yielded, gathered to rank 0 (no process group needed): with ``drop_last=False``
+a DistributedSampler pads the epoch with ``world * ceil(N / world) - N`` repeated indices; any other duplicate,
+or an index missing from the union, is a failure, and epochs in the same order mean ``sampler.set_epoch`` is
+never called. The JSON is pytest-benchmark's format (one case per rank, its rounds the epochs, plus the ranks'
+total), written through :mod:`lfw.results`, so ``python -m lfw.report`` and ``python -m lfw.gate`` read it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,11 +20,53 @@ from statistics import median
 from typing import Any
 
 from lfw.cli.table import table
-from lfw.distributed.coverage import Coverage
 from lfw.results import AUTOSAVE_NAME, CaseRecord, case_record, write_run
 from lfw.results import keys as K
 
 GROUP = "distributed"
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """One epoch's union of all ranks' indices against the dataset."""
+
+    dataset_size: int
+    world_size: int
+    missing: int
+    duplicates: int
+    expected_duplicates: int
+
+    @property
+    def ok(self) -> bool:
+        return self.missing == 0 and self.duplicates == self.expected_duplicates
+
+    def text(self) -> str:
+        if self.ok:
+            return (f"coverage ok: every one of {self.dataset_size:,} images once, "
+                    f"{self.duplicates} repeated to pad {self.world_size} equal shards")
+        return (f"coverage FAILED: {self.missing} images never loaded, {self.duplicates} duplicates "
+                f"(expected {self.expected_duplicates} from padding)")
+
+
+def epoch_coverage(shards: Sequence[Sequence[int]], dataset_size: int) -> Coverage:
+    """Coverage of one epoch from each rank's indices."""
+    world = len(shards)
+    counts = Counter(i for shard in shards for i in shard)
+    covered = sum(1 for i in counts if 0 <= i < dataset_size)
+    total = sum(len(shard) for shard in shards)
+    padding = world * math.ceil(dataset_size / world) - dataset_size if world else 0
+    return Coverage(dataset_size, world, dataset_size - covered, total - len(counts), padding)
+
+
+def gathered_coverage(orders_by_rank: Sequence[Sequence[Sequence[int]]], dataset_size: int) -> list[Coverage]:
+    """Coverage of every epoch from each rank's per-epoch order."""
+    return [epoch_coverage([orders[e] for orders in orders_by_rank], dataset_size)
+            for e in range(len(orders_by_rank[0]))]
+
+
+def same_order_every_epoch(orders: Sequence[Sequence[int]]) -> bool:
+    """True when a rank visited its indices in the same order in every epoch (more than one epoch needed)."""
+    return len(orders) > 1 and all(list(order) == list(orders[0]) for order in orders[1:])
 
 
 @dataclass(frozen=True)

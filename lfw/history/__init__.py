@@ -1,8 +1,6 @@
-"""The history of saved runs: a store of one line per run and runner class (:mod:`.store`), charts of every
-judged metric against commits (:mod:`.chart`) and the change points in them (:mod:`.changepoints`,
-:mod:`.series`), summarized by :func:`history_report`. Docs: docs/history.md.
-
-The drawing side (matplotlib, ruptures) is imported on first use, so ``python -m lfw.history append`` stays light.
+"""The history of saved runs: a store of one line per run and runner class (:mod:`.store`), the change points
+in it (:mod:`.changepoints`), charted and summarized by :func:`history_report` (:mod:`.report`, imported on first
+use). Docs: docs/history.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""``python -m lfw.history``: append runs to the history store, or chart a history with its change points.
+"""``python -m lfw.history``: append runs to the history store, chart a history with its change points, or export
+a run's judged metrics in Bencher's Metric Format (docs/history.md). Exit 0 done, 2 bad input.
 
     python -m lfw.history append RUN.json [RUN.json ...] --store DIR [--runner CLASS]
     python -m lfw.history show SOURCE [--out reports]
     python -m lfw.history export RUN.json [--out metrics.json]
-
-``append`` adds one line per run to ``DIR/<runner class>.jsonl`` and says when a run (same commit and date) is
-there already. ``show`` reads a store folder, one ``.jsonl`` file or a folder of autosaved runs (``.benchmarks/``),
-writes the charts and ``summary.txt`` into ``<out>/history/`` and prints the summary. ``export`` writes a run's
-judged metrics in Bencher's Metric Format (:func:`lfw.history.store.bencher_metrics`). Exit 0 done, 2 bad input.
 """
 
 from __future__ import annotations

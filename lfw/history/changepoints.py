@@ -1,15 +1,9 @@
-"""Change points in a history: where a judged figure stepped, and the first commit after the step.
+"""Change points in a history: its series (one per judged metric and case, the runs that recorded it, in commit
+order), where each stepped, and the first commit after the step.
 
-Two rules, chosen by what the gate knows about each metric family (:mod:`lfw.gate.metrics`), both described and
-measured in docs/history.md, "The change-point rules":
-
-- **Counts** (family ``cost``) repeat within 0.06% for the same code, so a step is exact: consecutive runs that
-  differ by more than the gate's cost threshold, either way (:func:`exact_steps`).
-- **Wall clock and memory** are noisy, and one run gives one value (its median), so a change point needs several
-  runs on each side: PELT proposes (:func:`propose`, SIC penalty from a robust noise σ) and Welch's t-test
-  confirms at ``alpha / (m (n - 1))`` (:func:`confirm`). The penalty alone names a step in a good share of
-  pure-noise series, and a summary judges hundreds; the confirmation holds the chance of one false step in a
-  whole summary near ``alpha``.
+Counts (family ``cost``) step exactly (:func:`exact_steps`); wall clock and memory need several runs a side: PELT
+proposes (:func:`propose`) and Welch's t-test confirms at ``alpha / (m (n - 1))`` (:func:`confirm`), one
+Bonferroni family per summary. The rules and their measured error rates: docs/history.md, "The change-point rules".
 """
 
 from __future__ import annotations
@@ -22,7 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from lfw.gate.metrics import Metric
+from lfw.gate.metrics import JUDGED, Metric
+from lfw.gate.thresholds import Thresholds
+from lfw.history.store import HistoryRecord
+from lfw.results import keys as K
 
 EXACT, PELT = "exact step", "PELT"
 ALPHA = 0.05  # chance of naming one false step in a summary's statistical series
@@ -32,13 +29,9 @@ MIN_RUNS = 2 * MIN_SEGMENT
 
 @dataclass(frozen=True)
 class Step:
-    """A change point at ``at`` (the index of the first run on the new level) of one series.
-
-    ``before``/``after`` are the two consecutive values (exact rule) or the medians of the two neighbouring
-    segments (PELT), over ``runs_before`` and ``runs_after`` runs; ``change`` is relative (``after / before - 1``)
-    for relative metrics and a difference in the metric's unit for absolute ones; ``p_value`` is the
-    confirmation's (None for exact steps).
-    """
+    """A change point at ``at`` (the first run on the new level): the two values (exact rule) or the medians of
+    the neighbouring segments (PELT) over ``runs_before``/``runs_after`` runs, their change as the metric
+    measures it, and the confirmation's ``p_value`` (None for exact steps)."""
 
     at: int
     before: float
@@ -57,23 +50,16 @@ def exact_steps(metric: Metric, values: Sequence[float], threshold: float) -> li
 
 
 def noise_sigma(x: np.ndarray) -> float:
-    """σ of the noise, from the median absolute first difference: steps are few, so they barely move it.
-
-    The normal-scaled MAD of the first differences over √2 (a difference holds two runs' noise); NaN for fewer
-    than 2 values, which have no difference.
-    """
+    """σ of the noise: the normal-scaled MAD of the first differences over √2 (few steps barely move it); NaN
+    for fewer than 2 values."""
     if len(x) < 2:
         return math.nan
     return float(stats.median_abs_deviation(np.diff(x), scale="normal")) / math.sqrt(2)
 
 
 def welch_p(left: np.ndarray, right: np.ndarray) -> float:
-    """Two-sided p-value of Welch's t-test (``scipy.stats.ttest_ind`` with unequal variances).
-
-    Two constant segments have no variance to test: they are a certain step (0.0) if their levels differ and
-    none (1.0) if they agree. One constant segment is an exact level, not the near-identical data that scipy's
-    precision-loss warning is about, so that warning is silenced.
-    """
+    """Two-sided p-value of Welch's t-test; two constant segments are a certain step (0.0) or none (1.0), and
+    scipy's precision-loss warning about one constant segment is silenced."""
     if float(left.var()) + float(right.var()) == 0:
         return 0.0 if float(left.mean()) != float(right.mean()) else 1.0
     with warnings.catch_warnings():
@@ -129,3 +115,89 @@ def statistical_steps(metric: Metric, values: Sequence[float], series_count: int
         steps.append(Step(start, before, after, metric.change(before, after), PELT, p, start - bounds[i],
                           bounds[i + 2] - start))
     return steps
+
+
+def is_exact(metric: Metric) -> bool:
+    """Counts (the gate's ``cost`` family) repeat within 0.06%: judged by exact steps."""
+    return metric.family == "cost"
+
+
+@dataclass(frozen=True)
+class Series:
+    """One metric of one case over a runner's history: ``runs`` index the runner's records, ``values`` the
+    figure recorded by each."""
+
+    runner: str
+    metric: Metric
+    case: str
+    runs: tuple[int, ...]
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """A step in a series, placed on commits: ``commit`` is the first run on the new level, ``previous`` the last
+    run before it; ``notes`` say what else changed there (the counted stack, a dirty tree)."""
+
+    series: Series
+    step: Step
+    commit: HistoryRecord
+    previous: HistoryRecord
+    notes: tuple[str, ...] = ()
+
+    @property
+    def metric(self) -> Metric:
+        return self.series.metric
+
+    @property
+    def case(self) -> str:
+        return self.series.case
+
+
+def series_of(runner: str, records: Sequence[HistoryRecord]) -> list[Series]:
+    """Every (judged metric, case) the records hold, metrics in the gate's order, cases in first-seen order."""
+    cases = list(dict.fromkeys(case for r in records for case in r.cases))
+    out = []
+    for metric in JUDGED:
+        for case in cases:
+            runs = [i for i, r in enumerate(records) if metric.key in r.cases.get(case, {})]
+            if runs:
+                out.append(Series(runner, metric, case, tuple(runs),
+                                  tuple(records[i].cases[case][metric.key] for i in runs)))
+    return out
+
+
+def _notes(metric: Metric, before: HistoryRecord, after: HistoryRecord) -> tuple[str, ...]:
+    notes = []
+    if is_exact(metric):
+        changed = [f"{k} {before.stack.get(k)} -> {after.stack.get(k)}" for k in K.COUNTED_STACK
+                   if before.stack.get(k) != after.stack.get(k)]
+        if changed:
+            notes.append(f"counted stack changed: {', '.join(changed)}")
+    elif (before.cpu, before.usable_cores) != (after.cpu, after.usable_cores):
+        notes.append(f"machine changed: {before.cpu} x{before.usable_cores} -> {after.cpu} x{after.usable_cores}")
+    dirty = [r.commit[:10] for r in (before, after) if r.dirty]
+    if dirty:
+        notes.append(f"dirty tree measured at {', '.join(dirty)}")
+    return tuple(notes)
+
+
+def statistical_family(series: Sequence[Series]) -> int:
+    """How many series the statistical rule judges in one summary: its Bonferroni family."""
+    return sum(1 for s in series if not is_exact(s.metric) and len(s.values) >= MIN_RUNS)
+
+
+def change_points(records: Sequence[HistoryRecord], series: Sequence[Series], th: Thresholds,
+                  family_size: int, alpha: float = ALPHA) -> list[ChangePoint]:
+    """The change points of every series, each placed on its commits (see the module docstring)."""
+    out = []
+    for s in series:
+        if is_exact(s.metric):
+            steps = exact_steps(s.metric, s.values, th.cost)
+        else:
+            steps = statistical_steps(s.metric, s.values, family_size, alpha)
+        for step in steps:
+            after, before = records[s.runs[step.at]], records[s.runs[step.at - 1]]
+            out.append(ChangePoint(s, step, after, before, _notes(s.metric, before, after)))
+    return out
+

@@ -1,12 +1,9 @@
 """The history store: one compact JSON line per saved run, in ``<store>/<runner class>.jsonl``, append-only.
 
-A baseline says how one run looked; the history says when a figure moved. Each line holds, per case, the median
-over rounds of what the gate judges (:data:`lfw.gate.metrics.JUDGED`, left out by the gate's own rules:
-:func:`judged_rounds`), so the history never judges a second list, and what places the run: commit, date,
-machine and counted stack. Runs of different runner classes do not compare (docs/gating.md), so each class has its
-own file; a run is identified by its commit and its date, so appending a run already present changes nothing.
-The line's fields and why a data branch: docs/history.md, "The store". A folder of autosaved runs
-(``.benchmarks/``) is a history too: :func:`load_history` reads either.
+Each line holds, per case, the median over rounds of what the gate judges (:func:`judged_rounds`), and what
+places the run: commit, date, machine and counted stack. A run is identified by its commit and its date, so
+appending one already present changes nothing. The line's fields: docs/history.md, "The store". A folder of
+autosaved runs (``.benchmarks/``) is a history too: :func:`load_history` reads either.
 """
 
 from __future__ import annotations
@@ -109,9 +106,8 @@ def runner_of(run: Run) -> str:
 
 
 def profile_suffix(run: Run) -> str:
-    """``-full`` or ``-smoke`` for a run of another profile than ``quick``: its passes, tree and rounds differ, so
-    its figures make a series of their own (a nightly full run beside the quick runs of every push would step
-    at each alternation); ``""`` for the quick profile and for runs that do not say."""
+    """``-full`` or ``-smoke`` for a run of another profile than ``quick`` (its figures make a series of their
+    own); ``""`` for the quick profile and for runs that do not say."""
     profile = run.selection.profile if run.selection is not None else run.machine.get("bench_profile")
     return f"-{profile}" if isinstance(profile, str) and profile and profile != "quick" else ""
 
@@ -173,12 +169,8 @@ def run_identity(run: Run) -> str:
 
 
 def record_of(run: Run, runner: str | None = None) -> HistoryRecord:
-    """The history record of a loaded run (``runner`` overrides the runner class it names).
-
-    Raises:
-        LFWError: the run has no commit id (saved outside a git checkout), a bad ``runner`` name, a runner
-            class that cannot be told, or the run stopped early (interrupted: part of a run is not a point).
-    """
+    """The history record of a loaded run (``runner`` overrides its runner class). Raises :class:`LFWError` for a
+    run without a commit id, a bad ``runner`` name, a runner class that cannot be told, or an incomplete run."""
     if run.stopped_early:
         raise LFWError(f"{run.path} is an incomplete run ({run.stopped_early}); it is not put in the history")
     runner = (runner or runner_of(run)) + profile_suffix(run)
@@ -268,15 +260,9 @@ class History:
 
 
 def load_history(source: Path) -> History:
-    """A history from a store folder (``*.jsonl``), one ``<runner>.jsonl`` file, or a folder of autosaved
-    pytest-benchmark runs (``NNNN_*.json`` anywhere under it, such as ``.benchmarks/``).
-
-    An autosaved run that cannot be used (no per-round data, no commit, not a pytest-benchmark file) is left out
-    and named in ``notes``; a corrupt store line is an error, since a store is written only by :func:`append_run`.
-
-    Raises:
-        LFWError: the source does not exist or holds no history.
-    """
+    """A history from a store folder (``*.jsonl``), one ``<runner>.jsonl`` file, or a folder of autosaved runs
+    (``NNNN_*.json`` anywhere under it). An autosaved run that cannot be used is left out and named in ``notes``;
+    a corrupt store line, a missing source or one without runs is an :class:`LFWError`."""
     notes: list[str] = []
     if source.is_file() and source.suffix == ".jsonl":
         records = read_store(source)

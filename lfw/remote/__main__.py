@@ -1,16 +1,9 @@
 """``python -m lfw.remote``: time loading LFW from an S3 endpoint with a concurrency strategy.
 
-Two ways in:
-
-- ``--local``: start moto's S3 server and the latency proxy on 127.0.0.1 (free ports), upload the LFW tree (real
-  with ``--path`` or ``$LFW_ROOT``, else synthetic), read it through the proxy at ``--latency-ms``, stop both at
-  the end; the proxy's counters add requests per image, first-byte p50/p99 and requests in flight;
-- ``--endpoint URL --bucket B [--prefix P]``: an existing endpoint (credentials from the environment, as boto3
-  finds them), objects under ``<prefix>/<Person>/<file>.jpg``.
-
-Timing is the CLI's usual one (a warm-up pass, then ``--repetitions``) through the shared primitive. Exit codes as
-everywhere: 2 for bad input (unknown flag, unreachable endpoint, missing credentials, missing objects), 4 when the
-machine failed, 0 otherwise.
+``--local`` starts moto and the latency proxy on 127.0.0.1, uploads the tree (``--path``, ``$LFW_ROOT`` or
+synthetic), reads it through the proxy at ``--latency-ms`` and stops both; ``--endpoint URL --bucket B [--prefix
+P]`` reads an existing endpoint (credentials as boto3 finds them). Timing is the CLI's usual one through the shared
+primitive. Exit 2 for bad input (unreachable endpoint, missing credentials or objects), 4 when the machine failed.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""The remote group's measurement: each pass through the proxy, at the case's injected latency, with its traffic.
+"""The remote group's measurement: each pass through the proxy at the case's injected latency, with its traffic.
 
-A :class:`RemoteMember` is a rotation member (:mod:`lfw.measure.rotation`) like any loader configuration: one
-:class:`~lfw.measure.LoaderPass` per ``measure()`` (and per ``warm_up()``, at zero latency). Around the timed
-pass, untimed, it sets the proxy's delay to the case's latency and reads the proxy's counters for exactly that
-pass, which go into ``PassResult.extra`` (requests and bytes per image, first-byte percentiles, mean requests in
-flight, the Little's-law rate they imply). :class:`EndpointCeiling` is the endpoint's own zero-latency ceiling,
-measured in the same rotation: the fastest it serves the same objects, fetched by a pool of threads with nothing
-decoded.
+A :class:`RemoteMember` is a rotation member (:mod:`lfw.measure.rotation`): one LoaderPass per ``measure()``
+with the proxy's counters for exactly that pass in ``PassResult.extra``. :class:`EndpointCeiling` is the
+endpoint's own zero-latency rate, measured in the same rotation (docs/remote.md).
 """
 
 from __future__ import annotations
@@ -57,15 +53,9 @@ class RemoteCase:
 
 
 def traffic(stats: dict[str, Any], images: int, in_flight_limit: int | None = None) -> dict[str, float]:
-    """What one pass sent through the proxy, per image where that is what a regression would change.
-
-    With ``in_flight_limit`` (the most requests the configuration can have in flight) it adds the Little's-law
-    bound: that many requests, each taking the measured mean request time, give at most limit / time requests
-    per second. Beside it, the rate the law gives for the requests actually in flight over the busy span
-    (``littles_law_rate_images_per_s``), which a steady rate should match (:mod:`lfw.remote.law`). The measured
-    rate sits below the bound by the share of time its request slots sat idle (decoding, handing a batch on,
-    waiting for a batch's slowest request).
-    """
+    """What one pass sent through the proxy, per image where that is what a regression would change; with
+    ``in_flight_limit`` the Little's-law bound (limit / mean request time), and the law's rate for the requests
+    actually in flight over the busy span, which a steady rate should match (:mod:`lfw.remote.law`)."""
     requests = stats["requests"]
     total = sum(requests.values())
     out = {K.REQUESTS_PER_IMAGE: total / images, K.HEAD_PER_IMAGE: requests.get("HEAD", 0) / images,
@@ -88,13 +78,9 @@ def traffic(stats: dict[str, Any], images: int, in_flight_limit: int | None = No
 
 def endpoint_shares(results: Sequence[PassResult], ceiling: Sequence[float], *, in_flight_limit: int,
                     latency_ms: float) -> dict[str, Any]:
-    """Each round's rate over the endpoint's zero-latency ceiling of the same round, and over the round's
-    remote bound: the lower of that ceiling and ``in_flight_limit / latency`` (Little's law at the injected
-    mean latency).
-
-    The bound is what the gate judges: a case held back by latency does not speed up with the machine while the
-    endpoint's ceiling does, so its share of the ceiling alone falls on a faster day with no change in the code.
-    """
+    """Each round's rate over the same round's endpoint ceiling, and over its remote bound: the lower of that
+    ceiling and ``in_flight_limit / latency`` (what the gate judges: a latency-bound case does not speed up with
+    the machine while the ceiling does)."""
     if len(ceiling) != len(results):
         raise ValueError(f"{len(ceiling)} endpoint ceilings for {len(results)} rounds: pair them by round")
     latency_bound = in_flight_limit * 1e3 / latency_ms if latency_ms > 0 else float("inf")
@@ -155,10 +141,8 @@ class RemoteMember:
         return result
 
     def warm_up(self) -> PassResult:
-        """An untimed pass that starts the persistent workers and their S3 clients (a rotation's warm-up round), at
-        zero injected latency and, where the loader reads in an :class:`EpochOrder`, over the start-up wave alone:
-        one batch per loading process. (In the suite's rotation the endpoint ceiling's warm pass has already read
-        every object of the pass.) Its traffic is not recorded."""
+        """An untimed pass at zero latency that starts the persistent workers and their S3 clients, over the
+        start-up wave alone (one batch per loading process) where the loader reads in an :class:`EpochOrder`."""
         loader = self.runner.loader
         order = loader.sampler if isinstance(loader.sampler, EpochOrder) else None
         wave = max(loader.num_workers, 1) * (loader.batch_size or 1)

@@ -1,11 +1,8 @@
 """Reading objects from S3 with boto3: one client per process, bounded retries, a length check on every body.
 
-A client holds sockets a forked DataLoader worker must not share, so :class:`S3Reader` makes one lazily in the
-process that uses it (checked by pid) and never pickles it. botocore's retries are off: :meth:`S3Reader.get`
-retries what is transient (5xx, throttling, resets, timeouts, and a body shorter than its Content-Length, which
-must never reach the JPEG decoder as a "corrupt" file) at most ``attempts`` times, and fails at once, in one line
-that says what to fix, on the rest. Path-style addressing and checksums only when required, for endpoints that
-are not AWS. docs/remote.md ("The client") has the whole contract.
+:class:`S3Reader` makes its client lazily in the process that uses it (checked by pid; never pickled). botocore's
+retries are off: :meth:`S3Reader.get` retries what is transient (5xx, throttling, resets, timeouts, a short body)
+at most ``attempts`` times and fails at once, in one line saying what to fix, on the rest. docs/remote.md.
 """
 
 from __future__ import annotations

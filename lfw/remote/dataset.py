@@ -1,15 +1,9 @@
-"""LFW in an S3 bucket, read with one of three concurrency strategies.
+"""LFW in an S3 bucket, read with one of three concurrency strategies (docs/remote.md): ``serial``, one request
+in flight per loading process; ``threads``, ``concurrency`` threads fetching and decoding; ``batch``, every GET of
+the batch in flight at once, each image decoded by the thread that fetched it.
 
-Where the first byte of every read costs milliseconds, throughput is set by how many requests are in flight
-(Little's law), so the strategy is the knob (docs/remote.md): ``serial``, one request in flight per loading
-process; ``threads``, the batch fetched and decoded on ``concurrency`` threads per loading process; ``batch``,
-every GET of the batch in flight at once, each image decoded by the thread that fetched it (Pillow releases the
-GIL), so the batch's decoding overlaps its slowest requests instead of following them.
-
-Keys are listed once, in the process that builds the dataset, and kept as a numpy byte array (no per-key Python
-object for forked workers to copy on access); labels come from the person folder in each key. A body that is
-not a valid JPEG is a :class:`~lfw.errors.CorruptImageError` naming its ``s3://`` URL (never a short read:
-:class:`~lfw.remote.client.S3Reader` retries those).
+Keys are listed once and kept as a numpy byte array (nothing for forked workers to copy on access); labels come
+from the person folder. A body that is not a JPEG is a :class:`~lfw.errors.CorruptImageError` naming its URL.
 """
 
 from __future__ import annotations

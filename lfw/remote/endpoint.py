@@ -1,10 +1,8 @@
-"""A real S3 endpoint on loopback, with the fault-injecting proxy in front, started and stopped as one.
+"""A real S3 endpoint on loopback with the fault-injecting proxy in front, started and stopped as one.
 
-:func:`local_s3` starts two child processes, moto's S3 server (:mod:`lfw.remote.moto_server`) and the proxy
-(:mod:`lfw.remote.proxy`), each on 127.0.0.1 and a port the kernel picks, and stops both when the block ends,
-on failure too: their standard input is closed (each exits on EOF, so they also die with a parent that was
-killed), then they are terminated, then killed. :func:`upload_tree` puts an LFW tree into a bucket, one object
-per JPEG under LFW's own layout (``<prefix>/<Person_Name>/<Person_Name>_0001.jpg``).
+:func:`local_s3` starts moto (:mod:`lfw.remote.moto_server`) and the proxy (:mod:`lfw.remote.proxy`), each in its
+own process on 127.0.0.1 and a free port, and stops both when the block ends, on failure too (each also exits
+when its standard input closes). :func:`upload_tree` puts an LFW tree into a bucket under LFW's own layout.
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
-"""A remote case's steady rate held against what could have served it, Little's law, and the limit that caps it.
+"""A remote case's steady rate held against the endpoint's ceiling and Little's law, and the limit that caps it.
 
-- **The endpoint's ceiling.** No case can be served faster than the endpoint's own zero-latency rate (fetch only,
-  measured in the same rotation). A steady rate above it by more than the ceiling's noise (the larger of
-  :data:`CEILING_NOISE_FLOOR` and twice the ceiling's CV over the rounds) is a measurement error, such as a
-  window too short to hold more than prefetched batches: it is flagged (``steady_invalid``) and dropped from the
-  record, never shown as a result.
-- **Little's law.** Requests per second = mean requests in flight / mean time per request; over requests per
-  image it is images/s. In flight is averaged over the pass's busy span (first request to last reply, as the
-  proxy counted them), beside the measured steady rate; ``littles_law_error`` is steady / law - 1.
-- **The limit, named.** In this order: the endpoint ceiling (steady at :data:`NEAR_CEILING` of it or more), the
-  in-flight limit (requests in flight at that share of loading processes x concurrency), the client's connection
-  pool (fewer connections than requests it may issue), client CPU (the loader's and the endpoint's processes
-  together keep that share of the usable cores busy: the endpoint runs on the same cores), else idle request
-  slots (fewer requests in flight than the configuration allows while cores and endpoint have room: decoding
-  between fetches, or a batch waiting for its slowest reply).
+A steady rate above the ceiling by more than its noise is flagged (``steady_invalid``) and dropped; Little's law
+gives the rate for the requests in flight over the busy span; the limit is named in the order of :func:`limiting`.
+Each rule: docs/remote.md ("Passes with a steady state", "Per case").
 """
 
 from __future__ import annotations
@@ -59,7 +48,9 @@ def littles_law_error(info: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def limiting(info: Mapping[str, Any], *, in_flight_limit: int, processes: int, pool: int) -> str:
-    """The limit that caps the case (one of :data:`LIMITS`), from its record (module docstring)."""
+    """The limit that caps the case (one of :data:`LIMITS`), from its record: the first of the endpoint ceiling
+    (steady at :data:`NEAR_CEILING` of it), the in-flight limit or the client's pool (at :data:`NEAR_LIMIT` of
+    it), client CPU (loader and endpoint at :data:`BUSY_CORES` of the usable cores), else idle request slots."""
     rate = info.get(K.STEADY_IMAGES_PER_S) or info.get(K.IMAGES_PER_S) or 0.0
     ceiling = info.get(K.ENDPOINT_CEILING_IMAGES_PER_S) or 0.0
     in_flight = info.get(K.BUSY_MEAN_IN_FLIGHT) or info.get(K.MEAN_IN_FLIGHT) or 0.0

@@ -1,11 +1,6 @@
-"""``python -m lfw.remote.moto_server``: moto's S3 API on 127.0.0.1, in its own process, for as long as its parent.
-
-moto's ``ThreadedMotoServer`` serves the real S3 wire protocol (path-style). It runs here in a process of its own,
-not in the benchmark's, so its Python threads never compete with the measured loader for that process's GIL
-(they do compete for the machine's cores, like a real server on the same host would; the endpoint's zero-latency
-ceiling is measured for that reason). It binds 127.0.0.1 on a port the kernel picks (port 0: no race, no fixed
-port), prints ``{"port": N}`` on stdout once it answers, and exits when its standard input closes, so it can never
-outlive the suite that started it, however that suite ends.
+"""``python -m lfw.remote.moto_server``: moto's S3 API on 127.0.0.1, in its own process (its threads never take
+the measured loader's GIL), on a port the kernel picks, printed as ``{"port": N}``; it exits when its standard
+input closes, so it never outlives the suite that started it.
 """
 
 from __future__ import annotations

@@ -1,25 +1,13 @@
 """``python -m lfw.remote.proxy --upstream 127.0.0.1:PORT``: latency, bandwidth and faults between client and S3.
 
-There is no netem in this kernel and no toxiproxy server to install, so the suite puts this small asyncio HTTP/1.1
-proxy (standard library only) between the S3 client and the endpoint. It reads each request and its response as
-HTTP messages (Content-Length or chunked bodies, HEAD without a body), one upstream connection per client
-connection, and can:
+A small asyncio HTTP/1.1 proxy (standard library only; docs/remote.md) that relays request by request and can
+hold each response's first byte for ``latency_ms`` times a seeded log-normal jitter (a ``tail_p`` share
+``tail_x`` times more), cap each connection's bandwidth, and inject faults for the next ``count`` requests whose
+path holds ``match``: ``503``/``500`` (an S3 error document), ``reset`` (half the body, then a TCP reset),
+``stall`` (the head, then nothing). It counts what crossed it (:class:`Window`).
 
-- hold each response's first byte for an injected delay: ``latency_ms`` times a seeded log-normal jitter of
-  mean 1 (``jitter``, its sigma), and with probability ``tail_p`` times ``tail_x`` more (a heavy tail);
-- cap each connection's response bandwidth (``bandwidth_mbps``);
-- inject faults on demand, each for the next ``count`` requests whose path contains ``match``: ``503`` or
-  ``500`` (an S3 error document, the upstream never asked), ``reset`` (half the body, then a TCP reset),
-  ``stall`` (the response head, then nothing until the client gives up);
-- count what crossed it: requests by kind (GET, HEAD, LIST, PUT), connections, bytes each way, GETs of a key
-  already fetched in the window (retries), faults served, each request's first-byte time and duration, and the
-  time-average and maximum of requests in flight (over the window, and over its busy span: from the first
-  request to the last reply, what Little's law is taken over).
-
-It binds 127.0.0.1 on a free port and prints ``{"port": N}``. It is driven over its standard input, one JSON
-object per line, each answered by one JSON line: ``{"op": "configure", ...}``, ``{"op": "fault", "kind": ...,
-"count": ..., "match": ...}``, ``{"op": "stats", "reset": true}`` (the counters since the last reset, then a new
-window). It exits when its standard input closes, so it never outlives the suite that started it.
+It binds 127.0.0.1 on a free port and prints ``{"port": N}``, then answers one JSON line per JSON command on its
+standard input (``configure``, ``fault``, ``clear-faults``, ``stats`` with ``reset``), and exits when that closes.
 """
 
 from __future__ import annotations
@@ -66,7 +54,9 @@ class Fault:
 
 @dataclass
 class Window:
-    """Counters since the last reset."""
+    """Counters since the last reset: requests by kind, connections, bytes each way, GETs of a key fetched already
+    (retries), faults, first-byte times and durations, and requests in flight over time and over the busy span
+    (first request to last reply, what Little's law is taken over)."""
 
     started: float = field(default_factory=time.perf_counter)
     requests: Counter[str] = field(default_factory=Counter)
