@@ -30,7 +30,7 @@ def test_a_record_refuses_a_key_no_declaration_knows_in_one_line() -> None:
             write()
     # A per-round list and a CV are their metric's; reading an absent key is no write.
     case = CaseRecord().measure(K.IMAGES_PER_S, [1.0, 2.0], cv=True)
-    assert set(case.metrics) == {K.IMAGES_PER_S, K.rounds(K.IMAGES_PER_S), K.IMAGES_PER_S_CV}
+    assert set(case.section("metrics")) == {K.IMAGES_PER_S, K.rounds(K.IMAGES_PER_S), K.IMAGES_PER_S_CV}
     assert "a_new_figure" not in case and case.get("a_new_figure") is None
 
 

@@ -62,8 +62,8 @@ def test_summarize_takes_the_median_the_maximum_of_a_peak_and_the_cv_where_asked
 def test_a_record_keeps_knobs_metrics_and_machine_apart_and_reads_back_what_it_wrote() -> None:
     case = CaseRecord().add({K.TRANSFORM: "none", K.USABLE_CORES: 2, K.STEADY_ABSENT: "too short"})
     case.measure(K.IMAGES_PER_S, [10.0, 20.0, 30.0])
-    assert case.knobs == {K.TRANSFORM: "none"} and case.machine == {K.USABLE_CORES: 2}
-    assert case.metrics[K.IMAGES_PER_S] == 20.0 and K.STEADY_ABSENT in case
+    assert case.section("knobs") == {K.TRANSFORM: "none"} and case.section("machine") == {K.USABLE_CORES: 2}
+    assert case.section("metrics")[K.IMAGES_PER_S] == 20.0 and K.STEADY_ABSENT in case
     assert section_of(K.DEVICE) == "machine" and section_of(K.rounds(K.PARALLEL_CAPACITY)) == "machine"
     extra = case.as_extra_info()
     assert extra[K.SCHEMA_VERSION] == SCHEMA_VERSION
@@ -71,7 +71,7 @@ def test_a_record_keeps_knobs_metrics_and_machine_apart_and_reads_back_what_it_w
     case.drop(K.STEADY_ABSENT)
     assert K.STEADY_ABSENT not in case.as_extra_info()
     older = CaseRecord.from_extra_info({K.TRANSFORM: "none"})
-    assert older.schema_version == 0 and older.knobs == {K.TRANSFORM: "none"}
+    assert older.schema_version == 0 and older.section("knobs") == {K.TRANSFORM: "none"}
 
 
 def test_the_benchmarks_record_helper_saves_the_schema_version_and_the_knobs_once_in_params() -> None:

@@ -45,30 +45,20 @@ class Metric:
     # Runs recorded before the key existed: its value from the keys they hold (None where they lack those too), so
     # an older baseline is still judged on it.
     derived: Callable[[Case], float | None] | None = None
-    layer_given: Layer | None = None  # the two-file layer, where it is not its family's (LAYER_OF)
-
-    @property
-    def layer(self) -> Layer:
-        return self.layer_given or LAYER_OF[self.family]
-
-    @property
-    def facts(self) -> K.Key:
-        found = K.facts(self.key)
-        assert found is not None and found.better is not None, f"{self.key} is judged: declare its direction"
-        return found
+    layer: Layer | None = None  # the two-file layer, where it is not its family's (LAYER_OF)
 
     @property
     def label(self) -> str:
-        return self.facts.label
+        return K.FACTS[self.key].label
 
     @property
     def unit(self) -> str:
-        """The unit of the saved value, as the gate appends it (`` MiB``; empty for a count or a ratio)."""
-        return f" {self.facts.unit}" if self.facts.unit else ""
+        """The unit of the saved value as the gate appends it: `` MiB``, or empty."""
+        return f" {unit}" if (unit := K.FACTS[self.key].unit) else ""
 
     @property
     def worse(self) -> Worse:
-        return "lower" if self.facts.better == "higher" else "higher"
+        return "lower" if K.FACTS[self.key].better == "higher" else "higher"
 
     def rounds_of(self, case: Case) -> list[float]:
         """The metric's per-round values in ``case``, or the single value :attr:`derived` from older keys; ``[]``
@@ -109,7 +99,7 @@ EFFICIENCY = Metric(K.EFFICIENCY, "relative", "throughput")
 PIL_SHARE = Metric(K.PIL_CEILING_SHARE, "relative", "throughput")
 # Remote cases: what crossed the proxy per image. Deterministic (one GET per image), so the cost threshold applies:
 # an extra HEAD per GET is +100%.
-REQUESTS = Metric(K.REQUESTS_PER_IMAGE, "relative", "cost", layer_given="requests")
+REQUESTS = Metric(K.REQUESTS_PER_IMAGE, "relative", "cost", layer="requests")
 # A remote case's rate over min(endpoint ceiling, in-flight limit / latency) of the same round: a case held back
 # by latency does not speed up with the machine, while the endpoint's ceiling does.
 BOUND_SHARE = Metric(K.REMOTE_BOUND_SHARE, "relative", "throughput")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lfw.gate.compare import Comparison, GateReport
-from lfw.gate.metrics import COST_LAYER, FRESH_INTERPRETERS, HOST_USS, MEMORY, PSS_PEAK, SAME_MACHINE, Metric
+from lfw.gate.metrics import COST_LAYER, FRESH_INTERPRETERS, HOST_USS, LAYER_OF, MEMORY, PSS_PEAK, SAME_MACHINE, Metric
 from lfw.gate.paired_rule import INCONCLUSIVE, PairedComparison
 from lfw.gate.table import machine_diff_text, paired_verdict_line, verdict_line
 from lfw.gate.thresholds import Thresholds
@@ -37,13 +37,14 @@ from lfw.results.recommend import GROUP, recommendations
 if TYPE_CHECKING:
     from lfw.gate.ab import ABRun
 
-# The two-file layers (docs/gating.md) as named, each with the metrics its Metric.layer puts there; COST_LAYER is
-# GateReport.unjudged's key.
+# The two-file layers (docs/gating.md) as named, each with the metrics its Metric.layer or family puts there;
+# COST_LAYER is GateReport.unjudged's key.
 LAYER_NAMES = {"cost": COST_LAYER, "requests": "requests per image (remote)",
                "memory": f"memory a loader adds ({'; '.join(m.label for m in MEMORY)})",
                "wall clock": "wall clock, gross (efficiency, time to first batch)", "data wait": "data wait"}
 TWO_FILE_LAYERS: dict[str, tuple[Metric, ...]] = {
-    name: tuple(m for m in SAME_MACHINE if m.layer == layer) for layer, name in LAYER_NAMES.items()}
+    name: tuple(m for m in SAME_MACHINE if (m.layer or LAYER_OF[m.family]) == layer)
+    for layer, name in LAYER_NAMES.items()}
 AB_LAYER = "wall clock, A/B (images/s, time to first batch, paired over process pairs)"
 # What hosts the loaders: reported, never judged (lfw.gate.compare.host_note).
 NOT_THE_LOADER = LayerRow(f"memory of the host ({HOST_USS.label}; {PSS_PEAK.label}; the tree PSS of a case with "

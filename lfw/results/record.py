@@ -1,9 +1,9 @@
 """The case record: what one benchmark case saves in pytest-benchmark's ``extra_info``, typed and versioned.
 
 A :class:`CaseRecord` holds ``knobs`` (what the case is), ``metrics`` (what was measured, each summarized over its
-rounds by :func:`summarize`, the one rule every writer uses) and ``machine`` (what it ran on and how), keyed by
-:mod:`lfw.results.keys`. It is saved flat, as every reader knows it, plus ``schema_version``; a case without one is
-version 0, read the same way. See docs/record.md.
+rounds by :func:`summarize`, the one rule every writer uses) and ``machine`` (what it ran on and how), each key
+declared in :mod:`lfw.results.keys` (or a knob of :mod:`lfw.results.knobs`). It is saved flat, as every reader
+knows it, plus ``schema_version``; a case without one is version 0, read the same way. See docs/record.md.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 from lfw.errors import LFWError
 from lfw.results import keys as K
-from lfw.results.keys import Section
 from lfw.results.knobs import BY_KEY
 from lfw.stats.variation import coefficient_of_variation
 
@@ -24,18 +23,12 @@ from lfw.stats.variation import coefficient_of_variation
 SCHEMA_VERSION = 2
 KNOBS_IN_PARAMS = 2  # the first version that keeps every knob in params, and only there
 
-CV_DIGITS = 4
-
 Kept = Literal["both", "summary", "rounds"]
 
 
-def section_of(key: str) -> Section:
-    """Where a key lives in a :class:`CaseRecord`: ``knobs`` (:mod:`lfw.results.knobs`), else the section
-    :mod:`lfw.results.keys` declares it in.
-
-    Raises:
-        KeyError: a key declared in neither (one line: where to declare it).
-    """
+def section_of(key: str) -> K.Section:
+    """Where a key lives: ``knobs`` for a knob (:mod:`lfw.results.knobs`), else its declaration's section
+    (:mod:`lfw.results.keys`). Raises KeyError, in one line naming where to declare it, for a key of neither."""
     if key in BY_KEY:
         return "knobs"
     if (found := K.facts(key)) is None:
@@ -61,7 +54,7 @@ def summarize(name: str, rounds: Sequence[float], *, cv: bool = False, kept: Kep
     if kept != "summary":
         out[K.rounds(name)] = [round(v, places) for v in rounds]
     if cv:
-        out[f"{name}_cv"] = round(coefficient_of_variation(rounds), CV_DIGITS)
+        out[f"{name}_cv"] = round(coefficient_of_variation(rounds), 4)
     return out
 
 
@@ -83,12 +76,10 @@ def schema_version(extra: Mapping[str, Any], where: str) -> int:
 
 @dataclass
 class CaseRecord:
-    """One case's record: ``knobs``, ``metrics`` and ``machine`` (see the module docstring), each keyed by
-    :mod:`lfw.results.keys`; a key lives in exactly one of them (:func:`section_of`)."""
+    """One case's record, each key declared (:func:`section_of`): its ``knobs``, ``metrics`` and ``machine`` are
+    :meth:`section`'s."""
 
-    knobs: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, Any] = field(default_factory=dict)
-    machine: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     @classmethod
@@ -98,10 +89,11 @@ class CaseRecord:
         return record.add({k: v for k, v in extra.items() if k != K.SCHEMA_VERSION})
 
     def add(self, values: Mapping[str, Any]) -> CaseRecord:
-        """Put each value in its section (a later value replaces an earlier one); returns the record. Raises
-        KeyError for a key :mod:`lfw.results.keys` does not declare (:func:`section_of`)."""
-        for key, value in values.items():
-            getattr(self, section_of(key))[key] = value
+        """Add each value (a later one replaces an earlier one); returns the record. Raises KeyError, naming where
+        to declare it, for a key that is not declared (:func:`section_of`)."""
+        for key in values:
+            section_of(key)
+        self.values.update(values)
         return self
 
     def measure(self, name: str, rounds: Sequence[float], *, cv: bool = False, kept: Kept = "both",
@@ -109,17 +101,20 @@ class CaseRecord:
         """Add metric ``name`` summarized over ``rounds`` (:func:`summarize`); returns the record."""
         return self.add(summarize(name, rounds, cv=cv, kept=kept, digits=digits))
 
+    def section(self, name: K.Section) -> dict[str, Any]:
+        """The record's ``knobs``, ``metrics`` or ``machine``."""
+        return {k: v for k, v in self.values.items() if section_of(k) == name}
+
     def drop(self, key: str) -> None:
-        """Remove ``key`` wherever it is (absent: nothing to do)."""
-        for section in (self.knobs, self.metrics, self.machine):
-            section.pop(key, None)
+        """Remove ``key`` (absent: nothing to do)."""
+        self.values.pop(key, None)
 
     def get(self, key: str, default: Any = None) -> Any:
-        return next((s[key] for s in (self.knobs, self.metrics, self.machine) if key in s), default)
+        return self.values.get(key, default)
 
     def __contains__(self, key: object) -> bool:
-        return any(key in s for s in (self.knobs, self.metrics, self.machine))
+        return key in self.values
 
     def as_extra_info(self) -> dict[str, Any]:
-        """The flat ``extra_info`` pytest-benchmark saves: every section's keys and ``schema_version``."""
-        return {**self.metrics, **self.machine, **self.knobs, K.SCHEMA_VERSION: self.schema_version}
+        """The flat ``extra_info`` pytest-benchmark saves: every key and ``schema_version``."""
+        return {**self.values, K.SCHEMA_VERSION: self.schema_version}
