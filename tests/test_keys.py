@@ -78,8 +78,8 @@ def test_each_judged_metric_reads_its_label_unit_and_direction_from_its_declarat
     for metric in (*JUDGED, SHM_ADDED):
         facts = K.facts(metric.key)
         assert facts is not None and facts.better is not None and metric.label == facts.label, metric.key
-        assert (metric.worse == "lower") == (facts.better == "higher"), metric.key
-    assert all(m.unit == " MiB" for m in MEMORY[:4]) and TTFB.unit == " s" and TTFB.worse == "higher"
+        assert (metric.sign < 0) == (facts.better == "higher"), metric.key
+    assert all(m.unit == " MiB" for m in MEMORY[:4]) and TTFB.unit == " s" and TTFB.sign == 1
 
 
 def test_a_value_is_written_as_its_declaration_says() -> None:

@@ -24,10 +24,8 @@ from lfw.results import Case
 from lfw.results import keys as K
 from lfw.results.knobs import START_METHOD
 
-Worse = Literal["lower", "higher"]
 Kind = Literal["relative", "absolute"]
 Family = Literal["cost", "throughput", "ttfb", "memory", "worker-memory", "slope", "wait"]
-# The two-file layers (docs/gating.md), each judging the families it names.
 Layer = Literal["cost", "requests", "memory", "wall clock", "data wait"]
 LAYER_OF: dict[Family, Layer] = {"cost": "cost", "throughput": "wall clock", "ttfb": "wall clock", "memory": "memory",
                                  "worker-memory": "memory", "slope": "memory", "wait": "data wait"}
@@ -35,8 +33,7 @@ LAYER_OF: dict[Family, Layer] = {"cost": "cost", "throughput": "wall clock", "tt
 
 @dataclass(frozen=True)
 class Metric:
-    """One gated ``extra_info`` key: its kind and the threshold family that applies; its label, unit and direction
-    are its declaration's (:mod:`lfw.results.keys`)."""
+    """One gated key: its kind and threshold family (its label, unit and direction: :mod:`lfw.results.keys`)."""
 
     key: str
     kind: Kind
@@ -52,13 +49,8 @@ class Metric:
         return K.FACTS[self.key].label
 
     @property
-    def unit(self) -> str:
-        """The unit of the saved value as the gate appends it: `` MiB``, or empty."""
+    def unit(self) -> str:  # the saved value's, as the gate appends it: " MiB", or empty
         return f" {unit}" if (unit := K.FACTS[self.key].unit) else ""
-
-    @property
-    def worse(self) -> Worse:
-        return "lower" if K.FACTS[self.key].better == "higher" else "higher"
 
     def rounds_of(self, case: Case) -> list[float]:
         """The metric's per-round values in ``case``, or the single value :attr:`derived` from older keys; ``[]``
@@ -73,7 +65,7 @@ class Metric:
     def sign(self) -> int:
         """+1 when a higher value is worse (time, instructions), -1 when lower is (images/s): a change times this
         is positive when worse."""
-        return 1 if self.worse == "higher" else -1
+        return -1 if K.FACTS[self.key].better == "higher" else 1
 
     def change(self, before: float, after: float) -> float:
         """Relative change for relative metrics (``inf`` from zero to non-zero), difference for absolute ones."""

@@ -37,8 +37,7 @@ from lfw.results.recommend import GROUP, recommendations
 if TYPE_CHECKING:
     from lfw.gate.ab import ABRun
 
-# The two-file layers (docs/gating.md) as named, each with the metrics its Metric.layer or family puts there;
-# COST_LAYER is GateReport.unjudged's key.
+# The two-file layers (docs/gating.md), each with the metrics its layer or family puts there (COST_LAYER: unjudged's)
 LAYER_NAMES = {"cost": COST_LAYER, "requests": "requests per image (remote)",
                "memory": f"memory a loader adds ({'; '.join(m.label for m in MEMORY)})",
                "wall clock": "wall clock, gross (efficiency, time to first batch)", "data wait": "data wait"}

@@ -1,12 +1,8 @@
-"""The ``extra_info`` schema: every key a benchmark case records, declared once here with what a reader needs of it.
-
-Each constant is a declaration (:func:`metric`, :func:`setting`, :func:`machine`) that returns the key (a plain
-string, the name pytest-benchmark saves) and enters its :class:`Key` in :data:`FACTS`. Writers build every record as
-a :class:`~lfw.results.record.CaseRecord`, which refuses a key not declared here (or a knob of
-:mod:`lfw.results.knobs`); readers (the gate, the report) import the same names and read the same facts. Adding a
-metric is its declaration and the code that measures it (docs/methodology.md). Renaming a key breaks comparison with
-older baselines. A per-round list (:func:`rounds`) and a CV (``_cv``) are their metric's.
-"""
+"""The ``extra_info`` schema: every key a case records, declared once (:func:`metric`, :func:`setting`,
+:func:`machine`: the key itself, a plain string, its :class:`Key` entered in :data:`FACTS`). Writers build records as
+:class:`~lfw.results.record.CaseRecord`, which refuses an undeclared key; readers (the gate, the report) import the
+same names and read the same facts (docs/methodology.md, "Adding a metric or a knob"). Renaming a key breaks
+comparison with older baselines. A per-round list (:func:`rounds`) and a CV (``_cv``) are their metric's facts."""
 
 from __future__ import annotations
 
@@ -17,7 +13,6 @@ from typing import Literal
 Tree = Literal["rss", "pss", "uss"]
 Point = Literal["before", "start", "end", "peak", "growth"]
 Section = Literal["knobs", "metrics", "machine"]
-Better = Literal["higher", "lower"]
 TREE_METRICS: tuple[Tree, ...] = ("rss", "pss", "uss")
 DEFAULT_DIGITS = 6
 
@@ -33,7 +28,7 @@ class Key:
     label: str = ""
     unit: str = ""
     digits: int = DEFAULT_DIGITS
-    better: Better | None = None
+    better: Literal["higher", "lower"] | None = None
     fmt: str = "{:.3f}"
     scale: float = 1.0
     shown: str = ""
@@ -79,8 +74,7 @@ def tree(metric: Tree, point: Point) -> str:
 
 
 # --- the record itself (lfw.results.record) ----------------------------------------------------------------
-# The version of the record's layout a case was saved with (an int); a case without it is version 0.
-SCHEMA_VERSION = "schema_version"
+SCHEMA_VERSION = "schema_version"  # the record's layout version (an int); a case without one is version 0
 MIB = {"unit": "MiB", "digits": 4, "fmt": "{:,.1f}"}  # the memory figures of a pass, summarized over rounds
 SHARE = {"digits": 4, "better": "higher"}  # a rate over a ceiling of the same round
 RATE = {"unit": "img/s", "digits": 2, "fmt": "{:,.0f}"}  # images/s, summarized over rounds
@@ -123,11 +117,9 @@ PREFETCH_FACTOR_SEEN = metric("prefetch_factor_seen", "the live iterator's prefe
 # Every round's worker process ids, in worker order, read from the live iterator after its last batch: the same ids
 # in every round where the workers persist, new ones each round where they do not (absent without workers).
 WORKER_PIDS = metric("worker_pids", "worker process ids per round")
-# Counted inside the loading processes (lfw.measure.stages counts), one list entry per round: the images each
-# decoder decoded under its own name (decode pipelines), and the batches collated from each kind of file index the
-# dataset held there (index group); a decoder or index kind that counted nothing is absent.
-DECODED_IMAGES = metric("decoded_images", "images decoded per decoder")
-INDEX_SEEN = metric("index_seen", "batches per index kind")
+# Counted in the loading processes (lfw.measure.stages), a list entry per round; a name that counted nothing is absent.
+DECODED_IMAGES = metric("decoded_images", "images each decoder decoded under its own name (decode pipelines)")
+INDEX_SEEN = metric("index_seen", "batches collated from each kind of file index the dataset held (index group)")
 BATCH_PINNED = metric("batch_pinned", "first batch pinned")  # None: not read (no accelerator, or no pin_memory)
 STEP_MS_PER_BATCH = metric("step_ms_per_batch", "training step per batch, a round's mean", unit="ms", digits=3)
 
@@ -187,9 +179,8 @@ PIL_CEILING_IMAGES_PER_S, MEMMAP_CEILING_IMAGES_PER_S = (metric(f"{n.lower()}_ce
                                                                 **RATE) for n in ("PIL", "memmap"))
 PIL_CEILING_SHARE, MEMMAP_CEILING_SHARE = (metric(f"{n.lower()}_ceiling_share", f"share of the {n} ceiling", **SHARE)
                                            for n in ("PIL", "memmap"))
-# Where the CPU of a decode pipeline goes: stage name -> ms of CPU per image, timed inside the workers and the
-# main process (lfw.measure.stages), and how much of the measured tree CPU per image the timed stages account for.
-STAGE_MS_PER_IMAGE = metric("stage_ms_per_image", "CPU per image by stage")
+# Where a decode pipeline's CPU goes, timed inside the workers and the main process (lfw.measure.stages).
+STAGE_MS_PER_IMAGE = metric("stage_ms_per_image", "CPU per image by stage (ms)")
 STAGE_COVERAGE = metric("stage_coverage", "sum of the timed stages / cpu_ms_per_image", digits=4)
 STAGE_GAP_MS_PER_IMAGE = metric("stage_gap_ms_per_image", "CPU per image no stage claimed")  # {"workers", "main"}
 # A pipeline's rate over usable cores x the single-core rate of its own decoder (its ``ceiling-decode-*`` member,
@@ -214,8 +205,7 @@ MEAN_IN_FLIGHT = metric("mean_in_flight", "mean requests in flight")
 MAX_IN_FLIGHT = metric("max_in_flight", "most requests in flight")
 FIRST_BYTE_P50_MS, FIRST_BYTE_P99_MS = (metric(f"first_byte_{p}_ms", f"first byte, {p}", unit="ms", better="lower")
                                         for p in ("p50", "p99"))
-# Little's law bound: in-flight limit / mean request time / requests per image
-LITTLES_LAW_IMAGES_PER_S = metric("littles_law_images_per_s", "Little's law bound", **RATE)
+LITTLES_LAW_IMAGES_PER_S = metric("littles_law_images_per_s", "in-flight limit / request time / requests", **RATE)
 ENDPOINT_CEILING_IMAGES_PER_S = metric("endpoint_ceiling_images_per_s", "endpoint ceiling", **RATE)  # zero-latency
 ENDPOINT_CEILING_SHARE = metric("endpoint_ceiling_share", "share of the endpoint ceiling", better="higher")
 STEADY_CEILING_SHARE = metric("steady_endpoint_ceiling_share", "steady rate / its endpoint ceiling", better="higher")
@@ -318,8 +308,8 @@ PICKLED_DATASET_BYTES = metric("pickled_dataset_bytes", "pickled dataset", unit=
 
 # --- a watched training loop (lfw.diagnose.watch): the wait for data beside the user's own step ---------------
 DATA_BOUND_SHARE = metric("data_bound_share", "time in next()", better="lower")  # over the loop's wall time
-# its 95% interval (batch means over blocks of consecutive steps)
-DATA_BOUND_LOW, DATA_BOUND_HIGH = (metric(f"data_bound_{e}", f"time in next(), {e}") for e in ("low", "high"))
+DATA_BOUND_LOW, DATA_BOUND_HIGH = (metric(f"data_bound_{e}", f"time in next(), {e} end of its 95% interval")
+                                   for e in ("low", "high"))  # batch means over blocks of consecutive steps
 STEP_P50_MS = metric("step_p50_ms", "the user's step, p50", unit="ms")  # the loop body per step, median
 LOAD_MS_PER_BATCH = metric("load_ms_per_batch", "a batch's load in its worker, mean", unit="ms", better="lower")
 HANDOVER_MS = metric("handover_ms", "loaded and asked for to the loop has it, median", unit="ms", better="lower")
@@ -334,8 +324,7 @@ PEER_LAYOUT = setting("peer_layout", "batch layout")  # "chw", or "hwc-view": a 
 PEER_DECODER = setting("peer_decoder", "decoder of the share")  # None where it cannot run alone
 PIXEL_CHECK = metric("pixel_check", "images compared, largest differences from the reference decoder, tolerance")
 CONVERSION = metric("conversion", "the one-off conversion to its format: seconds, bytes (None: reads the files)")
-# the cold first epoch (the rotation's warm-up round), apart from the rest
-COLD_IMAGES_PER_S = metric("cold_images_per_s", "cold images/s", **RATE, better="higher")
+COLD_IMAGES_PER_S = metric("cold_images_per_s", "images/s of the cold first epoch", **RATE, better="higher")
 COLD_TTFB_S = metric("cold_ttfb_s", "cold time to first batch", unit="s", better="lower")
 COLD_CPU_MS_PER_IMAGE = metric("cold_cpu_ms_per_image", "cold CPU per image", unit="ms", better="lower")
 # Memory measured alone after the rotation (a cold and a warm epoch): the tree at the end of the warm epoch, and
