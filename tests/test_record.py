@@ -27,7 +27,8 @@ BEFORE = ROOT / "tests" / "fixtures" / "records_v0.json"
 
 def test_every_writer_saves_what_it_saved_before_each_knob_once_in_params() -> None:
     """Schema 1 kept a knob in extra_info under its key and again in the LoaderConfig dict (``config``, with
-    ``workers`` a third copy of ``num_workers``); schema 2 keeps every knob once, in params, the rest as before."""
+    ``workers`` a third copy of ``num_workers``); schema 2 keeps every knob once, in params, the rest as before (and
+    any metric declared since)."""
     before = json.loads(BEFORE.read_text(encoding="utf-8"))
     now = json.loads(json.dumps(all_records()))  # as saved: tuples become lists
     assert set(now) == set(before)
@@ -41,7 +42,10 @@ def test_every_writer_saves_what_it_saved_before_each_knob_once_in_params() -> N
         knobs = {**{k: v for k, v in config.items() if k in BY_KEY},
                  **{k: old.pop(k) for k in list(old) if k in BY_KEY}, **given}
         rest = {k: v for k, v in config.items() if k not in BY_KEY}
-        assert extra == {**old, **({K.CONFIG: rest} if rest else {})}, writer
+        added = set(extra) - set(old) - {K.CONFIG}  # metrics declared since (lfw.results.keys), each writer's own
+        kept = {k: v for k, v in extra.items() if k not in added}
+        assert kept == {**old, **({K.CONFIG: rest} if rest else {})}, writer
+        assert all(K.facts(k) is not None and K.facts(k).section == "metrics" for k in added), (writer, added)
         assert params == {**dict.fromkeys(BY_KEY), **knobs} and not set(extra) & set(BY_KEY), writer
         assert (workers is None) == (config.get(NUM_WORKERS.key) is None), writer  # no knob lost on the way
 
