@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from lfw.results import keys as K
 from lfw.suite.matrix import GROUPS
 
 GROUP = GROUPS["batch-size"]
@@ -18,4 +19,4 @@ pytestmark = pytest.mark.benchmark(group=GROUP.name)
 @pytest.mark.parametrize(GROUP.argnames, GROUP.argvalues, ids=GROUP.ids)
 def test_batch_size(rotated_case, dataset_factory, batch_size: int) -> None:
     info = rotated_case()
-    assert info["images"] == min(info["batches"] * batch_size, len(dataset_factory("none")))
+    assert info[K.IMAGES] == min(info[K.BATCHES] * batch_size, len(dataset_factory("none")))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pytest
 
+from lfw.results import keys as K
 from lfw.suite.matrix import GROUPS, STEP_MS
 
 GROUP = GROUPS["data-wait"]
@@ -25,13 +26,13 @@ pytestmark = pytest.mark.benchmark(group=GROUP.name)
 @pytest.mark.parametrize(GROUP.argnames, GROUP.argvalues, ids=GROUP.ids)
 def test_data_wait(rotated_case, benchmark, step_ms: int) -> None:
     info = rotated_case()
-    assert info["images"] == info["batches"] * 64
+    assert info[K.IMAGES] == info[K.BATCHES] * 64
     # The training step measured inside the pass holds the loop for at least its step time (a free step for ~0).
-    assert info["step_ms_per_batch"] >= step_ms
+    assert info[K.STEP_MS_PER_BATCH] >= step_ms
     if step_ms == 0:
-        assert info["step_ms_per_batch"] < min(ms for ms in STEP_MS if ms > 0)
+        assert info[K.STEP_MS_PER_BATCH] < min(ms for ms in STEP_MS if ms > 0)
     if benchmark.enabled:
-        fraction = info["data_wait_fraction"]
+        fraction = info[K.DATA_WAIT_FRACTION]
         assert 0.0 <= fraction <= 1.0
         if step_ms == 0:
             assert fraction > 0.9  # a free step can only wait

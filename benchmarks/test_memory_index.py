@@ -97,7 +97,7 @@ def test_memory_index(pytestconfig: pytest.Config, run_case: Callable[..., dict[
     verdict = first_epoch_verdict(info)
     record(benchmark, {K.TRANSFORM: "index-only", K.INDEX_SIZE: len(dataset), K.INDEX_MIB: mib,
                        **verdict.as_extra_info()})
-    assert info["images"] == len(dataset)
+    assert info[K.IMAGES] == len(dataset)
     if not (benchmark.enabled and freeze) or profile.large_index_size < JUDGED_FROM_ENTRIES:
         return  # measured and saved, not judged: timing off, a live GC, or an index too small to show the copies
     worker_growth[(layout, num_workers)] = verdict.worker_uss_growth_mib

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from lfw.results import keys as K
 from lfw.suite.matrix import GROUPS, SAMPLING
 
 GROUP = GROUPS["overhead"]
@@ -23,10 +24,10 @@ pytestmark = pytest.mark.benchmark(group=GROUP.name)
 def test_memory_sampling_overhead(rotated_case, sampling: str) -> None:
     info = rotated_case()
     interval, mark_start = SAMPLING[sampling]
-    assert ("pss_end_mib" in info) == (interval is not None)  # off means no memory record at all
+    assert (K.PSS_END_MIB in info) == (interval is not None)  # off means no memory record at all
     if interval is not None:
         # The start mark taken exactly when asked; samples inside the clock: that mark and at most one per
         # interval of the longest round (one more for a sample between the clock's stop and the sampler's).
         marks = 1 if mark_start else 0
-        assert info["memory_start_marks"] == marks
-        assert info["memory_samples"] <= marks + max(info["wall_s_rounds"]) / interval + 1
+        assert info[K.MEMORY_START_MARKS] == marks
+        assert info[K.MEMORY_SAMPLES] <= marks + max(info[K.rounds(K.WALL_S)]) / interval + 1

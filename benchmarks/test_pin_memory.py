@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from lfw.results import keys as K
 from lfw.suite.matrix import GROUPS
 
 GROUP = GROUPS["pin-memory"]
@@ -19,8 +20,8 @@ pytestmark = pytest.mark.benchmark(group=GROUP.name)
 @pytest.mark.parametrize(GROUP.argnames, GROUP.argvalues, ids=GROUP.ids)
 def test_pin_memory(rotated_case, dataset_factory, pin_memory: bool) -> None:
     info = rotated_case()
-    assert info["images"] == min(info["batches"] * 64, len(dataset_factory(info["transform"])))
-    assert info["workers_seen"] == 2
+    assert info[K.IMAGES] == min(info[K.BATCHES] * 64, len(dataset_factory(info[K.TRANSFORM])))
+    assert info[K.WORKERS_SEEN] == 2
     # The first batch's memory, read from the batch where the loader pins and an accelerator can (asking an
     # unpinned batch could start CUDA inside the pass); elsewhere the record says it was not read (None).
-    assert info["batch_pinned"] is (True if pin_memory and torch.cuda.is_available() else None)
+    assert info[K.BATCH_PINNED] is (True if pin_memory and torch.cuda.is_available() else None)

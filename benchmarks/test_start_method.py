@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from lfw.results import keys as K
 from lfw.suite.matrix import GROUPS
 
 GROUP = GROUPS["start-method"]
@@ -19,5 +20,5 @@ pytestmark = pytest.mark.benchmark(group=GROUP.name)
 @pytest.mark.parametrize(GROUP.argnames, GROUP.argvalues, ids=GROUP.ids)
 def test_start_method(rotated_case, start_method: str) -> None:
     info = rotated_case()
-    assert info["workers_seen"] == 2
-    assert info["worker_start_method"] == start_method  # read from the worker processes' own launcher
+    assert info[K.WORKERS_SEEN] == 2
+    assert info[K.WORKER_START_METHOD] == start_method  # read from the worker processes' own launcher

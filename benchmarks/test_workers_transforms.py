@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from lfw.results import keys as K
 from lfw.suite.matrix import GROUPS
 
 GROUP = GROUPS["workers-transform"]
@@ -20,6 +21,6 @@ pytestmark = pytest.mark.benchmark(group=GROUP.name)
 @pytest.mark.parametrize(GROUP.argnames, GROUP.argvalues, ids=GROUP.ids)
 def test_workers_transform(rotated_case, dataset_factory, num_workers: int, transform: str) -> None:
     info = rotated_case()
-    assert info["images"] == min(info["batches"] * 64, len(dataset_factory(info["transform"])))
-    assert info["workers_seen"] == num_workers  # worker processes that served the pass; 0: the main process
-    assert len(info["efficiency_rounds"]) == info["rounds"] and info["efficiency"] > 0
+    assert info[K.IMAGES] == min(info[K.BATCHES] * 64, len(dataset_factory(info[K.TRANSFORM])))
+    assert info[K.WORKERS_SEEN] == num_workers  # worker processes that served the pass; 0: the main process
+    assert len(info[K.rounds(K.EFFICIENCY)]) == info[K.ROUNDS] and info[K.EFFICIENCY] > 0

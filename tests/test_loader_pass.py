@@ -56,7 +56,7 @@ def test_a_batch_of_per_image_tensors_is_counted_by_its_length() -> None:
     the list's length, so the pass has a rate and a record (counted as 0, the record had no rounds to summarize)."""
     result = measure_pass(LoaderConfig(batch_size=4).build(_Encoded(), _keep_list), memory_interval_s=None)
     assert (result.images, result.batch_images) == (10, [4, 4, 2])
-    assert pass_record([result], usable_cores=1).metrics[K.CPU_MS_PER_IMAGE] > 0
+    assert pass_record([result], usable_cores=1).get(K.CPU_MS_PER_IMAGE) > 0
 
 
 def test_a_batch_whose_images_cannot_be_counted_is_a_one_line_error() -> None:

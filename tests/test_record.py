@@ -27,7 +27,8 @@ BEFORE = ROOT / "tests" / "fixtures" / "records_v0.json"
 
 def test_every_writer_saves_what_it_saved_before_each_knob_once_in_params() -> None:
     """Schema 1 kept a knob in extra_info under its key and again in the LoaderConfig dict (``config``, with
-    ``workers`` a third copy of ``num_workers``); schema 2 keeps every knob once, in params, the rest as before."""
+    ``workers`` a third copy of ``num_workers``); schema 2 keeps every knob once, in params, the rest as before (and
+    any metric declared since)."""
     before = json.loads(BEFORE.read_text(encoding="utf-8"))
     now = json.loads(json.dumps(all_records()))  # as saved: tuples become lists
     assert set(now) == set(before)
@@ -41,7 +42,10 @@ def test_every_writer_saves_what_it_saved_before_each_knob_once_in_params() -> N
         knobs = {**{k: v for k, v in config.items() if k in BY_KEY},
                  **{k: old.pop(k) for k in list(old) if k in BY_KEY}, **given}
         rest = {k: v for k, v in config.items() if k not in BY_KEY}
-        assert extra == {**old, **({K.CONFIG: rest} if rest else {})}, writer
+        added = set(extra) - set(old) - {K.CONFIG}  # metrics declared since (lfw.results.keys), each writer's own
+        kept = {k: v for k, v in extra.items() if k not in added}
+        assert kept == {**old, **({K.CONFIG: rest} if rest else {})}, writer
+        assert all(K.facts(k) is not None and K.facts(k).section == "metrics" for k in added), (writer, added)
         assert params == {**dict.fromkeys(BY_KEY), **knobs} and not set(extra) & set(BY_KEY), writer
         assert (workers is None) == (config.get(NUM_WORKERS.key) is None), writer  # no knob lost on the way
 
@@ -62,16 +66,16 @@ def test_summarize_takes_the_median_the_maximum_of_a_peak_and_the_cv_where_asked
 def test_a_record_keeps_knobs_metrics_and_machine_apart_and_reads_back_what_it_wrote() -> None:
     case = CaseRecord().add({K.TRANSFORM: "none", K.USABLE_CORES: 2, K.STEADY_ABSENT: "too short"})
     case.measure(K.IMAGES_PER_S, [10.0, 20.0, 30.0])
-    assert case.knobs == {K.TRANSFORM: "none"} and case.machine == {K.USABLE_CORES: 2}
-    assert case.metrics[K.IMAGES_PER_S] == 20.0 and K.STEADY_ABSENT in case
-    assert section_of(K.DEVICE) == "machine" and section_of("a_new_figure") == "metrics"
+    assert case.section("knobs") == {K.TRANSFORM: "none"} and case.section("machine") == {K.USABLE_CORES: 2}
+    assert case.section("metrics")[K.IMAGES_PER_S] == 20.0 and K.STEADY_ABSENT in case
+    assert section_of(K.DEVICE) == "machine" and section_of(K.rounds(K.PARALLEL_CAPACITY)) == "machine"
     extra = case.as_extra_info()
     assert extra[K.SCHEMA_VERSION] == SCHEMA_VERSION
     assert CaseRecord.from_extra_info(extra) == case
     case.drop(K.STEADY_ABSENT)
     assert K.STEADY_ABSENT not in case.as_extra_info()
     older = CaseRecord.from_extra_info({K.TRANSFORM: "none"})
-    assert older.schema_version == 0 and older.knobs == {K.TRANSFORM: "none"}
+    assert older.schema_version == 0 and older.section("knobs") == {K.TRANSFORM: "none"}
 
 
 def test_the_benchmarks_record_helper_saves_the_schema_version_and_the_knobs_once_in_params() -> None:

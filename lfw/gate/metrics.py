@@ -24,25 +24,33 @@ from lfw.results import Case
 from lfw.results import keys as K
 from lfw.results.knobs import START_METHOD
 
-Worse = Literal["lower", "higher"]
 Kind = Literal["relative", "absolute"]
 Family = Literal["cost", "throughput", "ttfb", "memory", "worker-memory", "slope", "wait"]
+Layer = Literal["cost", "requests", "memory", "wall clock", "data wait"]
+LAYER_OF: dict[Family, Layer] = {"cost": "cost", "throughput": "wall clock", "ttfb": "wall clock", "memory": "memory",
+                                 "worker-memory": "memory", "slope": "memory", "wait": "data wait"}
 
 
 @dataclass(frozen=True)
 class Metric:
-    """One gated ``extra_info`` key: its direction, kind and the threshold family that applies."""
+    """One gated key: its kind and threshold family (its label, unit and direction: :mod:`lfw.results.keys`)."""
 
     key: str
-    label: str
-    worse: Worse
     kind: Kind
     family: Family
-    unit: str = ""
     optional: bool = False  # recorded only in some rounds or runs (an in-pass sample); absence is not news
     # Runs recorded before the key existed: its value from the keys they hold (None where they lack those too), so
     # an older baseline is still judged on it.
     derived: Callable[[Case], float | None] | None = None
+    layer: Layer | None = None  # the two-file layer, where it is not its family's (LAYER_OF)
+
+    @property
+    def label(self) -> str:
+        return K.FACTS[self.key].label
+
+    @property
+    def unit(self) -> str:  # the saved value's, as the gate appends it: " MiB", or empty
+        return f" {unit}" if (unit := K.FACTS[self.key].unit) else ""
 
     def rounds_of(self, case: Case) -> list[float]:
         """The metric's per-round values in ``case``, or the single value :attr:`derived` from older keys; ``[]``
@@ -57,7 +65,7 @@ class Metric:
     def sign(self) -> int:
         """+1 when a higher value is worse (time, instructions), -1 when lower is (images/s): a change times this
         is positive when worse."""
-        return 1 if self.worse == "higher" else -1
+        return -1 if K.FACTS[self.key].better == "higher" else 1
 
     def change(self, before: float, after: float) -> float:
         """Relative change for relative metrics (``inf`` from zero to non-zero), difference for absolute ones."""
@@ -68,32 +76,32 @@ class Metric:
         return after / before - 1.0
 
 
-INSTRUCTIONS = Metric(K.INSTRUCTIONS_PER_IMAGE, "instructions/image", "higher", "relative", "cost")
+INSTRUCTIONS = Metric(K.INSTRUCTIONS_PER_IMAGE, "relative", "cost")
 # What the pipeline moves per image (lfw.measure.moves), counted beside the instructions: deterministic, judged
 # like them. Optional: baselines recorded before these counts existed do not have them.
-FILES_OPENED = Metric(K.FILES_OPENED_PER_IMAGE, "files opened/image", "higher", "relative", "cost", optional=True)
-READ_CALLS = Metric(K.READ_CALLS_PER_IMAGE, "read calls/image", "higher", "relative", "cost", optional=True)
-BYTES_READ = Metric(K.BYTES_READ_PER_IMAGE, "bytes read/image", "higher", "relative", "cost", optional=True)
-BATCH_BYTES = Metric(K.BATCH_BYTES_PER_IMAGE, "batch bytes/image", "higher", "relative", "cost", optional=True)
+FILES_OPENED = Metric(K.FILES_OPENED_PER_IMAGE, "relative", "cost", optional=True)
+READ_CALLS = Metric(K.READ_CALLS_PER_IMAGE, "relative", "cost", optional=True)
+BYTES_READ = Metric(K.BYTES_READ_PER_IMAGE, "relative", "cost", optional=True)
+BATCH_BYTES = Metric(K.BATCH_BYTES_PER_IMAGE, "relative", "cost", optional=True)
 # The counts that depend on the counted stack (valgrind, Python, the libraries): compared where it matches.
 COUNTED = (INSTRUCTIONS, FILES_OPENED, READ_CALLS, BYTES_READ, BATCH_BYTES)
-IMAGES_PER_S = Metric(K.IMAGES_PER_S, "images/s", "lower", "relative", "throughput")
-EFFICIENCY = Metric(K.EFFICIENCY, "efficiency", "lower", "relative", "throughput")
+IMAGES_PER_S = Metric(K.IMAGES_PER_S, "relative", "throughput")
+EFFICIENCY = Metric(K.EFFICIENCY, "relative", "throughput")
 # A decode pipeline's rate over the PIL path's ceiling of the same rounds: its efficiency (it may exceed 1).
-PIL_SHARE = Metric(K.PIL_CEILING_SHARE, "share of the PIL ceiling", "lower", "relative", "throughput")
+PIL_SHARE = Metric(K.PIL_CEILING_SHARE, "relative", "throughput")
 # Remote cases: what crossed the proxy per image. Deterministic (one GET per image), so the cost threshold applies:
 # an extra HEAD per GET is +100%.
-REQUESTS = Metric(K.REQUESTS_PER_IMAGE, "requests/image", "higher", "relative", "cost")
+REQUESTS = Metric(K.REQUESTS_PER_IMAGE, "relative", "cost", layer="requests")
 # A remote case's rate over min(endpoint ceiling, in-flight limit / latency) of the same round: a case held back
 # by latency does not speed up with the machine, while the endpoint's ceiling does.
-BOUND_SHARE = Metric(K.REMOTE_BOUND_SHARE, "share of the remote bound", "lower", "relative", "throughput")
-TTFB = Metric(K.TTFB_S, "time to first batch", "higher", "relative", "ttfb", " s")
+BOUND_SHARE = Metric(K.REMOTE_BOUND_SHARE, "relative", "throughput")
+TTFB = Metric(K.TTFB_S, "relative", "ttfb")
 # Memory: what a pass adds to the process tree, apart from the host process it runs in. Each comment says what the
 # figure holds and whether it ports across CPU models, as measured on an Intel Xeon and an AMD EPYC
 # (docs/runs/memory-across-cpus.txt: the shift of the medians between the two against the gate's minimum effect).
 # Tree PSS at the end of the pass over its start (the first batch, or before the pass): workers, batches, caches
 # the pass made. Ports (forked workers; for spawned ones see FRESH_INTERPRETERS).
-PSS_GROWTH = Metric(K.PSS_GROWTH_MIB, "tree PSS growth", "higher", "absolute", "memory", " MiB")
+PSS_GROWTH = Metric(K.PSS_GROWTH_MIB, "absolute", "memory")
 
 
 def _peak_added(case: Case) -> float | None:
@@ -105,34 +113,31 @@ def _peak_added(case: Case) -> float | None:
 # The most the tree's PSS held while the pass's workers existed (the samples in the pass and the end snapshot,
 # taken before they stop: spawned workers can still be growing when the last batch arrives) over the tree before
 # the pass: what the pass adds at its worst. Ports (forked workers; for spawned ones see FRESH_INTERPRETERS).
-PSS_PEAK_ADDED = Metric(K.PSS_PEAK_ADDED_MIB, "tree PSS peak added by the pass", "higher", "absolute", "memory",
-                        " MiB", optional=True, derived=_peak_added)
+PSS_PEAK_ADDED = Metric(K.PSS_PEAK_ADDED_MIB, "absolute", "memory", optional=True, derived=_peak_added)
 # /dev/shm in use at the peak of the pass over before it: the batches in flight. Recorded, not judged: it is
 # machine-wide (another process's segments move it), and what makes it larger (bigger batches, more of them in
 # flight) the cost layer counts exactly (batch bytes per image) and the tree's PSS holds.
-SHM_ADDED = Metric(K.SHM_PEAK_ADDED_MIB, "/dev/shm peak added by the pass", "higher", "absolute", "memory", " MiB",
-                   optional=True)
+SHM_ADDED = Metric(K.SHM_PEAK_ADDED_MIB, "absolute", "memory", optional=True)
 # The tree's absolute PSS peak: the host's footprint plus what the pass adds. Does not port (it moves with the host);
 # judged nowhere: a heavier host (an import, the libraries another CPU model selects) is not the loader's
 # regression, on any machine; PSS_PEAK_ADDED judges the loader's part.
-PSS_PEAK = Metric(K.PSS_PEAK_MIB, "tree PSS peak in pass", "higher", "absolute", "memory", " MiB", optional=True)
+PSS_PEAK = Metric(K.PSS_PEAK_MIB, "absolute", "memory", optional=True)
 # The host: the main process alone before the pass (older runs: the tree's USS before the pass, the same process
 # where no worker outlives a pass). Does not port; judged nowhere; a median change beyond the memory floor is a note.
-HOST_USS = Metric(K.HOST_USS_BEFORE_MIB, "host process USS before the pass", "higher", "absolute", "memory", " MiB",
-                  optional=True, derived=lambda case: case.number(K.tree("uss", "before")))
+HOST_USS = Metric(K.HOST_USS_BEFORE_MIB, "absolute", "memory", optional=True,
+                  derived=lambda case: case.number(K.tree("uss", "before")))
 # Mean USS per worker at the end of the pass: the pages each worker holds privately (a spawned worker's own
 # interpreter included). Ports (forked and spawned workers alike).
-WORKER_USS = Metric(K.WORKER_USS_END_MIB, "worker USS", "higher", "absolute", "worker-memory", " MiB")
+WORKER_USS = Metric(K.WORKER_USS_END_MIB, "absolute", "worker-memory")
 # Mean USS growth per worker from the first batch to the end (copy-on-access, a worker's caches): ports.
-WORKER_USS_GROWTH = Metric(K.WORKER_USS_GROWTH_MIB, "worker USS growth", "higher", "absolute", "worker-memory",
-                           " MiB")
+WORKER_USS_GROWTH = Metric(K.WORKER_USS_GROWTH_MIB, "absolute", "worker-memory")
 # The leak check's median step per epoch (differences of consecutive epochs of one tree): ports.
-LEAK_STEP_USS = Metric(K.MEDIAN_STEP_USS, "leak step, tree USS", "higher", "absolute", "slope", " MiB/epoch")
-LEAK_STEP_PSS = Metric(K.MEDIAN_STEP_PSS, "leak step, tree PSS", "higher", "absolute", "slope", " MiB/epoch")
-DATA_WAIT = Metric(K.DATA_WAIT_FRACTION, "data-wait fraction", "higher", "absolute", "wait")
+LEAK_STEP_USS = Metric(K.MEDIAN_STEP_USS, "absolute", "slope")
+LEAK_STEP_PSS = Metric(K.MEDIAN_STEP_PSS, "absolute", "slope")
+DATA_WAIT = Metric(K.DATA_WAIT_FRACTION, "absolute", "wait")
 
 # Metrics a group's cases are not judged on two-file, with the reason the gate prints.
-NOT_JUDGED: dict[tuple[str | None, str], str] = {
+GROUP_EXCLUDED: dict[tuple[str | None, str], str] = {
     ("remote", K.TTFB_S): "the proxy injects a heavy-tailed delay, and a first batch waits for its slowest request: "
                           "a tail in 2 of 3 rounds moves the median by multiples"}
 # Groups the gate never judges, each with the reason every verdict prints once: decided here and only here, read
@@ -187,5 +192,5 @@ def reference_group(group: str | None) -> str | None:
 
 
 def group_excludes(group: str | None, metric: Metric) -> str | None:
-    """Why the gate never judges ``metric`` for cases of ``group`` (:data:`NOT_JUDGED`); None when it does."""
-    return NOT_JUDGED.get((group, metric.key))
+    """Why the gate never judges ``metric`` for cases of ``group`` (:data:`GROUP_EXCLUDED`); None when it does."""
+    return GROUP_EXCLUDED.get((group, metric.key))

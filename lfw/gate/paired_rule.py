@@ -76,7 +76,7 @@ class PairedComparison:
 
 def worse_limit(metric: Metric, threshold: float) -> float:
     """The threshold as a log worse-by: 10% slower is log(1/0.9), 25% later is log(1.25)."""
-    return math.log1p(threshold) if metric.worse == "higher" else -math.log1p(-threshold)
+    return math.log1p(threshold) if metric.sign > 0 else -math.log1p(-threshold)
 
 
 def decide(inputs: Sequence[PairedInput], thresholds: dict[str, float], *, alpha_look: float,

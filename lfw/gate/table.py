@@ -18,6 +18,7 @@ from lfw.gate.metrics import COST_LAYER
 from lfw.gate.paired_rule import INCONCLUSIVE, REGRESSED
 from lfw.gate.thresholds import Thresholds
 from lfw.gate.verdict import Row, Verdict
+from lfw.results import keys as K
 from lfw.results import short_name
 
 if TYPE_CHECKING:  # the comparison is not loaded by the pages that render a saved verdict
@@ -29,13 +30,10 @@ AB_HEADER = ("case", "metric", "base", "current", "change [interval]", "minimum 
 
 
 def fmt_value(metric_key: str, unit: str, value: float) -> str:
-    if unit.strip().startswith("MiB"):
-        return f"{value:,.1f}{unit}"
-    if metric_key == "instructions_per_image":
-        return f"{value / 1e6:,.3f} M"
-    if metric_key == "images_per_s":
-        return f"{value:,.1f}"
-    return f"{value:.3f}{unit}"
+    """A value as its key's declaration writes it (:meth:`lfw.results.keys.Key.format`); ``unit`` for a key with
+    none."""
+    facts = K.facts(metric_key)
+    return facts.format(value) if facts is not None else f"{value:.3f}{unit}"
 
 
 def fmt_delta(kind: str, unit: str, change: float) -> str:

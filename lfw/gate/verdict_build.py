@@ -15,21 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lfw.gate.compare import Comparison, GateReport
-from lfw.gate.metrics import (
-    BOUND_SHARE,
-    COST_LAYER,
-    COUNTED,
-    DATA_WAIT,
-    EFFICIENCY,
-    FRESH_INTERPRETERS,
-    HOST_USS,
-    MEMORY,
-    PIL_SHARE,
-    PSS_PEAK,
-    REQUESTS,
-    TTFB,
-    Metric,
-)
+from lfw.gate.metrics import COST_LAYER, FRESH_INTERPRETERS, HOST_USS, LAYER_OF, MEMORY, PSS_PEAK, SAME_MACHINE, Metric
 from lfw.gate.paired_rule import INCONCLUSIVE, PairedComparison
 from lfw.gate.table import machine_diff_text, paired_verdict_line, verdict_line
 from lfw.gate.thresholds import Thresholds
@@ -51,14 +37,13 @@ from lfw.results.recommend import GROUP, recommendations
 if TYPE_CHECKING:
     from lfw.gate.ab import ABRun
 
-# The two-file layers (docs/gating.md) and the metrics each judges; COST_LAYER is GateReport.unjudged's key.
+# The two-file layers (docs/gating.md), each with the metrics its layer or family puts there (COST_LAYER: unjudged's)
+LAYER_NAMES = {"cost": COST_LAYER, "requests": "requests per image (remote)",
+               "memory": f"memory a loader adds ({'; '.join(m.label for m in MEMORY)})",
+               "wall clock": "wall clock, gross (efficiency, time to first batch)", "data wait": "data wait"}
 TWO_FILE_LAYERS: dict[str, tuple[Metric, ...]] = {
-    COST_LAYER: COUNTED,
-    "requests per image (remote)": (REQUESTS,),
-    f"memory a loader adds ({'; '.join(m.label for m in MEMORY)})": MEMORY,
-    "wall clock, gross (efficiency, time to first batch)": (EFFICIENCY, PIL_SHARE, BOUND_SHARE, TTFB),
-    "data wait": (DATA_WAIT,),
-}
+    name: tuple(m for m in SAME_MACHINE if (m.layer or LAYER_OF[m.family]) == layer)
+    for layer, name in LAYER_NAMES.items()}
 AB_LAYER = "wall clock, A/B (images/s, time to first batch, paired over process pairs)"
 # What hosts the loaders: reported, never judged (lfw.gate.compare.host_note).
 NOT_THE_LOADER = LayerRow(f"memory of the host ({HOST_USS.label}; {PSS_PEAK.label}; the tree PSS of a case with "

@@ -19,9 +19,8 @@ from lfw.results.ratios import ratio_cv
 from lfw.results.recommend import Recommendation, recommendations, scaling_cases
 
 CV_WARN = 0.10  # pyperf warns when the standard deviation exceeds 10% of the mean
-# The per-case cells of the console's table and the page's "All cases": key, scale, format.
-CASE_CELLS = ((K.IMAGES_PER_S, 1, "{:,.0f}"), (K.IMAGES_PER_S_CV, 1, "{:.1%}"), (K.EFFICIENCY, 1, "{:.0%}"),
-              (K.TTFB_S, 1000, "{:,.0f}"), (K.PSS_GROWTH_MIB, 1, "{:+,.1f}"))
+# The per-case cells of the console's table and the page's "All cases", each as its key's declaration writes it.
+CASE_CELLS = (K.IMAGES_PER_S, K.IMAGES_PER_S_CV, K.EFFICIENCY, K.TTFB_S, K.PSS_GROWTH_MIB)
 
 
 @dataclass(frozen=True)
@@ -51,8 +50,7 @@ class Findings:
 
 def case_cells(case: Case, missing: str) -> list[str]:
     """Images/s, CV, efficiency, time to first batch in ms and PSS growth of a case; ``missing`` where absent."""
-    return [spec.format(v * scale) if (v := case.number(key)) is not None else missing
-            for key, scale, spec in CASE_CELLS]
+    return [K.FACTS[key].cell(v) if (v := case.number(key)) is not None else missing for key in CASE_CELLS]
 
 
 def is_loader_case(case: Case) -> bool:

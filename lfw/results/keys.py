@@ -1,23 +1,66 @@
-"""The ``extra_info`` schema: every key a benchmark case records, owned here, imported by writers and readers.
-
-A key that a writer builds from a suffix and a reader finds by a regex is a contract nobody holds; here the
-writers (every one builds its record as a :class:`lfw.results.record.CaseRecord`: :mod:`lfw.suite.record`,
-:mod:`lfw.distributed.record`, the benchmark fixtures, from figures of :mod:`lfw.measure.loader_pass` and
-:mod:`lfw.measure.leak`) and the readers (the gate, the report) import the same names. Keys are plain strings, the names
-pytest-benchmark saves; renaming one here renames it everywhere (and breaks comparison with older baselines,
-which is why the strings themselves do not change lightly).
-
-Per-round values live beside each summary value under :func:`rounds` (``images_per_s`` and
-``images_per_s_rounds``).
-"""
+"""The ``extra_info`` schema: every key a case records, declared once (:func:`metric`, :func:`setting`,
+:func:`machine`: the key itself, a plain string, its :class:`Key` entered in :data:`FACTS`). Writers build records as
+:class:`~lfw.results.record.CaseRecord`, which refuses an undeclared key; readers (the gate, the report) import the
+same names and read the same facts (docs/methodology.md, "Adding a metric or a knob"). Renaming a key breaks
+comparison with older baselines. A per-round list (:func:`rounds`) and a CV (``_cv``) are their metric's facts."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 Tree = Literal["rss", "pss", "uss"]
 Point = Literal["before", "start", "end", "peak", "growth"]
+Section = Literal["knobs", "metrics", "machine"]
 TREE_METRICS: tuple[Tree, ...] = ("rss", "pss", "uss")
+DEFAULT_DIGITS = 6
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of the record: ``section`` (where :class:`~lfw.results.record.CaseRecord` keeps it), ``label``,
+    ``unit`` (of the saved value), ``digits`` (decimal places a summarized value keeps), ``better`` (None where
+    neither way is), and ``fmt``, the format of ``value x scale`` in ``shown`` units (``unit`` where empty)."""
+
+    key: str
+    section: Section
+    label: str = ""
+    unit: str = ""
+    digits: int = DEFAULT_DIGITS
+    better: Literal["higher", "lower"] | None = None
+    fmt: str = "{:.3f}"
+    scale: float = 1.0
+    shown: str = ""
+
+    def cell(self, value: float) -> str:
+        """The value as a table cell whose column names the unit."""
+        return self.fmt.format(value * self.scale)
+
+    def format(self, value: float) -> str:
+        """The value with its unit: ``12.3 MiB``, ``123.4 ms``."""
+        return f"{self.cell(value)} {unit}" if (unit := self.shown or self.unit) else self.cell(value)
+
+
+FACTS: dict[str, Key] = {}
+
+
+def declare(section: Section, key: str, label: str = "", **given: object) -> str:
+    """Enter ``key`` of ``section`` in :data:`FACTS` (once: a second declaration is a mistake) and return it."""
+    if key in FACTS:
+        raise ValueError(f"record key {key!r} is declared twice")
+    FACTS[key] = Key(key, section, label, **given)  # type: ignore[arg-type]
+    return key
+
+
+metric = partial(declare, "metrics")  # a measured figure (or a fact derived from the measurements)
+setting = partial(declare, "knobs")  # a description of the case saved in its record (the knobs: lfw.results.knobs)
+machine = partial(declare, "machine")  # what the case ran on and how
+
+
+def facts(key: str) -> Key | None:
+    """The facts of ``key``, of its metric for a per-round list or a CV; None for a key not declared."""
+    return FACTS.get(key) or FACTS.get(key.removesuffix("_rounds")) or FACTS.get(key.removesuffix("_cv"))
 
 
 def rounds(key: str) -> str:
@@ -31,217 +74,214 @@ def tree(metric: Tree, point: Point) -> str:
 
 
 # --- the record itself (lfw.results.record) ----------------------------------------------------------------
-# The version of the record's layout a case was saved with (an int); a case without it is version 0.
-SCHEMA_VERSION = "schema_version"
+SCHEMA_VERSION = "schema_version"  # the record's layout version (an int); a case without one is version 0
+MIB = {"unit": "MiB", "digits": 4, "fmt": "{:,.1f}"}  # the memory figures of a pass, summarized over rounds
+SHARE = {"digits": 4, "better": "higher"}  # a rate over a ceiling of the same round
+RATE = {"unit": "img/s", "digits": 2, "fmt": "{:,.0f}"}  # images/s, summarized over rounds
 
 # --- one pass, summarized over rounds (lfw.suite.record) --------------------------------------------------
-ROUNDS = "rounds"
-IMAGES = "images"
-BATCHES = "batches"
-IMAGES_PER_S = "images_per_s"
-IMAGES_PER_S_CV = "images_per_s_cv"
-WALL_S = "wall_s"
-TTFB_S = "ttfb_s"
-STEADY_IMAGES_PER_S = "steady_images_per_s"  # absent where no round has a steady state (STEADY_ABSENT says why)
-STEADY_BATCHES = "steady_batches"  # batches after the start-up wave each round's steady rate rests on (fewest)
-STEADY_ABSENT = "steady_absent"  # why a case has no steady rate (too few batches after the start-up wave)
-STEADY_INVALID = "steady_invalid"  # why a measured steady rate is not shown: above a ceiling it cannot exceed
-WAIT_P50_MS, WAIT_P95_MS, WAIT_P99_MS = "wait_p50_ms", "wait_p95_ms", "wait_p99_ms"
-DATA_WAIT_FRACTION = "data_wait_fraction"
-WORKERS = "workers"
-USABLE_CORES = "usable_cores"
-PER_CORE_IMAGES_PER_S = "per_core_images_per_s"
-CEILING_IMAGES_PER_S = "ceiling_images_per_s"
-EFFICIENCY = "efficiency"
-# Cores the machine gave in the round (lfw.measure.ceiling): N x t_1 / t_N of a fixed workload, at most about N.
-PARALLEL_CAPACITY = "parallel_capacity"
+ROUNDS = metric("rounds", "rounds")
+IMAGES = metric("images", "images per pass")
+BATCHES = metric("batches", "batches per pass")
+IMAGES_PER_S = metric("images_per_s", "images/s", **RATE, better="higher")
+IMAGES_PER_S_CV = metric("images_per_s_cv", "CV of images/s", digits=4, better="lower", fmt="{:.1%}")
+WALL_S = metric("wall_s", "wall time of a pass", unit="s", better="lower")
+TTFB_S = metric("ttfb_s", "time to first batch", unit="s", better="lower", fmt="{:,.1f}", scale=1e3, shown="ms")
+STEADY_IMAGES_PER_S = metric("steady_images_per_s", "steady images/s", **RATE, better="higher")  # or STEADY_ABSENT
+STEADY_BATCHES = metric("steady_batches", "fewest batches after the start-up wave a round's steady rate rests on")
+STEADY_ABSENT = metric("steady_absent", "why no steady rate")  # too few batches after the start-up wave
+STEADY_INVALID = metric("steady_invalid", "why no steady rate is shown")  # above a ceiling it cannot exceed
+WAIT_P50_MS, WAIT_P95_MS, WAIT_P99_MS = (metric(f"wait_{p}_ms", f"wait for a batch, {p}", unit="ms", better="lower")
+                                         for p in ("p50", "p95", "p99"))
+DATA_WAIT_FRACTION = metric("data_wait_fraction", "data-wait fraction", digits=4, better="lower")
+WORKERS = setting("workers", "worker processes (older records)")
+USABLE_CORES = machine("usable_cores", "usable cores")
+PER_CORE_IMAGES_PER_S = metric("per_core_images_per_s", "single-core ceiling", **RATE)
+CEILING_IMAGES_PER_S = metric("ceiling_images_per_s", "ceiling", **RATE)
+EFFICIENCY = metric("efficiency", "efficiency", **SHARE, fmt="{:.1%}")
+PARALLEL_CAPACITY = machine("parallel_capacity", "cores the machine gave: N x t_1 / t_N of a fixed workload", digits=3)
 
 # --- CPU of one pass (lfw.measure.loader_pass.PassResult): where the cores went ----------------------------------
-CPU_UTILIZATION = "cpu_utilization"  # tree CPU seconds over wall seconds x usable cores
-CPU_MS_PER_IMAGE = "cpu_ms_per_image"  # tree CPU milliseconds per image
-MAIN_CPU_SHARE = "main_cpu_share"  # the main process's share of the tree's CPU
-# Device time of one batch's host-to-device copy (CUDA events around it), mean over the pass's batches.
-H2D_MS_PER_BATCH = "h2d_ms_per_batch"
+CPU_UTILIZATION = metric("cpu_utilization", "tree CPU seconds over wall seconds x usable cores", digits=4)
+CPU_MS_PER_IMAGE = metric("cpu_ms_per_image", "CPU per image", unit="ms", digits=4, better="lower")
+MAIN_CPU_SHARE = metric("main_cpu_share", "main process's share of the CPU", digits=4)
+H2D_MS_PER_BATCH = metric("h2d_ms_per_batch", "a batch's host-to-device copy (CUDA events), mean", unit="ms")
 
 # --- what the live loader did with its knobs (lfw.measure.loader_pass.PassResult), read back from its iterator --
 # The last round's (lfw.suite.record.loader_facts), so a knob the DataLoader was built without shows here whatever
 # the case's config says; a fact with nothing to read (no worker processes) is absent.
-WORKERS_SEEN = "workers_seen"  # worker processes serving the pass (0: the main process loads)
-WORKER_START_METHOD = "worker_start_method"  # how they were started: fork, spawn or forkserver
-PREFETCHED_BATCHES = "prefetched_batches"  # batches iter() asked the workers for: prefetch_factor x workers, or
-# the epoch's batches where it has fewer
-PREFETCH_FACTOR_SEEN = "prefetch_factor_seen"  # the live iterator's own prefetch factor
+WORKERS_SEEN = metric("workers_seen", "worker processes serving the pass")  # 0: the main process loads
+WORKER_START_METHOD = metric("worker_start_method", "how the workers started")  # fork, spawn or forkserver
+PREFETCHED_BATCHES = metric("prefetched_batches", "batches iter() asked for")  # prefetch x workers, or the epoch's
+PREFETCH_FACTOR_SEEN = metric("prefetch_factor_seen", "the live iterator's prefetch factor")
 # Every round's worker process ids, in worker order, read from the live iterator after its last batch: the same ids
 # in every round where the workers persist, new ones each round where they do not (absent without workers).
-WORKER_PIDS = "worker_pids"
-# Counted inside the loading processes (lfw.measure.stages counts), one list entry per round: the images each
-# decoder decoded under its own name (decode pipelines), and the batches collated from each kind of file index the
-# dataset held there (index group); a decoder or index kind that counted nothing is absent.
-DECODED_IMAGES = "decoded_images"
-INDEX_SEEN = "index_seen"
-BATCH_PINNED = "batch_pinned"  # first batch in pinned memory; None where not read (no accelerator, or no pin_memory)
-STEP_MS_PER_BATCH = "step_ms_per_batch"  # measured time in the training step per batch, mean of a round (ms)
+WORKER_PIDS = metric("worker_pids", "worker process ids per round")
+# Counted in the loading processes (lfw.measure.stages), a list entry per round; a name that counted nothing is absent.
+DECODED_IMAGES = metric("decoded_images", "images each decoder decoded under its own name (decode pipelines)")
+INDEX_SEEN = metric("index_seen", "batches collated from each kind of file index the dataset held (index group)")
+BATCH_PINNED = metric("batch_pinned", "first batch pinned")  # None: not read (no accelerator, or no pin_memory)
+STEP_MS_PER_BATCH = metric("step_ms_per_batch", "training step per batch, a round's mean", unit="ms", digits=3)
 
 # --- memory of one pass (lfw.measure.loader_pass.MemoryStats) ------------------------------------------------
-PSS_GROWTH_MIB = tree("pss", "growth")
-PSS_PEAK_MIB = tree("pss", "peak")
-USS_GROWTH_MIB = tree("uss", "growth")
-RSS_GROWTH_MIB = tree("rss", "growth")
+TREE_KEYS = tuple(metric(tree(m, p), f"tree {m.upper()} {p}", **MIB, better="lower")
+                  for m in TREE_METRICS for p in ("before", "start", "end", "peak") if (m, p) != ("pss", "peak"))
+PSS_PEAK_MIB = metric(tree("pss", "peak"), "tree PSS peak in pass", **MIB, better="lower")
+PSS_GROWTH_MIB = metric(tree("pss", "growth"), "tree PSS growth", **(MIB | {"fmt": "{:+,.1f}"}), better="lower")
+USS_GROWTH_MIB, RSS_GROWTH_MIB = (metric(tree(m, "growth"), f"tree {m.upper()} growth", **MIB, better="lower")
+                                  for m in ("uss", "rss"))
 PSS_END_MIB = tree("pss", "end")
-USS_END_MIB = tree("uss", "end")
-WORKER_USS_START_MIB = "worker_uss_start_mib"
-WORKER_USS_END_MIB = "worker_uss_end_mib"
-WORKER_USS_GROWTH_MIB = "worker_uss_growth_mib"
-WORKER_USS_MAX_GROWTH_MIB = "worker_uss_max_growth_mib"
-MEMORY_SAMPLES = "memory_samples"
-MEMORY_START_MARKS = "memory_start_marks"  # start marks the sampler took: 1 where the pass asked for one, else 0
-SAMPLER_CPU_S = "sampler_cpu_s"
-SAMPLER_CPU_FRACTION = "sampler_cpu_fraction"
-TIMELINE = "timeline"
+WORKER_USS_START_MIB = metric("worker_uss_start_mib", "worker USS at the start", **MIB, better="lower")
+WORKER_USS_END_MIB = metric("worker_uss_end_mib", "worker USS", **MIB, better="lower")
+WORKER_USS_GROWTH_MIB = metric("worker_uss_growth_mib", "worker USS growth", **MIB, better="lower")
+WORKER_USS_MAX_GROWTH_MIB = metric("worker_uss_max_growth_mib", "largest worker USS growth", **MIB, better="lower")
+MEMORY_SAMPLES = metric("memory_samples", "memory samples", digits=4)
+MEMORY_START_MARKS = metric("memory_start_marks", "start marks the sampler took", digits=4)  # 1 where asked, else 0
+SAMPLER_CPU_S = metric("sampler_cpu_s", "memory sampler's CPU", unit="s", digits=4)
+SAMPLER_CPU_FRACTION = metric("sampler_cpu_fraction", "memory sampler's share of the CPU")
+TIMELINE = metric("timeline", "memory timeline")
 # What the pass adds, apart from the host process it runs in (docs/gating.md, "Memory"): the tree's PSS peak over the
 # tree before the pass, and the /dev/shm the pass used at its peak over the /dev/shm used before it (the batches in
 # flight between the workers and the main process; machine-wide, so read where nothing else runs).
-PSS_PEAK_ADDED_MIB = "pss_peak_added_mib"
-SHM_PEAK_ADDED_MIB = "shm_peak_added_mib"
+PSS_PEAK_ADDED_MIB = metric("pss_peak_added_mib", "tree PSS peak added by the pass", **MIB, better="lower")
+SHM_PEAK_ADDED_MIB = metric("shm_peak_added_mib", "/dev/shm peak added by the pass", **MIB, better="lower")
 # The host: the main process alone before the pass (its imports, its libraries, the dataset it built).
-HOST_PSS_BEFORE_MIB = "host_pss_before_mib"
-HOST_USS_BEFORE_MIB = "host_uss_before_mib"
-# Summarized over rounds by the largest value (a peak), not the median.
-PEAK_KEYS = tuple(tree(m, "peak") for m in TREE_METRICS)
+HOST_PSS_BEFORE_MIB, HOST_USS_BEFORE_MIB = (metric(f"host_{m}_before_mib", f"host process {m.upper()} before the pass",
+                                                   **MIB, better="lower") for m in ("pss", "uss"))
+PEAK_KEYS = tuple(tree(m, "peak") for m in TREE_METRICS)  # summarized by the largest round, not the median
 # Summarized with their per-round lists kept (the gate and the error bars need them).
 GROWTH_KEYS = (*(tree(m, "growth") for m in TREE_METRICS), WORKER_USS_GROWTH_MIB, WORKER_USS_MAX_GROWTH_MIB,
                PSS_PEAK_ADDED_MIB, SHM_PEAK_ADDED_MIB)
 
-# --- the case itself (benchmark fixtures) --------------------------------------------------------------------
+# --- the case itself (benchmark fixtures); the knobs' facts are lfw.results.knobs' -----------------------------
 TRANSFORM = "transform"
 INDEX = "index"
-CACHE_MODE = "cache_mode"
-PROFILE = "profile"
-CONFIG = "config"
-DEVICE = "device"
+CACHE_MODE = setting("cache_mode", "page cache mode")
+PROFILE = setting("profile", "bench profile")
+CONFIG = setting("config", "the loader's configuration")
+DEVICE = machine("device", "device the batches went to")
 STEP_MS = "step_ms"
-ROTATION = "rotation"
-ROTATION_POSITIONS = "rotation_positions"
-WORKER_SHUTDOWN_ERRORS = "worker_shutdown_errors"
+ROTATION = machine("rotation", "the group's rotation")
+ROTATION_POSITIONS = machine("rotation_positions", "the case's positions in the rotation")
+WORKER_SHUTDOWN_ERRORS = machine("worker_shutdown_errors", "workers that died on their way out")
 
 # --- decode pipelines (the decoders group): the pipeline and its two machine ceilings ------------------------
 DECODER = "decoder"
-STORAGE = "storage"
-THREADS = "threads"
-OUTPUT = "output"
-OUTPUT_SIZE = "output_size"  # pixels per side after the resize; None: as stored
-BATCHING = "batching"  # "items" (collated by the DataLoader) or "slots" (decoded into reusable shared slots)
+STORAGE = setting("storage", "storage of the images")
+THREADS = setting("threads", "decode threads")
+OUTPUT = setting("output", "output of the pipeline")
+OUTPUT_SIZE = setting("output_size", "pixels per side")  # after the resize; None: as stored
+BATCHING = setting("batching", "batching")  # "items" (collated by the DataLoader) or "slots" (reusable shared slots)
 # Machine ceilings measured in the same rotation, x usable cores: the single-core rate of the PIL path
 # (decode + PILToTensor) and the decode-free rate of the uint8 memmap. A pipeline's share of the PIL ceiling may
 # exceed 1 (a faster decoder); of the memmap ceiling it should not.
-PIL_CEILING_IMAGES_PER_S = "pil_ceiling_images_per_s"
-PIL_CEILING_SHARE = "pil_ceiling_share"
-MEMMAP_CEILING_IMAGES_PER_S = "memmap_ceiling_images_per_s"
-MEMMAP_CEILING_SHARE = "memmap_ceiling_share"
-# Where the CPU of a decode pipeline goes: stage name -> ms of CPU per image, timed inside the workers and the
-# main process (lfw.measure.stages), and how much of the measured tree CPU per image the timed stages account for.
-STAGE_MS_PER_IMAGE = "stage_ms_per_image"
-STAGE_COVERAGE = "stage_coverage"  # sum of the timed stages / cpu_ms_per_image, per round in rounds_stage_coverage
-STAGE_GAP_MS_PER_IMAGE = "stage_gap_ms_per_image"  # {"workers": ms, "main": ms}: measured CPU no stage claimed
+PIL_CEILING_IMAGES_PER_S, MEMMAP_CEILING_IMAGES_PER_S = (metric(f"{n.lower()}_ceiling_images_per_s", f"{n} ceiling",
+                                                                **RATE) for n in ("PIL", "memmap"))
+PIL_CEILING_SHARE, MEMMAP_CEILING_SHARE = (metric(f"{n.lower()}_ceiling_share", f"share of the {n} ceiling", **SHARE)
+                                           for n in ("PIL", "memmap"))
+# Where a decode pipeline's CPU goes, timed inside the workers and the main process (lfw.measure.stages).
+STAGE_MS_PER_IMAGE = metric("stage_ms_per_image", "CPU per image by stage (ms)")
+STAGE_COVERAGE = metric("stage_coverage", "sum of the timed stages / cpu_ms_per_image", digits=4)
+STAGE_GAP_MS_PER_IMAGE = metric("stage_gap_ms_per_image", "CPU per image no stage claimed")  # {"workers", "main"}
 # A pipeline's rate over usable cores x the single-core rate of its own decoder (its ``ceiling-decode-*`` member,
 # measured in the same rotation), per round; the interval is the rounds' lowest and highest share.
-OWN_DECODER_IMAGES_PER_S = "own_decoder_images_per_s"  # usable cores x the decoder's single-core rate
-OWN_DECODER_PER_CORE = "own_decoder_per_core_images_per_s"  # the decoder's single-core rate (median of rounds)
-OWN_DECODER_SHARE = "own_decoder_share"
-OWN_DECODER = "own_decoder"  # the ceiling member the share is taken against
+OWN_DECODER_IMAGES_PER_S = metric("own_decoder_images_per_s", "usable cores x own decoder's single-core rate", **RATE)
+OWN_DECODER_PER_CORE = metric("own_decoder_per_core_images_per_s", "own decoder's single-core rate", **RATE)
+OWN_DECODER_SHARE = metric("own_decoder_share", "share of the own decoder's ceiling", **SHARE)
+OWN_DECODER = setting("own_decoder", "the ceiling member the share is taken against")
 
 # --- remote storage (the remote group): the case, the traffic through the proxy, the endpoint's ceiling -------
 STRATEGY = "strategy"
 LATENCY_MS = "latency_ms"  # injected first-byte delay
-CONCURRENCY = "concurrency"  # requests in flight per loading process
-IN_FLIGHT_LIMIT = "in_flight_limit"  # loading processes x concurrency
-REQUESTS_PER_IMAGE = "requests_per_image"
-HEAD_PER_IMAGE = "head_per_image"
-LIST_PER_IMAGE = "list_per_image"
-BYTES_PER_IMAGE = "bytes_per_image"
-RETRIED_GETS = "retried_gets"
-CONNECTIONS = "connections"
-MEAN_IN_FLIGHT = "mean_in_flight"
-MAX_IN_FLIGHT = "max_in_flight"
-FIRST_BYTE_P50_MS = "first_byte_p50_ms"
-FIRST_BYTE_P99_MS = "first_byte_p99_ms"
-LITTLES_LAW_IMAGES_PER_S = "littles_law_images_per_s"  # in-flight limit / mean request time / requests per image
-ENDPOINT_CEILING_IMAGES_PER_S = "endpoint_ceiling_images_per_s"  # zero-latency, fetch-only, same rotation
-ENDPOINT_CEILING_SHARE = "endpoint_ceiling_share"
-STEADY_CEILING_SHARE = "steady_endpoint_ceiling_share"  # steady rate / the same round's endpoint ceiling
+CONCURRENCY = setting("concurrency", "requests in flight per loading process")
+IN_FLIGHT_LIMIT = setting("in_flight_limit", "requests in flight at most")  # loading processes x concurrency
+REQUESTS_PER_IMAGE = metric("requests_per_image", "requests/image", better="lower")
+HEAD_PER_IMAGE = metric("head_per_image", "HEAD requests/image", better="lower")
+LIST_PER_IMAGE = metric("list_per_image", "LIST requests/image", better="lower")
+BYTES_PER_IMAGE = metric("bytes_per_image", "bytes/image", unit="B", better="lower")
+RETRIED_GETS = metric("retried_gets", "retried GETs", better="lower")
+CONNECTIONS = metric("connections", "connections")
+MEAN_IN_FLIGHT = metric("mean_in_flight", "mean requests in flight")
+MAX_IN_FLIGHT = metric("max_in_flight", "most requests in flight")
+FIRST_BYTE_P50_MS, FIRST_BYTE_P99_MS = (metric(f"first_byte_{p}_ms", f"first byte, {p}", unit="ms", better="lower")
+                                        for p in ("p50", "p99"))
+LITTLES_LAW_IMAGES_PER_S = metric("littles_law_images_per_s", "in-flight limit / request time / requests", **RATE)
+ENDPOINT_CEILING_IMAGES_PER_S = metric("endpoint_ceiling_images_per_s", "endpoint ceiling", **RATE)  # zero-latency
+ENDPOINT_CEILING_SHARE = metric("endpoint_ceiling_share", "share of the endpoint ceiling", better="higher")
+STEADY_CEILING_SHARE = metric("steady_endpoint_ceiling_share", "steady rate / its endpoint ceiling", better="higher")
 # Little's law checked: (mean requests in flight while any was) / (mean request time) / (requests per image),
 # beside the measured steady rate (error: steady / law - 1), and the limit that caps the case, in words.
-BUSY_MEAN_IN_FLIGHT = "busy_mean_in_flight"  # time-average of requests in flight from first request to last reply
-LITTLES_LAW_RATE = "littles_law_rate_images_per_s"
-LITTLES_LAW_ERROR = "littles_law_error"
-REMOTE_LIMIT = "remote_limit"  # in-flight limit, pool, endpoint ceiling, client CPU, or idle request slots
-ENDPOINT_CPU_UTILIZATION = "endpoint_cpu_utilization"  # the endpoint's and proxy's CPU over wall x usable cores
+BUSY_MEAN_IN_FLIGHT = metric("busy_mean_in_flight", "mean requests in flight from first request to last reply")
+LITTLES_LAW_RATE = metric("littles_law_rate_images_per_s", "Little's law rate", **RATE)
+LITTLES_LAW_ERROR = metric("littles_law_error", "steady rate over Little's law, less 1")
+REMOTE_LIMIT = metric("remote_limit", "in-flight limit, pool, endpoint ceiling, client CPU, or idle request slots")
+ENDPOINT_CPU_UTILIZATION = metric("endpoint_cpu_utilization", "endpoint's and proxy's CPU over wall x usable cores")
 # Share of min(endpoint ceiling, in-flight limit / injected latency): what the gate judges for a remote case.
-REMOTE_BOUND_SHARE = "remote_bound_share"
-NEAR_ENDPOINT_CEILING = "near_endpoint_ceiling"  # share >= 0.8: the endpoint, not the strategy, is the limit
+REMOTE_BOUND_SHARE = metric("remote_bound_share", "share of the remote bound", better="higher")
+NEAR_ENDPOINT_CEILING = metric("near_endpoint_ceiling", "share >= 0.8: the endpoint, not the strategy, limits")
 
 # --- a distributed run (lfw.distributed): one case per rank and one for the total ----------------------------
 RANK = "rank"  # an int, or "total"
 WORLD_SIZE = "world_size"
-BACKEND = "backend"
-STRAGGLER_RATIO = "straggler_ratio"  # slowest rank's load time over the fastest's, per epoch
-STRAGGLER_RANK = "straggler_rank"
-COVERAGE_OK = "coverage_ok"
-FINDINGS = "findings"
-COLLECTIVE_WAIT_S = "collective_wait_s"  # per epoch: time spent waiting at the all-reduce
-LOAD_S = "load_s"  # per epoch: wall time minus that wait
+BACKEND = setting("backend", "collective backend")
+STRAGGLER_RATIO = metric("straggler_ratio", "slowest rank's load time over the fastest's", digits=4, better="lower")
+STRAGGLER_RANK = metric("straggler_rank", "slowest rank")
+COVERAGE_OK = metric("coverage_ok", "every image once")
+FINDINGS = metric("findings", "findings")
+COLLECTIVE_WAIT_S = metric("collective_wait_s", "wait at the all-reduce", unit="s", better="lower")  # per epoch
+LOAD_S = metric("load_s", "load time", unit="s", better="lower")  # per epoch: wall time minus that wait
 
 # --- one side of a pass-interleaved A/B run (lfw.gate.ab): where each pass sat in the schedule -------------------
-AB_PAIR = "ab_pair"  # the process pair (1, 2, ...) a pass belongs to
-AB_SLOT = "ab_slot"  # its position in the pair's ABBA or BAAB quad
-AB_QUAD = "ab_quad"  # the quad's order, "ABBA" or "BAAB"
-AB_SIDE = "ab_side"  # "base" or "current"
+# The process pair (1, 2, ...) a pass belongs to, its slot in the pair's quad, the quad ("ABBA" or "BAAB"), its side
+AB_PAIR, AB_SLOT, AB_QUAD, AB_SIDE = (metric(f"ab_{n}", f"A/B {n}") for n in ("pair", "slot", "quad", "side"))
 
 # --- the cost layer (the "cost" group: instructions per image under valgrind) ---------------------------------
-INSTRUCTIONS = "instructions"
-INSTRUCTIONS_PER_IMAGE = "instructions_per_image"
-IMAGES_COUNTED = "images_counted"
-VALGRIND = "valgrind"
-NATIVE_INSTRUCTIONS_PER_S = "native_instructions_per_s"
+COUNT = {"better": "lower", "fmt": "{:,.1f}"}  # counted per image, deterministic
+INSTRUCTIONS = metric("instructions", "instructions", better="lower", fmt="{:,.0f}")
+INSTRUCTIONS_PER_IMAGE = metric("instructions_per_image", "instructions/image", better="lower", fmt="{:,.3f}",
+                                scale=1e-6, shown="M")
+IMAGES_COUNTED = metric("images_counted", "images counted")
+VALGRIND = machine("valgrind", "valgrind version")
+NATIVE_INSTRUCTIONS_PER_S = metric("native_instructions_per_s", "native instructions/s", better="higher", fmt="{:,.0f}")
 
 # --- the copy-on-access experiment (the "memory-index" group) ----------------------------------------------------
-INDEX_SIZE = "index_size"  # entries of the replicated path index
-INDEX_MIB = "index_mib"  # its size in the process that built it
-LIST_OVER_NUMPY = "list_over_numpy_worker_uss_growth"  # on the numpy case: the list case's worker growth over its
+INDEX_SIZE = setting("index_size", "index entries")  # entries of the replicated path index
+INDEX_MIB = metric("index_mib", "index size", unit="MiB", fmt="{:,.1f}")  # its size in the process that built it
+LIST_OVER_NUMPY = metric("list_over_numpy_worker_uss_growth", "the list case's worker growth over the numpy case's")
 
 # --- what a pipeline moves per image, counted deterministically (lfw.measure.moves) --------------------------
-FILES_OPENED_PER_IMAGE = "files_opened_per_image"
-READ_CALLS_PER_IMAGE = "read_calls_per_image"
-BYTES_READ_PER_IMAGE = "bytes_read_per_image"
-BATCH_BYTES_PER_IMAGE = "batch_bytes_per_image"
+FILES_OPENED_PER_IMAGE = metric("files_opened_per_image", "files opened/image", **COUNT)
+READ_CALLS_PER_IMAGE = metric("read_calls_per_image", "read calls/image", **COUNT)
+BYTES_READ_PER_IMAGE = metric("bytes_read_per_image", "bytes read/image", **COUNT)
+BATCH_BYTES_PER_IMAGE = metric("batch_bytes_per_image", "batch bytes/image", **COUNT)
 MOVES = (FILES_OPENED_PER_IMAGE, READ_CALLS_PER_IMAGE, BYTES_READ_PER_IMAGE, BATCH_BYTES_PER_IMAGE)
 
 # --- a case that demonstrates a check rather than measures the user's loader ----------------------------------
 CASE = "case"  # the leak check's case name: lfw, control, index
-POSITIVE_CONTROL = "positive_control"  # True: it must be flagged by its own check; the gate does not compare it
+# True: it must be flagged by its own check; the gate does not compare it
+POSITIVE_CONTROL = setting("positive_control", "positive control")
 
 # --- leak checks (lfw.measure.leak) ---------------------------------------------------------------------------
-EPOCHS = "epochs"
-USS_MIB_EPOCHS = "uss_mib_epochs"
-PSS_MIB_EPOCHS = "pss_mib_epochs"
-WORKER_USS_MIB_EPOCHS = "worker_uss_mib_epochs"
+EPOCHS = setting("epochs", "epochs")
+USS_MIB_EPOCHS, PSS_MIB_EPOCHS, WORKER_USS_MIB_EPOCHS = (metric(f"{m}_mib_epochs", f"{m} per epoch", unit="MiB")
+                                                        for m in ("uss", "pss", "worker_uss"))
 EPOCH_SERIES = (USS_MIB_EPOCHS, PSS_MIB_EPOCHS, WORKER_USS_MIB_EPOCHS)
-SLOPE_USS = "slope_uss_mib_per_epoch"
-SLOPE_PSS = "slope_pss_mib_per_epoch"
-SLOPE_WORKER_USS = "slope_worker_uss_mib_per_epoch"
+SLOPE = {"unit": "MiB/epoch", "better": "lower", "fmt": "{:,.1f}"}
+SLOPE_USS, SLOPE_PSS, SLOPE_WORKER_USS = (metric(f"slope_{m}_mib_per_epoch", f"leak slope, {m}", **SLOPE)
+                                          for m in ("uss", "pss", "worker_uss"))
 SLOPES = (SLOPE_USS, SLOPE_PSS, SLOPE_WORKER_USS)
-MEDIAN_STEP_USS = "median_step_uss_mib"
-MEDIAN_STEP_PSS = "median_step_pss_mib"
+MEDIAN_STEP_USS, MEDIAN_STEP_PSS = (metric(f"median_step_{m}_mib", f"leak step, tree {m.upper()}", **SLOPE)
+                                    for m in ("uss", "pss"))
 MEDIAN_STEPS = (MEDIAN_STEP_USS, MEDIAN_STEP_PSS)
-LEAK_THRESHOLD = "leak_threshold_mib_per_epoch"
-LEAK_EPOCHS_FITTED = "leak_epochs_fitted"
-LEAK_VERDICT = "leak_verdict"
-FIRST_EPOCH_THRESHOLD = "first_epoch_threshold_mib"
-FIRST_EPOCH_VERDICT = "first_epoch_verdict"
+LEAK_THRESHOLD = setting("leak_threshold_mib_per_epoch", "leak threshold (MiB/epoch)")
+LEAK_EPOCHS_FITTED = metric("leak_epochs_fitted", "epochs fitted")
+LEAK_VERDICT = metric("leak_verdict", "leak verdict")
+FIRST_EPOCH_THRESHOLD = setting("first_epoch_threshold_mib", "first-epoch threshold (MiB)")
+FIRST_EPOCH_VERDICT = metric("first_epoch_verdict", "first-epoch verdict")
 # Which series a slope was fitted to, for the leak chart's legend.
 SLOPE_OF = {USS_MIB_EPOCHS: SLOPE_USS, PSS_MIB_EPOCHS: SLOPE_PSS, WORKER_USS_MIB_EPOCHS: SLOPE_WORKER_USS}
 
-# --- machine_info keys written by the suite ------------------------------------------------------------------
+# --- machine_info keys written by the suite (not a case's record) ------------------------------------------------
 PER_CORE_MACHINE_PREFIX = "per_core_images_per_s_"  # + transform: the session's median ceiling per transform
 COST_LAYER_SKIPPED = "cost_layer_skipped"
 # Unreadable images the run left out (the skip option, lfw.data.screen): how many, and the first few by name.
@@ -250,6 +290,9 @@ SKIPPED_IMAGE_FILES = "skipped_image_files"
 # What decides an instruction count (the software the counted pass runs, and valgrind's emulated CPU), not the
 # host's CPU model: the cost layer is compared wherever these match (:mod:`lfw.gate.compare`).
 COUNTED_STACK = ("valgrind", "python", "torch", "torchvision", "pillow", "jpeg_library", "simplejpeg", "numpy")
+
+# Keys older saved runs hold that nothing writes now (their knobs are read from params: lfw.results.knobs).
+RETIRED = frozenset(("gc_frozen", "map_method", "map_decoder"))
 
 # --- top-level keys of a saved run, beside pytest-benchmark's own --------------------------------------------
 SELECTION = "lfw_selection"  # what the run was asked to run and how each selected case ended (lfw.results)
@@ -260,33 +303,33 @@ def per_core_machine_key(transform: str) -> str:
 
 
 # --- start-up cost (the startup group): the dataset object each worker receives --------------------------------
-PICKLED_DATASET_BYTES = "pickled_dataset_bytes"  # len(pickle.dumps(dataset)): what spawn/forkserver send each worker
+# len(pickle.dumps(dataset)): what spawn/forkserver send each worker
+PICKLED_DATASET_BYTES = metric("pickled_dataset_bytes", "pickled dataset", unit="B", better="lower", fmt="{:,.0f}")
 
 # --- a watched training loop (lfw.diagnose.watch): the wait for data beside the user's own step ---------------
-DATA_BOUND_SHARE = "data_bound_share"  # time in next() over the loop's wall time
-DATA_BOUND_LOW = "data_bound_low"  # its 95% interval (batch means over blocks of consecutive steps)
-DATA_BOUND_HIGH = "data_bound_high"
-STEP_P50_MS = "step_p50_ms"  # the loop body per step (the user's step), median
-LOAD_MS_PER_BATCH = "load_ms_per_batch"  # a batch's load time inside the worker that loaded it, mean
-HANDOVER_MS = "handover_ms"  # from "loaded and asked for" to "the loop has it", median
-WATCH_CLOCK = "watch_clock"  # host clock, CUDA events or CUDA synchronize
-WATCH_OVERHEAD_US = "watch_overhead_us_per_step"  # the watcher's own bookkeeping per step
+DATA_BOUND_SHARE = metric("data_bound_share", "time in next()", better="lower")  # over the loop's wall time
+DATA_BOUND_LOW, DATA_BOUND_HIGH = (metric(f"data_bound_{e}", f"time in next(), {e} end of its 95% interval")
+                                   for e in ("low", "high"))  # batch means over blocks of consecutive steps
+STEP_P50_MS = metric("step_p50_ms", "the user's step, p50", unit="ms")  # the loop body per step, median
+LOAD_MS_PER_BATCH = metric("load_ms_per_batch", "a batch's load in its worker, mean", unit="ms", better="lower")
+HANDOVER_MS = metric("handover_ms", "loaded and asked for to the loop has it, median", unit="ms", better="lower")
+WATCH_CLOCK = machine("watch_clock", "clock of the watch")  # host clock, CUDA events or CUDA synchronize
+WATCH_OVERHEAD_US = metric("watch_overhead_us_per_step", "watcher's bookkeeping per step", unit="us", better="lower")
 
 # --- the loaders users switch to (the peers group, lfw.peers): reference rows beside DataLoader ------------------
 PEER = "peer"  # the other project's loader ("dataloader" for the references it runs beside)
-PEER_KNOB = "peer_knob"  # what its parallelism counts: "threads" of this process or worker "processes"
-PARALLELISM = "parallelism"  # the knob's value, counted against the usable cores
-PEER_LAYOUT = "peer_layout"  # "chw", or "hwc-view": a (B, 3, H, W) view of channels-last memory
-PEER_DECODER = "peer_decoder"  # the decoder its share is taken against (None where it cannot run alone)
-PIXEL_CHECK = "pixel_check"  # images compared, largest differences from the reference decoder, the tolerance
-CONVERSION = "conversion"  # the one-off conversion to its format: seconds, bytes on disk (None: reads the files)
-COLD_IMAGES_PER_S = "cold_images_per_s"  # the cold first epoch (the rotation's warm-up round), apart from the rest
-COLD_TTFB_S = "cold_ttfb_s"
-COLD_CPU_MS_PER_IMAGE = "cold_cpu_ms_per_image"
+PEER_KNOB = setting("peer_knob", "what the peer's parallelism counts")  # "threads" of this process or "processes"
+PARALLELISM = setting("parallelism", "parallelism")  # the knob's value, counted against the usable cores
+PEER_LAYOUT = setting("peer_layout", "batch layout")  # "chw", or "hwc-view": a (B, 3, H, W) view of channels-last
+PEER_DECODER = setting("peer_decoder", "decoder of the share")  # None where it cannot run alone
+PIXEL_CHECK = metric("pixel_check", "images compared, largest differences from the reference decoder, tolerance")
+CONVERSION = metric("conversion", "the one-off conversion to its format: seconds, bytes (None: reads the files)")
+COLD_IMAGES_PER_S = metric("cold_images_per_s", "images/s of the cold first epoch", **RATE, better="higher")
+COLD_TTFB_S = metric("cold_ttfb_s", "cold time to first batch", unit="s", better="lower")
+COLD_CPU_MS_PER_IMAGE = metric("cold_cpu_ms_per_image", "cold CPU per image", unit="ms", better="lower")
 # Memory measured alone after the rotation (a cold and a warm epoch): the tree at the end of the warm epoch, and
 # what the loader added since before its cold epoch (MiB).
-PEER_PSS_MIB = "alone_pss_mib"
-PEER_USS_MIB = "alone_uss_mib"
-PEER_PSS_ADDED_MIB = "alone_pss_added_mib"
-PEER_USS_ADDED_MIB = "alone_uss_added_mib"
-MEMORY_ALONE_ERROR = "alone_error"  # why the memory alone was not measured (one line; the rotation's figures stand)
+PEER_PSS_MIB, PEER_USS_MIB, PEER_PSS_ADDED_MIB, PEER_USS_ADDED_MIB = (
+    metric(f"alone_{m}{a}_mib", f"tree {m.upper()}{a.replace('_', ' ')} alone", **MIB, better="lower")
+    for a in ("", "_added") for m in ("pss", "uss"))
+MEMORY_ALONE_ERROR = metric("alone_error", "why the memory alone was not measured")  # the rotation's figures stand

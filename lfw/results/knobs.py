@@ -28,14 +28,6 @@ class Knob(Generic[T]):
     label: str
     kind: type[T]
 
-    def format(self, value: T | None) -> str:
-        """The value as a reader says it: ``on``/``off`` for a flag, ``default`` for None."""
-        if value is None:
-            return "default"
-        if isinstance(value, bool):
-            return "on" if value else "off"
-        return f"{value:g}" if isinstance(value, float) else str(value)
-
 
 # --- the DataLoader's (lfw.measure.loader_config.LoaderConfig, field for field) --------------------------------
 BATCH_SIZE = Knob("batch_size", "batch size (images)", int)
@@ -73,7 +65,6 @@ KNOBS: tuple[Knob[Any], ...] = (
     TIMEOUT_S, TRANSFORM, INDEX, STEP_MS, SAMPLING, PIPELINE, STRATEGY, LATENCY_MS, PEER, CASE, LAYOUT, FREEZE,
     ENTRIES, METHOD, DECODER, RANK, WORLD_SIZE)
 BY_KEY: dict[str, Knob[Any]] = {k.key: k for k in KNOBS}
-LOADER_KNOBS = KNOBS[:10]  # the LoaderConfig's fields, in its order
 
 
 def saved_form(params: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -1,9 +1,9 @@
 """The case record: what one benchmark case saves in pytest-benchmark's ``extra_info``, typed and versioned.
 
 A :class:`CaseRecord` holds ``knobs`` (what the case is), ``metrics`` (what was measured, each summarized over its
-rounds by :func:`summarize`, the one rule every writer uses) and ``machine`` (what it ran on and how), keyed by
-:mod:`lfw.results.keys`. It is saved flat, as every reader knows it, plus ``schema_version``; a case without one is
-version 0, read the same way. See docs/record.md.
+rounds by :func:`summarize`, the one rule every writer uses) and ``machine`` (what it ran on and how), each key
+declared in :mod:`lfw.results.keys` (or a knob of :mod:`lfw.results.knobs`). It is saved flat, as every reader
+knows it, plus ``schema_version``; a case without one is version 0, read the same way. See docs/record.md.
 """
 
 from __future__ import annotations
@@ -23,44 +23,17 @@ from lfw.stats.variation import coefficient_of_variation
 SCHEMA_VERSION = 2
 KNOBS_IN_PARAMS = 2  # the first version that keeps every knob in params, and only there
 
-# Decimal places a metric's summary and rounds keep (the rates in images/s 2, shares and fractions 4); any other
-# metric keeps 6 (seconds, and the figures a rotation member measures beside its pass).
-DIGITS: dict[str, int] = {
-    **dict.fromkeys((K.IMAGES_PER_S, K.STEADY_IMAGES_PER_S, K.PER_CORE_IMAGES_PER_S, K.CEILING_IMAGES_PER_S,
-                     K.PIL_CEILING_IMAGES_PER_S, K.MEMMAP_CEILING_IMAGES_PER_S, K.OWN_DECODER_PER_CORE,
-                     K.OWN_DECODER_IMAGES_PER_S), 2),
-    K.PARALLEL_CAPACITY: 3,
-    K.STEP_MS_PER_BATCH: 3,
-    **dict.fromkeys((K.CPU_UTILIZATION, K.CPU_MS_PER_IMAGE, K.MAIN_CPU_SHARE, K.DATA_WAIT_FRACTION, K.EFFICIENCY,
-                     K.PIL_CEILING_SHARE, K.MEMMAP_CEILING_SHARE, K.OWN_DECODER_SHARE, K.STAGE_COVERAGE,
-                     K.STRAGGLER_RATIO), 4),
-}
-DEFAULT_DIGITS = 6
-CV_DIGITS = 4
-MEMORY_DIGITS = 4  # the memory figures of a pass (MiB, samples, sampler seconds), summarized over rounds
-
-# Which section a key belongs to; every other key is a metric (or a fact derived from the metrics).
-KNOB_KEYS = frozenset((
-    K.TRANSFORM, K.INDEX, K.CACHE_MODE, K.PROFILE, K.CONFIG, K.STEP_MS, K.WORKERS, K.DECODER, K.STORAGE, K.THREADS,
-    K.OUTPUT, K.OUTPUT_SIZE, K.BATCHING, K.STRATEGY, K.LATENCY_MS, K.CONCURRENCY, K.IN_FLIGHT_LIMIT, K.CASE,
-    K.POSITIVE_CONTROL, K.EPOCHS, K.INDEX_SIZE, K.RANK,
-    K.WORLD_SIZE, K.BACKEND, K.OWN_DECODER, K.LEAK_THRESHOLD, K.FIRST_EPOCH_THRESHOLD,
-    K.PEER, K.PEER_KNOB, K.PARALLELISM, K.PEER_LAYOUT, K.PEER_DECODER,
-))
-MACHINE_KEYS = frozenset((
-    K.DEVICE, K.USABLE_CORES, K.PARALLEL_CAPACITY, K.rounds(K.PARALLEL_CAPACITY), K.ROTATION, K.ROTATION_POSITIONS,
-    K.WORKER_SHUTDOWN_ERRORS, K.VALGRIND,
-))
-
-Section = Literal["knobs", "metrics", "machine"]
 Kept = Literal["both", "summary", "rounds"]
 
 
-def section_of(key: str) -> Section:
-    """Where a key lives in a :class:`CaseRecord`: ``knobs``, ``machine`` or (any other key) ``metrics``."""
-    if key in KNOB_KEYS or key in BY_KEY:
+def section_of(key: str) -> K.Section:
+    """Where a key lives: ``knobs`` for a knob (:mod:`lfw.results.knobs`), else its declaration's section
+    (:mod:`lfw.results.keys`). Raises KeyError, in one line naming where to declare it, for a key of neither."""
+    if key in BY_KEY:
         return "knobs"
-    return "machine" if key in MACHINE_KEYS else "metrics"
+    if (found := K.facts(key)) is None:
+        raise KeyError(f"record key {key!r} is not declared: declare it in lfw/results/keys.py")
+    return found.section
 
 
 def summarize(name: str, rounds: Sequence[float], *, cv: bool = False, kept: Kept = "both",
@@ -70,18 +43,18 @@ def summarize(name: str, rounds: Sequence[float], *, cv: bool = False, kept: Kep
     of variation of the unrounded rounds (``name_cv``, 4 places).
 
     ``kept`` leaves out the per-round list (``"summary"``) or the summary (``"rounds"``); ``digits`` (default
-    :data:`DIGITS` by name, else 6) is the rounding of both. Raises ValueError for no rounds.
+    the key's in :mod:`lfw.results.keys`, else 6) is the rounding of both. Raises ValueError for no rounds.
     """
     if not rounds:
         raise ValueError(f"no rounds of {name} to summarize")
-    places = digits if digits is not None else DIGITS.get(name, DEFAULT_DIGITS)
+    places = digits if digits is not None else (found.digits if (found := K.facts(name)) else K.DEFAULT_DIGITS)
     out: dict[str, Any] = {}
     if kept != "rounds":
         out[name] = round(max(rounds) if name in K.PEAK_KEYS else median(rounds), places)
     if kept != "summary":
         out[K.rounds(name)] = [round(v, places) for v in rounds]
     if cv:
-        out[f"{name}_cv"] = round(coefficient_of_variation(rounds), CV_DIGITS)
+        out[f"{name}_cv"] = round(coefficient_of_variation(rounds), 4)
     return out
 
 
@@ -103,12 +76,10 @@ def schema_version(extra: Mapping[str, Any], where: str) -> int:
 
 @dataclass
 class CaseRecord:
-    """One case's record: ``knobs``, ``metrics`` and ``machine`` (see the module docstring), each keyed by
-    :mod:`lfw.results.keys`; a key lives in exactly one of them (:func:`section_of`)."""
+    """One case's record, each key declared (:func:`section_of`): its ``knobs``, ``metrics`` and ``machine`` are
+    :meth:`section`'s."""
 
-    knobs: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, Any] = field(default_factory=dict)
-    machine: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     @classmethod
@@ -118,9 +89,11 @@ class CaseRecord:
         return record.add({k: v for k, v in extra.items() if k != K.SCHEMA_VERSION})
 
     def add(self, values: Mapping[str, Any]) -> CaseRecord:
-        """Put each value in its section (a later value replaces an earlier one); returns the record."""
-        for key, value in values.items():
-            getattr(self, section_of(key))[key] = value
+        """Add each value (a later one replaces an earlier one); returns the record. Raises KeyError, naming where
+        to declare it, for a key that is not declared (:func:`section_of`)."""
+        for key in values:
+            section_of(key)
+        self.values.update(values)
         return self
 
     def measure(self, name: str, rounds: Sequence[float], *, cv: bool = False, kept: Kept = "both",
@@ -128,16 +101,20 @@ class CaseRecord:
         """Add metric ``name`` summarized over ``rounds`` (:func:`summarize`); returns the record."""
         return self.add(summarize(name, rounds, cv=cv, kept=kept, digits=digits))
 
+    def section(self, name: K.Section) -> dict[str, Any]:
+        """The record's ``knobs``, ``metrics`` or ``machine``."""
+        return {k: v for k, v in self.values.items() if section_of(k) == name}
+
     def drop(self, key: str) -> None:
-        """Remove ``key`` wherever it is (absent: nothing to do)."""
-        getattr(self, section_of(key)).pop(key, None)
+        """Remove ``key`` (absent: nothing to do)."""
+        self.values.pop(key, None)
 
     def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, section_of(key)).get(key, default)
+        return self.values.get(key, default)
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and key in getattr(self, section_of(key))
+        return key in self.values
 
     def as_extra_info(self) -> dict[str, Any]:
-        """The flat ``extra_info`` pytest-benchmark saves: every section's keys and ``schema_version``."""
-        return {**self.metrics, **self.machine, **self.knobs, K.SCHEMA_VERSION: self.schema_version}
+        """The flat ``extra_info`` pytest-benchmark saves: every key and ``schema_version``."""
+        return {**self.values, K.SCHEMA_VERSION: self.schema_version}

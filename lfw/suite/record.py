@@ -21,7 +21,7 @@ from lfw.remote.bench import endpoint_shares
 from lfw.remote.law import remote_law
 from lfw.results import keys as K
 from lfw.results.knobs import saved_form
-from lfw.results.record import DEFAULT_DIGITS, MEMORY_DIGITS, CaseRecord, Kept, summarize
+from lfw.results.record import CaseRecord, Kept, summarize
 from lfw.suite.matrix import LoaderCase
 from lfw.suite.peers import decoder_member
 from lfw.suite.profiles import PEERS, Profile
@@ -77,7 +77,7 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
         record.measure(K.MAIN_CPU_SHARE, [1 - (r.workers_cpu_s or 0.0) / r.cpu_s for r in results if r.cpu_s],
                        kept="summary")
     for key in dict.fromkeys(k for r in results for k in r.extra):  # members' own figures, e.g. an endpoint's
-        record.measure(key, [r.extra[key] for r in results if key in r.extra], digits=DEFAULT_DIGITS)
+        record.measure(key, [r.extra[key] for r in results if key in r.extra], digits=K.DEFAULT_DIGITS)
     record.add(wait_percentiles_ms([w for r in results for w in r.waits_s]))  # pooled over the rounds
     if any(r.steps_s for r in results):
         record.measure(K.DATA_WAIT_FRACTION, [r.data_wait_fraction for r in results])
@@ -90,7 +90,7 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
         for key in sorted(set().union(*per_round)):
             values = [d[key] for d in per_round if key in d]
             every_round = key in K.GROWTH_KEYS and len(values) == len(per_round)
-            record.measure(key, values, kept="both" if every_round else "summary", digits=MEMORY_DIGITS)
+            record.measure(key, values, kept="both" if every_round else "summary")
         last = next(r for r in reversed(results) if r.memory is not None)
         # The sampler's own CPU time over the machine's CPU capacity during the passes: what sampling costs.
         capacity = sum(r.wall_s for r in results if r.memory is not None) * (usable_cores or 1)
