@@ -31,7 +31,7 @@ from lfw.gate.verdict import load_verdict
 from lfw.report import load_run
 from lfw.report.__main__ import main
 from lfw.report.findings import find
-from lfw.report.html_page import HISTORY
+from lfw.report.page import HISTORY
 
 FIXTURE = Path(__file__).parent / "fixtures" / "quick_run.json"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from html import escape, unescape
 from urllib.parse import quote
 
@@ -86,15 +86,15 @@ class Fold:
 
 @dataclass(frozen=True)
 class Section:
-    """A titled part of a page: ``## title`` in Markdown, ``<section id=anchor>`` with ``<h2>`` in HTML."""
+    """A titled part of a page: ``## title`` in Markdown, ``<section>`` with ``<h2>`` in HTML, its anchor the
+    title's :func:`slug`."""
 
     title: str
     blocks: Sequence[Block]
-    anchor: str = field(default="")
 
     @property
     def id(self) -> str:
-        return self.anchor or slug(self.title)
+        return slug(self.title)
 
 
 Block = Para | Heading | Table | Bullets | Figure | Fold | Section
@@ -111,9 +111,6 @@ def safe_url(url: str) -> bool:
     characters and blanks dropped); False for any other scheme (``javascript:``, ``data:``)."""
     target = re.sub(r"[\x00-\x20]", "", unescape(url)).lower()
     return _SCHEME.match(target) is None or target.startswith(("http:", "https:"))
-
-
-# ---- Markdown -------------------------------------------------------------------------------------------------
 
 
 def cell(text: object) -> str:
@@ -166,9 +163,6 @@ def markdown(blocks: Sequence[Block]) -> str:
     return _md_blocks(blocks).rstrip("\n") + "\n"
 
 
-# ---- HTML -----------------------------------------------------------------------------------------------------
-
-
 def inline(text: str) -> str:
     """A line of inline markup as HTML: every text escaped, unsafe link targets dropped (the text kept)."""
     out, pos = [], 0
@@ -206,13 +200,12 @@ def _html_block(block: Block) -> str:
     if isinstance(block, Table):
         head = f"<thead>{_cells('th', block.header, block.right)}</thead>\n" if block.header is not None else ""
         body = "\n".join(_cells("td", row, block.right) for row in block.rows)
-        return f'<div class="scroll"><table>\n{head}<tbody>\n{body}\n</tbody></table></div>'
+        return f"<table>\n{head}<tbody>\n{body}\n</tbody></table>"
     if isinstance(block, Figure):
-        caption = f"<figcaption>{inline(block.caption)}</figcaption>"
         if not block.src:
-            return f'<div id="{escape(block.anchor)}">{caption}</div>'
+            return f'<div id="{escape(block.anchor)}"><p>{inline(block.caption)}</p></div>'
         return (f'<figure id="{escape(block.anchor)}">\n<img src="{escape(quote(block.src))}" '
-                f'alt="{escape(block.alt)}">\n{caption}\n</figure>')
+                f'alt="{escape(block.alt)}">\n<figcaption>{inline(block.caption)}</figcaption>\n</figure>')
     if isinstance(block, Fold):
         return html(block.blocks)
     lis = [f"<li>{inline(i)}</li>" if isinstance(i, str) else f"<li>{inline(i.text)}\n{html(i.blocks)}</li>"

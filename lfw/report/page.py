@@ -1,4 +1,5 @@
-"""The summary page, ``reports/README.md``: findings first, then every chart, then the details.
+"""The report's pages built as sections: the summary page, ``reports/README.md`` (findings first, then every chart,
+then the details), and the sections of the HTML page (:mod:`lfw.report.html_page`).
 
 A reader opening the folder (or the CI artifact) should learn in ten seconds which configuration to use,
 how many workers, whether memory grows, whether anything regressed and how far to trust the numbers.
@@ -12,17 +13,22 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import quote
 
+from lfw.cli.figures import ChartSpec
 from lfw.cli.saving import write_atomic
-from lfw.cli.sections import Block, Bullets, Heading, Item, Para, Section, Table, markdown
+from lfw.cli.sections import Block, Bullets, Figure, Heading, Item, Para, Section, Table, markdown, slug
 from lfw.gate.metrics import reference_group
+from lfw.gate.summary import verdict_blocks
 from lfw.report.chart_compare import NOT_JUDGED
 from lfw.report.findings import CV_WARN, Findings, case_cells
 from lfw.report.legend import describe
 from lfw.report.peers import peers_table, verdict_lines
 from lfw.report.render import MAIN_CHART, Report
+from lfw.report.verdict import ShownVerdict
 from lfw.results import Case, Run, short_name
 from lfw.results import keys as K
 
+HISTORY = "history"  # <out>/history/*.png: trend charts across saved runs, drawn by the history command
+IMAGE_PREFERENCE = (".png", ".svg")  # what an <img> shows when a chart was written in several formats
 MACHINE_KEYS = ("runner_class", "cpu", "usable_cores", "logical_cpus", "total_memory_gib", "python", "torch",
                 "torchvision", "pillow", "numpy", "jpeg_library", "torch_num_threads", "cuda_available",
                 "cuda_device", "shm_total_mib", "open_files_limit", "memory_limit_mib", "bench_profile", "cache_mode",
@@ -184,6 +190,63 @@ def machine_section(run: Run) -> Section:
     if ceilings:
         rows.append(("single-core images/s", ", ".join(ceilings)))
     return Section("Machine", [Table(None, rows)])
+
+
+def chart_figure(spec: ChartSpec, files: list[Path]) -> Figure:
+    """One chart: the image, then its title, what to read off it, and a link to each format written."""
+    shown = next((p for suffix in IMAGE_PREFERENCE for p in files if p.suffix == suffix), None)
+    return Figure(shown.name if shown else None, spec.title, f"**{spec.title}**: {spec.shows}. ({format_links(files)})",
+                  f"chart-{spec.stem}")
+
+
+def charts_section(report: Report) -> Section:
+    """``## Charts`` for the HTML page: every chart drawn, shown with its caption, in the order the report drew
+    them; then the skipped ones."""
+    blocks: list[Block] = [chart_figure(spec, files) for spec, files in report.charts]
+    notes = chart_notes(report)
+    if notes:
+        blocks.append(Bullets(notes))
+    if not report.charts:
+        blocks.insert(0, Para("No chart: this run has data for none of them."))
+    return Section("Charts", blocks)
+
+
+def history_section(out: Path) -> Section:
+    """The charts found under ``<out>/history/*.png`` (sorted by name, captioned by it; an SVG beside one is
+    linked), or a sentence saying there are none. Whatever is there is shown; nothing is drawn here."""
+    folder = out / HISTORY
+    pngs = sorted(folder.glob("*.png")) if folder.is_dir() else []
+    if not pngs:
+        return Section("History", [Para(f"No history charts: `{HISTORY}/` beside this page holds no PNG. The "
+                                        "report's `--history` option draws trends across saved runs there.")])
+    figures: list[Block] = []
+    for png in pngs:
+        files = [png, *([svg] if (svg := png.with_suffix(".svg")).is_file() else [])]
+        title = png.stem.replace("-", " ").replace("_", " ")
+        caption = f"**{title[:1].upper()}{title[1:]}** ({format_links(files, HISTORY + '/')})"
+        figures.append(Figure(f"{HISTORY}/{png.name}", title, caption, f"history-{slug(png.stem)}"))
+    return Section("History", figures)
+
+
+def gate_section(shown: ShownVerdict | None) -> Section | None:
+    """The gate's verdict of these runs, or the line saying none matches; None when there is neither."""
+    if shown is None:
+        return None
+    if shown.verdict is not None:
+        judged = shown.verdict.current.path if shown.verdict.current is not None else "no run"
+        return Section("Gate verdict", [Para(f"The gate's verdict of `{judged}`."), *verdict_blocks(shown.verdict)])
+    if shown.note:
+        return Section("Gate verdict", [Para(shown.note)])
+    return None
+
+
+def html_sections(report: Report, shown: ShownVerdict | None = None) -> list[Block]:
+    """The HTML page's sections in reading order: findings, the gate, the baseline, charts, history, cases,
+    machine."""
+    f = report.findings
+    return present(incomplete_section(f), findings_section(report), peers_section(report.run), gate_section(shown),
+                   verdicts_section(report), charts_section(report), history_section(report.out),
+                   cases_section(report.run), left_out_section(f), machine_section(report.run))
 
 
 def present(*blocks: Block | None) -> list[Block]:
