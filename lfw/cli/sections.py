@@ -66,10 +66,9 @@ class Bullets:
 
 @dataclass(frozen=True)
 class Figure:
-    """An image at the relative URL ``src`` with its caption (inline markup), anchored at ``anchor``; without ``src``
-    the caption alone."""
+    """An image at the relative URL ``src`` with its caption (inline markup), anchored at ``anchor``."""
 
-    src: str | None
+    src: str
     alt: str
     caption: str
     anchor: str
@@ -137,8 +136,7 @@ def _md(block: Block) -> list[str]:
     if isinstance(block, Table):
         return _md_table(block)
     if isinstance(block, Figure):
-        image = [f"![{block.alt}]({quote(block.src)})", ""] if block.src else []
-        return [*image, block.caption]
+        return [f"![{block.alt}]({quote(block.src)})", "", block.caption]
     if isinstance(block, Fold):
         return [f"<details><summary>{block.title}</summary>", "", _md_blocks(block.blocks), "", "</details>"]
     lines = [line for item in block.items for line in _md_item(item)]
@@ -202,8 +200,6 @@ def _html_block(block: Block) -> str:
         body = "\n".join(_cells("td", row, block.right) for row in block.rows)
         return f"<table>\n{head}<tbody>\n{body}\n</tbody></table>"
     if isinstance(block, Figure):
-        if not block.src:
-            return f'<div id="{escape(block.anchor)}"><p>{inline(block.caption)}</p></div>'
         return (f'<figure id="{escape(block.anchor)}">\n<img src="{escape(quote(block.src))}" '
                 f'alt="{escape(block.alt)}">\n<figcaption>{inline(block.caption)}</figcaption>\n</figure>')
     if isinstance(block, Fold):

@@ -28,7 +28,7 @@ from lfw.results import Case, Run, short_name
 from lfw.results import keys as K
 
 HISTORY = "history"  # <out>/history/*.png: trend charts across saved runs, drawn by the history command
-IMAGE_PREFERENCE = (".png", ".svg")  # what an <img> shows when a chart was written in several formats
+IMAGE_PREFERENCE = (".png", ".svg")  # what an <img> shows when a chart was written in several (one is, always)
 MACHINE_KEYS = ("runner_class", "cpu", "usable_cores", "logical_cpus", "total_memory_gib", "python", "torch",
                 "torchvision", "pillow", "numpy", "jpeg_library", "torch_num_threads", "cuda_available",
                 "cuda_device", "shm_total_mib", "open_files_limit", "memory_limit_mib", "bench_profile", "cache_mode",
@@ -194,9 +194,9 @@ def machine_section(run: Run) -> Section:
 
 def chart_figure(spec: ChartSpec, files: list[Path]) -> Figure:
     """One chart: the image, then its title, what to read off it, and a link to each format written."""
-    shown = next((p for suffix in IMAGE_PREFERENCE for p in files if p.suffix == suffix), None)
-    return Figure(shown.name if shown else None, spec.title, f"**{spec.title}**: {spec.shows}. ({format_links(files)})",
-                  f"chart-{spec.stem}")
+    shown = min(files, key=lambda p: IMAGE_PREFERENCE.index(p.suffix))
+    caption = f"**{spec.title}**: {spec.shows}. ({format_links(files)})"
+    return Figure(shown.name, spec.title, caption, f"chart-{spec.stem}")
 
 
 def charts_section(report: Report) -> Section:
