@@ -25,7 +25,7 @@ from lfw.gate.compare import EXIT_INCOMPLETE
 from lfw.pipelines import Pipeline
 from lfw.report.console import console
 from lfw.report.findings import find
-from lfw.report.page import markdown
+from lfw.report.page import markdown_page
 from lfw.report.render import Report
 from lfw.results import keys as K
 from lfw.results import load_run
@@ -165,4 +165,4 @@ def test_the_gate_refuses_a_run_that_skipped_images_against_one_that_did_not(tmp
     assert gate_main([str(skipped), str(skipped), *out]) == 0  # as many skipped on both sides: compared
     report = Report(load_run(skipped), tmp_path / "report")
     said = "50 unreadable images (A/A_0001.jpg, B/B_0003.jpg, ...) were left out"
-    assert f"SKIPPED IMAGES: {said}" in console(report) and f"**Skipped images:** {said}" in markdown(report)
+    assert f"SKIPPED IMAGES: {said}" in console(report) and f"**Skipped images:** {said}" in markdown_page(report)

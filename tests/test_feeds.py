@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from lfw.cli.sections import Bullets, Table, markdown
 from lfw.diagnose.__main__ import main
 from lfw.diagnose.feeds import (
     AU_TARGET,
@@ -29,7 +30,7 @@ from lfw.diagnose.training import measure_pipeline, pipeline_setup, sleep_step, 
 from lfw.errors import LFWError
 from lfw.report.accelerators import TITLE, accelerators_section
 from lfw.report.html_page import html_page
-from lfw.report.page import findings_section, markdown
+from lfw.report.page import findings_section, markdown_page
 from lfw.report.render import Report
 from lfw.results import Case, Run
 from lfw.results import keys as K
@@ -157,13 +158,16 @@ def test_feed_of_a_case_without_a_rate_is_none() -> None:
 
 
 def test_the_report_puts_the_table_right_after_the_decoders_verdict(tmp_path: Path) -> None:
-    lines = accelerators_section(SYNTHETIC)
-    assert lines[0].startswith(f"- **{TITLE}:** at 50 ms per step, `simplejpeg-w2` feeds **1 accelerator**")
-    assert "  | pipeline | images/s | 10 ms | 25 ms | 50 ms | 100 ms |" in lines
-    assert any(line.startswith("  | `memmap-w0` (decode-free reference) |") for line in lines)
-    page = findings_section(Report(SYNTHETIC, tmp_path))
-    fastest = next(i for i, line in enumerate(page) if line.startswith("- **Fastest decode pipeline:**"))
-    assert page[fastest + 1] == lines[0]
+    [item] = accelerators_section(SYNTHETIC)
+    assert item.text.startswith(f"**{TITLE}:** at 50 ms per step, `simplejpeg-w2` feeds **1 accelerator**")
+    [table] = item.blocks
+    assert isinstance(table, Table) and table.header == ("pipeline", "images/s", "10 ms", "25 ms", "50 ms", "100 ms")
+    assert any(row[0] == "`memmap-w0` (decode-free reference)" for row in table.rows)
+    [found] = findings_section(Report(SYNTHETIC, tmp_path)).blocks
+    assert isinstance(found, Bullets)
+    fastest = next(i for i, line in enumerate(found.items) if str(line).startswith("**Fastest decode pipeline:**"))
+    assert found.items[fastest + 1] == item
+    assert "\n  | pipeline | images/s | 10 ms | 25 ms | 50 ms | 100 ms |\n" in markdown([found])
     assert accelerators_section(_run()) == []
 
 
@@ -175,7 +179,7 @@ def test_both_pages_show_one_simulation_of_the_accelerators_fed(tmp_path: Path,
     calls: list[object] = []
     monkeypatch.setattr(feeds, "feeds_table", lambda run: calls.append(run) or feeds_table(run))
     report = Report(SYNTHETIC, tmp_path)
-    assert markdown(report).count(TITLE) == 1 and html_page(report).count("Accelerators fed at AU") == 1
+    assert markdown_page(report).count(TITLE) == 1 and html_page(report).count("Accelerators fed at AU") == 1
     assert len(calls) == 1
 
 

@@ -31,8 +31,7 @@ from lfw.gate.verdict import load_verdict
 from lfw.report import load_run
 from lfw.report.__main__ import main
 from lfw.report.findings import find
-from lfw.report.html_page import HISTORY
-from lfw.report.markdown_html import safe_url, slug, to_html
+from lfw.report.page import HISTORY
 
 FIXTURE = Path(__file__).parent / "fixtures" / "quick_run.json"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
@@ -145,32 +144,6 @@ def test_a_missing_verdict_is_a_one_line_error(tmp_path: Path, capsys: pytest.Ca
     assert main([str(FIXTURE), "--out", str(tmp_path / "out"), "--verdict", str(tmp_path / "nope.json")]) == 2
     assert capsys.readouterr().err == f"error: --verdict {tmp_path / 'nope.json'}: not found\n"
     assert not (tmp_path / "out").exists()
-
-
-def test_markdown_conversion_escapes_text_and_keeps_only_safe_links() -> None:
-    fragment = to_html("**a** `<b>` [x](javascript:void) [y](workers.png) *c* [z](java&#9;script:x) "
-                       "[w](https://example.com/a) [v](#anchor) ![i](data:image/png,x) a <i>b</i> &")
-    assert fragment.startswith("<p><strong>a</strong> <code>&lt;b&gt;</code> <a>x</a> ")
-    assert '<a href="workers.png">y</a> <em>c</em> <a>z</a> <a href="https://example.com/a">w</a>' in fragment
-    assert '<a href="#anchor">v</a> <img alt="i"> a &lt;i&gt;b&lt;/i&gt; &amp;</p>' in fragment
-    assert "script:" not in fragment and "data:" not in fragment
-    assert to_html("<script>x</script>") == "<p>&lt;script&gt;x&lt;/script&gt;</p>"  # raw HTML is shown, as text
-    assert to_html("```\n<b>x</b>\n```") == "<pre><code>&lt;b&gt;x&lt;/b&gt;\n</code></pre>"
-    assert [safe_url(u) for u in ("a/b.png", "#x", "http://h", "HTTPS://h", "JavaScript:x", " javascript:x",
-                                  "java&#x09;script:x", "data:x", "mailto:x")] == [True] * 4 + [False] * 5
-
-
-def test_a_list_item_holds_its_indented_table_and_headings_get_their_anchors() -> None:
-    fragment = to_html("- item:\n\n  | a | n |\n  |---|---:|\n  | x | 1 |\n\n- next\n\n### Against the baseline\n\n"
-                       "**ok**  \nexit 0\n\n| | |\n|---|---|\n| key | value |")
-    assert fragment.count("<ul>") == 1 and fragment.count("<li>") == 2
-    assert re.search(r"<li>\s*<p>item:</p>\s*<table>.*</table>\s*</li>\s*<li>\s*<p>next</p>", fragment, re.S)
-    assert '<th style="text-align: right;">n</th>' in fragment and '<td style="text-align: right;">1</td>' in fragment
-    assert '<h3 id="against-the-baseline">Against the baseline</h3>' in fragment
-    assert "<p><strong>ok</strong><br>\nexit 0</p>" in fragment
-    key_value = fragment[fragment.rindex("<table>"):]
-    assert "<thead>" not in key_value and "<td>key</td>" in key_value  # a key-value table has no header row
-    assert slug("Left out on this machine") == "left-out-on-this-machine" and slug("All cases!") == "all-cases"
 
 
 def exited(pid: int, deadline: float) -> bool:

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from lfw.cli.sections import html as html_fragment
 from lfw.errors import LFWError
 from lfw.gate import Thresholds, compare_runs
 from lfw.gate.__main__ import main as gate_main
-from lfw.gate.summary import verdict_markdown
+from lfw.gate.summary import verdict_blocks, verdict_markdown
 from lfw.gate.verdict import SCHEMA_VERSION, TWO_FILE, CaseVerdict, Row, RunIdentity, Verdict, load_verdict
 from lfw.gate.verdict_build import two_file_verdict
 from lfw.report.__main__ import main as report_main
-from lfw.report.verdict_html import verdict_html
 from lfw.results import load_run, short_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,7 +130,7 @@ def test_the_html_verdict_escapes_every_text() -> None:
     verdict = Verdict(TWO_FILE, 1, f"REGRESSED {hostile}", None, RunIdentity(hostile, "0" * 64, 1), setup=hostile,
                       comparisons=(row,), cases=(CaseVerdict(row.case, "regressed", -0.6, hostile),),
                       notes=(hostile,))
-    fragment = verdict_html(verdict)
+    fragment = html_fragment(verdict_blocks(verdict))
     assert "<script>" not in fragment and "<b>" not in fragment and "&lt;script&gt;alert(1)&lt;/script&gt;" in fragment
 
 

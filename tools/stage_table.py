@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 
+from lfw.cli.sections import Bullets, markdown
 from lfw.errors import cli_entry
 from lfw.measure.stages import STAGES
 from lfw.report.accelerators import accelerators_section
@@ -52,7 +53,7 @@ def main(argv: list[str]) -> int:
     verdict = pipeline_verdict(run)
     if verdict is not None:
         print("report:", verdict.sentence().replace("`", ""))
-    print("\n".join(line.replace("`", "").replace("**", "") for line in accelerators_section(run)))
+    print(markdown([Bullets(accelerators_section(run))]).replace("`", "").replace("**", ""), end="")
     return 0
 
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lfw.cli.saving import write_atomic
+from lfw.cli.sections import Block, Bullets, Fold, Heading, Para, Table, markdown
 from lfw.gate.table import AB_HEADER, TWO_FILE_HEADER, comparison_rows
 from lfw.gate.verdict import AB, TWO_FILE, Verdict, file_sha256
 from lfw.results import short_name
@@ -39,45 +40,13 @@ EXIT_MEANING = {
 }
 
 
-def cell(text: object) -> str:
-    """A table cell: one line, pipes escaped."""
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
-class Layout:
-    """How a page lays out the verdict's parts, each as lines: Markdown here; :mod:`lfw.report.verdict_html`'s
-    subclass lays out the same parts (:func:`verdict_sections`) as HTML."""
-
-    def heading(self, text: str) -> list[str]:
-        return [f"#### {text}", ""]
-
-    def table(self, header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
-        lines = [f"| {' | '.join(header)} |", f"|{'|'.join(' --- ' for _ in header)}|"]
-        return [*lines, *(f"| {' | '.join(cell(v) for v in row)} |" for row in rows), ""]
-
-    def para(self, text: str) -> list[str]:
-        return [f"{text}  ", ""]
-
-    def bullets(self, items: Sequence[str]) -> list[str]:
-        return [*(f"- {item}" for item in items), ""]
-
-    def fold(self, title: str, lines: list[str]) -> list[str]:
-        return [f"<details><summary>{title}</summary>", "", *lines, "</details>", ""]
-
-    def case_list(self, title: str, items: Sequence[str], *, alarm: bool = False) -> list[str]:
-        """A titled list of cases, folded when long; an ``alarm`` (the failure) is bold and never folded."""
-        if not items:
-            return []
-        if alarm or len(items) <= FOLD_AFTER:
-            return [f"**{title}**:" if alarm else f"{title}:", "", *self.bullets(items)]
-        return self.fold(title, self.bullets(items))
-
-
-def headline(mode: str, exit_code: int, line: str, error: str | None = None) -> list[str]:
-    """The marker, the status and exit code, the verdict line in bold and what the exit code means."""
-    return [MARKER, f"### lfw-bench gate, {mode}: {STATUS.get(exit_code, 'error')} (exit {exit_code})", "",
-            f"**{line}**  ", *([f"error: {error}  "] if error else []),
-            f"exit {exit_code}: {EXIT_MEANING.get(exit_code, 'error')}", ""]
+def case_list(title: str, items: Sequence[str], *, alarm: bool = False) -> list[Block]:
+    """A titled list of cases, folded when long; an ``alarm`` (the failure) is bold and never folded."""
+    if not items:
+        return []
+    if alarm or len(items) <= FOLD_AFTER:
+        return [Para(f"**{title}**:" if alarm else f"{title}:"), Bullets(items)]
+    return [Fold(title, [Bullets(items)])]
 
 
 MODE_NAMES = {TWO_FILE: "two files", AB: "A/B"}
@@ -93,29 +62,41 @@ def sides_text(v: Verdict) -> str:
     return "; ".join(parts)
 
 
-def verdict_sections(v: Verdict, page: Layout) -> list[str]:
-    """The verdict's parts below the headline and the runs, laid out by ``page``: the layer table, the comparisons,
-    what was not judged and the cases missing, left out or new, every case's label and the recommendation."""
+def verdict_blocks(v: Verdict) -> list[Block]:
+    """The verdict: its title (mode, status, exit code), the verdict line in bold and what the exit code means, the
+    runs judged, then the parts (:func:`verdict_sections`); a verdict without layers is a run that ended without
+    one (:func:`~lfw.gate.verdict_build.failure_verdict`) and says only that."""
+    status = f"{STATUS.get(v.exit_code, 'error')} (exit {v.exit_code})"
+    facts = [line for line in (sides_text(v) if v.layers else "", v.setup) if line]
+    return [Heading(f"lfw-bench gate, {MODE_NAMES.get(v.mode, v.mode)}: {status}", 3),
+            Para(f"**{v.headline}**", *([f"error: {v.error}"] if v.error else []),
+                 f"exit {v.exit_code}: {EXIT_MEANING.get(v.exit_code, 'error')}"),
+            *([Para(*facts)] if facts else []), *verdict_sections(v)]
+
+
+def verdict_sections(v: Verdict) -> list[Block]:
+    """The verdict's parts below the headline and the runs: the layer table, the comparisons, what was not judged
+    and the cases missing, left out or new, every case's label and the recommendation."""
     if not v.layers:
         return []
-    lines = [*page.heading("Layers"), *page.table(("layer", "judged", "comparisons", "why not"),
-                                                  [(r.layer, r.judged, r.comparisons, r.why_not) for r in v.layers])]
-    lines += comparison_sections(v, page)
+    blocks: list[Block] = [Heading("Layers"), Table(("layer", "judged", "comparisons", "why not"),
+                                                    [(r.layer, r.judged, r.comparisons, r.why_not) for r in v.layers])]
+    blocks += comparison_sections(v)
     if v.mode == TWO_FILE:
-        lines += two_file_sections(v, page)
+        blocks += two_file_sections(v)
     else:
-        lines += page.case_list(f"new cases, not in the base revision (not compared): {len(v.new_cases)}",
-                                [f"`{short_name(c)}`" for c in v.new_cases])
+        blocks += case_list(f"new cases, not in the base revision (not compared): {len(v.new_cases)}",
+                            [f"`{short_name(c)}`" for c in v.new_cases])
     if v.cases:
         counts = ", ".join(f"{n} {label}" for label, n in v.label_counts().items())
         rows = [(f"`{short_name(c.case)}`", c.label, c.detail) for c in v.cases]
-        lines += [*page.heading("Verdict per case"), *page.para(counts),
-                  *page.fold("every case", page.table(("case", "verdict", "detail"), rows))]
+        blocks += [Heading("Verdict per case"), Para(counts),
+                   Fold("every case", [Table(("case", "verdict", "detail"), rows)])]
     if v.recommendation:
         rows = [(r.transform, r.num_workers, r.evidence) for r in v.recommendation]
-        lines += [*page.heading(f"Recommended num_workers (this run's `{v.recommendation_group}` group)"),
-                  *page.table(("transform", "num_workers", "each count's paired ratio to the best [interval]"), rows)]
-    return lines
+        blocks += [Heading(f"Recommended num_workers (this run's `{v.recommendation_group}` group)"),
+                   Table(("transform", "num_workers", "each count's paired ratio to the best [interval]"), rows)]
+    return blocks
 
 
 def write_chart_list(out: Path, run: Path, charts: Sequence[Path]) -> Path:
@@ -137,64 +118,60 @@ def charts_drawn(folder: Path, sha256: str | None) -> list[Path]:
     return [folder / name for name in drawn if str(name).endswith(".png") and (folder / name).is_file()]
 
 
-def chart_links(charts: Sequence[Path], summary: Path, hint: str) -> list[str]:
+def chart_links(charts: Sequence[Path], summary: Path, hint: str) -> list[Block]:
     """Links to the run's charts, relative to the page. In GitHub Actions the page is read as the job summary and
     a pull-request comment, where a relative link leads nowhere: the charts are named, in the uploaded artifact."""
     if not charts:
-        return ["#### Charts", "", f"no chart of this run in {summary.parent}/ ({hint})", ""]
+        return [Heading("Charts"), Para(f"no chart of this run in {summary.parent}/ ({hint})")]
     if os.environ.get("GITHUB_ACTIONS") == "true":
         names = ", ".join(f"`{p.name}`" for p in charts)
-        return ["#### Charts", "", f"in this job's uploaded `{summary.parent.name}` artifact: {names}", ""]
-    links = [f"- [{p.as_posix()}]({os.path.relpath(p, summary.parent)})" for p in charts]
-    return ["#### Charts", "", *links, ""]
+        return [Heading("Charts"), Para(f"in this job's uploaded `{summary.parent.name}` artifact: {names}")]
+    return [Heading("Charts"), Bullets([f"[{p.as_posix()}]({os.path.relpath(p, summary.parent)})" for p in charts])]
 
 
 def verdict_markdown(v: Verdict, summary: Path) -> str:
-    """The page of a verdict, two files or A/B, rendered from the :class:`Verdict` alone; a verdict without layers
-    is a run that ended without one (:func:`~lfw.gate.verdict_build.failure_verdict`) and says only that."""
-    lines = headline(MODE_NAMES.get(v.mode, v.mode), v.exit_code, v.headline, v.error)
-    if not v.layers:
-        return "\n".join([*lines, v.setup]).rstrip() + "\n"
-    sides = sides_text(v)
-    lines += [*([f"{sides}  "] if sides else []), v.setup, "", *verdict_sections(v, Layout())]
-    if v.mode == TWO_FILE:
-        run = v.current.path if v.current else "CURRENT.json"
-        hint = f"`python -m lfw.report {run} --out {summary.parent}` draws them"
-    else:
-        sides = " ".join(i.path for i in (v.baseline, v.current) if i is not None) or "BASE.json CURRENT.json"
-        hint = f"`python -m lfw.report {sides} --out {summary.parent}` draws both sides"
-    lines += chart_links(charts_drawn(summary.parent, v.current.sha256 if v.current else None), summary, hint)
-    return "\n".join(lines).rstrip() + "\n"
+    """The page of a verdict, two files or A/B, rendered from the :class:`Verdict` alone: :data:`MARKER`,
+    :func:`verdict_blocks` and links to the run's charts (``charts.json`` beside the page)."""
+    blocks = verdict_blocks(v)
+    if v.layers:
+        if v.mode == TWO_FILE:
+            hint = f"`python -m lfw.report {v.current.path if v.current else 'CURRENT.json'} --out {summary.parent}` " \
+                   "draws them"
+        else:
+            sides = " ".join(i.path for i in (v.baseline, v.current) if i is not None) or "BASE.json CURRENT.json"
+            hint = f"`python -m lfw.report {sides} --out {summary.parent}` draws both sides"
+        blocks += chart_links(charts_drawn(summary.parent, v.current.sha256 if v.current else None), summary, hint)
+    return f"{MARKER}\n{markdown(blocks)}"
 
 
-def comparison_sections(v: Verdict, page: Layout) -> list[str]:
+def comparison_sections(v: Verdict) -> list[Block]:
     """Regressions, inconclusive comparisons (A/B only) and notable improvements, a table each; A/B rows hold the
     wall-clock pairs and the exact counts together."""
     header = AB_HEADER if v.mode == AB else TWO_FILE_HEADER
     sections = {"Regressions": (v.regressions, False), "Inconclusive (noisy: rerun)": (v.inconclusive, False),
                 "Notable improvements": (v.improvements, True)}
-    lines = []
+    blocks: list[Block] = []
     for title, (rows, better) in sections.items():
         if rows:
             shown = (*header[:5], "the rule the other way", *header[6:]) if better else header
             note = "; reported, not part of the verdict" if better else ""
-            lines += [*page.heading(f"{title} ({len(rows)}{note})"),
-                      *page.table(shown, comparison_rows(rows, better, ab=v.mode == AB))]
-    return lines
+            blocks += [Heading(f"{title} ({len(rows)}{note})"),
+                       Table(shown, comparison_rows(rows, better, ab=v.mode == AB))]
+    return blocks
 
 
-def two_file_sections(v: Verdict, page: Layout) -> list[str]:
+def two_file_sections(v: Verdict) -> list[Block]:
     """What was not judged, and the cases missing, left out or new."""
     notes = [*(f"not judged: {layer}: {why}" for layer, why in v.unjudged.items()), *(f"note: {n}" for n in v.notes),
              *([f"machine info differs: {v.machine_diffs}"] if v.machine_diffs else [])]
-    lines = [*page.heading("Not judged, missing, left out"), *page.bullets(notes)]
-    lines += page.case_list(f"MISSING: {len(v.gaps)} baseline cases this run should have held",
-                            [f"`{short_name(m.case)}`: {m.why}" for m in v.gaps], alarm=True)
-    lines += page.case_list(f"left out on purpose, not compared: {len(v.narrowed)}",
-                            [f"`{short_name(m.case)}`: {m.why}" for m in v.narrowed])
-    lines += page.case_list(f"new cases, in the current run only (not gated): {len(v.new_cases)}",
-                            [f"`{short_name(n)}`" for n in v.new_cases])
-    return lines
+    blocks: list[Block] = [Heading("Not judged, missing, left out"), *([Bullets(notes)] if notes else [])]
+    blocks += case_list(f"MISSING: {len(v.gaps)} baseline cases this run should have held",
+                        [f"`{short_name(m.case)}`: {m.why}" for m in v.gaps], alarm=True)
+    blocks += case_list(f"left out on purpose, not compared: {len(v.narrowed)}",
+                        [f"`{short_name(m.case)}`: {m.why}" for m in v.narrowed])
+    blocks += case_list(f"new cases, in the current run only (not gated): {len(v.new_cases)}",
+                        [f"`{short_name(n)}`" for n in v.new_cases])
+    return blocks
 
 
 def write_summary(text: str, path: Path, environ: Mapping[str, str] = os.environ) -> list[Path]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lfw.cli.sections import Item, Table
 from lfw.results import Run
 
 if TYPE_CHECKING:
@@ -40,13 +41,13 @@ def headline(table: FeedsTable) -> str:
     return text
 
 
-def _row(row: FeedRow) -> str:
+def _row(row: FeedRow) -> tuple[str, ...]:
     what = f"`{row.label}`" + ("" if row.decodes else " (decode-free reference)")
-    return f"  | {what} | {row.feed.rate:,.0f} | {' | '.join(str(n) for n in row.fed)} |"
+    return (what, f"{row.feed.rate:,.0f}", *(str(n) for n in row.fed))
 
 
-def accelerators_section(run: Run) -> list[str]:
-    """The findings item and its table; no lines when the run has no decoders case with a rate."""
+def accelerators_section(run: Run) -> list[Item]:
+    """The findings item with its table; none when the run has no decoders case with a rate."""
     if not run.group(GROUP):
         return []
     from lfw.diagnose.feeds import feeds_table
@@ -54,12 +55,10 @@ def accelerators_section(run: Run) -> list[str]:
     table = feeds_table(run)
     if table is None:
         return []
-    steps = " | ".join(f"{s:g} ms" for s in table.steps_ms)
-    lines = [f"- **{TITLE}:** {headline(table)}. Each cell: the accelerators one pipeline keeps at accelerator "
-             "utilization >= 90% (compute / time, first step excluded), each taking a batch of 64 per step of the "
-             "column's length; simulated from the measured images/s, workers, prefetch factor and the main "
-             "process's time per batch, for a loop that blocks for its step. Without workers the loop loads and "
-             "steps in turn, so a batch must load in under a ninth of the step (docs/diagnose.md).",
-             "", f"  | pipeline | images/s | {steps} |", f"  |---|---:|{'---:|' * len(table.steps_ms)}"]
-    lines += [_row(r) for r in table.rows]
-    return [*lines, ""]
+    text = (f"**{TITLE}:** {headline(table)}. Each cell: the accelerators one pipeline keeps at accelerator "
+            "utilization >= 90% (compute / time, first step excluded), each taking a batch of 64 per step of the "
+            "column's length; simulated from the measured images/s, workers, prefetch factor and the main "
+            "process's time per batch, for a loop that blocks for its step. Without workers the loop loads and "
+            "steps in turn, so a batch must load in under a ninth of the step (docs/diagnose.md).")
+    header = ("pipeline", "images/s", *(f"{s:g} ms" for s in table.steps_ms))
+    return [Item(text, [Table(header, [_row(r) for r in table.rows], right=range(1, len(header)))])]

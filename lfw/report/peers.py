@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from lfw.cli.sections import Table
 from lfw.results import Case, Run
 from lfw.results import keys as K
 from lfw.results.knobs import NUM_WORKERS
@@ -120,18 +121,17 @@ COLUMNS = ("case", "images/s (rounds)", "CPU ms/image", "cold epoch images/s", "
            "PSS added MiB", "of own decoder", "layout", "pixels: mean / max diff")
 
 
-def peers_table(run: Run) -> list[str]:
-    """The Markdown table: DataLoader's best, then each peer at its best, then every other case of the group."""
+def peers_table(run: Run) -> Table | None:
+    """The table: DataLoader's best, then each peer at its best (bold), then every other case of the group."""
     best, rows = peer_rows(run)
     if best is None:
-        return []
+        return None
     shown = [best, *(r.case for r in rows)]
     rest = [c for c in run.group(GROUP) if c not in shown and c.number(K.IMAGES_PER_S) is not None]
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|---|" + "---:|" * (len(COLUMNS) - 1)]
-    for case in [*shown, *sorted(rest, key=lambda c: c.name)]:
-        mark = "**" if case in shown else ""
-        lines.append(f"| {mark}`{case.name.split('[')[-1].rstrip(']')}`{mark} | " + " | ".join(row_cells(case)) + " |")
-    return lines
+    mark = {id(c): "**" for c in shown}
+    return Table(COLUMNS, [(f"{mark.get(id(c), '')}`{c.name.split('[')[-1].rstrip(']')}`{mark.get(id(c), '')}",
+                            *row_cells(c)) for c in [*shown, *sorted(rest, key=lambda c: c.name)]],
+                 right=range(1, len(COLUMNS)))
 
 
 def verdict_lines(run: Run) -> list[str]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lfw.cli.figures import FORMATS, ChartSpec, save_figure
+from lfw.cli.sections import Item
 from lfw.errors import LFWError
 from lfw.gate.summary import CHARTS_JSON, write_chart_list
 from lfw.gate.verdict import CaseVerdict, Verdict
@@ -113,7 +114,7 @@ class Report:
         return find(self.run, self.verdicts)
 
     @functools.cached_property
-    def accelerators(self) -> list[str]:
+    def accelerators(self) -> list[Item]:
         """The findings' accelerators-fed item: simulated once per pipeline and step time, shown on both pages."""
         return accelerators_section(self.run)
 
