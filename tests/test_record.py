@@ -151,11 +151,16 @@ COMMITTED = sorted([*(ROOT / "benchmarks" / "baselines").glob("*.json"),
                          ids=lambda p: str(p.relative_to(ROOT)))
 def test_committed_runs_load_and_read_each_knob_where_their_version_kept_it(path: Path) -> None:
     """Versions 0 and 1 kept a knob under its key in extra_info, in params (version 0 only where the case's group
-    varied it) or in the LoaderConfig dict (``config``): :meth:`Case.knob` reads it there, in that order."""
+    varied it) or in the LoaderConfig dict (``config``): :meth:`Case.knob` reads it there, in that order. From
+    version 2 (the gpu baseline) a knob is in params alone."""
     run = load_run(path)
-    assert run.cases and {c.schema_version for c in run.cases} <= {0, 1}
+    assert run.cases and {c.schema_version for c in run.cases} <= {0, 1, SCHEMA_VERSION}
     from_config = 0
     for case in run.cases:
+        if case.schema_version == SCHEMA_VERSION:
+            assert all(case.knob(knob) == case.params.get(knob.key) for knob in KNOBS), case.name
+            assert all(knob.key in case.params for knob in KNOBS), case.name
+            continue
         config = case.extra.get(K.CONFIG) or {}
         for knob in KNOBS:
             saved = [v for v in (case.extra.get(knob.key), case.params.get(knob.key), config.get(knob.key))
@@ -165,7 +170,8 @@ def test_committed_runs_load_and_read_each_knob_where_their_version_kept_it(path
             from_config += 1
         if K.WORKERS in case.extra and not config:
             assert case.knob(NUM_WORKERS) == case.extra[K.WORKERS], case.name
-    if path.parent.name == "baselines":  # saved before every case's params carried every knob
+    if path.parent.name == "baselines" and SCHEMA_VERSION not in {c.schema_version for c in run.cases}:
+        # saved before every case's params carried every knob
         assert from_config, "a case whose params lack num_workers reads it from its config"
 
 
