@@ -1,11 +1,7 @@
 """Storage formats made once from an LFW tree into the cache: tar shards and a decoded ``uint8`` memmap.
 
-Both live under ``<cache>/formats/<key>/`` (:func:`lfw.data.synth.cache_root`, never tracked by git), where the key
-hashes the tree's path, file count and bytes, so a changed tree gets new ones. Each is written into a staging
-folder and renamed into place when complete, so an interrupted build never leaves a half-written format that a
-later run would trust; a progress bar shows the build (the decoded memmap of full-size LFW is
-13,233 x 250 x 250 x 3 bytes = 2.3 GiB).
-"""
+Both live under ``<cache>/formats/<key>/`` (the key hashes the tree's path, file count and bytes), built with a
+progress bar into a staging folder renamed into place when complete."""
 
 from __future__ import annotations
 
