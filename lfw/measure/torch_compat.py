@@ -1,22 +1,13 @@
 """The few DataLoader internals the measurement needs, behind one small module.
 
-torch keeps no public way to list a loader's worker processes or to stop them on demand; these read the
-private attributes its iterators have carried since torch 1.x (``_workers``, ``_shutdown_workers``, a loader's
-persistent ``_iterator``, a multi-process iterator's ``_tasks_outstanding`` and ``_prefetch_factor``, a worker
-process's ``_popen``). Each function degrades to "nothing there" rather than failing when an attribute is
-missing, so a torch release that renames one shows as missing worker figures, not as a crash mid-run.
+torch has no public way to list or stop a loader's workers, so these read private attributes (``_workers``,
+``_shutdown_workers``, ``_iterator``, ``_tasks_outstanding``, ``_prefetch_factor``, ``_popen``); each degrades to
+"nothing there" when one is missing, so a torch release that renames one shows as missing worker figures.
 
-A loader that is not a DataLoader (:class:`lfw.pipelines.nodes.NodesLoader`, a torchdata.nodes pipeline) is
-measured through two hooks instead of those attributes:
-
-- ``loader.worker_pids(iterator)``: the pids of the worker *processes* serving ``iterator`` (the object its
-  ``iter()`` returned), or, with ``iterator=None``, of those alive between passes (persistent ones); only
-  processes the loader itself started, never another child of this process, and none for work done on threads
-  of this process (the main process's CPU time counts it already). ``LoaderPass`` sums these processes' CPU time
-  into ``workers_cpu_s`` and reports their USS; the memory of the whole tree is sampled whatever the hook says.
-- ``iterator.close()``: stop the iterator's workers now; a ``RuntimeError`` raised after stopping them says
-  something had to be forced, and propagates as ``_shutdown_workers``'s does.
-"""
+A loader that is not a DataLoader (:class:`lfw.pipelines.nodes.NodesLoader`, a peer) offers two hooks instead:
+``loader.worker_pids(iterator)``, the pids of the worker *processes* it started serving ``iterator`` (with
+``iterator=None``: those alive between passes), whose CPU time and USS ``LoaderPass`` counts; and
+``iterator.close()``, which stops them now and raises ``RuntimeError`` afterwards when something had to be forced."""
 
 from __future__ import annotations
 
@@ -50,10 +41,8 @@ def worker_pids(loader: DataLoader | MeasuredLoader, iterator: Any = None) -> li
 
 
 def worker_start_method(iterator: Any) -> str | None:
-    """How the live workers of ``iterator`` were started, ``"fork"``, ``"spawn"`` or ``"forkserver"``: the
-    ``method`` of the launcher multiprocessing started each process with (its ``_popen``), read from the
-    processes themselves rather than from the loader's settings. None without worker processes, for a loader
-    with the ``worker_pids`` hook (module docstring), or when the workers disagree or do not say."""
+    """How the live workers of ``iterator`` were started (``fork``, ``spawn``, ``forkserver``), read from their
+    processes; None without workers, for a hooked loader, or when they disagree or do not say."""
     methods = {getattr(getattr(w, "_popen", None), "method", None) for w in getattr(iterator, "_workers", [])}
     methods.discard(None)
     return str(methods.pop()) if len(methods) == 1 else None
