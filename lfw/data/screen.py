@@ -1,23 +1,10 @@
 """Unreadable images found once, before a run, and left out of it: what every entry point's skip option does.
 
-``python -m lfw -skip_bad_images``, ``pytest benchmarks --bench-skip-bad-images`` (``make bench
-SKIP_BAD_IMAGES=1``) and the same option beside ``--bench-dataset`` screen their data before anything is timed:
-every image is read once in this process, and those that fail are left out of the whole run. Why before, and not
-in the loader (``on_error="skip"``): a pass that meets a bad file does less work than one that does not, and a
-worker that skips a file is the only process that knows it. Screened once, every case of the run reads the same
-images, and the run records how many were left out and which (:meth:`Screening.facts`, saved in
-``machine_info``): the report says so, and the gate refuses to compare the run with one that read them all.
-
-An LFW tree is screened with :func:`~lfw.data.dataset.pil_loader` (the presets' decode: a truncated, empty or
-non-JPEG file fails). When some fail, the run reads a *view* of the tree: a folder in the cache whose person
-folders hold links (hard links; symbolic links across file systems) to the readable images only, so every dataset,
-decode pipeline, tar shard and memmap built from a root sees the same images and needs no option of its own. A
-screen is cached under the tree's file names, sizes and modification times: the next run over the same tree
-decodes nothing twice; a tree keeps one view (an older one is removed when the tree changes, so its links do not
-keep deleted or replaced files on the disk). A user's own dataset is screened item by item
-(:func:`find_unreadable` over its items) and read through a ``Subset`` of the readable ones
-(:mod:`lfw.suite.user_dataset`).
-"""
+Every image is read once in this process before anything is timed, so every case of the run reads the same
+images; the run records how many were left out and which (:meth:`Screening.facts`, in ``machine_info``). An LFW
+tree is screened with :func:`~lfw.data.dataset.pil_loader` and, when some fail, read through a cached *view*: person
+folders of links to the readable images only (one view per tree, keyed by its files' names, sizes and times). A
+user's own dataset is screened item by item (:func:`find_unreadable`). Why and how: docs/faults.md."""
 
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
 """Offline LFW: a deterministic LFW-like tree, since LFW cannot be downloaded at run time.
 
-``python -m lfw.data.synth DIR --images N --seed S`` writes ``DIR/<Person_Name>/<Person_Name>_0001.jpg`` with:
-
-- the real layout and naming (4-digit, 1-based image numbers);
-- 250x250 RGB JPEGs of about the real size (LFW averages about 13 KB per file) with face-like content: a
-  textured background, a shaded face, hair, eyes and mouth, sensor noise, so decode cost is realistic;
-- the real heavy-tailed images-per-person distribution: at full size 13,233 images of 5,749 people, about 4,069
-  of them with a single image and a power-law tail up to a few hundred images for the most photographed person.
-
-Same seed and the same Pillow build give byte-identical files: every image draws from its own generator seeded
-by ``(seed, person, image)``, so the order in which worker processes write them does not matter.
-"""
+``python -m lfw.data.synth DIR --images N --seed S`` writes ``DIR/<Person_Name>/<Person_Name>_0001.jpg``: LFW's
+layout and naming, 250x250 face-like RGB JPEGs of about LFW's file size, and its heavy-tailed images-per-person
+distribution. The same seed and Pillow build give byte-identical files (each image seeded by
+``(seed, person, image)``)."""
 
 from __future__ import annotations
 
