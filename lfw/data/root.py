@@ -6,9 +6,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from lfw.data import SYNTHETIC_SIZES
 from lfw.data.dataset import find_image_root, list_dir
 from lfw.data.screen import Screening, screen_tree
-from lfw.data.sizes import SYNTHETIC_SIZES
 from lfw.data.synth import cached_tree
 
 DEFAULT_SYNTHETIC_IMAGES = SYNTHETIC_SIZES["quick"]

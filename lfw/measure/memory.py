@@ -78,8 +78,7 @@ class TreeSampler:
         self.interval = interval
         self.root = psutil.Process(pid)
         self.samples: list[TreeSnapshot] = []
-        # CPU time (user + system) the sampling thread used while the pass ran, i.e. before the final snapshot
-        # that is taken after the clock stops: what sampling costs the measured pass.
+        # CPU time of the sampling thread before the final snapshot: what sampling costs the measured pass.
         self.cpu_s = 0.0
         self.marks: list[TreeSnapshot] = []
         self._t0 = time.perf_counter()

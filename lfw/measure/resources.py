@@ -21,14 +21,12 @@ from lfw.measure.moves import batch_bytes
 
 MiB = 2**20
 DEFAULT_PREFETCH = 2  # torch's prefetch_factor when workers are used and none is given
-# Descriptors the main process opens per worker (the worker's queues, pipes and sentinel): 7-8 measured with torch
-# 2.14 (a unit test holds the model to a real loader), plus two per batch in flight (the segment's
-# descriptor and its duplicate while it is handed over), plus room for the files a pass reads.
+# Descriptors: per worker (queues, pipes, sentinel; a unit test holds the model to a real loader), per batch in
+# flight (the segment and its duplicate while handed over), and room for the files a pass reads.
 FDS_PER_WORKER = 8
 FDS_PER_BATCH = 2
 FDS_SPARE = 16
-# Private memory of a forked worker beyond the batches it builds (its own heap and the pages it copies on
-# write): an allowance, well above the worker USS the memory groups record at the start of a pass.
+# A forked worker's private memory beyond its batches: an allowance well above the worker USS the groups record.
 WORKER_PRIVATE_BYTES = 128 * MiB
 SHM_SPARE = MiB  # tmpfs rounds every segment up to pages; keep a little room
 

@@ -56,9 +56,8 @@ def iterator_prefetch_factor(iterator: Any) -> int | None:
 
 
 def requests_outstanding(iterator: Any) -> int | None:
-    """Batches a multi-process DataLoader iterator has asked its workers for and not yet returned. Read right
-    after ``iter()``, it is what the iterator primed: ``prefetch_factor`` x workers, or the epoch's batches if
-    fewer. None for a single-process iterator or a loader that is not a DataLoader."""
+    """Batches a multi-process DataLoader iterator has asked for and not yet returned (right after ``iter()``: what
+    it primed); None for a single-process iterator or a loader that is not a DataLoader."""
     outstanding = getattr(iterator, "_tasks_outstanding", None)
     return int(outstanding) if isinstance(outstanding, int) else None
 

@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -354,7 +354,11 @@ class PeerLoader:
         self._adopt()
         left = [psutil.Process(pid) for pid in self.worker_pids()]
         for proc in left:
-            _terminate(proc)
+            with suppress(psutil.Error):
+                proc.terminate()
+        for proc in psutil.wait_procs(left, STOP_GRACE_S)[1]:  # those still alive after the grace period
+            with suppress(psutil.Error):
+                proc.kill()
         if left:
             problems.append(f"{len(left)} of its processes outlived its shutdown and were stopped by signal")
         self._owned.clear()
@@ -373,7 +377,9 @@ class DataLoaderPeer(PeerLoader):
         raise NotImplementedError
 
     def fields(self, batch: Any) -> tuple[Any, Any, Any]:
-        raise NotImplementedError
+        """``(images, labels, indices)`` of one of its batches (by default the batch is that tuple)."""
+        images, labels, index = batch
+        return images, labels, index
 
     def start(self) -> None:
         self._loader = self.make_loader()
@@ -396,16 +402,6 @@ def _not_zombie(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
-
-
-def _terminate(proc: psutil.Process) -> None:
-    try:
-        proc.terminate()
-        proc.wait(STOP_GRACE_S)
-    except psutil.TimeoutExpired:
-        proc.kill()
-    except psutil.Error:
-        pass
 
 
 MAX_PER_SHARD = 128  # images per shard or chunk of a peer's own format, where the pass is long enough

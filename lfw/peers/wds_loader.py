@@ -60,10 +60,5 @@ class WebDatasetLoader(DataLoaderPeer):
         return wds.WebLoader(dataset, batch_size=None, num_workers=self.spec.parallelism, persistent_workers=True,
                              timeout=self.timeout, worker_init_fn=die_with_parent)
 
-    def fields(self, batch: Any) -> tuple[Any, Any, Any]:
-        images, labels, index = batch
-        return images, labels, index
-
-
 def build(spec: PeerSpec, images: PassImages) -> WebDatasetLoader:
     return WebDatasetLoader(spec, images)

@@ -190,8 +190,7 @@ class TarShards(IterableDataset):
 
 
 class DecodedMemmap(Dataset):
-    """Images decoded once into a (N, H, W, 3) ``uint8`` ``.npy`` array, read through a memory map (a batch in one
-    read)."""
+    """Images decoded once into a (N, H, W, 3) ``uint8`` ``.npy`` array, read through a memory map."""
 
     def __init__(self, images: Path, labels: Path, size: int | None = None, output: str = "uint8") -> None:
         self.images = np.load(images, mmap_mode="r")

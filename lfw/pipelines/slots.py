@@ -40,11 +40,8 @@ def release_rings(key: str) -> None:
 
 
 def receive_slot(key: str, pid: int, slot: int, n: int, rings: Rings | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Unpickle a :class:`SlotBatch` in the main process: ``(images, labels)``, views of the slot.
-
-    Rings that arrive are kept for the worker's later batches; the rings of any worker that has exited are let
-    go then, and a dataset's rings when the dataset is collected (:class:`SlotBatches`).
-    """
+    """Unpickle a :class:`SlotBatch` in the main process: ``(images, labels)``, views of the slot; rings that
+    arrive are kept (those of exited workers let go then, a dataset's when it is collected)."""
     if rings is not None:
         for gone in [k for k in _ATTACHED if not psutil.pid_exists(k[1])]:
             del _ATTACHED[gone]

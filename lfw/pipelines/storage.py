@@ -71,10 +71,8 @@ def tar_shards(root: str | os.PathLike[str], images_per_shard: int = IMAGES_PER_
 
 
 def decoded_memmap(root: str | os.PathLike[str]) -> tuple[Path, Path]:
-    """(images.npy, labels.npy): every image decoded once (Pillow) into an (N, H, W, 3) uint8 array on disk.
-
-    All images must share one size (LFW's are 250 x 250); a corrupt one stops the build with its name.
-    """
+    """(images.npy, labels.npy): every image decoded once (Pillow) into an (N, H, W, 3) uint8 array on disk; the
+    images must share one size, and a corrupt one stops the build with its name."""
     scan = scan_images(root)
     final = formats_dir(scan) / "memmap"
     images, labels = final / "images.npy", final / "labels.npy"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lfw.data.sizes import SYNTHETIC_SIZES as TREE  # images per profile name
+from lfw.data import SYNTHETIC_SIZES as TREE  # images per profile name
 
 
 @dataclass(frozen=True)
