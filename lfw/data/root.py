@@ -37,11 +37,8 @@ def screened(source: DataSource) -> DataSource:
 
 def resolve_root(path: str | os.PathLike[str] | None = None,
                  synthetic_images: int = DEFAULT_SYNTHETIC_IMAGES, seed: int = 0) -> DataSource:
-    """An explicit ``path`` first, then ``$LFW_ROOT``, else a synthetic tree made once in the cache.
-
-    A path the user gave is checked (missing, empty, no JPEGs are one-line errors); the synthetic tree is made
-    with a progress bar on first use and reused afterwards.
-    """
+    """An explicit ``path`` first (checked: one-line errors), then ``$LFW_ROOT``, else a synthetic tree made once in
+    the cache with a progress bar."""
     given = path or os.environ.get("LFW_ROOT")
     if given:
         return DataSource(find_image_root(given), "real")

@@ -32,8 +32,7 @@ REASON_CHARS = 100
 
 @dataclass(frozen=True)
 class Screening:
-    """What a screen found in ``data`` (a tree's folder, a dataset's factory): ``checked`` images, and each
-    unreadable one as (its name, why), in order."""
+    """What a screen found in ``data``: ``checked`` images, and each unreadable one as (its name, why), in order."""
 
     data: str
     checked: int
@@ -54,8 +53,7 @@ class Screening:
 
 def find_unreadable(names: Sequence[str], read: Callable[[int], object],
                     errors: tuple[type[BaseException], ...] = UNREADABLE) -> list[tuple[int, str]]:
-    """(position, why) of each item whose ``read(position)`` raises one of ``errors``, with a progress bar;
-    ``names[position]`` is the item's file (or name), left out of the reason."""
+    """(position, why) of each item whose ``read(position)`` raises one of ``errors``, with a progress bar."""
     found = []
     for i in tqdm(range(len(names)), desc="checking images", unit="img", leave=False, file=sys.stderr,
                   disable=len(names) < 500):
@@ -78,12 +76,8 @@ def _why(exc: BaseException, path: str) -> str:
 
 def screen_tree(root: str | os.PathLike[str],
                 cache_dir: str | os.PathLike[str] | None = None) -> tuple[Path, Screening]:
-    """Screen every image of the LFW tree at ``root`` (cached, see the module docstring): the folder to read (the
-    tree's image folder, or its view without the unreadable images) and what the screen found.
-
-    Raises:
-        LFWError: the tree has no images, or not one of them is readable.
-    """
+    """Screen every image of the LFW tree at ``root`` (cached): the folder to read (the tree, or its view without
+    the unreadable images) and what the screen found; an :class:`LFWError` when none is readable."""
     scan = scan_images(root)
     names = [os.path.relpath(p, scan.image_root) for p in scan.paths]
     folder = Path(cache_dir or cache_root()) / "screened" / _key(scan.image_root, scan.paths, names)

@@ -44,10 +44,8 @@ LAST = ("Abbott Adler Alvarez Amado Baker Banerjee Barros Bauer Becker Bianchi B
 
 
 def images_per_person(images: int) -> list[int]:
-    """Images per person, summing to ``images``, shaped like LFW's (most people have one, a power-law tail).
-
-    At full size: 5,749 people, 1,680 of them with two or more. Smaller trees scale both counts down.
-    """
+    """Images per person, summing to ``images``, shaped like LFW's (5,749 people, 1,680 with two or more, a
+    power-law tail), both counts scaled down for smaller trees."""
     if images < 1:
         raise LFWError(f"--images must be at least 1, got {images}")
     scale = images / LFW_IMAGES
@@ -182,10 +180,8 @@ def cache_root() -> Path:
 
 @contextmanager
 def building(final: Path) -> Iterator[Path]:
-    """A fresh staging folder beside ``final``, renamed to ``final`` if the block completes, removed if not.
-
-    If another process published ``final`` first, theirs is kept and this staging folder removed.
-    """
+    """A fresh staging folder beside ``final``, renamed to ``final`` if the block completes (another process's
+    ``final`` kept if it came first), removed either way."""
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = final.parent / f".partial-{final.name}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
@@ -202,8 +198,7 @@ def building(final: Path) -> Iterator[Path]:
 
 
 def cached_tree(images: int, seed: int = 0, cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """A synthetic tree of ``images`` images in the cache folder (:func:`cache_root`), made once (:func:`building`)
-    and reused."""
+    """A synthetic tree of ``images`` images in :func:`cache_root`, made once (:func:`building`) and reused."""
     base = Path(cache_dir) if cache_dir else cache_root()
     final = base / f"synthetic-lfw-{images}-seed{seed}" / "lfw"
     if not final.is_dir():

@@ -23,8 +23,7 @@ UNITS = 48  # blocks per process per measurement: tens of milliseconds on a curr
 
 
 class CeilingSweep:
-    """The single-core rate of ``dataset[i]`` for ``indices`` in this process on one thread: a :class:`PassResult`
-    with no batches whose ``images_per_s`` is the ceiling."""
+    """The single-core rate of ``dataset[i]`` for ``indices``, in this process on one thread (``images_per_s``)."""
 
     def __init__(self, dataset: object, indices: Sequence[int]) -> None:
         self.dataset = dataset

@@ -22,9 +22,8 @@ SHM = Path("/dev/shm")
 
 @dataclass(frozen=True)
 class TreeSnapshot:
-    """Memory of a process tree at one instant, in MiB, plus each child's USS by pid, the root process's own PSS
-    and USS (``main_pss``, ``main_uss``: the host before a pass) and the machine's ``/dev/shm`` in use (``shm``;
-    None where there is none to read)."""
+    """Memory of a process tree at one instant (MiB): the tree's RSS, PSS and USS, each child's USS by pid, the root
+    process's own PSS and USS, and the machine's ``/dev/shm`` in use (None where there is none)."""
 
     t: float
     rss: float
@@ -37,8 +36,7 @@ class TreeSnapshot:
 
 
 def shm_used_mib(shm: Path = SHM) -> float | None:
-    """MiB of ``/dev/shm`` in use now, machine-wide (DataLoader batches in flight live there, unlinked but mapped);
-    None without a ``/dev/shm``."""
+    """MiB of ``/dev/shm`` in use now, machine-wide (batches in flight live there); None without one."""
     try:
         st = os.statvfs(shm)
     except OSError:

@@ -26,8 +26,8 @@ class Member(Protocol):
 
 
 class LoaderMember:
-    """One DataLoader configuration: each ``measure()`` is setup (untimed, ``before_pass`` too), one timed pass, finish
-    (untimed: its workers stop before the next member runs)."""
+    """One DataLoader configuration: each ``measure()`` is untimed setup (and ``before_pass``), one timed pass,
+    untimed finish (its workers stop before the next member runs)."""
 
     def __init__(self, runner: LoaderPass, before_pass: Callable[[], object] | None = None) -> None:
         self.runner = runner

@@ -18,8 +18,7 @@ from torch.utils.data import DataLoader
 
 
 class MeasuredLoader(Protocol):
-    """What :class:`~lfw.measure.LoaderPass` reads of a loader: a ``DataLoader`` has it, and so does
-    :class:`lfw.pipelines.nodes.NodesLoader` (with the hooks of the module docstring)."""
+    """What :class:`~lfw.measure.LoaderPass` reads of a loader (a ``DataLoader``, or one with the hooks above)."""
 
     num_workers: int
     persistent_workers: bool
@@ -31,8 +30,7 @@ class MeasuredLoader(Protocol):
 
 
 def worker_pids(loader: DataLoader | MeasuredLoader, iterator: Any = None) -> list[int]:
-    """Pids of the live workers of ``iterator``, else of the loader's persistent iterator; a loader with the
-    ``worker_pids`` hook (module docstring) answers for itself."""
+    """Pids of the live workers of ``iterator``, else of the loader's persistent iterator (or the loader's hook)."""
     hook = getattr(loader, "worker_pids", None)
     if callable(hook):
         return [int(pid) for pid in hook(iterator)]
@@ -49,8 +47,7 @@ def worker_start_method(iterator: Any) -> str | None:
 
 
 def iterator_prefetch_factor(iterator: Any) -> int | None:
-    """The batches per worker a multi-process DataLoader iterator keeps asked for (its ``_prefetch_factor``, what
-    it primes and refills by); None for a single-process iterator or a loader that is not a DataLoader."""
+    """A multi-process DataLoader iterator's ``_prefetch_factor`` (batches per worker it keeps asked for), else None."""
     factor = getattr(iterator, "_prefetch_factor", None) if getattr(iterator, "_workers", None) else None
     return int(factor) if isinstance(factor, int) else None
 
@@ -63,8 +60,7 @@ def requests_outstanding(iterator: Any) -> int | None:
 
 
 def shutdown_workers(iterator: Any) -> None:
-    """Stop an iterator's workers now (a ``RuntimeError`` from a worker dying on its way out propagates): a
-    DataLoader iterator's ``_shutdown_workers``, else the ``close()`` hook (module docstring)."""
+    """Stop an iterator's workers now (``_shutdown_workers``, else ``close()``); a ``RuntimeError`` propagates."""
     shutdown = getattr(iterator, "_shutdown_workers", None) or getattr(iterator, "close", None)
     if shutdown is not None:
         shutdown()

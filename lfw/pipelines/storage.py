@@ -26,8 +26,7 @@ IMAGES_PER_SHARD = 256
 
 @dataclass(frozen=True)
 class ShardSet:
-    """Tar shards of one tree: the files in order, the class names (labels index them) and the image count;
-    ``build_s``: the seconds their build took (None for shards built before it was recorded)."""
+    """Tar shards of one tree: files in order, class names, image count, and ``build_s`` (None where not recorded)."""
 
     shards: list[Path]
     classes: list[str]
@@ -44,8 +43,7 @@ def formats_dir(scan: ScanResult) -> Path:
 
 def tar_shards(root: str | os.PathLike[str], images_per_shard: int = IMAGES_PER_SHARD,
                images: int | None = None) -> ShardSet:
-    """The first ``images`` images of the tree (all when None) as tar shards of ``images_per_shard`` images each
-    (``<Person>/<file>.jpg`` members, in scan order), made on first use."""
+    """The first ``images`` images (all when None) as tar shards of ``images_per_shard`` images, made on first use."""
     if images_per_shard < 1:
         raise LFWError(f"images per shard must be at least 1, got {images_per_shard}")
     scan = scan_images(root)

@@ -72,11 +72,8 @@ def signed_rank_interval(x: Sequence[float], confidence: float = 0.90) -> Interv
 
 
 def signed_rank_p(x: Sequence[float], alternative: str = "greater") -> float:
-    """Exact one-sided p-value of the Wilcoxon signed-rank test that the pairs' centre is > 0 (or < 0).
-
-    Zeros are dropped (Wilcoxon's convention); tied magnitudes get average ranks, and the exact null
-    distribution is then computed over doubled (integer) ranks.
-    """
+    """Exact one-sided p-value of the Wilcoxon signed-rank test that the pairs' centre is > 0 (or < 0); zeros
+    dropped, tied magnitudes on average ranks (the null distribution over doubled integer ranks)."""
     if alternative not in ("greater", "less"):
         raise ValueError(f"alternative must be 'greater' or 'less', not {alternative!r}")
     a = np.asarray(x, dtype=float)
