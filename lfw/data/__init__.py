@@ -1,4 +1,5 @@
-"""The data: the LFW dataset over a real or synthetic tree (:mod:`lfw.data.dataset`), its file index as a Python
-list or a numpy array (:mod:`lfw.data.index`), the transform presets (:mod:`lfw.data.transforms`), the offline
-LFW-like tree (:mod:`lfw.data.synth`, made ahead of time by ``python -m lfw.data.cache``), where the images
-come from (:mod:`lfw.data.root`) and the unreadable ones the skip option leaves out (:mod:`lfw.data.screen`)."""
+"""The data: the LFW dataset (:mod:`~lfw.data.dataset`), its file index (:mod:`~lfw.data.index`), the transform
+presets, the offline LFW-like tree (:mod:`~lfw.data.synth`), where the images come from and the skip screen.
+Importing it imports nothing, so a profile reads :data:`SYNTHETIC_SIZES` without loading torch."""
+
+SYNTHETIC_SIZES = {"smoke": 160, "quick": 2_000, "full": 13_233}  # the synthetic tree per benchmark profile

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 from lfw.cli.args import OneLineParser
+from lfw.data import SYNTHETIC_SIZES
 from lfw.data.root import resolve_root
-from lfw.data.sizes import SYNTHETIC_SIZES
 from lfw.errors import cli_entry
 
 

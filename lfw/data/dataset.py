@@ -1,14 +1,8 @@
 """The LFW dataset over a real or synthetic ``<root>/<Person_Name>/<Person_Name>_0001.jpg`` tree.
 
-Shaped like torchvision's ``datasets/lfw.py`` (argument checks with clear messages, an injectable loader), but
-built for measurement: the file index is a constructor argument (``index="numpy" | "list"``) because it is a
-benchmark axis, and scanning uses ``os.scandir`` only (no per-file open), so a scan costs one directory listing
-per person, not one open per file.
-
-Accepted roots, whether the user points at the image folder or its parent:
-``lfw/``, ``lfw_funneled/``, ``lfw-deepfunneled/`` (the public variants), torchvision's ``lfw-py/<images_dir>``,
-and any folder whose subfolders hold JPEGs (a synthetic tree).
-"""
+Shaped like torchvision's ``datasets/lfw.py``, with the file index as a constructor argument (a benchmark axis)
+and a scan by ``os.scandir`` alone. The root may be the image folder or its parent: ``lfw/``, ``lfw_funneled/``,
+``lfw-deepfunneled/``, torchvision's ``lfw-py/<images_dir>``, or any folder of person folders of JPEGs."""
 
 from __future__ import annotations
 
@@ -33,11 +27,7 @@ UNREADABLE = (CorruptImageError, OSError, UnidentifiedImageError, SyntaxError, V
 
 
 def pil_loader(path: str) -> Image.Image:
-    """Open with PIL and convert to RGB, as the exercise asks (grayscale and CMYK JPEGs become RGB too).
-
-    Only JPEG data is accepted, as every decoder of :mod:`lfw.pipelines.decoders` does: Pillow would decode PNG
-    bytes under a ``.jpg`` name without a word, and a file that is not what its name says is a bad file.
-    """
+    """Open with PIL and convert to RGB; only JPEG data is accepted (Pillow decodes a PNG under a ``.jpg`` name)."""
     with Image.open(path) as img:
         if img.format != "JPEG":
             raise CorruptImageError(f"cannot decode image {path}: {img.format} data, not a JPEG; "
@@ -72,11 +62,8 @@ def _has_person_folders(folder: Path) -> bool:
 
 
 def find_image_root(root: str | os.PathLike[str]) -> Path:
-    """The folder whose subfolders are people, given that folder or a parent of it.
-
-    Raises:
-        LFWError: if ``root`` is missing, empty, or holds no ``<Person>/<image>.jpg`` files.
-    """
+    """The folder whose subfolders are people, given that folder or a parent of it; an :class:`LFWError` if ``root``
+    is missing, empty, or holds no ``<Person>/<image>.jpg`` files."""
     root = Path(root).expanduser()
     if not root.exists():
         raise LFWError(f"LFW folder not found: {root}; pass the folder that holds the person folders "
@@ -160,8 +147,7 @@ class LFWDataset(Dataset):
         return len(self.paths)
 
     def __getitem__(self, i: int) -> tuple[Any, int] | None:
-        """``(sample, label)``: the transform's output (a tensor for every preset), or None for an unreadable
-        image under ``on_error="skip"``."""
+        """``(sample, label)``, or None for an unreadable image under ``on_error="skip"``."""
         path = path_at(self.paths, i)
         try:
             image = self.loader(path)

@@ -1,15 +1,9 @@
 """The file index: a Python list of paths, a numpy array of fixed-width bytes, or one packed byte buffer.
 
-This choice is a benchmark axis, not a detail. Forked DataLoader workers share the parent's pages, but reading a
-Python object writes its reference count, which copies the page holding it into the worker ("copy-on-access").
-A list of N path strings is N + 1 objects with N refcounts, so an epoch slowly copies the whole index into every
-worker. A fixed-width numpy ``S`` array is one object with one refcount: indexing it builds a fresh ``bytes``
-and never touches the shared buffer's pages for writing. :class:`PackedPaths` is the same idea without the
-padding to the longest path (what a pyarrow string array is, without the dependency).
-
-One kind name (:data:`INDEX_KINDS`), one constructor (:func:`make_index`) and one :func:`replicate` serve the
-dataset and the large-index memory experiments alike.
-"""
+A benchmark axis: reading a list entry in a forked worker writes its refcount and copies its page
+("copy-on-access"); a numpy ``S`` array or :class:`PackedPaths` is one object whatever its length
+(docs/methodology.md, Memory). :func:`make_index` and :func:`replicate` serve the dataset and the memory
+experiments alike."""
 
 from __future__ import annotations
 
@@ -28,11 +22,7 @@ LabelIndex: TypeAlias = "list[int] | np.ndarray"
 
 
 class PackedPaths:
-    """Paths as one contiguous ``uint8`` buffer plus ``int64`` offsets: two refcounts however many paths.
-
-    ``self[i]`` returns the path as ``bytes`` (a copy), so :func:`lfw.data.index.path_at` decodes it like a numpy
-    entry. Unlike the fixed-width ``S`` array, no path is padded to the longest one.
-    """
+    """Paths as one ``uint8`` buffer plus ``int64`` offsets (no padding); ``self[i]`` is the path as ``bytes``."""
 
     def __init__(self, buffer: np.ndarray, offsets: np.ndarray) -> None:
         if buffer.dtype != np.uint8 or offsets.dtype != np.int64 or offsets.ndim != 1 or len(offsets) == 0:

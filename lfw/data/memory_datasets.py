@@ -1,13 +1,6 @@
-"""Datasets of the memory experiments: an index-only dataset over a large index, and a leaking control.
-
-The copy-on-access effect is a property of the *index*, not of image decoding, so :class:`IndexOnlyDataset`
-touches only the path and label of an item and decodes nothing: one epoch over a million entries stays short,
-and the memory it moves is the index's alone. The index layouts compared are :data:`lfw.data.index.INDEX_KINDS`
-(a list of ``str``, a fixed-width numpy array, one packed buffer), made by :func:`large_index`.
-
-:class:`LeakingControlDataset` is a **positive control for the leak check and nothing else**: it keeps every
-item it returns, so worker memory grows by a known amount per epoch and the check can be shown to fail.
-"""
+"""Datasets of the memory experiments: :class:`IndexOnlyDataset` touches only an item's path and label over a
+large index (:func:`large_index`, layouts :data:`lfw.data.index.INDEX_KINDS`), so the memory an epoch moves is the
+index's alone; :class:`LeakingControlDataset` is the leak check's positive control and nothing else."""
 
 from __future__ import annotations
 
@@ -23,25 +16,18 @@ from lfw.errors import LFWError
 
 def large_index(paths: Sequence[str], labels: Sequence[int], kind: IndexKind,
                 size: int) -> tuple[FileIndex, LabelIndex]:
-    """``paths``/``labels`` replicated to ``size`` entries in layout ``kind`` (labels: list for ``list``,
-    ``int32`` array otherwise). Built once per session, outside any timed round: a million fresh ``str`` objects
-    are not free."""
+    """``paths``/``labels`` replicated to ``size`` fresh entries in layout ``kind`` (built once, untimed)."""
     return replicate(*make_index(paths, labels, kind), size)
 
 
 class IndexOnlyDataset(Dataset):
     """Items that touch only the index: ``(len(path), label)``, or ``(payload, label)`` with a payload.
 
-    Reading ``self.index[i]`` is the access under test: for a list it writes the ``str``'s refcount (copying
-    its page into the worker), for the array layouts it copies a few bytes out of a shared buffer. The index
-    lives in :attr:`index`, not ``paths``: there are no files to warm, because none is read.
-
     Args:
         index: any layout from :func:`large_index` (or a plain list/array of paths).
         labels: one label per entry.
-        payload_bytes: 0 for an int item; otherwise a ``uint8`` tensor of this many bytes per item, so the
-            leak control and its well-behaved twin move the same data and differ only in what they keep.
-    """
+        payload_bytes: 0 for an int item; otherwise a ``uint8`` tensor of this many bytes per item (the leak
+            control and its twin move the same data)."""
 
     def __init__(self, index: FileIndex, labels: LabelIndex, payload_bytes: int = 0) -> None:
         if len(index) != len(labels):
@@ -64,11 +50,8 @@ class IndexOnlyDataset(Dataset):
 
 
 class LeakingControlDataset(IndexOnlyDataset):
-    """POSITIVE CONTROL, never for real use: keeps every item it returns, in each worker, forever.
-
-    Worker memory grows by about ``len(self) * payload_bytes`` per epoch (summed over workers), so a leak
-    check that does not flag this dataset is broken.
-    """
+    """POSITIVE CONTROL, never for real use: keeps every item it returns, in each worker, forever (about
+    ``len(self) * payload_bytes`` per epoch), so a leak check that does not flag it is broken."""
 
     def __init__(self, index: FileIndex, labels: LabelIndex, payload_bytes: int = 4096) -> None:
         if payload_bytes <= 0:

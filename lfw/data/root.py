@@ -6,9 +6,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from lfw.data import SYNTHETIC_SIZES
 from lfw.data.dataset import find_image_root, list_dir
 from lfw.data.screen import Screening, screen_tree
-from lfw.data.sizes import SYNTHETIC_SIZES
 from lfw.data.synth import cached_tree
 
 DEFAULT_SYNTHETIC_IMAGES = SYNTHETIC_SIZES["quick"]
@@ -37,11 +37,8 @@ def screened(source: DataSource) -> DataSource:
 
 def resolve_root(path: str | os.PathLike[str] | None = None,
                  synthetic_images: int = DEFAULT_SYNTHETIC_IMAGES, seed: int = 0) -> DataSource:
-    """An explicit ``path`` first, then ``$LFW_ROOT``, else a synthetic tree made once in the cache.
-
-    A path the user gave is checked (missing, empty, no JPEGs are one-line errors); the synthetic tree is made
-    with a progress bar on first use and reused afterwards.
-    """
+    """An explicit ``path`` first (checked: one-line errors), then ``$LFW_ROOT``, else a synthetic tree made once in
+    the cache with a progress bar."""
     given = path or os.environ.get("LFW_ROOT")
     if given:
         return DataSource(find_image_root(given), "real")

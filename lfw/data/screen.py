@@ -1,23 +1,10 @@
 """Unreadable images found once, before a run, and left out of it: what every entry point's skip option does.
 
-``python -m lfw -skip_bad_images``, ``pytest benchmarks --bench-skip-bad-images`` (``make bench
-SKIP_BAD_IMAGES=1``) and the same option beside ``--bench-dataset`` screen their data before anything is timed:
-every image is read once in this process, and those that fail are left out of the whole run. Why before, and not
-in the loader (``on_error="skip"``): a pass that meets a bad file does less work than one that does not, and a
-worker that skips a file is the only process that knows it. Screened once, every case of the run reads the same
-images, and the run records how many were left out and which (:meth:`Screening.facts`, saved in
-``machine_info``): the report says so, and the gate refuses to compare the run with one that read them all.
-
-An LFW tree is screened with :func:`~lfw.data.dataset.pil_loader` (the presets' decode: a truncated, empty or
-non-JPEG file fails). When some fail, the run reads a *view* of the tree: a folder in the cache whose person
-folders hold links (hard links; symbolic links across file systems) to the readable images only, so every dataset,
-decode pipeline, tar shard and memmap built from a root sees the same images and needs no option of its own. A
-screen is cached under the tree's file names, sizes and modification times: the next run over the same tree
-decodes nothing twice; a tree keeps one view (an older one is removed when the tree changes, so its links do not
-keep deleted or replaced files on the disk). A user's own dataset is screened item by item
-(:func:`find_unreadable` over its items) and read through a ``Subset`` of the readable ones
-(:mod:`lfw.suite.user_dataset`).
-"""
+Every image is read once in this process before anything is timed, so every case of the run reads the same
+images; the run records how many were left out and which (:meth:`Screening.facts`, in ``machine_info``). An LFW
+tree is screened with :func:`~lfw.data.dataset.pil_loader` and, when some fail, read through a cached *view*: person
+folders of links to the readable images only (one view per tree, keyed by its files' names, sizes and times). A
+user's own dataset is screened item by item (:func:`find_unreadable`). Why and how: docs/faults.md."""
 
 from __future__ import annotations
 
@@ -45,8 +32,7 @@ REASON_CHARS = 100
 
 @dataclass(frozen=True)
 class Screening:
-    """What a screen found in ``data`` (a tree's folder, a dataset's factory): ``checked`` images, and each
-    unreadable one as (its name, why), in order."""
+    """What a screen found in ``data``: ``checked`` images, and each unreadable one as (its name, why), in order."""
 
     data: str
     checked: int
@@ -67,8 +53,7 @@ class Screening:
 
 def find_unreadable(names: Sequence[str], read: Callable[[int], object],
                     errors: tuple[type[BaseException], ...] = UNREADABLE) -> list[tuple[int, str]]:
-    """(position, why) of each item whose ``read(position)`` raises one of ``errors``, with a progress bar;
-    ``names[position]`` is the item's file (or name), left out of the reason."""
+    """(position, why) of each item whose ``read(position)`` raises one of ``errors``, with a progress bar."""
     found = []
     for i in tqdm(range(len(names)), desc="checking images", unit="img", leave=False, file=sys.stderr,
                   disable=len(names) < 500):
@@ -91,12 +76,8 @@ def _why(exc: BaseException, path: str) -> str:
 
 def screen_tree(root: str | os.PathLike[str],
                 cache_dir: str | os.PathLike[str] | None = None) -> tuple[Path, Screening]:
-    """Screen every image of the LFW tree at ``root`` (cached, see the module docstring): the folder to read (the
-    tree's image folder, or its view without the unreadable images) and what the screen found.
-
-    Raises:
-        LFWError: the tree has no images, or not one of them is readable.
-    """
+    """Screen every image of the LFW tree at ``root`` (cached): the folder to read (the tree, or its view without
+    the unreadable images) and what the screen found; an :class:`LFWError` when none is readable."""
     scan = scan_images(root)
     names = [os.path.relpath(p, scan.image_root) for p in scan.paths]
     folder = Path(cache_dir or cache_root()) / "screened" / _key(scan.image_root, scan.paths, names)

@@ -1,16 +1,9 @@
 """Offline LFW: a deterministic LFW-like tree, since LFW cannot be downloaded at run time.
 
-``python -m lfw.data.synth DIR --images N --seed S`` writes ``DIR/<Person_Name>/<Person_Name>_0001.jpg`` with:
-
-- the real layout and naming (4-digit, 1-based image numbers);
-- 250x250 RGB JPEGs of about the real size (LFW averages about 13 KB per file) with face-like content: a
-  textured background, a shaded face, hair, eyes and mouth, sensor noise, so decode cost is realistic;
-- the real heavy-tailed images-per-person distribution: at full size 13,233 images of 5,749 people, about 4,069
-  of them with a single image and a power-law tail up to a few hundred images for the most photographed person.
-
-Same seed and the same Pillow build give byte-identical files: every image draws from its own generator seeded
-by ``(seed, person, image)``, so the order in which worker processes write them does not matter.
-"""
+``python -m lfw.data.synth DIR --images N --seed S`` writes ``DIR/<Person_Name>/<Person_Name>_0001.jpg``: LFW's
+layout and naming, 250x250 face-like RGB JPEGs of about LFW's file size, and its heavy-tailed images-per-person
+distribution. The same seed and Pillow build give byte-identical files (each image seeded by
+``(seed, person, image)``)."""
 
 from __future__ import annotations
 
@@ -51,10 +44,8 @@ LAST = ("Abbott Adler Alvarez Amado Baker Banerjee Barros Bauer Becker Bianchi B
 
 
 def images_per_person(images: int) -> list[int]:
-    """Images per person, summing to ``images``, shaped like LFW's (most people have one, a power-law tail).
-
-    At full size: 5,749 people, 1,680 of them with two or more. Smaller trees scale both counts down.
-    """
+    """Images per person, summing to ``images``, shaped like LFW's (5,749 people, 1,680 with two or more, a
+    power-law tail), both counts scaled down for smaller trees."""
     if images < 1:
         raise LFWError(f"--images must be at least 1, got {images}")
     scale = images / LFW_IMAGES
@@ -189,10 +180,8 @@ def cache_root() -> Path:
 
 @contextmanager
 def building(final: Path) -> Iterator[Path]:
-    """A fresh staging folder beside ``final``, renamed to ``final`` if the block completes, removed if not.
-
-    If another process published ``final`` first, theirs is kept and this staging folder removed.
-    """
+    """A fresh staging folder beside ``final``, renamed to ``final`` if the block completes (another process's
+    ``final`` kept if it came first), removed either way."""
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = final.parent / f".partial-{final.name}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
@@ -209,8 +198,7 @@ def building(final: Path) -> Iterator[Path]:
 
 
 def cached_tree(images: int, seed: int = 0, cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """A synthetic tree of ``images`` images in the cache folder (:func:`cache_root`), made once (:func:`building`)
-    and reused."""
+    """A synthetic tree of ``images`` images in :func:`cache_root`, made once (:func:`building`) and reused."""
     base = Path(cache_dir) if cache_dir else cache_root()
     final = base / f"synthetic-lfw-{images}-seed{seed}" / "lfw"
     if not final.is_dir():

@@ -21,37 +21,19 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
-def _none() -> T.Compose:
-    return T.Compose([T.ToTensor()])
-
-
-def _simple() -> T.Compose:
-    return T.Compose([T.Resize(224), T.ToTensor(), T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
-
-
-def _heavy() -> T.Compose:
-    return T.Compose(
-        [
-            T.RandomAffine(5, (0.1, 0.1), (0.5, 2.0)),
-            T.RandomResizedCrop(224, scale=(0.6, 1.0), antialias=True),
-            T.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1),
-            T.GaussianBlur(kernel_size=5, sigma=(0.1, 2.0)),
-            T.RandomHorizontalFlip(),
-            T.ToTensor(),
-            T.Normalize(IMAGENET_MEAN, IMAGENET_STD),
-        ]
-    )
-
-
-def _uint8() -> T.Compose:
-    return T.Compose([T.PILToTensor()])
-
-
 PRESETS: dict[str, Callable[[], T.Compose]] = {
-    "none": _none,
-    "simple": _simple,
-    "heavy": _heavy,
-    "uint8": _uint8,
+    "none": lambda: T.Compose([T.ToTensor()]),
+    "simple": lambda: T.Compose([T.Resize(224), T.ToTensor(), T.Normalize(IMAGENET_MEAN, IMAGENET_STD)]),
+    "heavy": lambda: T.Compose([
+        T.RandomAffine(5, (0.1, 0.1), (0.5, 2.0)),
+        T.RandomResizedCrop(224, scale=(0.6, 1.0), antialias=True),
+        T.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.4, hue=0.1),
+        T.GaussianBlur(kernel_size=5, sigma=(0.1, 2.0)),
+        T.RandomHorizontalFlip(),
+        T.ToTensor(),
+        T.Normalize(IMAGENET_MEAN, IMAGENET_STD),
+    ]),
+    "uint8": lambda: T.Compose([T.PILToTensor()]),
 }
 
 

@@ -1,16 +1,8 @@
 """Callgrind's client requests from Python: switch instruction counting on and off around the work that matters.
 
-Importing torch under a valgrind tool costs billions of instructions and most of the counting process's time,
-so the counting process starts with instrumentation off (``--instr-atstart=no``) and switches it on only around
-the measured pass. Valgrind's documented interface for that is a client request, a macro from
-``<valgrind/callgrind.h>`` that compiles to a special no-op instruction sequence the valgrind core recognises.
-Python cannot emit it, so a few-line C helper (:data:`SOURCE`) is compiled on first use with the system C
-compiler into the cache folder and loaded with :mod:`ctypes`. Outside valgrind the requests are no-ops, so the
-same code runs natively.
-
-Valgrind, its headers (shipped with Debian's and Ubuntu's ``valgrind`` package) and a C compiler are all needed;
-:func:`unavailable_reason` says in one line which one is missing.
-"""
+The requests are macros of ``<valgrind/callgrind.h>``, so a few-line C helper (:data:`SOURCE`) is compiled on
+first use into the cache folder and loaded with :mod:`ctypes`; outside valgrind they are no-ops. It needs
+valgrind, its headers and a C compiler: :func:`unavailable_reason` says in one line which one is missing."""
 
 from __future__ import annotations
 

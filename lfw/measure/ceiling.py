@@ -1,17 +1,10 @@
-"""The machine's ceilings, each a member of every group's rotation (:mod:`lfw.measure.rotation`), so round r's
-figures were measured among round r's passes and a ratio to them is paired, not taken against another moment.
+"""The machine's ceilings, each a member of every group's rotation (:mod:`lfw.measure.rotation`), so a ratio to
+them is paired by round.
 
-:class:`CeilingSweep`, how fast one core reads, decodes and transforms these files without a DataLoader:
-``ceiling = per_core_rate x min(max(workers, 1), usable_cores)`` is what perfect parallel loading would reach;
-``efficiency = images_per_s / ceiling`` is the share of it a configuration gets. Efficiency survives a move to
-another machine better than absolute throughput, because both sides of the ratio move with the CPU.
-
-:class:`ParallelCapacity`, how many cores the machine gives right now. The single-core ceiling cannot see a machine
-that gives fewer cores than the affinity mask promises (a hypervisor taking one of two vCPUs for a while), and a
-gate on efficiency would call that loss a code regression. It measures the round's ``capacity = N x t_1 / t_N``: a
-fixed workload (SHA-256, which no code under test runs) in one forked process against ``N = usable_cores`` at
-once; docs/gating.md (wall clock) says how the ceiling uses it.
-"""
+:class:`CeilingSweep`: how fast one core reads, decodes and transforms these files without a DataLoader;
+``ceiling = per_core_rate x min(max(workers, 1), usable_cores)`` and ``efficiency = images_per_s / ceiling``.
+:class:`ParallelCapacity`: how many cores the machine gives right now, ``capacity = N x t_1 / t_N`` of a fixed
+SHA-256 workload in one forked process against ``N = usable_cores`` (docs/gating.md, wall clock)."""
 
 from __future__ import annotations
 
@@ -30,11 +23,7 @@ UNITS = 48  # blocks per process per measurement: tens of milliseconds on a curr
 
 
 class CeilingSweep:
-    """The single-core rate of ``dataset[i]`` (read + decode + transform) in this process on one thread.
-
-    ``indices`` are spread over the images the passes read, so the ceiling is measured on the same mix of
-    files. Its result is a :class:`PassResult` with no batches: ``images_per_s`` is the ceiling.
-    """
+    """The single-core rate of ``dataset[i]`` for ``indices``, in this process on one thread (``images_per_s``)."""
 
     def __init__(self, dataset: object, indices: Sequence[int]) -> None:
         self.dataset = dataset

@@ -1,19 +1,10 @@
 """The deterministic cost layer: CPU instructions per image of the loading pipeline, counted under callgrind.
 
-Wall-clock rates on a shared VM drift too much to see a change of a few percent; the number of instructions the
-pipeline executes depends only on the code, the libraries and the data (measured in docs/gating.md, the cost layer).
-
-What is counted: one pass of ``batches`` batches through :class:`~lfw.measure.LoaderPass` with ``num_workers=0``
-and one intra-op thread, i.e. read + decode + transform + collate of each image in this process, after an
-uncounted warm-up pass. Instrumentation is switched on only around that pass (see :mod:`lfw.measure.callgrind`),
-so the billions of instructions of importing torch are never counted. Seeds, the hash seed and a garbage
-collection before each counted pass make the count repeat; what is left (allocator and page-cache state) moves it
-far less than the gate's cost threshold between runs (measured in docs/gating.md). Kernel work (file reads, page
-faults) is not counted: that part of the cost stays with the wall-clock layers.
-
-The child process is ``python -m lfw.measure.cost --child ...`` under ``valgrind --tool=callgrind
---instr-atstart=no``; it dumps one callgrind profile per preset, named by the preset, which the parent parses.
-"""
+One pass of ``batches`` batches through :class:`~lfw.measure.LoaderPass` (``num_workers=0``, one intra-op thread,
+after an uncounted warm-up) is counted with instrumentation on only around it (:mod:`lfw.measure.callgrind`);
+seeds, the hash seed and a collection before the pass make the count repeat; kernel work is not counted
+(docs/gating.md, the cost layer). The child is ``python -m lfw.measure.cost --child ...`` under ``valgrind
+--tool=callgrind --instr-atstart=no``, dumping one profile per preset for the parent to parse."""
 
 from __future__ import annotations
 

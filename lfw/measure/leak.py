@@ -1,23 +1,9 @@
 """Leak checks: memory per epoch with persistent workers, a fitted slope, and a verdict that can fail.
 
-A leak is memory that grows *every* epoch. The check takes end-of-epoch snapshots of the process tree with
-persistent workers, leaves out the first epoch (it pays one-time costs: worker start-up, allocator arenas, the
-cyclic GC copying the parent's objects into each worker) and, for tree USS and tree PSS, computes
-
-- the least-squares slope (``scipy.stats.linregress``), MiB per epoch: recorded, gated and drawn;
-- the median step, the median of the slopes between consecutive epochs, MiB per epoch: the verdict.
-
-A series is a leak when the median step of USS or PSS exceeds the threshold. The least-squares slope cannot
-be the verdict, because tree USS/PSS include file-backed pages (libtorch alone is hundreds of MiB) whose sharing
-changes when *other* processes on the machine map or unmap the same libraries: the tree USS of a well-behaved
-case can jump, up or down, by many times the threshold within one epoch when another torch process starts or
-exits, and a least-squares slope over a few epochs turns that one jump into a leak-sized slope. A leak moves
-every step, a one-off jump moves one, so with three or more steps the median ignores the jump and still sees the
-leak (whichever way the jump goes).
-
-Copy-on-access of a large Python index is paid within the *first* epoch (a shuffled epoch touches every
-entry), so it is caught separately, by :func:`first_epoch_verdict` on worker USS growth over one epoch.
-"""
+From end-of-epoch snapshots of the tree, the first epoch left out, for tree USS and PSS: the least-squares slope
+(``scipy.stats.linregress``; recorded, gated, drawn) and the median epoch-to-epoch step (the verdict: it ignores a
+one-off jump of shared library pages, docs/methodology.md "Leak check"). Copy-on-access of a large index is paid
+in the first epoch: :func:`first_epoch_verdict` judges worker USS growth over it."""
 
 from __future__ import annotations
 
@@ -33,20 +19,14 @@ from lfw.errors import LFWError
 from lfw.measure.loader_pass import LoaderPass, PassResult
 from lfw.results import keys as K
 
-# Set from repeated runs of well-behaved datasets (LFW decode; the control's index-only twin) and of the leaking
-# control (the "leak" benchmark group): the threshold sits several times above the largest well-behaved slope and
-# median step, and several times below the control's steady growth, so neither noise nor a real leak of the
-# control's size lands near it. The baseline's figures are in docs/methodology.md (Leak check).
+# Several times above the largest well-behaved slope and median step, several times below the leaking control's
+# growth (docs/methodology.md, Leak check).
 LEAK_THRESHOLD_MIB_PER_EPOCH = 4.0
-# Mean worker USS growth over the first epoch of a large shuffled index, GC frozen: the numpy and packed layouts
-# grow a few MiB, the list layout many times more (copy-on-access, from the first batch on); the threshold sits
-# between them with a margin on both sides. The baseline's figures are in docs/methodology.md (Memory).
+# Between the numpy/packed layouts' first-epoch worker USS growth and the list layout's (docs/methodology.md, Memory).
 FIRST_EPOCH_THRESHOLD_MIB = 16.0
 WARMUP_EPOCHS = 1
-ROBUST_EPOCHS_FITTED = 4  # three steps: the fewest whose median ignores a one-off jump (module docstring)
-# Only end-of-epoch snapshots are needed (LoaderPass takes one after each pass, off the clock); an interval longer
-# than the small epochs the leak check runs keeps the page walks (milliseconds of CPU per torch process) out of
-# the epochs.
+ROBUST_EPOCHS_FITTED = 4  # three steps: the fewest whose median ignores a one-off jump
+# Longer than the leak check's small epochs: only the end-of-epoch snapshots (off the clock) are needed.
 LEAK_MEMORY_INTERVAL_S = 1.0
 
 
@@ -179,11 +159,8 @@ class LeakReport:
 def leak_check(loader: DataLoader, epochs: int, *, threshold: float = LEAK_THRESHOLD_MIB_PER_EPOCH,
                memory_interval_s: float = LEAK_MEMORY_INTERVAL_S,
                timed: Callable[[LoaderPass], object] | None = None) -> LeakReport:
-    """Run ``epochs`` whole epochs of ``loader`` through :class:`LoaderPass` and judge the series.
-
-    ``timed(runner)`` runs first when given (a benchmark passes ``benchmark.pedantic(runner.run,
-    setup=runner.setup, ...)``); the remaining epochs are completed untimed. Workers are stopped at the end.
-    """
+    """Run ``epochs`` whole epochs of ``loader`` through :class:`LoaderPass` (``timed(runner)`` first when given,
+    the rest untimed) and judge the series; workers are stopped at the end."""
     if loader.num_workers > 0 and not loader.persistent_workers:
         raise LFWError("leak check needs persistent_workers=True: fresh workers every epoch hide a worker leak")
     runner = LoaderPass(loader, len(loader), memory_interval_s=memory_interval_s)

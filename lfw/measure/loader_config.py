@@ -23,14 +23,8 @@ PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h): a signal the kernel sends 
 
 def die_with_parent(worker_id: int) -> None:
     """``worker_init_fn`` of every loader lfw-bench builds: a worker ends when the process that started it ends,
-    however that ended (SIGKILL, the OOM killer).
-
-    torch's own watchdog compares the worker's parent pid with the one it reads when the worker loop starts; a
-    parent killed between the fork and that read leaves a worker that polls its queue forever (a torchrun rank
-    killed while its loader started its workers did). On Linux the kernel kills the worker when the thread
-    that forked it exits (``PR_SET_PDEATHSIG``; loaders are iterated from the thread that keeps them); a parent
-    already gone before that is seen through the sentinel multiprocessing keeps of it.
-    """
+    however that ended (SIGKILL, the OOM killer): the kernel's ``PR_SET_PDEATHSIG`` on Linux, and a parent already
+    gone is seen through multiprocessing's sentinel (torch's watchdog misses a parent killed before it starts)."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     parent = multiprocessing.parent_process()

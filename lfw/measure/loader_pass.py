@@ -1,21 +1,12 @@
 """The measurement primitive: one pass over K batches from a fresh DataLoader iterator.
 
-Used by the CLI's ``-get_timing``, every benchmark and every tool, so that all of them time the same thing: the
-clock starts before ``iter(loader)``, as a training epoch pays worker start-up, and each batch's wait and arrival
-are recorded (docs/methodology.md, "One measurement primitive"; :meth:`PassResult.steady`). Besides:
-
-- with a CUDA device the batch is copied host-to-device (``non_blocking=True``) and the device is synchronized
-  before the clock stops; CUDA events around each copy give its device time (``extra["h2d_ms_per_batch"]``);
-- memory of the whole process tree is sampled in a background thread (see :mod:`lfw.measure.memory`);
-- what the loader did with its knobs is read back from the live iterator, so a knob the DataLoader ignored
-  shows in the result: the worker processes serving the pass (their ids, so persistence across epochs shows) and
-  how they were started, the batches ``iter()`` asked the workers for and the iterator's own prefetch factor, and
-  whether the first batch came out in pinned memory (with an accelerator).
-
-Work that is not the pass stays out of the timed region: :meth:`LoaderPass.setup` shuts down the previous
-iterator's workers (or, with persistent workers, finishes its epoch) and :meth:`LoaderPass.run` does only the
-pass. ``benchmark.pedantic(runner.run, setup=runner.setup, ...)`` therefore times exactly one pass per round.
-"""
+The clock starts before ``iter(loader)`` (a training epoch pays worker start-up) and records each batch's wait
+and arrival (docs/methodology.md, "One measurement primitive"). With a CUDA device each batch is copied
+host-to-device and the device synchronized before the clock stops; the process tree's memory is sampled in a
+background thread (:mod:`lfw.measure.memory`); what the live iterator did with the loader's knobs (worker pids,
+start method, prefetch, pinning) is read back from it. :meth:`LoaderPass.setup` and :meth:`LoaderPass.finish`
+keep the previous pass's shutdown out of the clock, so ``benchmark.pedantic(runner.run, setup=runner.setup)``
+times exactly one pass per round."""
 
 from __future__ import annotations
 
@@ -42,9 +33,7 @@ from lfw.measure.torch_compat import (
 )
 from lfw.results import keys as K
 
-# Reading PSS costs milliseconds of CPU per torch process. At 2 s, a pass shorter than that takes no sample while
-# the clock runs (the "before" and "end" snapshots are taken outside it), and a longer pass pays one page walk per
-# process per interval, a small share of its CPU (the ``overhead`` group measures it; docs/methodology.md).
+# A page walk per torch process per interval: its cost is the ``overhead`` group's (docs/methodology.md).
 DEFAULT_MEMORY_INTERVAL_S = 2.0
 # Batches after the start-up wave that a steady rate needs: with fewer, a prefetched batch or two decide the rate.
 STEADY_MIN_BATCHES = 20
@@ -52,12 +41,8 @@ STEADY_MIN_BATCHES = 20
 
 @dataclass(frozen=True)
 class Steady:
-    """The steady-state rate of one pass: images/s over the batches after the start-up wave, or None with why.
-
-    The start-up wave is each loading process's first batch (``max(1, num_workers)`` batches): they pay worker
-    start-up and their requests or decodes start together, so a window that began at the first batch would
-    count work done before it. ``batches`` is the window's length; ``reason`` says why ``images_per_s`` is None.
-    """
+    """The steady-state rate of one pass: images/s over the batches after the start-up wave (each loading process's
+    first batch), or None with ``reason``; ``batches`` is the window's length."""
 
     images_per_s: float | None
     batches: int
@@ -68,14 +53,9 @@ class Steady:
 class MemoryStats:
     """Process-tree memory over one pass (MiB): before ``iter()``, at the start, at the end, and in between.
 
-    ``start`` is the snapshot taken when the first batch arrived if the pass asked for it (``mark_start``),
-    else the one before ``iter()``; growth (end - start) then also counts the workers' own footprint, which is
-    what a regression in per-worker memory changes. ``samples`` are the snapshots taken while the clock ran
-    (periodic ones and the start mark); ``end`` is taken after the clock stopped, while the workers still exist.
-    ``start_marks`` counts the start marks the sampler took (1 when the pass asked for one, else 0), even one that
-    a pass too short for a separate snapshot served with its end snapshot; None where not counted (stats built
-    outside :class:`LoaderPass`), and then left out of :meth:`as_extra_info`.
-    """
+    ``start`` is the snapshot at the first batch when the pass asked for it (``mark_start``), else ``before``;
+    ``samples`` were taken while the clock ran, ``end`` after it stopped while the workers still exist.
+    ``start_marks`` counts the start marks taken (None where not counted, and then not saved)."""
 
     before: TreeSnapshot
     start: TreeSnapshot
@@ -86,10 +66,7 @@ class MemoryStats:
     start_marks: int | None = None
 
     def peak(self, metric: str) -> float | None:
-        """The largest value sampled *during* the pass; None when no sample fell inside it.
-
-        Not ``max(before, end)``: a peak is a reading taken while the pass ran, or there is none to report.
-        """
+        """The largest value sampled *during* the pass; None when no sample fell inside it."""
         return max((getattr(s, metric) for s in self.samples), default=None)
 
     def worker_uss(self, snap: TreeSnapshot) -> list[float]:
@@ -119,10 +96,8 @@ class MemoryStats:
         return info
 
     def added(self) -> dict[str, float]:
-        """What the pass added, apart from the host it ran in: the most the tree's PSS held while the workers
-        existed (the samples in the pass and the end snapshot) over the tree before the pass, the ``/dev/shm`` in
-        use at its peak over before, and the host itself (the main process before the pass). A figure with nothing
-        to read (no sample inside the pass, no ``/dev/shm``) is left out."""
+        """What the pass added, apart from its host: the tree's peak PSS (samples and end) and ``/dev/shm`` over before,
+        and the host (the main process before the pass); a figure with nothing to read is left out."""
         info: dict[str, float] = {}
         peak = self.peak("pss")
         if peak is not None:  # the end snapshot too: spawned workers can still be growing at the last batch
@@ -177,17 +152,14 @@ class PassResult:
 
     @property
     def cpu_s(self) -> float | None:
-        """CPU seconds the process tree spent on the pass: main process and workers, the memory sampler's own
-        CPU time left out (it is reported apart, as the cost of sampling)."""
+        """CPU seconds of the main process and workers on the pass, the memory sampler's own left out."""
         if self.main_cpu_s is None or self.workers_cpu_s is None:
             return None
         sampler = self.memory.sampler_cpu_s if self.memory is not None else 0.0
         return max(0.0, self.main_cpu_s - sampler) + self.workers_cpu_s
 
     def cpu_utilization(self, cores: int) -> float | None:
-        """Share of ``cores`` busy during the pass: CPU seconds over wall seconds x cores. Below 1, cores sat idle
-        (something serializes: the GIL, the main loop, I/O); at 1 every core worked, and a rate under the ceiling
-        means CPU spent beside the decode (IPC, collation, copies)."""
+        """Share of ``cores`` busy during the pass: CPU seconds over wall seconds x cores."""
         cpu = self.cpu_s
         return cpu / (self.wall_s * cores) if cpu is not None and self.wall_s > 0 and cores > 0 else None
 
@@ -201,11 +173,8 @@ class PassResult:
         return self.images / self.wall_s if self.wall_s > 0 else 0.0
 
     def steady(self, min_batches: int = STEADY_MIN_BATCHES) -> Steady:
-        """Images/s from the arrival of the start-up wave's last batch to the arrival of the pass's last batch.
-
-        None, with the reason, when fewer than ``min_batches`` batches follow the wave (the pass is then mostly
-        start-up, and a prefetched batch or two would set the rate) or their arrival times were not recorded.
-        """
+        """Images/s from the arrival of the start-up wave's last batch to that of the pass's last batch; None, with the
+        reason, when fewer than ``min_batches`` follow the wave or arrivals were not recorded."""
         wave = max(1, self.start_wave)
         after = self.batches - wave
         if len(self.arrivals_s) != self.batches or len(self.batch_images) != self.batches:
@@ -240,11 +209,7 @@ def _first(batch: Any) -> Any:
 
 def batch_images(first: Any) -> int:
     """Images in a batch whose first field is ``first``: a tensor's first dimension, or the length of a list of
-    per-image tensors (what a collate that keeps differently sized items, such as encoded bytes, returns).
-
-    Raises :class:`LFWError` (one line) for anything else: a pass that counted such a batch as 0 images would
-    report no rate at all.
-    """
+    per-image tensors; anything else is a one-line :class:`LFWError` (not a pass of 0 images)."""
     if isinstance(first, torch.Tensor) and first.ndim:
         return int(first.shape[0])
     if isinstance(first, list | tuple) and first and all(isinstance(x, torch.Tensor) for x in first):
@@ -277,14 +242,11 @@ class LoaderPass:
         device: ``"cuda"`` to include the host-to-device copy and synchronize before the clock stops.
         memory_interval_s: background sampling interval for process-tree memory; ``None`` disables memory
             measurement. Snapshots before and at the end of the pass are always taken outside the clock.
-        mark_start: also take a snapshot as soon as the first batch arrives (the workers exist then), so growth
-            is measured from there rather than from before the pass; costs one in-pass sample.
-        step: called with each batch inside the timed pass, as a training step would be (``lfw.diagnose``);
-            its durations and the per-batch event times (relative to the pass start) are recorded.
-        stages: the dataset's :class:`~lfw.measure.stages.StageClock`: zeroed before each pass, read after it,
-            with the main thread's CPU inside ``next()`` that no stage claimed added as ``receive``
-            (:attr:`PassResult.stages`).
-    """
+        mark_start: also snapshot when the first batch arrives, so growth is measured from there.
+        step: called with each batch inside the timed pass, as a training step would be; its durations and the
+            per-batch event times are recorded.
+        stages: the dataset's :class:`~lfw.measure.stages.StageClock`: zeroed before each pass, read after it, the
+            main thread's unclaimed CPU inside ``next()`` added as ``receive``."""
 
     def __init__(self, loader: DataLoader, batches: int | None = None, *, device: str | None = None,
                  memory_interval_s: float | None = DEFAULT_MEMORY_INTERVAL_S, mark_start: bool = False,
@@ -320,12 +282,8 @@ class LoaderPass:
             self._before = tree_snapshot(psutil.Process())
 
     def finish(self) -> None:
-        """Untimed: complete the last pass's memory record, then end it: stop its workers, or, if they persist,
-        finish its epoch (the next ``iter()`` starts a new epoch only once this one is drained).
-
-        A rotation calls it right after each pass, so no idle worker of this configuration is alive (or counted
-        in a memory snapshot) while another configuration is measured.
-        """
+        """Untimed: complete the last pass's memory record, then stop its workers or, if they persist, finish its epoch
+        (so no idle worker of this configuration runs while another is measured)."""
         self._finish_memory()
         if self._iterator is not None:
             if self.loader.persistent_workers and not self._exhausted:
@@ -335,11 +293,8 @@ class LoaderPass:
             self._exhausted = True
 
     def run(self) -> PassResult:
-        """One timed pass from a fresh iterator; appends the result to :attr:`results` and returns it.
-
-        The memory fields of the result are completed by the next :meth:`setup` or :meth:`close`, so that the
-        final page-table walk happens after the clock (and pytest-benchmark's timer) has stopped.
-        """
+        """One timed pass from a fresh iterator, appended to :attr:`results`; its memory fields are completed by the
+        next :meth:`setup` or :meth:`close`, after the clock stopped."""
         if self._iterator is not None or self._sampler is not None or (self.memory_interval_s and not self._before):
             self.setup()
         sampler = TreeSampler(self.memory_interval_s) if self.memory_interval_s else None
@@ -445,12 +400,8 @@ class LoaderPass:
         return batch
 
     def _drop_iterator(self) -> None:
-        """Release the iterator; stop its workers now, so an error on their way out is caught here.
-
-        Left to the iterator's ``__del__``, a worker that dies while exiting (seen with spawned workers on this
-        machine: SIGABRT after the pass had completed) surfaces as an unraisable exception; here it is recorded
-        in :attr:`shutdown_errors` and the pass's measurements stand.
-        """
+        """Release the iterator and stop its workers now, so an error on their way out (a worker that dies while
+        exiting) is recorded in :attr:`shutdown_errors` instead of surfacing from ``__del__``."""
         iterator, self._iterator = self._iterator, None
         if iterator is not None and not self.loader.persistent_workers:
             try:
@@ -474,11 +425,7 @@ class LoaderPass:
                                               start_marks=len(sampler.marks))
 
     def close(self, stop_workers: bool = False) -> None:
-        """Complete the last result and stop its workers.
-
-        Persistent workers belong to the loader and outlive the pass unless ``stop_workers`` is set; a leak
-        check sets it, since the loader would otherwise keep them (and any leaked memory) until collected.
-        """
+        """Complete the last result and stop its workers; persistent ones too with ``stop_workers`` (a leak check)."""
         self._finish_memory()
         self._drop_iterator()
         self._before = None
@@ -493,10 +440,7 @@ class LoaderPass:
 
 
 def measure_pass(loader: DataLoader, batches: int | None = None, **kwargs: Any) -> PassResult:
-    """Time one pass of any DataLoader with the suite's primitive: set up, measured, torn down.
-
-    ``batches`` (default: the whole loader) and ``kwargs`` are :class:`LoaderPass`'s; the result's memory record
-    is complete when this returns, and the loader's non-persistent workers are stopped.
-    """
+    """Time one pass of any DataLoader with the suite's primitive: set up, measured, torn down (memory record complete,
+    non-persistent workers stopped). ``batches`` and ``kwargs`` are :class:`LoaderPass`'s."""
     with LoaderPass(loader, batches, **kwargs) as runner:
         return runner.run()

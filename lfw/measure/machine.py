@@ -1,9 +1,5 @@
-"""What a measurement depends on, recorded beside every result (pytest-benchmark's ``machine_info``).
-
-Throughput on the same code differs by library build (Pillow with or without libjpeg-turbo), by the cores the
-process may use (affinity, containers), by torch's thread count and by the data. A number without these is
-not comparable with another number, so the gate warns when they differ.
-"""
+"""What a measurement depends on (library builds, usable cores, torch's threads, the data), recorded beside every
+result as pytest-benchmark's ``machine_info``; the gate warns when it differs."""
 
 from __future__ import annotations
 

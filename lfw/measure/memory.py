@@ -1,16 +1,7 @@
-"""Memory of the whole process tree: the main process and every DataLoader worker.
-
-RSS, PSS and USS are all recorded: RSS stays flat while forked workers copy shared pages, PSS and USS show it
-(docs/methodology.md, Memory).
-
-Reading PSS makes the kernel walk every page table of a process (milliseconds for a process that has imported
-torch), so sampling runs in a background thread at a coarse interval; its cost on throughput is measured by
-the ``overhead`` benchmark group, not assumed.
-
-:func:`frozen_gc` isolates what a memory experiment measures from a second copy-on-access effect: a forked
-worker's cyclic GC writes to every object inherited from the parent, tens of MiB per worker per epoch, which
-``gc.freeze()`` before the fork prevents (measured in docs/methodology.md, Memory).
-"""
+"""Memory of the whole process tree: the main process and every DataLoader worker (RSS, PSS, USS;
+docs/methodology.md, Memory). Reading PSS walks every page table, so sampling runs in a background thread at a
+coarse interval (its cost: the ``overhead`` group). :func:`frozen_gc` keeps a forked worker's cyclic GC from
+copying inherited objects."""
 
 from __future__ import annotations
 
@@ -31,9 +22,8 @@ SHM = Path("/dev/shm")
 
 @dataclass(frozen=True)
 class TreeSnapshot:
-    """Memory of a process tree at one instant, in MiB, plus each child's USS by pid, the root process's own PSS
-    and USS (``main_pss``, ``main_uss``: the host before a pass) and the machine's ``/dev/shm`` in use (``shm``;
-    None where there is none to read)."""
+    """Memory of a process tree at one instant (MiB): the tree's RSS, PSS and USS, each child's USS by pid, the root
+    process's own PSS and USS, and the machine's ``/dev/shm`` in use (None where there is none)."""
 
     t: float
     rss: float
@@ -46,8 +36,7 @@ class TreeSnapshot:
 
 
 def shm_used_mib(shm: Path = SHM) -> float | None:
-    """MiB of ``/dev/shm`` in use now, machine-wide (DataLoader batches in flight live there, unlinked but mapped);
-    None without a ``/dev/shm``."""
+    """MiB of ``/dev/shm`` in use now, machine-wide (batches in flight live there); None without one."""
     try:
         st = os.statvfs(shm)
     except OSError:
@@ -80,18 +69,14 @@ def tree_snapshot(root: psutil.Process, t0: float = 0.0) -> TreeSnapshot:
 
 
 class TreeSampler:
-    """Samples :func:`tree_snapshot` in a background thread every ``interval`` seconds.
-
-    ``mark()`` asks for one extra sample as soon as possible without blocking the caller (used right after the
-    first batch, when the workers exist, so the timed loop never waits on the kernel's page walk).
-    """
+    """Samples :func:`tree_snapshot` in a background thread every ``interval`` seconds; ``mark()`` asks for one
+    extra sample at once without blocking the caller."""
 
     def __init__(self, interval: float = 0.5, pid: int | None = None) -> None:
         self.interval = interval
         self.root = psutil.Process(pid)
         self.samples: list[TreeSnapshot] = []
-        # CPU time (user + system) the sampling thread used while the pass ran, i.e. before the final snapshot
-        # that is taken after the clock stops: what sampling costs the measured pass.
+        # CPU time of the sampling thread before the final snapshot: what sampling costs the measured pass.
         self.cpu_s = 0.0
         self.marks: list[TreeSnapshot] = []
         self._t0 = time.perf_counter()
@@ -144,11 +129,8 @@ class TreeSampler:
 
 @contextmanager
 def frozen_gc(freeze: bool = True) -> Iterator[None]:
-    """Collect, then ``gc.freeze()`` every object now alive until the block ends; a no-op if ``freeze`` is off.
-
-    Workers forked inside the block inherit the frozen generation, so their collections never touch the
-    parent's objects; only the index access under test copies pages.
-    """
+    """Collect, then ``gc.freeze()`` every object now alive until the block ends (workers forked inside never
+    collect the parent's objects); a no-op if ``freeze`` is off."""
     if not freeze or gc.get_freeze_count():  # already frozen by the caller: theirs to undo, not ours
         yield
         return

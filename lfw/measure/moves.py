@@ -1,20 +1,9 @@
 """Deterministic counts of what a pipeline moves per image, where instruction counts do not look.
 
-Callgrind counts user-space instructions; it does not see system calls, page faults or the bytes that cross
-between processes, and DataLoader regressions often live there: a float32 batch instead of uint8 is four times
-the bytes every worker pickles and shares with the main process; a file opened twice is twice the system calls.
-Per image, over one pass of the suite's primitive (:class:`~lfw.measure.LoaderPass`) in this process:
-
-- ``files_opened_per_image``: Python-level opens (``open`` audit events: ``open()``, ``io.open``, ``os.open``);
-- ``read_calls_per_image`` and ``bytes_read_per_image``: the kernel's own count of read system calls and bytes
-  they returned (``syscr`` and ``rchar`` of ``/proc/self/io``), whatever the page cache holds;
-- ``batch_bytes_per_image``: the bytes of every tensor and array in the batches the loader yields, which is
-  what DataLoader workers hand to the main process (the same batches with ``num_workers=0``).
-
-These repeat exactly for the same code, libraries and files (the warm-up pass takes lazy imports and first-use
-opens out of the counted one). The loader must run in this process (``num_workers=0``): a worker's opens and
-reads are its own process's.
-"""
+Per image, over one pass of :class:`~lfw.measure.LoaderPass` in this process (``num_workers=0``) after a warm-up
+pass: ``files_opened_per_image`` (``open`` audit events), ``read_calls_per_image`` and ``bytes_read_per_image``
+(``syscr`` and ``rchar`` of ``/proc/self/io``) and ``batch_bytes_per_image`` (the tensors and arrays of the
+batches, what workers would hand over)."""
 
 from __future__ import annotations
 

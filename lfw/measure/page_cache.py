@@ -1,10 +1,5 @@
-"""Warm or cold page cache: the two honest ways to time file loading.
-
-Warm (the default) reads every file once before timing, so rounds measure decode and transform, not the disk.
-Cold evicts the dataset's files from the page cache before each round with ``posix_fadvise(DONTNEED)``, which
-needs no root; the kernel may keep pages that are mapped or dirty, so cold is "as cold as an unprivileged
-process can make it".
-"""
+"""Warm or cold page cache: warm reads every file once before timing; cold evicts the dataset's files before each
+round with ``posix_fadvise(DONTNEED)`` (no root needed; mapped or dirty pages may stay)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
 """What the command-line tools print when they time loading: one warm-up pass, then repetitions, mean +- sd.
 
-Shared by ``python -m lfw -get_timing`` and ``python -m lfw.remote``; the passes themselves are the shared
-primitive's (:class:`~lfw.measure.LoaderPass`), so a CLI figure means what the benchmarks' figures mean.
-
-With ``-mprof FILE`` the passes run inside :func:`record`: memory-profiler's ``memory_usage`` watches this process
-and its children (the DataLoader workers) from a sampling process of its own, every ``interval`` seconds, with its
-``psutil_pss`` backend, so forked workers' shared pages are split among them rather than counted once per worker as
-RSS would. The samples are the tree's PSS in MiB with their time stamps, written as ``MEM`` lines under a
-``CMDLINE`` line, which is the file ``mprof run`` makes and ``mprof plot`` draws. The sampling process is a child
-too while it runs, so the tree it reports includes its own share; the suite's own sampler
-(:mod:`lfw.measure.memory`) stays the one the benchmarks use.
-"""
+Shared by ``python -m lfw -get_timing`` and ``python -m lfw.remote``, through :class:`~lfw.measure.LoaderPass`.
+With ``-mprof FILE`` the passes run inside :func:`record`: memory-profiler samples the tree's PSS (its
+``psutil_pss`` backend) and writes the ``CMDLINE``/``MEM`` file ``mprof plot`` draws."""
 
 from __future__ import annotations
 
@@ -51,11 +43,7 @@ def record(work: Callable[[], T], path: Path, interval: float = INTERVAL_S) -> T
 
 
 def report_timing(runner: LoaderPass, repetitions: int, mprof: Path | None = None) -> list[PassResult]:
-    """One untimed warm-up pass (page cache, allocator), then ``repetitions`` timed ones, as the benchmarks do.
-
-    With ``mprof``, memory-profiler samples the process tree's PSS all along and the timeline goes to that file
-    (:func:`record`).
-    """
+    """One untimed warm-up pass, then ``repetitions`` timed ones; with ``mprof``, the tree's PSS goes to that file."""
     def passes() -> None:
         with runner:
             for _ in tqdm(range(repetitions + 1), desc="timing (1 warm-up)", unit="pass", file=sys.stderr):

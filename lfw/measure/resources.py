@@ -1,15 +1,8 @@
 """What a DataLoader configuration holds while it runs, against what the machine has: checked before a pass.
 
-A worker hands every batch to the main process through ``/dev/shm``, about ``(workers x prefetch_factor + 1) x
-batch bytes`` per pass, and Docker's default 64 MB holds less than four float batches of LFW; a worker that cannot
-allocate its batch fails the whole pass with a traceback. The budget is tabled in docs/containers.md.
-
-:func:`loader_need` states a loader's :class:`Need` from its knobs and one item of its dataset;
-:meth:`Limits.read` reads what this process has (``/dev/shm`` free bytes, ``ulimit -n``, the cgroup's memory
-limit, :func:`usable_cores`); :func:`shortfall` says, in one line naming the need and the limit, why a need does
-not fit, or None. The figures are estimates with stated allowances (:data:`FDS_PER_WORKER` and the others), made
-to err on the side of skipping: a case that does not fit is left out and said so, never run into a crash.
-"""
+:func:`loader_need` states a loader's :class:`Need` from its knobs and one item of its dataset (``/dev/shm`` in
+flight, file descriptors, memory); :meth:`Limits.read` reads what this process has; :func:`shortfall` says in one
+line why a need does not fit, or None. Estimates err towards skipping (docs/containers.md)."""
 
 from __future__ import annotations
 
@@ -28,14 +21,12 @@ from lfw.measure.moves import batch_bytes
 
 MiB = 2**20
 DEFAULT_PREFETCH = 2  # torch's prefetch_factor when workers are used and none is given
-# Descriptors the main process opens per worker (the worker's queues, pipes and sentinel): 7-8 measured with torch
-# 2.14 (a unit test holds the model to a real loader), plus two per batch in flight (the segment's
-# descriptor and its duplicate while it is handed over), plus room for the files a pass reads.
+# Descriptors: per worker (queues, pipes, sentinel; a unit test holds the model to a real loader), per batch in
+# flight (the segment and its duplicate while handed over), and room for the files a pass reads.
 FDS_PER_WORKER = 8
 FDS_PER_BATCH = 2
 FDS_SPARE = 16
-# Private memory of a forked worker beyond the batches it builds (its own heap and the pages it copies on
-# write): an allowance, well above the worker USS the memory groups record at the start of a pass.
+# A forked worker's private memory beyond its batches: an allowance well above the worker USS the groups record.
 WORKER_PRIVATE_BYTES = 128 * MiB
 SHM_SPARE = MiB  # tmpfs rounds every segment up to pages; keep a little room
 
@@ -50,13 +41,9 @@ def usable_cores() -> int:
 
 @dataclass(frozen=True)
 class Need:
-    """What one loader holds while a pass runs.
-
-    ``shm_in_flight``: bytes of ``/dev/shm`` for the batches in flight during a pass (freed when it ends);
-    ``shm_held``: bytes of ``/dev/shm`` held from the first pass until the loader is gone (slot rings);
-    ``memory``: bytes of memory beyond what this process already uses; ``fds``: descriptors the main process
-    has open at the peak; ``in_flight``: batches in flight; ``batch_bytes``: one batch's tensors.
-    """
+    """What one loader holds while a pass runs: ``shm_in_flight`` (``/dev/shm`` for the batches in flight),
+    ``shm_held`` (``/dev/shm`` held until the loader is gone: slot rings), ``memory`` (beyond this process), ``fds``
+    (the main process's at the peak), ``in_flight`` batches and ``batch_bytes``."""
 
     shm_in_flight: int
     shm_held: int
@@ -171,10 +158,8 @@ def open_fds() -> int:
 
 def shortfall(need: Need, limits: Limits, *, held_beside: int = 0, in_flight_beside: int = 0,
               alone: str = "") -> str | None:
-    """Why ``need`` does not fit ``limits``, in one line naming the need, the limit and what to do; None if it
-    fits. ``held_beside``/``in_flight_beside``: /dev/shm that other loaders alive at the same time hold between
-    passes, and the most any of them has in flight (a rotation runs one pass at a time); ``alone``: how to run
-    the case by itself, said when it would fit without the others."""
+    """Why ``need`` does not fit ``limits`` (one line: the need, the limit, the fix), or None. ``held_beside`` and
+    ``in_flight_beside``: what other live loaders hold; ``alone``: how to run the case by itself."""
     if need.shm and limits.shm_free is not None:
         total = held_beside + need.shm_held + max(in_flight_beside, need.shm_in_flight)
         if total + SHM_SPARE > limits.shm_free:

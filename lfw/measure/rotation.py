@@ -1,18 +1,9 @@
 """Interleaved rounds: every configuration of a group measured round-robin, in a new random order each round.
 
-The cases a chart or a recommendation compares used to run one after another, each over its own stretch of the
-machine's speed (on a shared VM the same decode loop's rate moves by tens of percent within a run), so comparing
-two configurations was partly comparing two moments. A rotation (RMIT: randomized multiple interleaved trials,
-Abedi & Brecht 2017) runs round 1 of every member, then round 2, ..., each round in a fresh random order, so every
-member sees the same drift and the ratio of two members can be taken per round: a paired comparison whose unit
-is the round. The single-core ceiling of each transform is a member of the rotation too, so efficiency (rate over
-ceiling) is paired by round as well and cannot drift above 1 because the ceiling was measured at another moment.
-
-Members are anything with ``measure() -> PassResult`` (:class:`Member`); one whose untimed warm-up can be cheaper
-than a measured pass offers ``warm_up()`` too, which the warm-up rounds call instead. :data:`pass_clock` is the
-timer that replays a rotated case's measured passes as pytest-benchmark's rounds (docs/methodology.md,
-"Interleaved rounds").
-"""
+Every member sees the same drift of the machine, so two members (a transform's single-core ceiling included)
+are compared per round: a paired comparison whose unit is the round (RMIT, Abedi & Brecht 2017;
+docs/methodology.md, "Interleaved rounds"). Members have ``measure() -> PassResult`` (:class:`Member`) and may
+offer a cheaper ``warm_up()``; :data:`pass_clock` replays a rotated case's passes as pytest-benchmark's rounds."""
 
 from __future__ import annotations
 
@@ -35,10 +26,8 @@ class Member(Protocol):
 
 
 class LoaderMember:
-    """One DataLoader configuration: each ``measure()`` is setup (untimed), one timed pass, finish (untimed: the
-    workers are stopped before the next member runs, so no idle worker of another configuration is alive during a
-    pass). ``before_pass`` runs in the untimed setup (e.g. evicting the files from the page cache in cold mode).
-    """
+    """One DataLoader configuration: each ``measure()`` is untimed setup (and ``before_pass``), one timed pass,
+    untimed finish (its workers stop before the next member runs)."""
 
     def __init__(self, runner: LoaderPass, before_pass: Callable[[], object] | None = None) -> None:
         self.runner = runner
@@ -78,15 +67,9 @@ class Measured:
 
 @dataclass
 class Rotation:
-    """``rounds`` timed rounds of every member, interleaved, after the untimed warm-up.
-
-    The warm-up is ``warmup_rounds`` whole rounds, or, cheaper, one pass of each member in ``warm``: a ceiling
-    sweep runs the transform in this process, which is the first-use cost (lazy imports, first-call caches) that
-    the forked workers of every later pass inherit already paid. Warm-up rounds leave the members in ``warm`` out
-    (they have had their pass) and run a member's ``warm_up()`` where it has one (a remote case reads its start-up
-    wave alone, at zero injected latency: the round is there to start its persistent workers and their clients),
-    else its ``measure()``.
-    """
+    """``rounds`` timed rounds of every member, interleaved, after the untimed warm-up: ``warmup_rounds`` whole
+    rounds (a member's ``warm_up()`` where it has one, else ``measure()``), members in ``warm`` (a ceiling sweep,
+    which pays the first-use costs in this process) left out of them."""
 
     members: Mapping[str, Member]
     rounds: int
@@ -96,12 +79,9 @@ class Rotation:
     isolate: Collection[str] = ()
 
     def run(self, progress: Callable[[str], None] | None = None) -> dict[str, Measured]:
-        """Measure every member ``rounds`` times; ``progress(key)`` is called after each pass.
-
-        A member in ``isolate`` that raises is closed and leaves the rotation with its :attr:`Measured.error`
-        (no rounds), and the others go on; any other member's error ends the rotation. Members are closed
-        (their workers stopped) at the end, on failure and on an interrupt too.
-        """
+        """Measure every member ``rounds`` times, ``progress(key)`` after each pass. A failing member in ``isolate``
+        leaves with its :attr:`Measured.error`; any other's error ends the rotation. Members are closed at the end,
+        on failure and interrupt too."""
         keys = list(self.members)
         measured = {k: Measured() for k in keys}
         orders = round_orders(keys, self.warmup_rounds + self.rounds, self.seed)
@@ -151,12 +131,8 @@ class Rotation:
 
 
 class PassClock:
-    """pytest-benchmark's timer in this suite: ``time.perf_counter``, except while a measured pass is replayed.
-
-    ``with pass_clock.replaying(seconds) as next_pass:`` makes each call of ``next_pass`` advance a virtual
-    clock by the next recorded duration; ``benchmark.pedantic(next_pass, rounds=len(seconds))`` then records
-    exactly those durations as its rounds.
-    """
+    """pytest-benchmark's timer: ``time.perf_counter``, except inside ``with pass_clock.replaying(seconds) as
+    next_pass:``, where each ``next_pass()`` advances a virtual clock by the next recorded duration."""
 
     __name__ = "pass_clock"  # how pytest-benchmark names the timer in its JSON: lfw.measure.rotation.pass_clock
 

@@ -1,22 +1,13 @@
 """Where a pipeline's CPU goes: thread CPU time per stage, summed over every loading process of a pass.
 
-A :class:`StageClock` belongs to a dataset (its ``stage_clock`` attribute): the dataset times ``read``,
-``decode`` and ``transform`` with it, :class:`TimedCollate` times ``collate`` and :class:`~lfw.measure.LoaderPass`
-times ``receive``; what each stage holds, and the gap no stage claims, are in docs/decoders.md. Times are
-``time.thread_time()``, so a stage that waits is charged only for the CPU it used and the stages can be compared
-with the process tree's measured CPU (:attr:`~lfw.measure.PassResult.cpu_s`).
+A :class:`StageClock` belongs to a dataset (``stage_clock``): the dataset times ``read``, ``decode`` and
+``transform``, :class:`TimedCollate` times ``collate``, :class:`~lfw.measure.LoaderPass` times ``receive``
+(docs/decoders.md). Times are ``time.thread_time()``. A clock can also count named events (``counts``, fixed when
+it is made), such as the decoder or the index kind that really ran in each loading process.
 
-Beside the times, a clock can count named events in the same rows (``counts``, fixed when it is made): what ran
-where the loading happens, such as the images each decoder decoded or the file index each loading process read
-from, so a record states the code that ran in the workers rather than the settings it was given.
-
-The totals live in a small shared-memory array (``multiprocessing.RawArray``) with one row per loading process
-(the main process's main thread, its other threads, DataLoader worker ``i``), so forked and spawned workers add
-to the same figures the main process reads after the pass. Each process adds under one lock of its own (decode
-threads inside a process add concurrently), made anew in a forked child. A process that is neither the main
-process nor a DataLoader worker (a torchdata map process) adds to the main process's rows without that
-process's lock: its figures are not the breakdown's.
-"""
+The totals live in a shared ``multiprocessing.RawArray``, one row per loading process (main thread, other main
+threads, worker ``i``), each process adding under its own lock; a process that is neither the main one nor a
+DataLoader worker adds to the main rows without it."""
 
 from __future__ import annotations
 
@@ -69,12 +60,8 @@ class StageTotals:
 
 
 class StageClock:
-    """Stage CPU times of one dataset, added by every process that loads from it (see the module docstring).
-
-    ``add(stage, since)`` adds ``now() - since`` to ``stage`` in the calling process's row; ``images`` counts
-    the items met; ``count(name)`` adds to one of ``counts``. Picklable: a spawned worker receives the same shared
-    array (while the DataLoader spawns it); any other pickle or copy gets a clock of its own, zeroed.
-    """
+    """Stage CPU times of one dataset, added by every process that loads from it: ``add(stage, since)``,
+    ``images``, ``count(name)``. A spawned worker unpickles the same shared array; any other copy is zeroed."""
 
     def __init__(self, max_workers: int = MAX_WORKERS, counts: Sequence[str] = ()) -> None:
         if max_workers < 0:
@@ -185,10 +172,8 @@ def loaded_dataset(fallback: Any) -> Any:
 
 
 class IndexCountingCollate:
-    """``collate_fn`` that counts, once per batch, the kind of file index (:data:`lfw.data.index.INDEX_KINDS`) the
-    collating process's dataset holds in ``paths`` now, on ``clock`` (made with those counts): the index a worker
-    really reads from, not the one the dataset was built with. A dataset whose ``paths`` is no known index counts
-    nothing."""
+    """``collate_fn`` that counts once per batch the kind of file index (:data:`lfw.data.index.INDEX_KINDS`) the
+    collating process's dataset holds in ``paths`` now (none for an unknown one)."""
 
     def __init__(self, clock: StageClock, dataset: Any, collate: Callable[[list[Any]], Any] = default_collate) -> None:
         if set(INDEX_KINDS) - set(clock.counts):

@@ -1,12 +1,6 @@
-"""What a DataLoader hands each worker at start-up: the dataset object, inherited or pickled.
-
-With ``fork`` a worker inherits the parent's memory, the dataset included, and starts without copying it. With
-``spawn`` and ``forkserver`` the parent pickles each worker's process object, the dataset with it, and writes
-it down a pipe that the worker reads and unpickles before its first item. That cost grows with the pickled
-size, is paid once per worker, and is paid again every epoch unless the workers persist.
-:func:`pickled_dataset_bytes` gives that size: the x axis of the start-up chart
-(``K.PICKLED_DATASET_BYTES``).
-"""
+"""What a DataLoader hands each worker at start-up: the dataset object, inherited (``fork``) or pickled and sent
+down a pipe once per worker (``spawn``, ``forkserver``; every epoch unless the workers persist).
+:func:`pickled_dataset_bytes` gives that size (``K.PICKLED_DATASET_BYTES``, the start-up chart's x axis)."""
 
 from __future__ import annotations
 
@@ -16,19 +10,11 @@ from lfw.errors import LFWError, one_line
 
 
 def pickled_dataset_bytes(dataset: object) -> int:
-    """``len(pickle.dumps(dataset))``: the bytes that ``spawn`` and ``forkserver`` write to each worker.
-
-    The contract is exactly that expression: the default pickle protocol (``pickle.DEFAULT_PROTOCOL``, the one
-    multiprocessing's ``ForkingPickler`` uses) over the whole object graph the dataset holds. It measures
-    size, not time. For a dataset of plain Python objects (a list of paths) it is what the pipe carries;
-    for one that holds torch tensors it overstates it, because ``ForkingPickler``, with torch's reducers,
-    sends a shared-memory handle in place of a tensor's bytes. The pickle is built in memory and dropped, so
-    for a moment the call needs about as much memory again as the result.
+    """``len(pickle.dumps(dataset))`` (default protocol, as ``ForkingPickler``): the bytes ``spawn`` and ``forkserver``
+    write to each worker; it overstates a dataset holding tensors (sent as shared-memory handles).
 
     Raises:
-        LFWError: the dataset cannot be pickled (one line). ``spawn`` and ``forkserver`` workers could not
-            receive it either; ``fork`` still can.
-    """
+        LFWError: the dataset cannot be pickled (one line)."""
     try:
         return len(pickle.dumps(dataset))
     except (pickle.PicklingError, TypeError, AttributeError) as exc:

@@ -1,22 +1,13 @@
 """The few DataLoader internals the measurement needs, behind one small module.
 
-torch keeps no public way to list a loader's worker processes or to stop them on demand; these read the
-private attributes its iterators have carried since torch 1.x (``_workers``, ``_shutdown_workers``, a loader's
-persistent ``_iterator``, a multi-process iterator's ``_tasks_outstanding`` and ``_prefetch_factor``, a worker
-process's ``_popen``). Each function degrades to "nothing there" rather than failing when an attribute is
-missing, so a torch release that renames one shows as missing worker figures, not as a crash mid-run.
+torch has no public way to list or stop a loader's workers, so these read private attributes (``_workers``,
+``_shutdown_workers``, ``_iterator``, ``_tasks_outstanding``, ``_prefetch_factor``, ``_popen``); each degrades to
+"nothing there" when one is missing, so a torch release that renames one shows as missing worker figures.
 
-A loader that is not a DataLoader (:class:`lfw.pipelines.nodes.NodesLoader`, a torchdata.nodes pipeline) is
-measured through two hooks instead of those attributes:
-
-- ``loader.worker_pids(iterator)``: the pids of the worker *processes* serving ``iterator`` (the object its
-  ``iter()`` returned), or, with ``iterator=None``, of those alive between passes (persistent ones); only
-  processes the loader itself started, never another child of this process, and none for work done on threads
-  of this process (the main process's CPU time counts it already). ``LoaderPass`` sums these processes' CPU time
-  into ``workers_cpu_s`` and reports their USS; the memory of the whole tree is sampled whatever the hook says.
-- ``iterator.close()``: stop the iterator's workers now; a ``RuntimeError`` raised after stopping them says
-  something had to be forced, and propagates as ``_shutdown_workers``'s does.
-"""
+A loader that is not a DataLoader (:class:`lfw.pipelines.nodes.NodesLoader`, a peer) offers two hooks instead:
+``loader.worker_pids(iterator)``, the pids of the worker *processes* it started serving ``iterator`` (with
+``iterator=None``: those alive between passes), whose CPU time and USS ``LoaderPass`` counts; and
+``iterator.close()``, which stops them now and raises ``RuntimeError`` afterwards when something had to be forced."""
 
 from __future__ import annotations
 
@@ -27,8 +18,7 @@ from torch.utils.data import DataLoader
 
 
 class MeasuredLoader(Protocol):
-    """What :class:`~lfw.measure.LoaderPass` reads of a loader: a ``DataLoader`` has it, and so does
-    :class:`lfw.pipelines.nodes.NodesLoader` (with the hooks of the module docstring)."""
+    """What :class:`~lfw.measure.LoaderPass` reads of a loader (a ``DataLoader``, or one with the hooks above)."""
 
     num_workers: int
     persistent_workers: bool
@@ -40,8 +30,7 @@ class MeasuredLoader(Protocol):
 
 
 def worker_pids(loader: DataLoader | MeasuredLoader, iterator: Any = None) -> list[int]:
-    """Pids of the live workers of ``iterator``, else of the loader's persistent iterator; a loader with the
-    ``worker_pids`` hook (module docstring) answers for itself."""
+    """Pids of the live workers of ``iterator``, else of the loader's persistent iterator (or the loader's hook)."""
     hook = getattr(loader, "worker_pids", None)
     if callable(hook):
         return [int(pid) for pid in hook(iterator)]
@@ -50,33 +39,28 @@ def worker_pids(loader: DataLoader | MeasuredLoader, iterator: Any = None) -> li
 
 
 def worker_start_method(iterator: Any) -> str | None:
-    """How the live workers of ``iterator`` were started, ``"fork"``, ``"spawn"`` or ``"forkserver"``: the
-    ``method`` of the launcher multiprocessing started each process with (its ``_popen``), read from the
-    processes themselves rather than from the loader's settings. None without worker processes, for a loader
-    with the ``worker_pids`` hook (module docstring), or when the workers disagree or do not say."""
+    """How the live workers of ``iterator`` were started (``fork``, ``spawn``, ``forkserver``), read from their
+    processes; None without workers, for a hooked loader, or when they disagree or do not say."""
     methods = {getattr(getattr(w, "_popen", None), "method", None) for w in getattr(iterator, "_workers", [])}
     methods.discard(None)
     return str(methods.pop()) if len(methods) == 1 else None
 
 
 def iterator_prefetch_factor(iterator: Any) -> int | None:
-    """The batches per worker a multi-process DataLoader iterator keeps asked for (its ``_prefetch_factor``, what
-    it primes and refills by); None for a single-process iterator or a loader that is not a DataLoader."""
+    """A multi-process DataLoader iterator's ``_prefetch_factor`` (batches per worker it keeps asked for), else None."""
     factor = getattr(iterator, "_prefetch_factor", None) if getattr(iterator, "_workers", None) else None
     return int(factor) if isinstance(factor, int) else None
 
 
 def requests_outstanding(iterator: Any) -> int | None:
-    """Batches a multi-process DataLoader iterator has asked its workers for and not yet returned. Read right
-    after ``iter()``, it is what the iterator primed: ``prefetch_factor`` x workers, or the epoch's batches if
-    fewer. None for a single-process iterator or a loader that is not a DataLoader."""
+    """Batches a multi-process DataLoader iterator has asked for and not yet returned (right after ``iter()``: what
+    it primed); None for a single-process iterator or a loader that is not a DataLoader."""
     outstanding = getattr(iterator, "_tasks_outstanding", None)
     return int(outstanding) if isinstance(outstanding, int) else None
 
 
 def shutdown_workers(iterator: Any) -> None:
-    """Stop an iterator's workers now (a ``RuntimeError`` from a worker dying on its way out propagates): a
-    DataLoader iterator's ``_shutdown_workers``, else the ``close()`` hook (module docstring)."""
+    """Stop an iterator's workers now (``_shutdown_workers``, else ``close()``); a ``RuntimeError`` propagates."""
     shutdown = getattr(iterator, "_shutdown_workers", None) or getattr(iterator, "close", None)
     if shutdown is not None:
         shutdown()

@@ -1,14 +1,9 @@
 """The loaders users switch to, each behind one contract so the suite measures them beside DataLoader.
 
-One module per peer (``spdl_loader``, ``dali_loader``, ``grain_loader``, ``wds_loader``, ``litdata_loader``), each
-in the configuration its own documentation recommends for image loading on CPU, each with: ``DISTRIBUTIONS``
-(what pip installs), ``missing()`` (why it cannot run here, in one line with the fix, or None), ``DECODER`` (the
-suite's name for its decoder run alone, or None where it cannot be), ``build(spec, images)`` (a
-:class:`~lfw.peers.contract.PeerLoader`) and, where it needs its own format, ``convert(images)`` (the one-off
-conversion's seconds and bytes). The contract: :mod:`lfw.peers.contract`; the decoded-pixel check against the
-reference decoder: :mod:`lfw.peers.check`. Imported only by the floors above (the suite, the benchmarks); importing
-this package imports no peer and no torch (Grain's spawned workers import :mod:`lfw.peers.grain_map` through it).
-"""
+One module per peer in :data:`MODULES`, each with ``DISTRIBUTIONS``, ``missing()`` (why it cannot run here, or
+None), ``DECODER`` (its decoder run alone, or None), ``build(spec, images)`` (a
+:class:`~lfw.peers.contract.PeerLoader`) and, for its own format, ``convert(images)``. Importing this package
+imports no peer and no torch (Grain's spawned workers import :mod:`lfw.peers.grain_map` through it)."""
 
 from __future__ import annotations
 
@@ -47,7 +42,6 @@ def versions() -> dict[str, str]:
 
 
 def conversion(peer: str, images: Any) -> dict[str, Any] | None:
-    """The one-off conversion a peer's format needs (seconds, bytes on disk, folder), made on first use; None for a
-    peer that reads the loose files."""
+    """The one-off conversion a peer's format needs (seconds, bytes, folder), first made now; None for loose files."""
     convert = getattr(adapter(peer), "convert", None)
     return convert(images) if convert is not None else None

@@ -1,19 +1,10 @@
 """The decoded-pixel check: every image a peer hands out against the reference decoder, its label and its place.
 
-The reference is Pillow (libjpeg-turbo), the decoder of the suite's presets, read from the decoded memmap the
-suite builds once per tree (:func:`lfw.pipelines.storage.decoded_memmap`). One epoch of the peer, with indices
-(:meth:`~lfw.peers.contract.PeerLoader.iterate`), must hold every image of the pass exactly once; each image's
-label must equal the reference label; its shape and dtype the contract's; and its pixels must agree with the
-reference within JPEG decoder tolerance, :data:`MEAN_TOLERANCE`: the mean absolute difference over an image's
-samples, in levels of 255. Decoders that follow the JPEG standard differ by their inverse DCT (ISO/IEC 10918-2
-allows a reconstructed sample one level from the reference IDCT) and, more, by how they upsample chroma and convert
-colour, which the standard leaves to the decoder: libjpeg-turbo's "fancy" upsampling against FFmpeg's scaler differs
-by a level or two on average and by tens at sharp colour edges. A decoder that fetched the wrong image, swapped
-channels or handed out YUV differs by tens on average. So the mean is bounded and the largest single difference
-is recorded, not bounded (docs/peers.md gives both for every peer).
-
-A ``float`` case is compared after undoing its normalization.
-"""
+The reference is Pillow's decode, read from the suite's decoded memmap
+(:func:`lfw.pipelines.storage.decoded_memmap`). One epoch with indices must hold every image of the pass once,
+each with the reference label, the contract's shape and dtype, and pixels within :data:`MEAN_TOLERANCE` (mean
+absolute difference per image, in levels of 255) of the reference; the largest single difference is recorded, not
+bounded. Why JPEG decoders differ and by how much: docs/peers.md. A ``float`` case is de-normalized first."""
 
 from __future__ import annotations
 
@@ -60,9 +51,8 @@ def as_levels(images: torch.Tensor) -> torch.Tensor:
 
 
 def check_peer(loader: PeerLoader, reference: np.ndarray) -> PixelCheck:
-    """One epoch of ``loader`` against ``reference`` (the decoded ``(N, H, W, 3)`` uint8 images of the tree, in scan
-    order); raises :class:`MisdecodeError` on the first image, label or batch that does not match. The epoch is
-    closed before it returns or raises (a peer that does not persist stops its engine then)."""
+    """One epoch of ``loader`` against ``reference`` (decoded ``(N, H, W, 3)`` uint8, scan order); raises
+    :class:`MisdecodeError` on the first image, label or batch that does not match. The epoch is closed either way."""
     epoch = loader.iterate(with_index=True)
     try:
         return _check_epoch(loader, epoch, reference)

@@ -1,25 +1,11 @@
-"""The one contract every peer adapter meets, and the loader shape :class:`~lfw.measure.LoaderPass` measures.
+"""The one contract every peer adapter meets, in the loader shape :class:`~lfw.measure.LoaderPass` measures.
 
-Every peer reads :class:`PassImages` (the first N images of the tree in scan order, the decoder group's rule) and
-each ``iter()`` of its :class:`PeerLoader` is one epoch of whole batches, each ``(images, labels)``:
-
-- ``images``: ``uint8`` of shape ``(B, 3, H, W)`` (or ``float32`` normalized with ImageNet's statistics for a
-  ``float`` case); a peer whose engine gives ``(B, H, W, 3)`` hands out ``permute(0, 3, 1, 2)`` of it, a view made
-  inside the clock, whose memory stays channels-last, as the suite's slot batches do (``layout`` says which);
-- ``labels``: ``int64`` of shape ``(B,)``, the class index of each image's person folder.
-
-With ``with_index=True`` an epoch yields ``(images, labels, indices)``: the position of each image in
-:class:`PassImages`, which the decoded-pixel check (:mod:`lfw.peers.check`) pairs with the reference decoder;
-peers carry it always (an int per image) and the timed passes drop it.
-
-A :class:`PeerLoader` has what ``LoaderPass`` reads of a DataLoader (``num_workers``: processes it loads in, the
-start-up wave; ``persistent_workers``; ``timeout``; ``len``) and the ``worker_pids`` hook of
-:mod:`lfw.measure.torch_compat`: every process that appeared under this process while the peer started or ran
-(grandchildren too), so its CPU time and memory count, whoever started it. Each batch is fetched by one
-feeder thread with a deadline, so a peer that hangs inside native code ends its pass with one "timed out" line
-instead of hanging the run. :meth:`PeerLoader.close` stops the engine and then, by signal, any process the peer
-left behind; it raises a one-line ``RuntimeError`` saying what had to be forced.
-"""
+Each ``iter()`` of a :class:`PeerLoader` is one epoch of whole batches ``(images, labels)`` over
+:class:`PassImages`: ``images`` ``uint8`` ``(B, 3, H, W)`` (``float32`` ImageNet-normalized for a ``float`` case;
+``layout`` says whether it is a view of channels-last memory), ``labels`` ``int64`` ``(B,)``. With
+``with_index=True`` each batch also carries the images' positions in :class:`PassImages` (the pixel check,
+:mod:`lfw.peers.check`). A peer has what ``LoaderPass`` reads of a DataLoader and the ``worker_pids`` hook; each
+batch is fetched with a deadline; :meth:`PeerLoader.close` stops whatever the peer left (docs/peers.md)."""
 
 from __future__ import annotations
 
@@ -32,7 +18,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,7 +47,7 @@ class PassImages:
 
     @classmethod
     def first(cls, root: str | os.PathLike[str], images: int | None = None) -> PassImages:
-        """The first ``images`` images of the tree at ``root`` (all when None), as the decoders group reads them."""
+        """The first ``images`` images of the tree at ``root`` (all when None), in scan order."""
         from lfw.data.dataset import scan_images
 
         scan = scan_images(root)
@@ -102,9 +88,7 @@ class PeerSpec:
 
 
 def library(name: str) -> Any:
-    """A peer's module, imported when first used (:func:`process_kept`: the import changes nothing in this process
-    for the cases after it); typed ``Any`` because the peers are optional installs (their own type information,
-    where they ship it, is present only where they are installed)."""
+    """A peer's module, imported on first use inside :func:`process_kept` (typed ``Any``: the peers are optional)."""
     if name in sys.modules:  # the hot path: SPDL's decode asks for its module once per batch
         return sys.modules[name]
     with process_kept():
@@ -113,11 +97,8 @@ def library(name: str) -> Any:
 
 @contextmanager
 def process_kept() -> Iterator[None]:
-    """Puts back, on exit, what a peer's import or one-off conversion changes in this process for every later case:
-    the multiprocessing start method (LitData's import and ``optimize()``), the SIGINT and SIGTERM handlers
-    (``optimize()``), the environment (DALI's import, ``optimize()``), the root logger's handlers (Grain's import,
-    through absl) and torch's intra-op threads. Only what changed is set again (a signal handler only changes in the
-    main thread)."""
+    """Puts back on exit what a peer's import or conversion changes in this process: the start method, the SIGINT and
+    SIGTERM handlers, the environment, the root logger's handlers and torch's intra-op threads (only what changed)."""
     method = multiprocessing.get_start_method(allow_none=True)
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     environment, root, threads = dict(os.environ), list(logging.root.handlers), torch.get_num_threads()
@@ -138,8 +119,7 @@ def process_kept() -> Iterator[None]:
 
 
 def not_importable(name: str, install: str, *modules: str) -> str | None:
-    """Why ``modules`` cannot be imported here (one line: the peer, the error, ``install``), or None: a peer's
-    ``missing()``."""
+    """Why ``modules`` cannot be imported (one line: the peer, the error, ``install``), or None."""
     try:
         for module in modules:
             library(module)
@@ -159,9 +139,8 @@ def chw_view(images: torch.Tensor) -> torch.Tensor:
 
 
 class Feeder:
-    """One daemon thread that runs ``next()`` of the peer's iterator on request, so the caller can give up on a
-    batch after ``timeout_s`` while the peer's native code keeps its thread (a hang is then one line, not a stuck
-    run). One request at a time: it never fetches ahead of the consumer."""
+    """A daemon thread that runs ``next()`` of the peer's iterator on request, so a batch can be given up on after
+    ``timeout_s`` (a hang is one line, not a stuck run); it never fetches ahead of the consumer."""
 
     def __init__(self, name: str) -> None:
         self._requests: queue.Queue[Iterator[Any] | None] = queue.Queue()
@@ -201,8 +180,7 @@ INTERPRETER_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.fork
 
 
 def descendants() -> set[int]:
-    """Pids of every process under this one, except the interpreter's own multiprocessing helpers (the resource
-    tracker, the fork server), which serve every later user and end with this process."""
+    """Pids of every process under this one, except the interpreter's resource tracker and fork server."""
     found: set[int] = set()
     try:
         children = psutil.Process().children(recursive=True)
@@ -219,8 +197,7 @@ def descendants() -> set[int]:
 
 
 class PeerPass(Iterator[Any]):
-    """One epoch of a :class:`PeerLoader`: ``batches`` batches drawn through the feeder, each checked against the
-    contract's types once (the first batch), the indices dropped unless asked for."""
+    """One epoch of a :class:`PeerLoader` (its first batch's types checked; indices dropped unless asked)."""
 
     def __init__(self, loader: PeerLoader, source: Iterator[Any], with_index: bool) -> None:
         self._loader = loader
@@ -250,19 +227,15 @@ class PeerPass(Iterator[Any]):
 
 
 class PeerLoader:
-    """A peer's engine behind the contract of the module docstring. Subclasses implement :meth:`start` (build the
-    engine: called inside the clock by the first ``iter()``, or each ``iter()`` for a peer that does not persist),
-    :meth:`epoch` (an iterator of one epoch's ``(images, labels, indices)``, the conversion done) and
-    :meth:`stop` (stop the engine; idempotent).
+    """A peer's engine behind the contract. Subclasses implement :meth:`start` (build the engine, inside the clock),
+    :meth:`epoch` (one epoch's ``(images, labels, indices)``) and :meth:`stop` (idempotent).
 
     Args:
         spec: the case.
         images: what it reads.
-        layout: ``chw`` or ``hwc-view`` (:data:`LAYOUTS`): how its batches are laid out in memory.
-        persistent: the engine (its threads, processes, pipeline) lives from one pass to the next, as a
-            DataLoader's persistent workers do; else each pass builds and stops its own.
-        processes: worker processes it loads in (0: threads of this process): the start-up wave.
-    """
+        layout: :data:`LAYOUTS`: how its batches are laid out in memory.
+        persistent: the engine lives from one pass to the next (else each pass builds and stops its own).
+        processes: worker processes it loads in (0: threads of this process): the start-up wave."""
 
     def __init__(self, spec: PeerSpec, images: PassImages, *, layout: str, persistent: bool, processes: int = 0,
                  timeout_s: float = PEER_TIMEOUT_S) -> None:
@@ -323,14 +296,11 @@ class PeerLoader:
         return self.iterate()
 
     def note_processes(self) -> None:
-        """Untimed, before a pass: the processes alive now are not this peer's (the rotation's other members'
-        persistent workers); whatever appears under this process during the pass is (members run one at a time).
-        Without it, ``iter()`` takes the same snapshot inside the clock."""
+        """Untimed, before a pass: the processes alive now are not this peer's (else ``iter()`` notes them)."""
         self._baseline, self._noted = descendants(), True
 
     def worker_pids(self, iterator: Any = None) -> list[int]:
-        """The processes this peer started that are alive (the ``worker_pids`` hook): with ``iterator``, those that
-        appeared during the pass join the ones it already had."""
+        """The processes this peer started that are alive; with ``iterator``, the pass's new ones too."""
         if iterator is not None and self._in_pass:
             self._adopt()
         alive = [pid for pid in sorted(self._owned) if psutil.pid_exists(pid)]
@@ -369,10 +339,8 @@ class PeerLoader:
             self.stop()
 
     def close(self) -> None:
-        """Stop everything the peer started: its engine, the feeder, then any process it left (by signal).
-
-        Raises ``RuntimeError`` (after the clean-up) saying what had to be forced.
-        """
+        """Stop the engine, the feeder, then by signal any process the peer left; raises a one-line ``RuntimeError``
+        (after the clean-up) saying what had to be forced."""
         problems = []
         try:
             self.stop_engine()
@@ -386,7 +354,11 @@ class PeerLoader:
         self._adopt()
         left = [psutil.Process(pid) for pid in self.worker_pids()]
         for proc in left:
-            _terminate(proc)
+            with suppress(psutil.Error):
+                proc.terminate()
+        for proc in psutil.wait_procs(left, STOP_GRACE_S)[1]:  # those still alive after the grace period
+            with suppress(psutil.Error):
+                proc.kill()
         if left:
             problems.append(f"{len(left)} of its processes outlived its shutdown and were stopped by signal")
         self._owned.clear()
@@ -395,9 +367,7 @@ class PeerLoader:
 
 
 class DataLoaderPeer(PeerLoader):
-    """A peer whose engine is a DataLoader subclass (WebDataset's ``WebLoader``, LitData's ``StreamingDataLoader``),
-    made by :meth:`make_loader` with persistent workers; :meth:`fields` picks ``(images, labels, indices)`` out of
-    its batches."""
+    """A peer whose engine is a DataLoader subclass, made by :meth:`make_loader` with persistent workers."""
 
     def __init__(self, spec: PeerSpec, images: PassImages) -> None:
         super().__init__(spec, images, layout="chw", persistent=True, processes=spec.parallelism)
@@ -407,7 +377,9 @@ class DataLoaderPeer(PeerLoader):
         raise NotImplementedError
 
     def fields(self, batch: Any) -> tuple[Any, Any, Any]:
-        raise NotImplementedError
+        """``(images, labels, indices)`` of one of its batches (by default the batch is that tuple)."""
+        images, labels, index = batch
+        return images, labels, index
 
     def start(self) -> None:
         self._loader = self.make_loader()
@@ -432,23 +404,12 @@ def _not_zombie(pid: int) -> bool:
         return False
 
 
-def _terminate(proc: psutil.Process) -> None:
-    try:
-        proc.terminate()
-        proc.wait(STOP_GRACE_S)
-    except psutil.TimeoutExpired:
-        proc.kill()
-    except psutil.Error:
-        pass
-
-
 MAX_PER_SHARD = 128  # images per shard or chunk of a peer's own format, where the pass is long enough
 MIN_SHARDS = 16  # so up to 16 workers each read a shard of their own
 
 
 def images_per_shard(images: int) -> int:
-    """Images per shard (WebDataset) or chunk (LitData) for a pass of ``images``: at most :data:`MAX_PER_SHARD`,
-    and at least :data:`MIN_SHARDS` shards, so the shards are never fewer than the workers swept."""
+    """Images per shard or chunk for a pass of ``images``: at most :data:`MAX_PER_SHARD`, :data:`MIN_SHARDS` shards."""
     return max(1, min(MAX_PER_SHARD, images // MIN_SHARDS))
 
 

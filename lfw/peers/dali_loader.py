@@ -1,19 +1,9 @@
-"""NVIDIA DALI on its CPU backend, configured as its documentation shows for image classification.
+"""NVIDIA DALI on its CPU backend, configured as its documentation shows for image classification (docs/peers.md).
 
-``@pipeline_def(batch_size, num_threads, device_id=None)`` (no GPU: the CPU backend), ``fn.readers.file`` over the
-pass's files and labels in order, ``fn.decoders.image(device="cpu", output_type=RGB)`` (libjpeg-turbo inside
-nvImageCodec), read through the PyTorch plugin's ``DALIGenericIterator`` (``reader_name``, partial last batch), as
-DALI's "PyTorch" examples do. The pipeline is built for each pass, inside the clock (its build is in the time to
-first batch): kept from one pass to the next, it decodes about ``prefetch_queue_depth`` batches of the next epoch
-while the rotation's other members run, work no clock would see (docs/peers.md). Batches come out
-``(B, H, W, 3)``: handed out as the contract's ``(B, 3, H, W)`` view. The float case normalizes inside the
-pipeline with ``fn.crop_mirror_normalize`` (``output_layout="CHW"``, ImageNet statistics), DALI's own path.
-``num_threads`` is the knob; DALI's executor adds threads of its own, all in this process, so the process's CPU
-time counts them.
-
-DALI's decoder cannot run alone here: nvImageCodec's Python decoder needs a CUDA runtime even for its CPU backend
-(docs/peers.md), so this peer has no single-core decoder limit.
-"""
+``fn.readers.file`` -> ``fn.decoders.image(device="cpu")`` -> ``DALIGenericIterator``; the pipeline is built for
+each pass, inside the clock (kept, it would decode the next epoch unseen). Batches are ``(B, H, W, 3)``, handed out
+as a ``(B, 3, H, W)`` view; the float case normalizes in the pipeline (``fn.crop_mirror_normalize``).
+``num_threads`` is the knob. Its decoder cannot run alone here (nvImageCodec needs a CUDA runtime)."""
 
 from __future__ import annotations
 
@@ -26,7 +16,6 @@ from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, chw_view, label
 DISTRIBUTIONS = ("nvidia-dali-cuda130",)
 INSTALL = "pip install nvidia-dali-cuda130 (make peers)"
 DECODER = None  # its decoder cannot run alone here (module docstring)
-KNOB = "threads"
 
 
 def missing() -> str | None:
@@ -74,8 +63,7 @@ class DaliLoader(PeerLoader):
             yield images, labels_tensor(classes[index.numpy()]), index
 
     def stop(self) -> None:
-        """Shut the pipeline down now, as its own ``__del__`` does (its executor's threads end here, not whenever
-        the last reference to it goes: the pass's epoch generator holds one until it is collected)."""
+        """Shut the pipeline down now, as its ``__del__`` does (its threads end here, not when it is collected)."""
         pipeline, self._pipeline, self._engine = self._pipeline, None, None
         shutdown = getattr(pipeline, "_shutdown", None)
         if callable(shutdown):

@@ -1,21 +1,9 @@
-"""Grain: a ``MapDataset`` over the pass's images, ending in ``batch``, in either of Grain's two parallel engines.
+"""Grain: a ``MapDataset`` over the pass's images, ending in ``batch``, in either of Grain's parallel engines.
 
-``MapDataset.range(n).map(LoadImage(...)).batch(batch_size)`` (Grain has no image decoder of its own; the map
-decodes with simplejpeg, the suite's fastest decoder here, so the comparison is of the loaders), then
-
-- ``threads``: ``to_iter_dataset(ReadOptions(num_threads=N, prefetch_buffer_size=...))``, Grain's thread-based
-  read options, in this process (simplejpeg releases the GIL while it decodes);
-- ``processes``: ``to_iter_dataset(ReadOptions(num_threads=0)).mp_prefetch(MultiprocessingOptions(num_workers=N))``,
-  Grain's multiprocessing prefetch (its workers are spawned; the map is :mod:`lfw.peers.grain_map`, which imports
-  no torch).
-
-Each pass makes a new iterator, inside the clock: a Grain iterator kept across epochs (over ``repeat()``) prefetches
-the next epoch's batches while the rotation's other members run, work no clock would see (docs/peers.md).
-Batches come out ``(B, H, W, 3)`` numpy arrays: handed out as ``torch.from_numpy`` and the contract's
-``(B, 3, H, W)`` view. The float case normalizes each batch inside the pipeline (a ``map`` after ``batch``,
-:class:`~lfw.peers.grain_map.NormalizeBatch`, in Grain's threads or workers), as DALI and DataLoader normalize inside
-their engines. Its decoder alone is simplejpeg's single-core rate.
-"""
+The map decodes with simplejpeg (:mod:`lfw.peers.grain_map`); ``threads`` reads through
+``ReadOptions(num_threads=N)`` in this process, ``processes`` through ``mp_prefetch`` (spawned workers). Each pass
+makes a new iterator, inside the clock (docs/peers.md). Batches are ``(B, H, W, 3)`` arrays, handed out as a
+``(B, 3, H, W)`` view; the float case normalizes in the pipeline (:class:`~lfw.peers.grain_map.NormalizeBatch`)."""
 
 from __future__ import annotations
 

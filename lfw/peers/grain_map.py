@@ -9,8 +9,7 @@ import numpy as np
 
 
 class LoadImage:
-    """Index ``i`` -> ``(image, label, i)``: the file's bytes decoded by simplejpeg (libjpeg-turbo, strict) into an
-    ``(H, W, 3)`` uint8 array, its ``int64`` label, its position in the pass."""
+    """Index ``i`` -> ``(image, label, i)``: the file decoded by simplejpeg (strict) to ``(H, W, 3)`` uint8."""
 
     def __init__(self, paths: Sequence[str], labels: np.ndarray) -> None:
         self.paths = list(paths)
@@ -25,10 +24,8 @@ class LoadImage:
 
 
 class NormalizeBatch:
-    """A batch ``(images, labels, indices)`` with its ``(B, H, W, 3)`` uint8 images as contiguous ``(B, 3, H, W)``
-    float32 in units of ``mean`` and ``std`` (per channel, of 0-1 values): what ``ToTensor`` + ``Normalize`` give,
-    inside Grain's pipeline (its threads or worker processes), as DALI's and DataLoader's float cases normalize inside
-    their engines."""
+    """``(images, labels, indices)`` with ``(B, H, W, 3)`` uint8 images as contiguous ``(B, 3, H, W)`` float32 in units
+    of ``mean`` and ``std`` (of 0-1 values): ``ToTensor`` + ``Normalize``."""
 
     def __init__(self, mean: Sequence[float], std: Sequence[float]) -> None:
         deviation = np.asarray(std, dtype=np.float32).reshape(1, 3, 1, 1)

@@ -1,17 +1,10 @@
 """LitData: ``optimize()`` into its chunk format once, then ``StreamingDataset`` + ``StreamingDataLoader`` from
 local disk, as LitData's README shows.
 
-Each item is ``{"image": <the JPEG opened by Pillow>, "label": int, "index": int}``; LitData's JPEG serializer
-stores the file's own bytes (no re-encoding) and decodes them with ``torchvision.io.decode_jpeg`` into a
-``(3, H, W)`` uint8 tensor. Chunks hold :func:`~lfw.peers.contract.images_per_shard` items (as many images as a
-WebDataset shard), so a pass has at least as many chunks as workers. ``StreamingDataset(dir, shuffle=False)`` read by
-``StreamingDataLoader(batch_size, num_workers=N, persistent_workers=True)``: the knob is ``num_workers``, a
-DataLoader's workers, persistent like the references'. Its decoder alone is torchvision's single-core rate. The
-one-off conversion (:func:`convert`) is timed and its bytes on disk counted; it is built once per tree into the
-cache, beside the suite's other formats. ``optimize()`` sets the process's multiprocessing start method to
-``spawn`` (``force=True``), which every later DataLoader of the process would inherit, its own SIGINT handler and
-environment variables: :func:`convert` puts them back (:func:`~lfw.peers.contract.process_kept`).
-"""
+Items are ``{"image", "label", "index"}`` (the JPEG's own bytes, decoded by ``torchvision.io.decode_jpeg``), in
+chunks of :func:`~lfw.peers.contract.images_per_shard` items; ``num_workers`` is the knob, persistent workers.
+:func:`convert` is timed and cached per tree, and puts back what ``optimize()`` changes in the process
+(:func:`~lfw.peers.contract.process_kept`)."""
 
 from __future__ import annotations
 
@@ -64,8 +57,7 @@ def chunk_dir(images: PassImages) -> Path:
 
 
 def convert(images: PassImages) -> dict[str, Any]:
-    """The chunks of ``images``, made on first use (timed, in a staging folder renamed when complete); returns
-    the conversion's seconds (when it was timed), bytes on disk and folder."""
+    """The chunks of ``images``, made on first use (timed, staged, renamed when complete): seconds, bytes, folder."""
     from lfw.data.synth import building
 
     litdata = library("litdata")

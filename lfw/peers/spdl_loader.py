@@ -1,17 +1,10 @@
 """SPDL (``spdl-io``, ``spdl-core``): its own pipeline builder and thread pool, batch decode per batch of paths.
 
-The shape of SPDL's ``image_dataloading`` example, its documented fastest path for fixed-size batches:
-``PipelineBuilder().add_source(indices).aggregate(batch_size).pipe(decode_batch, concurrency=N,
-output_order="input").add_sink(2).build(num_threads=N)``, where ``decode_batch`` is ``spdl.io.load_image_batch``
-(demux, decode and convert every image of the batch through FFmpeg, ``pix_fmt="rgb24"``, into one contiguous
-buffer) then ``spdl.io.to_torch``. ``num_threads`` is the knob (the pipeline's thread pool; its event loop is one
-more thread of this process). SPDL builds a pipeline per epoch (``spdl.dataloader.DataLoader`` does), so each pass
-starts its threads inside the clock, cheap as they are. Batches come out ``(B, H, W, 3)``: handed out as the
-contract's ``(B, 3, H, W)`` view; the float case normalizes the batch on the pipeline's thread.
-
-SPDL decodes through FFmpeg's shared libraries, which its wheel does not ship (:func:`missing` says how to get
-them); its decoder alone (``spdl.io.load_image``, one image at a time) is :class:`SpdlFiles`.
-"""
+The shape of SPDL's ``image_dataloading`` example: ``PipelineBuilder`` aggregating indices into batches, each
+decoded by ``spdl.io.load_image_batch`` (FFmpeg, ``rgb24``) on ``num_threads`` threads (the knob), a pipeline per
+epoch, built inside the clock (docs/peers.md). Batches are ``(B, H, W, 3)``, handed out as a ``(B, 3, H, W)`` view.
+SPDL needs FFmpeg's shared libraries (:func:`missing` says how to get them); its decoder alone is
+:class:`SpdlFiles`."""
 
 from __future__ import annotations
 
@@ -26,7 +19,6 @@ DISTRIBUTIONS = ("spdl-io", "spdl-core")
 FFMPEG_PACKAGES = "libavformat59 libavfilter8 libavdevice59 libavcodec59 libavutil57 libswscale6 libswresample4"
 INSTALL = "pip install spdl-io spdl-core (make peers)"
 DECODER = "spdl"
-KNOB = "threads"
 SINK_BUFFER = 2  # batches the sink holds ready: a DataLoader's prefetch
 RGB24 = "format=pix_fmts=rgb24"  # the filter load_image_batch builds for pix_fmt="rgb24" at the image's own size
 
@@ -85,8 +77,8 @@ class SpdlLoader(PeerLoader):
 
 
 class SpdlFiles:
-    """SPDL's decoder alone: ``dataset[i]`` is image ``i`` decoded by ``spdl.io.load_image`` (rgb24), one at a time
-    in the caller's thread: the single-core rate an SPDL pipeline's share is taken against."""
+    """SPDL's decoder alone: ``dataset[i]`` is image ``i`` decoded by ``spdl.io.load_image`` (rgb24), in the caller's
+    thread."""
 
     def __init__(self, images: PassImages) -> None:
         self.images = images

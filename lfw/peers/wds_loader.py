@@ -1,15 +1,8 @@
-"""WebDataset: the suite's own tar shards through ``wds.WebDataset`` and ``wds.WebLoader``, as WebDataset's docs
-show for image classification.
+"""WebDataset: the suite's own tar shards through ``wds.WebDataset`` and ``wds.WebLoader``, as its docs show.
 
-``WebDataset(shards, shardshuffle=False).decode("torchrgb8").map(to_item).batched(batch_size)`` read by
-``WebLoader(dataset, batch_size=None, num_workers=N, persistent_workers=True)``: each worker reads whole shards
-(:func:`lfw.pipelines.storage.tar_shards`, ``<Person>/<file>.jpg`` members,
-:func:`~lfw.peers.contract.images_per_shard` each, so a pass has at least as many shards as workers) and batches
-its own images; ``decode("torchrgb8")`` is WebDataset's own image handler (Pillow, then a ``(3, H, W)`` uint8
-tensor). The label is the member's person folder, as LFW's. The knob
-is ``num_workers``; the workers are a DataLoader's, persistent like the references'. Its decoder alone is Pillow's
-single-core rate. The one-off conversion is the shards' build (seconds and bytes in their manifest).
-"""
+``WebDataset(shards).decode("torchrgb8").map(ToItem).batched(batch_size)`` read by ``WebLoader(num_workers=N,
+persistent_workers=True)``: each worker reads whole shards (:func:`lfw.pipelines.storage.tar_shards`, at least as
+many as workers); the label is the member's person folder. The one-off conversion is the shards' build."""
 
 from __future__ import annotations
 
@@ -39,8 +32,7 @@ def convert(images: PassImages) -> dict[str, Any]:
 
 
 class ToItem:
-    """A WebDataset sample to ``(image, label, index)``: the label from the member's person folder, the index from
-    its name's position in the pass (a class, so a spawned worker could unpickle it)."""
+    """A WebDataset sample to ``(image, label, index)``, by its folder and name (a class: workers unpickle it)."""
 
     def __init__(self, images: PassImages) -> None:
         root = images.root
@@ -67,11 +59,6 @@ class WebDatasetLoader(DataLoaderPeer):
             .decode("torchrgb8").map(ToItem(self.images)).batched(self.spec.batch_size)
         return wds.WebLoader(dataset, batch_size=None, num_workers=self.spec.parallelism, persistent_workers=True,
                              timeout=self.timeout, worker_init_fn=die_with_parent)
-
-    def fields(self, batch: Any) -> tuple[Any, Any, Any]:
-        images, labels, index = batch
-        return images, labels, index
-
 
 def build(spec: PeerSpec, images: PassImages) -> WebDatasetLoader:
     return WebDatasetLoader(spec, images)

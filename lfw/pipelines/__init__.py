@@ -1,22 +1,11 @@
 """Decode pipelines: what would be faster than PIL through DataLoader workers?
 
-A :class:`Pipeline` names one way of getting LFW from storage into a batch, on four axes (docs/decoders.md):
-
-- ``decoder``: ``pil``, ``pil-draft``, ``tvio``, ``simplejpeg`` (:mod:`lfw.pipelines.decoders`);
-- ``storage``: ``files`` (LFW's loose JPEGs), ``tar`` (shards) or ``memmap`` (decoded once: no decode at all)
-  (:mod:`lfw.pipelines.datasets`, made by :mod:`lfw.pipelines.storage`);
-- parallelism: DataLoader workers (the case's :class:`~lfw.measure.LoaderConfig`) and/or ``threads``, a decode
-  thread pool in each loading process (the main process when there are no workers);
-- ``output``: ``uint8``; ``float`` (normalized where the image is loaded); ``deferred`` (uint8 through the
-  loader, normalized per batch by the consumer: on the GPU when the pass copies there, in the main process
-  otherwise);
-- ``batching``: ``items`` (the DataLoader collates decoded images into a new batch, which workers hand over
-  through a new shared-memory segment each time) or ``slots`` (whole batches decoded straight into reusable
-  shared-memory slots, :mod:`lfw.pipelines.slots`).
-
-Its :meth:`Pipeline.dataset` is an ordinary map-style or iterable dataset, so a pipeline is measured by the same
-:class:`~lfw.measure.LoaderPass` as every other configuration.
-"""
+A :class:`Pipeline` names one way of getting LFW from storage into a batch (docs/decoders.md): its ``decoder``
+(:mod:`lfw.pipelines.decoders`), ``storage`` (loose ``files``, ``tar`` shards, a decoded ``memmap``), decode
+``threads`` per loading process, ``output`` (``uint8``, ``float``, or ``deferred``: normalized per batch by the
+consumer) and ``batching`` (``items`` collated by the DataLoader, or reusable shared-memory ``slots``,
+:mod:`lfw.pipelines.slots`). :meth:`Pipeline.dataset` is an ordinary dataset, measured by
+:class:`~lfw.measure.LoaderPass` like every other configuration."""
 
 from __future__ import annotations
 
@@ -64,12 +53,8 @@ class Pipeline:
 
     def dataset(self, root: str | os.PathLike[str], images: int | None = None, on_error: OnError = "raise",
                 batch_size: int = 64) -> TarShards | DecodedMemmap | JpegFiles | SlotBatches | Subset[Any]:
-        """A sized dataset over the first ``images`` images of the tree at ``root`` (all when None).
-
-        Tar shards are built from exactly those images, so a pass over them is one epoch; the memmap holds the
-        whole tree and is cut by a ``Subset`` like the loose files. Slot batches are batches of ``batch_size``
-        (the DataLoader then runs with ``batch_size=None``) and stop at the first bad file whatever ``on_error``.
-        """
+        """A sized dataset over the first ``images`` images of the tree at ``root`` (all when None). Slot batches are
+        batches of ``batch_size`` (the DataLoader runs with ``batch_size=None``) and stop at the first bad file."""
         if self.batching == "slots":
             return SlotBatches(root, self.decoder, batch_size, images)
         loaded = "uint8" if self.output == "deferred" else self.output

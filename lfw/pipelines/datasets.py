@@ -1,15 +1,9 @@
 """The datasets a decode pipeline reads through: loose JPEGs, tar shards, a pre-decoded uint8 memmap.
 
-All three give ``(image, label)`` items whose image is a (3, H, W) tensor: ``uint8`` as decoded, or ``float32``
-normalized with ImageNet statistics (``output="float"``), optionally resized to ``size`` x ``size`` first. They
-plug into the same :class:`~lfw.measure.LoaderConfig` and :class:`~lfw.measure.LoaderPass` as every other case.
-
-- :class:`JpegFiles`: :class:`~lfw.data.dataset.LFWDataset` with a decoder as its loader (same scan, index and
-  ``on_error``), and optionally a decode thread pool per loading process (the decoders release the GIL);
-- :class:`TarShards`: one sequential read per shard instead of one open per image;
-- :class:`DecodedMemmap`: no decode at all, the rate that only memory bandwidth, collation and the DataLoader
-  bound (the decode-free ceiling).
-"""
+Each gives ``(image, label)`` items, the image a (3, H, W) ``uint8`` tensor or ImageNet-normalized ``float32``,
+optionally resized to ``size`` x ``size``: :class:`JpegFiles` (:class:`~lfw.data.dataset.LFWDataset` with a
+decoder as its loader, optionally a decode thread pool), :class:`TarShards` (one sequential read per shard),
+:class:`DecodedMemmap` (no decode: the decode-free ceiling)."""
 
 from __future__ import annotations
 
@@ -42,9 +36,7 @@ def normalize(images: torch.Tensor) -> torch.Tensor:
 
 
 class ProcessThreads:
-    """A thread pool owned by the process that uses it: made lazily (a forked worker never inherits a pool whose
-    threads it does not have), never pickled (a spawned worker makes its own), and remade when a larger one is
-    asked for."""
+    """A thread pool owned by the process that uses it: made lazily, never pickled, remade larger when asked."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -65,9 +57,7 @@ class ProcessThreads:
 
 
 class TensorOutput:
-    """What follows the decode: resize to ``size`` (antialiased, on the uint8 tensor), then ``uint8`` or
-    normalized ``float32``, timed as the ``transform`` stage on ``clock``. A class, not a closure, so spawned
-    workers can unpickle it."""
+    """Resize to ``size`` (antialiased), then ``uint8`` or normalized ``float32``, timed as the ``transform`` stage."""
 
     def __init__(self, clock: StageClock, size: int | None = None, output: str = "uint8") -> None:
         check_choice("output", output, OUTPUTS)
@@ -87,8 +77,7 @@ class TensorOutput:
 
 
 class DecodeFile:
-    """The loader of :class:`JpegFiles`: a path to a (3, H, W) uint8 tensor through ``decoder``; the ``read`` and
-    ``decode`` stages are timed on ``clock``."""
+    """The loader of :class:`JpegFiles`: a path to a (3, H, W) uint8 tensor (``read`` and ``decode`` timed)."""
 
     def __init__(self, clock: StageClock, decoder: str, size: int | None = None) -> None:
         self.decoder = check_decoder(decoder)
@@ -138,11 +127,8 @@ class JpegFiles(LFWDataset):
 class TarShards(IterableDataset):
     """Images stored as tar shards (``<Person>/<file>.jpg`` members), read sequentially, decoded by ``decoder``.
 
-    Each worker reads ``shards[worker_id::num_workers]``, so the workers never read the same image; with fewer
-    shards than workers some workers stay idle (build more, smaller shards). A member that cannot be decoded is
-    a :class:`~lfw.errors.CorruptImageError` naming ``shard:member``, or, with ``on_error="skip"``, dropped and
-    counted in :attr:`bad_files` (this process's count), exactly as with loose files.
-    """
+    Worker n reads every n-th shard. A member that cannot be decoded is a :class:`~lfw.errors.CorruptImageError`
+    naming ``shard:member`` or, with ``on_error="skip"``, dropped and counted in :attr:`bad_files`."""
 
     def __init__(self, shards: Sequence[Path], classes: Sequence[str], images: int, decoder: str = "pil",
                  size: int | None = None, output: str = "uint8", on_error: OnError = "raise") -> None:
@@ -204,11 +190,7 @@ class TarShards(IterableDataset):
 
 
 class DecodedMemmap(Dataset):
-    """Images decoded once into a (N, H, W, 3) ``uint8`` ``.npy`` array, read through a memory map.
-
-    A forked worker shares the map (page cache), with no per-item Python objects to copy on access.
-    ``__getitems__`` takes a batch in one fancy-indexing read.
-    """
+    """Images decoded once into a (N, H, W, 3) ``uint8`` ``.npy`` array, read through a memory map."""
 
     def __init__(self, images: Path, labels: Path, size: int | None = None, output: str = "uint8") -> None:
         self.images = np.load(images, mmap_mode="r")

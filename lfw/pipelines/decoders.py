@@ -1,26 +1,11 @@
 """JPEG decoders behind one interface, with one behaviour on bad files.
 
-Every decoder turns a JPEG's bytes into an RGB ``uint8`` tensor of shape (3, H, W):
-
-- ``pil``: Pillow (libjpeg-turbo inside), ``Image.open`` + ``convert("RGB")``, the path the presets use;
-- ``pil-draft``: the same, after ``Image.draft("RGB", (size, size))``, which makes libjpeg decode at 1/2, 1/4 or
-  1/8 scale while the result stays at least ``size`` pixels: where the pipeline downsizes anyway, the
-  discarded pixels are never decoded;
-- ``tvio``: ``torchvision.io.decode_jpeg`` on the file's bytes (libjpeg-turbo, straight into a tensor; torchvision
-  0.29 marks its image decoding deprecated in favour of TorchCodec, and it still ships);
-- ``simplejpeg``: libjpeg-turbo's TurboJPEG API, releasing the GIL, in ``strict`` mode.
-
-Bad files give the same outcome whatever the decoder (a contract the unit tests hold every decoder to): the bytes are
-sniffed first (an empty file, PNG or GIF data under a ``.jpg`` name are refused before any decoder sees them,
-since Pillow would decode a PNG happily), then any decoder error becomes :class:`~lfw.errors.CorruptImageError`
-naming the file. Truncated files are errors for all four (Pillow's ``LOAD_TRUNCATED_IMAGES`` stays off,
-simplejpeg runs strict, torchvision raises): a half-grey image is never passed on as data. Grayscale and CMYK
-JPEGs become RGB in every decoder.
-
-Given a :class:`~lfw.measure.stages.StageClock` made with the decoders' counts (:data:`DECODERS`), each decoder
-counts the images it decoded under its own name, from inside its own code, so a pass records the decoder that
-really ran in every loading process, whatever the pipeline was told.
-"""
+Each turns a JPEG's bytes into an RGB ``uint8`` (3, H, W) tensor: ``pil`` (the presets' path), ``pil-draft``
+(``Image.draft`` decodes at a reduced DCT scale no smaller than ``size``), ``tvio``
+(``torchvision.io.decode_jpeg``) and ``simplejpeg`` (strict, releases the GIL). Bad files fail the same way in
+every decoder: the bytes are sniffed first (empty, PNG or GIF under a ``.jpg`` name), then any decoder error,
+truncation included, is a :class:`~lfw.errors.CorruptImageError` naming the file. With a
+:class:`~lfw.measure.stages.StageClock`, the decoder that really ran counts the image under its own name."""
 
 from __future__ import annotations
 
@@ -43,7 +28,7 @@ OTHER_FORMATS = ((b"\x89PNG", "PNG"), (b"GIF8", "GIF"), (b"BM", "BMP"), (b"RIFF"
                  (b"MM\x00*", "TIFF"))
 
 # torchvision 0.29 warns on every call that its image codecs are deprecated (superseded by TorchCodec); the
-# decoders still ship and are measured as they are (the module docstring says so), so the notice
+# decoders still ship and are measured as they are, so the notice
 # is not repeated for every image.
 warnings.filterwarnings("ignore", message="The image decoding and encoding capabilities of TorchVision",
                         category=DeprecationWarning)
@@ -113,15 +98,11 @@ def check_decoder(name: str) -> str:
 
 def decode(decoder: str, data: bytes | bytearray, where: str, size: int | None = None,
            clock: StageClock | None = None) -> torch.Tensor:
-    """Decode ``data`` (the bytes of ``where``) to a (3, H, W) uint8 RGB tensor.
-
-    ``size`` is the side the pipeline resizes to next: ``pil-draft`` decodes at the smallest DCT scale that
-    stays at least that large; the other decoders decode at full size. With ``clock``, the decoder that ran
-    counts the image under its name (module docstring).
+    """Decode ``data`` (the bytes of ``where``) to a (3, H, W) uint8 RGB tensor; ``size``: the side ``pil-draft``
+    decodes no smaller than; with ``clock``, the decoder that ran counts the image.
 
     Raises:
-        CorruptImageError: the bytes are not a JPEG, or the decoder failed on them (truncated, corrupt).
-    """
+        CorruptImageError: the bytes are not a JPEG, or the decoder failed on them (truncated, corrupt)."""
     reason = not_jpeg(data)
     if reason is not None:
         raise CorruptImageError(f"cannot decode image {where}: {reason}; {corrupt_image_fix()}")

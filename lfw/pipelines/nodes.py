@@ -1,13 +1,9 @@
 """A torchdata.nodes pipeline over a map-style dataset, shaped so that :class:`~lfw.measure.LoaderPass` measures it.
 
 ``IterableWrapper(indices) -> ParallelMapper(GetItem(dataset), num_workers, method) -> Batcher -> Mapper(collate)
--> Loader``: ``method="thread"`` maps on threads of the main process, which pays where the item's work releases
-the GIL (:mod:`lfw.pipelines.decoders`) and spares the processes and the pickling; ``method="process"`` maps in
-processes as a DataLoader's workers do. :class:`NodesLoader` has what ``LoaderPass`` reads of a DataLoader, and
-its passes (:class:`NodesPass`) add what torchdata lacks: a way to stop, a batch timeout, a dead worker noticed.
-They reach torchdata 0.11's private ``_ParallelMapperIter`` through :func:`mapper_iter`, so a release that renames
-it fails the unit tests, not the measurement. The whole contract: docs/threads.md ("The adapter").
-"""
+-> Loader``, mapping on threads of the main process or in processes. :class:`NodesPass` adds what torchdata lacks:
+a way to stop, a batch timeout, a dead worker noticed; it reaches torchdata 0.11's private ``_ParallelMapperIter``
+through :func:`mapper_iter` only. The whole contract: docs/threads.md ("The adapter")."""
 
 from __future__ import annotations
 
@@ -47,11 +43,8 @@ _starting: tuple[int, int] | None = None
 
 
 def _arm_forked_worker() -> None:
-    """``os.register_at_fork`` hook, in every forked child: a map worker forked while its pipeline started ends
-    when the process that started it ends (:func:`~lfw.measure.loader_config.die_with_parent`, which every
-    DataLoader lfw-bench builds uses too). torchdata's worker loop only polls its queue for a stop event, so a
-    worker whose parent was killed would otherwise poll forever, idle workers included. Any other fork is left
-    alone."""
+    """``os.register_at_fork`` hook: a map worker forked while its pipeline started arms
+    :func:`~lfw.measure.loader_config.die_with_parent` (torchdata's worker loop would outlive a killed parent)."""
     global _starting
     started, _starting = _starting, None
     if started is not None and started[0] != os.getpid() and started[1] == threading.get_ident():
@@ -65,9 +58,8 @@ if hasattr(os, "register_at_fork"):
 
 
 class GetItem:
-    """The map function: an index to ``dataset[index]``. A class, not a closure, so a spawned worker can unpickle
-    it; a worker that does (``spawn``, ``forkserver``) arms ``die_with_parent`` then, as a forked one does when
-    it starts (:func:`_arm_forked_worker`)."""
+    """The map function ``index -> dataset[index]``: a class, so a spawned worker can unpickle it (and then arms
+    ``die_with_parent``)."""
 
     def __init__(self, dataset: Dataset) -> None:
         self.dataset = dataset
@@ -83,11 +75,7 @@ class GetItem:
 
 
 def mapper_iter(mapper: Any) -> Any:
-    """The live ``_ParallelMapperIter`` (threads or processes) behind a ``ParallelMapper`` node, else None.
-
-    Private to torchdata (0.11: ``ParallelMapper._it._it``); None when the node has not started or a release
-    moved it.
-    """
+    """The live ``_ParallelMapperIter`` behind a ``ParallelMapper`` (0.11: ``ParallelMapper._it._it``), else None."""
     impl = getattr(mapper, "_it", None)
     return getattr(impl, "_it", None)
 
@@ -99,10 +87,8 @@ def map_processes(mapper: Any) -> list[multiprocessing.process.BaseProcess]:
 
 
 def exit_status(pid: int) -> int | None:
-    """The exit code of a child process that has ended (negative: killed by that signal), or None while it runs.
-
-    Read with ``WNOWAIT``: the child is not reaped, so its CPU times stay readable until ``LoaderPass`` has them.
-    """
+    """The exit code of an ended child (negative: killed by that signal), or None while it runs; read with
+    ``WNOWAIT``, so its CPU times stay readable."""
     try:
         ended = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     except ChildProcessError:  # reaped already, or not a child of this process
@@ -113,12 +99,8 @@ def exit_status(pid: int) -> int | None:
 
 
 class NodesPass(Iterator[Any]):
-    """One pass of a :class:`NodesLoader`: the batches of a pipeline started for it, and its end.
-
-    Creating it starts the pipeline (a failure to start stops whatever did start). A batch later than
-    ``timeout_s`` (the message says "timed out", as ``LoaderPass`` expects) or a map worker that ends with a
-    non-zero code ends the pass with a ``RuntimeError``; :meth:`close` stops every thread and process it started.
-    """
+    """One pass of a :class:`NodesLoader`: creating it starts the pipeline; a late batch ("timed out") or a worker
+    that exits non-zero ends it with a ``RuntimeError``; :meth:`close` stops every thread and process it started."""
 
     def __init__(self, loader: Any, mapper: Any, timeout_s: float) -> None:
         self._mapper = mapper
@@ -155,8 +137,7 @@ class NodesPass(Iterator[Any]):
         return batch
 
     def worker_pids(self) -> list[int]:
-        """Pids of this pass's map worker processes, in start order (empty for ``method="thread"``: the threads
-        belong to the main process, whose CPU time the pass counts already)."""
+        """Pids of this pass's map worker processes, in start order (none for ``method="thread"``)."""
         return [p.pid for p in map_processes(self._mapper) if p.pid is not None]
 
     def threads(self) -> list[threading.Thread]:
@@ -167,11 +148,8 @@ class NodesPass(Iterator[Any]):
         return [t for t in found if isinstance(t, threading.Thread) and t.is_alive()]
 
     def close(self) -> None:
-        """Stop the pipeline now, so that nothing it started outlives the pass; idempotent.
-
-        Raises ``RuntimeError`` (after the clean-up) when a worker had to be stopped by signal or a thread still
-        runs (a daemon, it ends after its current item): ``LoaderPass`` records it as a shutdown error.
-        """
+        """Stop the pipeline now; idempotent. Raises ``RuntimeError`` (after the clean-up) when a worker had to be
+        stopped by signal or a thread still runs."""
         if self._closed.is_set():
             return
         self._closed.set()
@@ -183,12 +161,8 @@ class NodesPass(Iterator[Any]):
             raise RuntimeError("; ".join(problems))
 
     def _stop_pipeline(self) -> list[str]:
-        """torchdata's shutdown, then the stragglers stopped by signal; what had to be forced, in words.
-
-        The threads of this process stop first, the worker processes after them: torchdata's own shutdown stops
-        both at once, and its ordering thread, still unpickling an image whose shared memory the worker that sent
-        it hands over, then fails on a worker that has just exited (an exception in a thread, the item lost).
-        """
+        """torchdata's shutdown, this process's threads before the worker processes (together, the ordering thread can
+        fail on a worker that just exited), then the stragglers by signal; returns what had to be forced."""
         it = mapper_iter(self._mapper)
         stop = getattr(it, "_stop", None)
         if isinstance(stop, threading.Event):
@@ -214,11 +188,8 @@ class NodesPass(Iterator[Any]):
         return problems + [f"pipeline thread {t.name} still running after the pipeline stopped" for t in self.threads()]
 
     def _release(self) -> None:
-        """Let go of the stopped pipeline now, as torchdata's own ``reset()`` lets go of a finished one.
-
-        Left to the cyclic GC (``Loader`` and its iterator refer to each other), it would be inherited by a process
-        forked later, where torchdata 0.11's ``__del__`` fails an assertion; its queues' feeder threads end now.
-        """
+        """Let go of the stopped pipeline now, as torchdata's ``reset()`` does (else a later fork inherits it and
+        torchdata 0.11's ``__del__`` fails there)."""
         it = mapper_iter(self._mapper)
         if it is not None:
             if isinstance(getattr(it, "_workers", None), list):
@@ -262,23 +233,18 @@ class NodesPass(Iterator[Any]):
 class NodesLoader:
     """A torchdata.nodes pipeline over ``dataset`` that :class:`~lfw.measure.LoaderPass` measures like a DataLoader.
 
-    Items are ``dataset[i]`` for ``i`` in ``indices`` (default: every index in order), mapped by
-    ``num_workers`` threads or processes (``method``), batched by ``batch_size`` (the last batch may be short, as
-    with ``drop_last=False``) and collated in the main process by ``collate_fn`` (default: what
-    :meth:`lfw.measure.LoaderConfig.build` picks, ``collate_skipping`` for a dataset with ``on_error="skip"``).
-    Each ``iter()`` starts a new pipeline (``persistent_workers`` is False) and closes the previous pass first.
+    Items ``dataset[i]`` for ``i`` in ``indices`` (default: all, in order), batched (the last batch may be short)
+    and collated in the main process (default: as :meth:`lfw.measure.LoaderConfig.build` picks). Each ``iter()``
+    closes the previous pass and starts a new pipeline.
 
     Args:
-        dataset: a sized map-style dataset whose items the collate function batches; picklable for
-            ``method="process"`` with a ``multiprocessing_context`` other than fork.
+        dataset: a sized map-style dataset; picklable for ``method="process"`` unless forked.
         num_workers: threads or processes of the map (at least 1).
         method: ``"thread"`` or ``"process"``.
         batch_size: items per batch.
-        max_concurrent: items in flight in the map at once (torchdata's default, None, is ``2 * num_workers``).
-        multiprocessing_context: ``fork``, ``forkserver`` or ``spawn`` for ``method="process"``; None: the
-            platform's default (as a DataLoader's).
-        timeout_s: the longest wait for one batch before the pass fails.
-    """
+        max_concurrent: items in flight in the map at once (None: torchdata's ``2 * num_workers``).
+        multiprocessing_context: start method for ``method="process"`` (None: the platform's default).
+        timeout_s: the longest wait for one batch before the pass fails."""
 
     persistent_workers = False
 
@@ -330,9 +296,7 @@ class NodesLoader:
         return self._current
 
     def worker_pids(self, iterator: Any = None) -> list[int]:
-        """The hook :func:`lfw.measure.torch_compat.worker_pids` calls: the map's worker processes serving
-        ``iterator`` (a :class:`NodesPass` of this loader); none with ``iterator=None``, since no worker outlives
-        its pass, nor for ``method="thread"``."""
+        """The :func:`lfw.measure.torch_compat.worker_pids` hook: the map's worker processes serving ``iterator``."""
         return iterator.worker_pids() if isinstance(iterator, NodesPass) else []
 
     def close(self) -> None:

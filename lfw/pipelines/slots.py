@@ -1,20 +1,13 @@
-"""Batches decoded straight into reusable shared-memory slots: the transfer between processes reduced to a slot number.
+"""Batches decoded straight into reusable shared-memory slots: the transfer between processes is a slot number.
 
-Through the DataLoader's usual path a worker decodes each image into its own tensor, ``default_collate`` copies
-them into a new shared-memory segment per batch, and the main process maps it and unmaps it again;
-:class:`SlotBatches` removes all of that but the decode (docs/decoders.md, "Slot batches"). Its items are whole
-batches (``batch_size=None``, :attr:`~SlotBatches.yields_batches`); each loading process decodes into a ring of
-``ring`` batch buffers, ``(ring, batch, H, W, 3)`` uint8 and labels beside them, made once, and a worker returns
-a :class:`SlotBatch` of a few numbers, its rings only the first time (the main process keeps them:
-:func:`receive_slot`). The main process gets ``(images, labels)``, views of the slot: ``images`` (B, 3, H, W) in
-``torch.channels_last`` order, ``labels`` int64.
+Items of :class:`SlotBatches` are whole batches (``batch_size=None``): each loading process decodes into a ring of
+``ring`` batch buffers made once, and a worker returns a :class:`SlotBatch` of a few numbers (its rings the first
+time, :func:`receive_slot`). The main process gets ``(images, labels)``, views of the slot: ``images``
+(B, 3, H, W) channels-last, ``labels`` int64 (docs/decoders.md, "Slot batches").
 
-Contract: a batch is a view of a slot that its process reuses ``ring`` batches later. With ``prefetch_factor``
-P, a worker has at most P batches in flight while the consumer holds one, so a ring of P + 2 leaves one slot
-spare (:meth:`~lfw.measure.LoaderConfig.build` refuses a smaller ring); a consumer that keeps a batch beyond the
-next one must ``clone()`` it. Every image must decode to the same size (LFW's 250 x 250): one that does not is a
-one-line error naming the file.
-"""
+Contract: the slot is reused ``ring`` batches later; with ``prefetch_factor`` P a ring of P + 2 leaves one spare
+(:meth:`~lfw.measure.LoaderConfig.build` refuses a smaller one); a consumer keeping a batch longer ``clone()``s it.
+Every image must decode to one size; one that does not is a one-line error naming the file."""
 
 from __future__ import annotations
 
@@ -47,11 +40,8 @@ def release_rings(key: str) -> None:
 
 
 def receive_slot(key: str, pid: int, slot: int, n: int, rings: Rings | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Unpickle a :class:`SlotBatch` in the main process: ``(images, labels)``, views of the slot.
-
-    Rings that arrive are kept for the worker's later batches; the rings of any worker that has exited are let
-    go then, and a dataset's rings when the dataset is collected (:class:`SlotBatches`).
-    """
+    """Unpickle a :class:`SlotBatch` in the main process: ``(images, labels)``, views of the slot; rings that
+    arrive are kept (those of exited workers let go then, a dataset's when it is collected)."""
     if rings is not None:
         for gone in [k for k in _ATTACHED if not psutil.pid_exists(k[1])]:
             del _ATTACHED[gone]

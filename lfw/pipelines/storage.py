@@ -1,11 +1,7 @@
 """Storage formats made once from an LFW tree into the cache: tar shards and a decoded ``uint8`` memmap.
 
-Both live under ``<cache>/formats/<key>/`` (:func:`lfw.data.synth.cache_root`, never tracked by git), where the key
-hashes the tree's path, file count and bytes, so a changed tree gets new ones. Each is written into a staging
-folder and renamed into place when complete, so an interrupted build never leaves a half-written format that a
-later run would trust; a progress bar shows the build (the decoded memmap of full-size LFW is
-13,233 x 250 x 250 x 3 bytes = 2.3 GiB).
-"""
+Both live under ``<cache>/formats/<key>/`` (the key hashes the tree's path, file count and bytes), built with a
+progress bar into a staging folder renamed into place when complete."""
 
 from __future__ import annotations
 
@@ -30,8 +26,7 @@ IMAGES_PER_SHARD = 256
 
 @dataclass(frozen=True)
 class ShardSet:
-    """Tar shards of one tree: the files in order, the class names (labels index them) and the image count;
-    ``build_s``: the seconds their build took (None for shards built before it was recorded)."""
+    """Tar shards of one tree: files in order, class names, image count, and ``build_s`` (None where not recorded)."""
 
     shards: list[Path]
     classes: list[str]
@@ -48,8 +43,7 @@ def formats_dir(scan: ScanResult) -> Path:
 
 def tar_shards(root: str | os.PathLike[str], images_per_shard: int = IMAGES_PER_SHARD,
                images: int | None = None) -> ShardSet:
-    """The first ``images`` images of the tree (all when None) as tar shards of ``images_per_shard`` images each
-    (``<Person>/<file>.jpg`` members, in scan order), made on first use."""
+    """The first ``images`` images (all when None) as tar shards of ``images_per_shard`` images, made on first use."""
     if images_per_shard < 1:
         raise LFWError(f"images per shard must be at least 1, got {images_per_shard}")
     scan = scan_images(root)
@@ -75,10 +69,8 @@ def tar_shards(root: str | os.PathLike[str], images_per_shard: int = IMAGES_PER_
 
 
 def decoded_memmap(root: str | os.PathLike[str]) -> tuple[Path, Path]:
-    """(images.npy, labels.npy): every image decoded once (Pillow) into an (N, H, W, 3) uint8 array on disk.
-
-    All images must share one size (LFW's are 250 x 250); a corrupt one stops the build with its name.
-    """
+    """(images.npy, labels.npy): every image decoded once (Pillow) into an (N, H, W, 3) uint8 array on disk; the
+    images must share one size, and a corrupt one stops the build with its name."""
     scan = scan_images(root)
     final = formats_dir(scan) / "memmap"
     images, labels = final / "images.npy", final / "labels.npy"

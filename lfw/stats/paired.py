@@ -1,15 +1,6 @@
-"""Paired statistics: the estimate, interval and test that decide a paired comparison, exactly.
-
-A paired design measures two things close together in time (the same round of a rotation, the same ABBA quad
-of two processes) and keeps one number per pair: the log ratio of the two measurements. On a machine whose
-speed drifts, the pair, not the round and not the session, is what repeats independently, so everything here
-works on a 1-D array of per-pair log ratios: the Hodges-Lehmann estimate (robust to a wild pair), its
-distribution-free interval and the one-sided test, both from the exact null distribution of the Wilcoxon
-signed-rank statistic (Hollander & Wolfe), and Holm's adjustment, so that a run of many comparisons keeps its
-false-alarm rate.
-
-Kept free of torch imports, like :mod:`lfw.stats.variation`: the gate and the report start fast.
-"""
+"""Paired statistics on a 1-D array of per-pair log ratios (a pair: one round of a rotation, one ABBA quad), exactly:
+the Hodges-Lehmann estimate, its distribution-free interval and the one-sided test from the exact null
+distribution of the Wilcoxon signed-rank statistic (Hollander & Wolfe), and Holm's adjustment. Free of torch."""
 
 from __future__ import annotations
 
@@ -81,11 +72,8 @@ def signed_rank_interval(x: Sequence[float], confidence: float = 0.90) -> Interv
 
 
 def signed_rank_p(x: Sequence[float], alternative: str = "greater") -> float:
-    """Exact one-sided p-value of the Wilcoxon signed-rank test that the pairs' centre is > 0 (or < 0).
-
-    Zeros are dropped (Wilcoxon's convention); tied magnitudes get average ranks, and the exact null
-    distribution is then computed over doubled (integer) ranks.
-    """
+    """Exact one-sided p-value of the Wilcoxon signed-rank test that the pairs' centre is > 0 (or < 0); zeros
+    dropped, tied magnitudes on average ranks (the null distribution over doubled integer ranks)."""
     if alternative not in ("greater", "less"):
         raise ValueError(f"alternative must be 'greater' or 'less', not {alternative!r}")
     a = np.asarray(x, dtype=float)

@@ -1,10 +1,5 @@
-"""Spread over rounds, shared by the summaries, the gate and the report (kept free of torch imports), and the
-knee rule every sweep shares (:func:`first_within`).
-
-The report's error bars are the sample standard deviation over rounds (:func:`mean_sd`), computed from the saved
-per-round values rather than taken from pytest-benchmark's ``stddev``, so that images/s, time to first batch and
-memory all get their bars the same way.
-"""
+"""Spread over rounds (free of torch): :func:`mean_sd` from the saved per-round values, so every metric gets its
+error bars the same way, and the knee rule every sweep shares (:func:`first_within`)."""
 
 from __future__ import annotations
 

@@ -1,27 +1,10 @@
 """The loader benchmark matrix as data: every configuration the suite compares, by group.
 
-One table serves every reader, so a case means the same DataLoader everywhere: the pytest benchmarks parametrize
-from it (ids such as ``workers2-none``), the group runner (:mod:`lfw.suite.runner`) builds and interleaves every
-selected case of a group, and the A/B pass server builds a case by its id in each revision's own checkout. A
-case is identified by its group and id (:func:`lfw.results.case_key`), never by the file of the test that runs it.
-
-A case is a :class:`LoaderCase`: the knobs its group varies (``params``), the :class:`~lfw.measure.LoaderConfig`
-they make, the transform preset and index kind, what its pass covers and what it needs to run
-(:meth:`LoaderCase.needs`). Every case, here or not, saves one :class:`lfw.results.record.CaseRecord`.
-
-Groups that parametrize their own cases, one reason each:
-
-- ``cost``: its cases are counted under valgrind, every preset in one process per session, and vary no loader
-  knob, so there is no rotation of configurations to build.
-- ``leak``: each case runs consecutive epochs of its own persistent workers over datasets this table does not
-  build (a leaking control and its well-behaved twin) and is judged by a verdict, not compared with another case.
-- ``memory-index``: each case reads the memory of one large index built for it (per layout, GC frozen or not),
-  which must not share the machine with another configuration's workers, as a rotation's members would.
-- ``startup``: each case holds a list index of up to a million entries, built once per size, whose time to first
-  batch is measured with no other case's index alive, which a rotation of the group would keep all at once.
-- ``thread-map``: two of its three loaders are torchdata ``ParallelMapper`` pipelines, not DataLoaders, which a
-  :class:`LoaderCase` (a :class:`~lfw.measure.LoaderConfig`) cannot describe.
-"""
+One table serves the pytest benchmarks (ids such as ``workers2-none``), the group runner
+(:mod:`lfw.suite.runner`) and the A/B pass server, so a case means the same DataLoader everywhere; a case is
+identified by its group and id (:func:`lfw.results.case_key`). Groups that parametrize their own cases (``cost``,
+``leak``, ``memory-index``, ``startup``, ``thread-map``) do so because they need one process, one index or a
+loader a :class:`LoaderCase` cannot describe, and no rotation (docs/methodology.md)."""
 
 from __future__ import annotations
 
@@ -50,20 +33,13 @@ QUICK_BUDGET = "kept out of its time budget (neither the recommendation nor the 
 
 @dataclass(frozen=True)
 class LoaderCase:
-    """One configuration of one group: the DataLoader, the data it reads and what one pass covers.
+    """One configuration of one group: the DataLoader (``config``), the data it reads and what one pass covers.
 
-    ``epoch_images``: each pass is one whole epoch over the first :meth:`pass_images` images (the
-    persistent-workers and decoders groups, whose rounds are consecutive epochs). ``max_batches`` caps the
-    profile's pass length. ``step_ms`` adds a training step that sleeps that long per batch. ``copy_to_cuda``:
-    with CUDA the pass includes the host-to-device copy and a synchronize (pin-memory group). ``pipeline``: the
-    case reads through a decode pipeline (:mod:`lfw.pipelines`) instead of the preset ``transform``, which
-    then only names the ceiling the case is paired with. ``remote``: the case reads LFW from the S3 endpoint the
-    benchmarks start, through the latency proxy (:mod:`lfw.remote`). ``peer``: the case is another project's loader
-    (:mod:`lfw.peers`), whose knobs ``config`` only describes (its batch size, its worker processes). ``lfw_only``:
-    why a user's own dataset does not run the case (it needs LFW's files, presets or index). ``count_index``: each
-    loading process counts the kind of file index its dataset reads from, per batch (the index group: what the
-    workers really use).
-    """
+    ``epoch_images``: each pass is one epoch over :meth:`pass_images` images. ``step_ms``: a sleeping training
+    step per batch. ``copy_to_cuda``: the pass includes the host-to-device copy. ``pipeline``: reads through a decode
+    pipeline (``transform`` then only names its ceiling). ``remote``: reads the local S3 endpoint. ``peer``: another
+    project's loader (``config`` only describes it). ``lfw_only``: why a user's own dataset does not run it.
+    ``count_index``: each loading process counts the file index it reads from."""
 
     group: str
     id: str
@@ -115,16 +91,9 @@ class LoaderCase:
 
 @dataclass(frozen=True)
 class Group:
-    """A benchmark group: the knobs it varies (``argnames``, in the order a test takes them) and its cases.
-
-    ``rounds_quick``: rounds in the quick and smoke profiles when not the profile's own (start-up measurements
-    that cost seconds per pass); ``warmup_rounds``: untimed rotation rounds before the timed ones (besides the
-    ceiling sweeps that warm every transform up): the persistent-workers group needs one, its first epoch
-    starts the workers; the pin-memory group too, its first pass with a device starts CUDA (context, allocators,
-    the pinned-memory pool), which no timed round must pay. ``min_rounds``: the fewest rounds any run gives the
-    group, timed or not (an untimed smoke run gives it exactly these): the persistent-workers group needs two epochs
-    to show whether the second one's workers are the first one's.
-    """
+    """A benchmark group: the knobs it varies (``argnames``, in test order) and its cases. ``rounds_quick``: rounds
+    in the quick and smoke profiles; ``warmup_rounds``: untimed rounds first (worker start-up, CUDA start-up);
+    ``min_rounds``: the fewest rounds any run gives it (two epochs for persistent workers)."""
 
     name: str
     argnames: tuple[str, ...]
@@ -192,9 +161,8 @@ def _one_knob(group: str, knob: str, values: Sequence[Any], ids: Sequence[str],
 
 
 def _decoders() -> Group:
-    """Decode pipelines against the machine's two ceilings (:mod:`lfw.pipelines`; docs/decoders.md explains the
-    pick and the passes: one epoch each, persistent workers); batch 64, uint8 output unless named. Memory is not
-    sampled (docs/methodology.md: walking idle persistent workers costs more CPU than the loading)."""
+    """Decode pipelines against the machine's ceilings (docs/decoders.md): one epoch per pass, persistent workers,
+    batch 64, uint8 unless named, memory not sampled."""
     t2, draft = 2, 112
     cases = (  # id, pipeline, workers, in the quick profile
         ("pil-w0", Pipeline("pil"), 0, True),
@@ -226,7 +194,7 @@ def _decoders() -> Group:
         for case_id, pipeline, workers, quick in cases), rounds_quick=5, warmup_rounds=1)
 
 
-REMOTE_LATENCIES_MS = (0, 100)  # quick: the two the gate judges; full adds 5, 20 and 50
+REMOTE_LATENCIES_MS = (0, 5, 20, 50, 100)  # quick judges 0 and 100 (REMOTE_QUICK); 50 runs in full only
 REMOTE_WORKERS = (0, 2, 4)
 REMOTE_BATCH = 32
 ENDPOINT_ESTIMATE = 300.0  # images/s the local endpoint serves at zero latency: only caps the slow cases' passes
@@ -241,15 +209,8 @@ REMOTE_NOT_QUICK = ("its time budget holds steady-state passes for the best stra
 
 def remote_pass_batches(case: RemoteCase, workers: int) -> int:
     """Batches per pass of a remote case: the start-up wave (a batch per loading process) and
-    :data:`~lfw.measure.loader_pass.STEADY_MIN_BATCHES` after it, so the pass has a steady state. Where Little's law
-    says that would take more than :data:`REMOTE_PASS_CAP_S`, no steady rate fits the pass, and the pass is the
-    wave alone (the case then records why it has no steady rate): every loading process fetches one batch, which
-    gives the whole-pass rate, the traffic per image and Little's law. Batches beyond the wave would each add a
-    whole batch time, one process fetching while the others wait, and still give no steady rate.
-
-    At 100 ms one request at a time with 2 workers is about 18 images/s: 22 batches of 32 would be 40 s a pass,
-    and the wave alone takes one batch time, about 3.5 s.
-    """
+    :data:`~lfw.measure.loader_pass.STEADY_MIN_BATCHES` after it; where Little's law says that would take more than
+    :data:`REMOTE_PASS_CAP_S`, the wave alone (the case then records why it has no steady rate; docs/remote.md)."""
     wave = max(workers, 1)
     rate = min(ENDPOINT_ESTIMATE, case.in_flight_limit(workers) / (case.latency_ms / 1e3 + 0.01))
     affordable = int(rate * REMOTE_PASS_CAP_S / REMOTE_BATCH)
@@ -257,14 +218,11 @@ def remote_pass_batches(case: RemoteCase, workers: int) -> int:
 
 
 def _remote() -> Group:
-    """Strategy x injected latency x workers against the local S3 endpoint (:mod:`lfw.remote`).
-
-    Persistent workers, started in the warm-up round with their S3 clients; every pass is one epoch over the
-    first objects of the bucket, :func:`remote_pass_batches` long. No memory sampling, as in the decoders group.
-    """
+    """Strategy x injected latency x workers against the local S3 endpoint: persistent workers, one epoch per pass of
+    :func:`remote_pass_batches`, no memory sampling."""
     cases = []
     for strategy in CONCURRENCY:
-        for latency in (0, 5, 20, 50, 100):
+        for latency in REMOTE_LATENCIES_MS:
             for workers in REMOTE_WORKERS:
                 spec = RemoteCase(strategy, latency)
                 quick = (strategy, workers) in REMOTE_QUICK.get(latency, set())
@@ -304,10 +262,8 @@ GRAIN_PROCESSES_NOT_QUICK = ("Grain's multiprocessing prefetch spawns its worker
 
 
 def _peers() -> Group:
-    """The loaders users switch to (:mod:`lfw.peers`) beside DataLoader's best pipelines, in one rotation with the
-    decoder ceilings (docs/peers.md). Each pass is one epoch over the decoders group's images; the references'
-    workers persist as in the decoders group; no memory sampling in the rotation (the group measures each case's
-    memory alone afterwards, :mod:`lfw.suite.peers`)."""
+    """The peers (:mod:`lfw.peers`) beside DataLoader's best pipelines in one rotation with the decoder ceilings
+    (docs/peers.md); memory measured alone afterwards (:mod:`lfw.suite.peers`)."""
     cases = [LoaderCase("peers", case_id, {"pipeline": case_id, "peer": "dataloader"},
                         LoaderConfig(batch_size=64, num_workers=2, persistent_workers=True), "uint8", epoch_images=True,
                         pipeline=pipeline, memory_interval_s=None, lfw_only=LFW_FILES, layer=PEERS)

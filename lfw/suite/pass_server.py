@@ -1,21 +1,11 @@
 """One side of a pass-interleaved A/B: a long-lived process that measures one pass of a case on request.
 
-``python -m lfw.gate --ab REV`` starts one of these per revision, each in its own checkout (``PYTHONPATH`` set to
-that tree), and asks them in turn for one pass at a time. The server builds every case with *its own* revision's
-suite engine (:func:`lfw.suite.runner.case_member`) and measures it with its own
-:class:`~lfw.measure.LoaderPass`, so each side measures its code with its measurement primitive, and the
-orchestrator only decides the order. The protocol stays fixed across revisions: the orchestrator of one revision
-starts the server of another, at whichever module path that revision has (:data:`lfw.gate.ab.SERVERS`; revisions
-before this one kept it in ``lfw.measure``).
-
-Protocol (JSON lines on stdin/stdout, one request, one reply; stderr is the side's log):
-
-- at start-up the server prints ``{"ready": true, "protocol": 1, "lfw": <path of the lfw package>, "cases":
-  [...], "unknown": [...], "pid": ...}``;
-- ``{"case": "workers2-none"}`` runs one pass (setup and finish untimed) and replies ``{"case", "images",
-  "batches", "wall_s", "ttfb_s", "images_per_s"}``;
-- an error replies ``{"error": "<one line>"}``; end of input ends the process.
-"""
+``python -m lfw.gate --ab REV`` starts one per revision, in its own checkout, and asks them in turn for one pass;
+each builds its cases with its own revision's engine (:func:`lfw.suite.runner.case_member`). The protocol stays
+fixed across revisions (:data:`lfw.gate.ab.SERVERS` names each revision's module path). JSON lines on stdin and
+stdout: at start ``{"ready": true, "protocol": 1, "lfw", "cases", "unknown", "pid"}``; ``{"case": ID}`` runs one
+pass and replies ``{"case", "images", "batches", "wall_s", "ttfb_s", "images_per_s"}``; an error replies
+``{"error": "<one line>"}``; end of input ends the process."""
 
 from __future__ import annotations
 

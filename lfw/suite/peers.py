@@ -1,18 +1,10 @@
 """The peers group's side of the engine: a peer case as a rotation member, its decoder alone, its memory alone.
 
-The group runner (:mod:`lfw.suite.runner`) builds the peers group's rotation like any other: the DataLoader
-references are ordinary decode-pipeline members, and each peer case is a :class:`PeerMember`, a
-:class:`~lfw.measure.rotation.LoaderMember` over the suite's one primitive, :class:`~lfw.measure.LoaderPass`, with
-the peer's :class:`~lfw.peers.contract.PeerLoader` as its loader. Around the rotation:
-
-- before it, untimed: each peer's one-off conversion (:func:`conversions`, its seconds and bytes on disk);
-- in it: the warm-up round is each member's cold first epoch (kept apart, :attr:`Measured.warmup`); before a peer's
-  first timed pass, untimed, its decoded-pixel check (:mod:`lfw.peers.check`), whose failure takes the peer out of
-  the rotation in one line while the others go on;
-- after it: each case's memory alone (:func:`memory_alone`), a cold and a warm epoch with the tree's PSS and USS
-  sampled and no other member's process alive, since persistent workers of the rotation's other members would be
-  counted in any tree snapshot taken during it.
-"""
+Each peer case is a :class:`PeerMember`, a :class:`~lfw.measure.rotation.LoaderMember` over
+:class:`~lfw.measure.LoaderPass` with the peer's :class:`~lfw.peers.contract.PeerLoader` as its loader. Before
+the rotation, untimed: each peer's one-off conversion (:func:`conversions`); in it, the cold first epoch is the
+warm-up round and the decoded-pixel check (:mod:`lfw.peers.check`) runs untimed before the first timed pass; after
+it, each case's memory alone (:func:`memory_alone`), with no other member's process alive."""
 
 from __future__ import annotations
 
@@ -23,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from lfw import peers
-from lfw.errors import one_line
+from lfw.errors import LFWError, one_line
 from lfw.measure.ceiling import CeilingSweep, spread_indices
 from lfw.measure.loader_pass import LoaderPass, PassResult
 from lfw.measure.rotation import LoaderMember
@@ -33,22 +25,16 @@ from lfw.pipelines import Pipeline
 from lfw.results import keys as K
 from lfw.suite.profiles import Profile
 
-DECODE_CEILING = "ceiling-decode-"
+DECODE_CEILING = "ceiling-decode-"  # a decoder alone, one image at a time: ceiling-decode-<decoder>[...]
 MEMORY_INTERVAL_S = 0.25  # passes last a fraction of a second: the dense setting the overhead group measures
-
-
-def peer_images(root: Path, images: int) -> PassImages:
-    return PassImages.first(root, images)
 
 
 def build_peer(spec: PeerSpec, root: Path, images: int) -> PeerLoader:
     """The peer's loader over the first ``images`` images of ``root``; a peer that cannot run here is one line."""
-    from lfw.errors import LFWError
-
     why = peers.missing(spec.peer)
     if why is not None:
         raise LFWError(f"{spec.peer} not measured: {why}")
-    loader: PeerLoader = peers.adapter(spec.peer).build(spec, peer_images(root, images))
+    loader: PeerLoader = peers.adapter(spec.peer).build(spec, PassImages.first(root, images))
     return loader
 
 
@@ -60,8 +46,7 @@ def reference_images(root: Path) -> np.ndarray:
 
 
 class PeerMember(LoaderMember):
-    """A peer case in the rotation (module docstring): its first pass is its cold first epoch; before its second,
-    untimed, the decoded-pixel check."""
+    """A peer case in the rotation: its first pass is its cold first epoch; the pixel check runs before its second."""
 
     def __init__(self, loader: PeerLoader, reference: Callable[[], np.ndarray]) -> None:
         super().__init__(LoaderPass(loader, len(loader), memory_interval_s=None),  # type: ignore[arg-type]
@@ -84,8 +69,7 @@ class PeerMember(LoaderMember):
         return facts
 
     def close(self) -> None:
-        """Stop the pass and the peer; what had to be forced is recorded as the case's shutdown errors (as a
-        DataLoader's dying workers are), never raised into the rotation that closes every member."""
+        """Stop the pass and the peer; what had to be forced is recorded as the case's shutdown errors, never raised."""
         try:
             super().close()
         finally:
@@ -105,27 +89,27 @@ def decoder_member(spec: PeerSpec) -> str | None:
 
 def decoder_sweep(spec: PeerSpec, root: Path, profile: Profile,
                   pipeline_sweep: Callable[[Pipeline, Path, Profile], CeilingSweep]) -> CeilingSweep:
-    """The peer's decoder alone, one image at a time in this process (``pipeline_sweep`` makes it for the suite's
-    own decoders; SPDL's is :class:`lfw.peers.spdl_loader.SpdlFiles`)."""
+    """The peer's decoder alone, one image at a time in this process (``pipeline_sweep`` for the suite's decoders,
+    :class:`lfw.peers.spdl_loader.SpdlFiles` for SPDL's)."""
     decoder = peers.adapter(spec.peer).DECODER
     if decoder == "spdl":
         from lfw.peers.spdl_loader import SpdlFiles
 
         images = profile.pass_images("uint8")
-        return CeilingSweep(SpdlFiles(peer_images(root, images)),
+        return CeilingSweep(SpdlFiles(PassImages.first(root, images)),
                             spread_indices(images, 3 * profile.ceiling_images))
     return pipeline_sweep(Pipeline(decoder, output="float" if spec.output == "float" else "uint8"), root, profile)
 
 
 def conversions(specs: list[PeerSpec], root: Path, images: int) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """Each peer's one-off conversion (made on first use, untimed here: its own seconds are recorded), by peer; and,
-    by peer, the one line of each conversion that failed (that peer's cases are not measured, the others are)."""
+    """Each peer's one-off conversion (made on first use, untimed), by peer; and the one line of each that failed
+    (that peer's cases are not measured, the others are)."""
     done: dict[str, dict[str, Any]] = {}
     failed: dict[str, str] = {}
     for spec in specs:
         if spec.peer not in done and spec.peer not in failed and peers.missing(spec.peer) is None:
             try:
-                found = peers.conversion(spec.peer, peer_images(root, images))
+                found = peers.conversion(spec.peer, PassImages.first(root, images))
             except Exception as exc:  # the peer's own library failed: one line, and the group goes on
                 failed[spec.peer] = f"{spec.peer} not measured: conversion failed: {one_line(exc)}"
                 continue
@@ -136,12 +120,8 @@ def conversions(specs: list[PeerSpec], root: Path, images: int) -> tuple[dict[st
 
 def memory_alone(runner: LoaderPass, close: Callable[[], None]) -> dict[str, Any]:
     """A cold and a warm epoch of ``runner`` with the tree's memory sampled, nothing else running; then ``close``.
-
-    Returns the tree's PSS and USS at the end of the warm epoch and what the loader added to them since before
-    its cold epoch (its start-up, engine and workers), in MiB. What ``close`` had to force (its one-line
-    ``RuntimeError``, :meth:`PeerLoader.close`) is added to ``runner.shutdown_errors``, as :meth:`PeerMember.close`
-    does, never raised; a failed epoch raises.
-    """
+    Returns the tree's PSS and USS after the warm epoch and what the loader added since before the cold one (MiB);
+    what ``close`` forced joins ``runner.shutdown_errors``; a failed epoch raises."""
     runner.memory_interval_s, runner.mark_start = MEMORY_INTERVAL_S, True
     try:
         for _ in range(2):

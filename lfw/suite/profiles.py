@@ -1,24 +1,14 @@
-"""Benchmark profiles: how much data and how many rounds each run spends.
+"""Benchmark profiles: how much data and how many rounds each run spends (docs/methodology.md).
 
-- ``smoke``: every case once on a tiny tree; what ``make test`` runs with ``--benchmark-disable``.
-- ``quick``: every knob the recommendation and the quick gate rest on, 5 interleaved rounds, a 2,000-image
-  synthetic tree; the default, held with the remote layer to ``make bench``'s budget (docs/methodology.md)
-  (``not_quick`` cases are left to smoke and full, ``full_only`` ones to full). The cost and remote layers join
-  it when asked for (``--bench-cost``, ``--bench-remote``).
-- ``full``: the nightly matrix: full-size 13,233-image LFW, more rounds, longer passes, more workers and epochs,
-  and every layer.
-
-A *layer* is a family of cases beside the knob matrix that costs more than its share of a quick run: ``cost``
-(instruction counts under valgrind), ``remote`` (a local S3 endpoint) and ``peers`` (the loaders users switch to,
-each an optional install: ``make peers``). A profile names the layers it always
-runs; :mod:`lfw.suite.skips` decides the rest.
-"""
+``smoke`` runs every case once on a tiny tree (``make test``); ``quick``, the default, the knobs the
+recommendation and the quick gate rest on, held to a time budget; ``full`` the nightly matrix on full-size LFW.
+A *layer* (``cost``, ``remote``, ``peers``) is a family of costly cases a profile runs always or when asked."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lfw.data.sizes import SYNTHETIC_SIZES as TREE  # images per profile name
+from lfw.data import SYNTHETIC_SIZES as TREE  # images per profile name
 
 
 @dataclass(frozen=True)

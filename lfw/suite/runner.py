@@ -1,19 +1,9 @@
 """The group runner: every selected case of a group and its ceilings, measured as one interleaved rotation.
 
-The suite's central idea lives here, used by the pytest plugin and (through :func:`case_member`) by the A/B pass
-server: a group's cases are built once, then measured round-robin in a new random order each round beside
-
-- ``ceiling-<transform>``: the single-core rate of each preset the cases read (:class:`CeilingSweep`), so
-  efficiency is round r's rate over round r's ceiling;
-- ``ceiling-memmap``: the decode-free ceiling, when a case reads through a decode pipeline;
-- ``capacity``: the cores the machine gives in that round (:class:`ParallelCapacity`), when a case runs
-  more than one worker;
-- ``ceiling-endpoint``: the local S3 endpoint's zero-latency rate, when a case reads from it;
-- a peer case (another project's loader) and its own decoder's single-core rate (:mod:`lfw.suite.peers`).
-
-Each case's rounds then become a record (:mod:`lfw.suite.record`). Datasets come from :class:`Datasets`: LFW's
-presets over a root, or the items of a user's own factory (:mod:`lfw.suite.user_dataset`).
-"""
+Used by the pytest plugin and, through :func:`case_member`, the A/B pass server. Beside the cases the rotation
+holds ``ceiling-<transform>`` (each preset's single-core rate), ``ceiling-memmap`` and each pipeline's own decoder
+alone (decode pipelines), ``capacity`` (more than one worker), ``ceiling-endpoint`` (remote cases) and each peer's
+decoder alone (:mod:`lfw.suite.peers`). Datasets come from :class:`Datasets`: LFW's presets, or a user's factory."""
 
 from __future__ import annotations
 
@@ -51,17 +41,15 @@ ROTATION_SEED = 20261122
 CEILING = "ceiling-"
 MEMMAP_CEILING = "ceiling-memmap"
 ENDPOINT_CEILING = "ceiling-endpoint"
-DECODE_CEILING = "ceiling-decode-"
 CAPACITY = "capacity"
 
 
 def own_decoder_member(pipeline: Pipeline) -> str:
-    """The rotation member holding a pipeline's own decoder's single-core rate: the decoded memmap's for the
-    memmap, else ``ceiling-decode-<decoder>[-r<size>][-float]`` (the same decode, resize and output on loose
-    files, one image at a time in the main process, no DataLoader)."""
+    """The member holding a pipeline's own decoder's single-core rate: ``ceiling-memmap`` for the memmap, else
+    ``ceiling-decode-<decoder>[-r<size>][-float]`` (loose files, one image at a time, no DataLoader)."""
     if pipeline.storage == "memmap":
         return MEMMAP_CEILING
-    name = DECODE_CEILING + pipeline.decoder
+    name = P.DECODE_CEILING + pipeline.decoder
     if pipeline.size:
         name += f"-r{pipeline.size}"
     return name + ("-float" if pipeline.output == "float" else "")
@@ -78,12 +66,8 @@ def _own_decoder_sweep(pipeline: Pipeline, root: Path, profile: Profile) -> Ceil
 
 
 class Datasets:
-    """The datasets a session's cases read, each made once and reused by every case.
-
-    Over LFW (``root``): one scanned :class:`~lfw.data.dataset.LFWDataset` per (transform, index). Over a user's
-    dataset (``user``): the factory's dataset for every case, whatever preset the case names (cases that need
-    LFW's presets or files are skipped before they get here, :mod:`lfw.suite.skips`).
-    """
+    """The datasets a session's cases read, each made once: one :class:`~lfw.data.dataset.LFWDataset` per (transform,
+    index) over ``root``, or the factory's dataset (``user``) for every case."""
 
     def __init__(self, root: Path, user: Dataset | None = None) -> None:
         self.root = Path(root)
@@ -111,12 +95,8 @@ class Datasets:
 
 
 def dataset_files(dataset: Any) -> list[str]:
-    """Every image file a dataset can read (through a ``Subset`` too): what warm and cold cache modes touch.
-
-    All of them, not the first pass's worth: shuffled cases read files from anywhere in the index. A dataset
-    whose files are not one per item (tar shards, a decoded memmap) names the files it reads in ``paths``;
-    torchvision's ``ImageFolder`` names them in ``samples``; any other dataset reads no file the suite knows of.
-    """
+    """Every image file a dataset can read (through a ``Subset`` too): what warm and cold cache modes touch. Found in
+    ``paths`` (also where files are not one per item), in ``samples`` (``ImageFolder``), else none."""
     if isinstance(dataset, Subset):
         base = dataset_files(dataset.dataset)
         if len(base) != len(dataset.dataset):  # type: ignore[arg-type]
@@ -173,12 +153,8 @@ def case_member(case: LoaderCase, datasets: Datasets, profile: Profile, *, cache
 
 @dataclass
 class GroupRotation:
-    """A group's measured rotation: each member's rounds, and what the report needs to pair them.
-
-    ``left_out``: cases not run because they do not fit this machine's limits, each with its one-line reason
-    (:func:`lfw.measure.resources.shortfall`); a case whose member failed during the rotation has its
-    :attr:`Measured.error` instead of rounds, and the group's other cases are measured all the same.
-    """
+    """A group's measured rotation: each member's rounds, and what the report needs to pair them; ``left_out``: cases
+    that do not fit this machine's limits, with the one-line reason (a failed member has its :attr:`Measured.error`)."""
 
     measured: dict[str, Measured]
     info: dict[str, Any]
@@ -205,12 +181,8 @@ class GroupRotation:
 
 @dataclass
 class GroupRunner:
-    """Runs a group's rotation: its selected cases and the ceilings they are paired with.
-
-    ``endpoint`` is called, only when a remote case is run, for the local S3 endpoint the remote members read.
-    ``progress`` wraps the rotation in a progress bar (``progress(total_passes, description)`` returns a context
-    manager with ``update()``).
-    """
+    """Runs a group's rotation: its selected cases and the ceilings they are paired with. ``endpoint`` gives the
+    local S3 endpoint (remote cases only); ``progress(total_passes, description)`` is a progress-bar context."""
 
     profile: Profile
     datasets: Datasets
@@ -223,8 +195,7 @@ class GroupRunner:
     _warmed: set[tuple[str, ...]] = field(default_factory=set)
 
     def members(self, cases: Iterable[LoaderCase]) -> tuple[dict[str, Member], dict[str, str]]:
-        """The rotation's members (the cases that fit, their ceilings) and the cases left out, with why; peer cases
-        whose library cannot run here are in :meth:`unavailable` instead."""
+        """The rotation's members (the cases that fit, their ceilings) and the cases left out, with why."""
         cases = list(cases)
         unavailable = self.unavailable(cases)
         cases = [c for c in cases if c.id not in unavailable]
@@ -256,7 +227,7 @@ class GroupRunner:
 
     @staticmethod
     def unavailable(cases: Iterable[LoaderCase]) -> dict[str, str]:
-        """Peer cases whose peer cannot run here, each with the one line that says what is missing and how to get it."""
+        """Peer cases whose peer cannot run here, each with the one line saying what is missing and how to get it."""
         from lfw import peers
 
         found = {}
@@ -266,9 +237,8 @@ class GroupRunner:
         return found
 
     def _admit(self, members: dict[str, Member], cases: list[LoaderCase]) -> dict[str, str]:
-        """Leave out, in the matrix's order, each case whose loader does not fit beside those already admitted:
-        every admitted loader keeps what it holds between passes (slot rings) while the rotation runs, and one
-        pass at a time has its batches in flight. Members left out are closed and removed from ``members``."""
+        """Leave out, in matrix order, each case whose loader does not fit beside those admitted (their held
+        ``/dev/shm``, one pass in flight at a time); members left out are closed and removed."""
         limits = self.limits or Limits.read()
         held = in_flight = 0
         left_out: dict[str, str] = {}
@@ -286,8 +256,7 @@ class GroupRunner:
         return left_out
 
     def run(self, group: Group, cases: Iterable[LoaderCase], *, timed: bool = True) -> GroupRotation:
-        """Measure ``cases`` of ``group`` interleaved (``timed=False``: the group's fewest rounds, no warm-up, as a
-        smoke run)."""
+        """Measure ``cases`` of ``group`` interleaved (``timed=False``: the fewest rounds, no warm-up: a smoke run)."""
         cases = list(cases)
         converted, not_converted = P.conversions([c.peer for c in cases if c.peer is not None], self.datasets.root,
                                                  max((c.pass_images(self.profile) for c in cases), default=0))
@@ -316,10 +285,8 @@ class GroupRunner:
         return GroupRotation(measured, info, errors, left_out, facts, {**self.unavailable(cases), **unconverted})
 
     def _memory_alone(self, case: LoaderCase, errors: dict[str, list[str]]) -> dict[str, Any]:
-        """A fresh loader of ``case``: a cold and a warm epoch with the tree's memory sampled, nothing else alive.
-
-        A failure is one line for this case only (:data:`K.MEMORY_ALONE_ERROR`), its rotation's figures stand; what
-        its close had to force joins the case's shutdown errors in ``errors``."""
+        """A fresh loader of ``case``: a cold and a warm epoch, memory sampled, nothing else alive. A failure is one
+        line for this case (:data:`K.MEMORY_ALONE_ERROR`); what its close forced joins ``errors``."""
         runner: LoaderPass | None = None
         try:
             if case.peer is None:

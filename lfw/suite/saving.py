@@ -1,17 +1,10 @@
 """pytest-benchmark's two writers, saving through :func:`lfw.cli.saving.write_atomic`.
 
-pytest-benchmark writes ``--benchmark-json`` and its stored runs (``--benchmark-autosave``, ``--benchmark-save``)
-with a plain ``open(..., "wb")``: a full disk leaves a truncated JSON file, the newest run that every later
-report, gate and history reader meets first, and ends the session in a traceback. :func:`save_atomically` gives a
-benchmark session other writers without patching the library: its file storage becomes
-:class:`AtomicFileStorage` (pytest-benchmark's ``FileStorage``, whose ``save`` here writes the run whole or not at
-all, and never over an existing run), and its ``save_json`` writes the same way.
-
-A writer that fails does not raise into pytest: its one line goes to stderr as it happens, the other writer still
-saves what it can, and :attr:`Saving.failed` tells the plugin to end the session with exit 4
-(:data:`lfw.errors.EXIT_MEASUREMENT`: the machine failed, not the input). An incomplete run is saved marked
-(:func:`mark_incomplete`).
-"""
+pytest-benchmark writes ``--benchmark-json`` and its stored runs with a plain ``open(..., "wb")``, so a full disk
+leaves a truncated newest run. :func:`save_atomically` swaps in :class:`AtomicFileStorage` (whole or nothing,
+never over an existing run) and an atomic ``save_json``. A failed writer prints its one line, the other still
+saves, and :attr:`Saving.failed` makes the plugin exit 4 (:data:`lfw.errors.EXIT_MEASUREMENT`). An incomplete run
+is saved marked (:func:`mark_incomplete`)."""
 
 from __future__ import annotations
 
@@ -90,9 +83,8 @@ def save_atomically(session: Any) -> Saving:
 
 
 def drop_unmeasured(benchmarks: list[Any]) -> list[str]:
-    """Remove, in place, the saved-benchmark entries an interrupt left without a single timed round (the case in
-    flight when Ctrl-C came), and return their names. pytest-benchmark cannot save such an entry (its summary of
-    no rounds raises), and the case is already counted among those that did not end."""
+    """Remove, in place, the entries an interrupt left without a timed round (pytest-benchmark cannot save them);
+    returns their names."""
     def measured(bench: Any) -> bool:
         return bool(getattr(getattr(bench, "stats", None), "data", None))
 
@@ -102,9 +94,8 @@ def drop_unmeasured(benchmarks: list[Any]) -> list[str]:
 
 
 def mark_incomplete(session: Any, incomplete: str | None) -> None:
-    """Have a pytest-benchmark session (``config._benchmarksession``; None: no plugin) save an ``incomplete`` run
-    (why, from :attr:`lfw.results.Selection.incomplete`; None: the run is whole) marked: its entries without a timed
-    round left out (:func:`drop_unmeasured`) and its stored run named ``..._incomplete``, each said on stderr."""
+    """Have a pytest-benchmark session (None: no plugin) save an ``incomplete`` run marked: entries without a timed
+    round left out and the stored run named ``..._incomplete``, each said on stderr."""
     if not incomplete or session is None or session.disabled:
         return
     dropped = drop_unmeasured(session.benchmarks)

@@ -74,10 +74,8 @@ class Needs:
 
 
 def skip_reason(needs: Needs, session: Session) -> str | None:
-    """Why ``session`` does not run a case that needs ``needs``, in words; None when it runs.
-
-    Checked in the order a reader needs: what the machine cannot do, then what the run chose to leave out.
-    """
+    """Why ``session`` does not run a case that needs ``needs``, in words (what the machine cannot do first, then
+    what the run chose to leave out); None when it runs."""
     profile = session.profile
     cap = worker_cap(session.cores)
     if needs.cores > session.cores:

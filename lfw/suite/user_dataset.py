@@ -1,15 +1,9 @@
 """The suite on a user's own dataset: ``pytest benchmarks --bench-dataset MODULE:FACTORY``.
 
-``FACTORY`` is a callable that takes no argument and returns a map-style ``torch.utils.data.Dataset`` whose items
-the default collate can batch; ``MODULE`` is importable from the working directory. The knob groups then run on
-its items with the same rotations, and each group's ceiling is the factory's own items read in one process
-(:class:`~lfw.measure.ceiling.CeilingSweep` over that dataset). Cases that need LFW's presets or files skip with
-the reason (:mod:`lfw.suite.skips`).
-
-Every way the string or the factory can be wrong is one :class:`~lfw.errors.LFWError` naming the problem. With
-``skip_unreadable`` (``--bench-skip-bad-images``) every item is read once first and those that raise are left out
-(:class:`ReadableItems`, :mod:`lfw.data.screen`).
-"""
+``FACTORY`` takes no argument and returns a map-style ``Dataset`` the default collate can batch (``MODULE``
+importable from the working directory); the knob groups run on its items, each ceiling over the same items, and
+cases needing LFW skip with the reason. Every way it can be wrong is one :class:`~lfw.errors.LFWError`; with
+``skip_unreadable`` the items that raise are left out (:class:`ReadableItems`)."""
 
 from __future__ import annotations
 
@@ -63,8 +57,8 @@ class ReadableItems(Subset):
 
 
 def readable_items(dataset: Dataset, spec: str) -> ReadableItems:
-    """Read every item of ``dataset`` once; keep those that do not raise. Items are named by their files where
-    the dataset names them (``samples``, ``paths``: relative to their common folder), else by position."""
+    """Read every item of ``dataset`` once; keep those that do not raise (named by their files where the dataset
+    names them, else by position)."""
     from lfw.suite.runner import dataset_files  # the suite's engine only where a dataset is screened
 
     size = len(dataset)  # type: ignore[arg-type]
