@@ -1,12 +1,7 @@
 """Chart: images/s per decode pipeline against the machine's two ceilings, and where its CPU went.
 
-Left: images/s per pipeline (mean ± sd over rounds), fastest first, labelled with its share of usable cores x
-its own decoder's single-core rate, and the two ceilings of the same rotation as vertical lines: usable cores
-x the PIL path's single-core rate, and usable cores x the decoded memmap's (decode-free) rate. Right: where
-each image's CPU went, stage by stage (``stage_ms_per_image``, stacked), the measured CPU no stage claimed
-(hatched, in workers and in the main process) and the measured CPU per image of the process tree (a black
-tick): the bars reach the tick when the stages add up. Labels give the stages' coverage of the measured CPU
-and the cores' utilization (:mod:`lfw.report.pipelines`).
+Left: images/s per pipeline, fastest first, with the PIL and decode-free memmap ceilings of the same rotation.
+Right: CPU ms per image by stage, the unclaimed rest hatched, the tree's measured CPU as a tick.
 """
 
 from __future__ import annotations
