@@ -108,10 +108,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def thresholds_from(args: argparse.Namespace) -> Thresholds:
-    return Thresholds(**{name: getattr(args, name) for name, *_ in THRESHOLD_FLAGS})
-
-
 def publish(verdict: Verdict, args: argparse.Namespace) -> None:
     """Write the verdict as JSON and as the Markdown page rendered from it (see the module docstring)."""
     summary = args.summary_md or (AB_PATH if verdict.mode == AB else TWO_FILE_PATH)
@@ -146,7 +142,7 @@ def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
 @cli_entry
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    th = thresholds_from(args)
+    th = Thresholds(**{name: getattr(args, name) for name, *_ in THRESHOLD_FLAGS})
     if args.bisect:
         return bisect_command(*args.bisect, cases=args.cases, threshold=th.cost)
     if args.ab:

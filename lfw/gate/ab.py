@@ -184,11 +184,6 @@ def judge_look(run: ABRun, th: Thresholds, looks: int) -> list[PairedComparison]
     return decide(inputs, th.ab(), alpha_look=th.alpha / looks)
 
 
-def default_out(repo: Path, sha: str) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return repo / ".benchmarks" / "ab" / f"{stamp}-{sha[:10]}"
-
-
 def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None, root: Path | None = None) -> ABRun:
     """Measure ``plan`` (base revision vs ``repo``'s working tree) over ``root`` (default: the profile's), decide,
     write the outputs."""
@@ -200,7 +195,8 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
         matrix.find_case(case)  # an unknown id is a one-line error naming the known ones
     repo = toplevel(repo)
     sha = resolve(repo, plan.base_rev, "base", "fetch it, or name a branch, tag or commit that exists")
-    out = out_dir or default_out(repo, sha)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = out_dir or repo / ".benchmarks" / "ab" / f"{stamp}-{sha[:10]}"
     if out.exists():
         raise LFWError(f"output folder {out} exists; A/B runs are never overwritten, choose another --ab-out")
     root = root or resolve_root(synthetic_images=PROFILES[plan.profile].synthetic_images).path

@@ -17,8 +17,7 @@ from lfw.results.ratios import share_text
 
 GROUP = "decoders"
 SMALL = 0.10  # a factor that costs less than this share of the rate is not what stops the pipeline
-STAGE_LABELS = {"read": "read (open + bytes)", "decode": "decode", "transform": "transform", "collate": "collate",
-                "receive": "receive (main process)"}
+STAGE_LABELS = {"read": "read (open + bytes)", "receive": "receive (main process)"}  # the others: their names
 
 
 def largest_stage(case: Case) -> tuple[str, float] | None:
