@@ -185,8 +185,7 @@ def judge_look(run: ABRun, th: Thresholds, looks: int) -> list[PairedComparison]
 
 
 def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None, root: Path | None = None) -> ABRun:
-    """Measure ``plan`` (base revision vs ``repo``'s working tree) over ``root`` (default: the profile's), decide,
-    write the outputs."""
+    """Measure ``plan`` (base revision vs ``repo``'s working tree) over ``root``, decide, write the outputs."""
     from lfw.data.root import resolve_root
     from lfw.suite import matrix
 

@@ -158,8 +158,7 @@ def stack_differences(baseline: Run, current: Run) -> tuple[list[str], list[str]
 
 
 def host_pair(base: Case, current: Case) -> tuple[float, float] | None:
-    """The host's USS before the pass in both cases, read the same way on both sides: the main process alone where
-    both record it, else the tree's USS before the pass (:data:`~lfw.gate.metrics.HOST_USS`'s older form)."""
+    """The host's USS before the pass in both cases, read the same way (:data:`~lfw.gate.metrics.HOST_USS`)."""
     both = [case.number(HOST_USS.key) for case in (base, current)]
     if any(v is None for v in both):
         both = [HOST_USS.derived(case) if HOST_USS.derived else None for case in (base, current)]

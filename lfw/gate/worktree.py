@@ -59,8 +59,7 @@ def _interrupt(_signum: int, _frame: FrameType | None) -> None:
 
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """While the block runs, SIGTERM raises :class:`KeyboardInterrupt` (so clean-up runs); left alone outside the
-    main thread and where the program already handles SIGTERM."""
+    """While the block runs (in the main thread, SIGTERM not handled yet), SIGTERM raises KeyboardInterrupt."""
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield

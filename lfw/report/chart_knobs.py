@@ -64,8 +64,7 @@ def draw_ratios(ax: Axes, xs: Sequence[float], found: Sequence[Ratio], reference
 
 def knob_chart(run: Run, group: str, key: str, *, xlabel: str, title: str, numeric: bool, log2: bool = False,
                metrics: Sequence[str] = DEFAULT_METRICS, reference: Any = None) -> Figure | None:
-    """Metrics per value of one knob: a numeric knob as lines, an on/off or named knob as grouped bars, one
-    colour per combination of the other varying params; beside them the paired ratios to ``reference``."""
+    """Metrics per value of one knob, a colour per combination of the other varying params, and ratios."""
     cases = [c for c in run.group(group) if not numeric or (isinstance(c.value(key), int | float)
                                                           and not isinstance(c.value(key), bool))]
     if not cases:
