@@ -9,11 +9,7 @@ from lfw.errors import LFWError
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line (what is wrong, where to look) instead of usage + error.
-
-    The error is raised as :class:`LFWError`, so :func:`lfw.errors.cli_entry` prints it and returns exit code 2
-    like every other input error.
-    """
+    """An ArgumentParser whose errors are one :class:`LFWError` line (exit 2 under ``cli_entry``), not usage."""
 
     def error(self, message: str) -> NoReturn:
         raise LFWError(f"{message} (see {self.prog} --help)")

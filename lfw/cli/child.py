@@ -1,8 +1,5 @@
-"""A helper process spoken to in JSON lines: one line when it is ready, then one answer per line sent to its stdin.
-
-The local S3 endpoint's moto server and proxy (:mod:`lfw.remote.endpoint`) and the A/B's pass servers
-(:mod:`lfw.gate.ab`) are such children. A thread reads the child's stdout, so every read can time out, and
-:meth:`Child.stop` leaves no process behind, on failure too.
+"""A helper process spoken to in JSON lines (the S3 endpoint's servers, the A/B's pass servers): every read can
+time out, and :meth:`Child.stop` leaves no process behind.
 """
 
 from __future__ import annotations
@@ -20,11 +17,8 @@ from lfw.errors import LFWError, MeasurementError
 
 
 class Child:
-    """``command``, started at once; its stderr goes to ``log`` when given, else its last lines are kept for errors.
-
-    ``failure`` is what an ``{"error": ...}`` answer raises: LFWError where the request was wrong, MeasurementError
-    where the child itself failed. ``grace_s``: how long :meth:`stop` waits for an exit on end of input.
-    """
+    """``command``, started at once; stderr to ``log``, else its last lines kept for errors. ``failure``: what an
+    ``{"error": ...}`` answer raises; ``grace_s``: how long :meth:`stop` waits for an exit on end of input."""
 
     def __init__(self, name: str, command: list[str], *, log: Path | None = None, cwd: Path | None = None,
                  env: dict[str, str] | None = None, failure: type[LFWError] = LFWError, grace_s: float = 5.0) -> None:

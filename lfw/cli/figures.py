@@ -1,7 +1,5 @@
-"""Shared figure plumbing: the Agg backend, one look for every chart, saving PNG and SVG.
-
-Charts are built on :class:`matplotlib.figure.Figure` objects, never through pyplot's global state, so a
-report with many charts leaks no open figures and the tests can inspect the very figure that was saved.
+"""Shared figure plumbing: the Agg backend, one look for every chart, saving PNG and SVG. Charts are
+:class:`matplotlib.figure.Figure` objects, never pyplot's global state, so none is leaked.
 """
 
 from __future__ import annotations
@@ -70,21 +68,14 @@ def colour_map(values: Iterable[Any]) -> dict[Any, str]:
 
 
 def dodge(fig: Any, index: int, count: int, step_pt: float = 5.0) -> Transform:
-    """A small sideways shift for series ``index`` of ``count``, so error bars at one x do not hide each other.
-
-    The shift is applied in points after the data transform: the plotted x data stay the measured values.
-    """
+    """A sideways shift in points for series ``index`` of ``count`` (the x data stay the measured values)."""
     return ScaledTranslation((index - (count - 1) / 2) * step_pt / 72, 0, fig.dpi_scale_trans)
 
 
 def dodged_errorbar(ax: Axes, index: int, count: int, xs: Sequence[float], points: Sequence[tuple[float, ...]],
                     **style: Any) -> ErrorbarContainer:
-    """``ax.errorbar`` of (mean, sd) or (centre, distance down, distance up) points at ``xs``, shifted sideways by
-    :func:`dodge`.
-
-    Matplotlib leaves an artist with a custom transform out of autoscaling, so the data limits (error bars
-    included) are added here by hand.
-    """
+    """``ax.errorbar`` of (mean, sd) or (centre, down, up) points at ``xs``, shifted by :func:`dodge`; the data
+    limits are added by hand (matplotlib does not autoscale an artist with its own transform)."""
     means, below, above = (np.array([p[i] for p in points], dtype=float) for i in (0, 1, -1))
     shift = dodge(ax.figure, index, count) if count > 1 else None
     container = ax.errorbar(xs, means, yerr=[below, above], transform=ax.transData + shift if shift else ax.transData,
@@ -108,12 +99,8 @@ def save_figure(fig: Figure, out_dir: Path, stem: str, formats: Iterable[str] = 
 
 
 def label_rows(ax: Axes, labels: Sequence[str], groups: Sequence[str | None] = (), **tick_style: Any) -> None:
-    """Label the rows of a horizontal chart, y = 0, 1, ... from the top, and separate them by benchmark group: a
-    rule between groups and the group's name.
-
-    Test ids repeat across groups (``numpy`` is a case of both index groups), so the group must be visible
-    without lengthening every tick label.
-    """
+    """Label the rows of a horizontal chart, y = 0, 1, ... from the top; where ``groups`` differ, a rule and the
+    group's name between them (test ids repeat across groups)."""
     ax.set_yticks(range(len(labels)), labels, **tick_style)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     if len(set(groups)) < 2:

@@ -1,14 +1,7 @@
-"""Saving a file that a later command reads: the whole file or nothing, never half of one.
+"""Saving a file that a later command reads: the whole file or nothing (a temporary dot file, fsync, rename).
 
-Every file the suite writes for another command to read (autosaved runs, ``--benchmark-json``, baselines,
-``verdict.json``, the reports' pages, the history store) goes through :func:`write_atomic`: the bytes go to a
-temporary file in the same folder (a dot name no reader globs for), are flushed to the disk (``fsync``), and the
-temporary file is then renamed over the target, one step the file system does whole. A reader therefore sees the
-earlier file or the new one, never a truncated one, and a failure leaves the folder as it was.
-
-A full disk is the machine's failure, not the input's: :class:`DiskFullError` (exit 4, ``EXIT_MEASUREMENT``) says
-in one line which file, how many bytes it needed and how many were free. Any other refusal of the file system (a
-read-only folder, no permission) is a one-line :class:`~lfw.errors.LFWError` naming the file (exit 2).
+A full disk is :class:`DiskFullError` (exit 4); any other refusal is a one-line :class:`~lfw.errors.LFWError`
+naming the file (exit 2).
 """
 
 from __future__ import annotations
@@ -54,14 +47,10 @@ def _sync_folder(folder: Path) -> None:
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, exclusive: bool = False) -> Path:
-    """Write ``data`` (text as UTF-8) to ``path`` whole or not at all; create the folder; return the path.
+    """Write ``data`` (text as UTF-8) to ``path`` whole or not at all, folders created; return the path.
 
-    ``exclusive``: refuse to replace an existing file (saved runs are never overwritten by accident); the check
-    and the publication are one step (a hard link), so two writers cannot both win.
-
-    Raises:
-        DiskFullError: no room on the file system (one line: file, bytes needed, bytes free; exit 4).
-        LFWError: ``exclusive`` and the file exists, or the file system refused the file (exit 2).
+    ``exclusive``: refuse to replace an existing file, checked and published in one step (a hard link).
+    Raises DiskFullError (no room) or LFWError (``exclusive`` and the file exists, or another refusal).
     """
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
@@ -103,24 +92,21 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, exclusive: 
 
 
 def append_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Append ``text`` to the text file at ``path`` (made if missing) by writing the whole new file atomically
-    (:func:`write_atomic`): a full disk leaves the file as it was, never a half line at its end."""
+    """Append ``text`` to ``path`` (made if missing) by rewriting it whole with :func:`write_atomic`."""
     path = Path(path)
     before = path.read_bytes() if path.exists() else b""
     return write_atomic(path, before + text.encode("utf-8"))
 
 
 def write_figure(fig: Any, path: str | os.PathLike[str], **savefig: Any) -> Path:
-    """Save a matplotlib figure to ``path`` through :func:`write_atomic` (its format from the suffix unless
-    ``format=`` says), so a chart is never left half-drawn on a full disk."""
+    """Save a matplotlib figure through :func:`write_atomic` (format from the suffix unless ``format=`` says)."""
     buffer = io.BytesIO()
     fig.savefig(buffer, **{"format": Path(path).suffix.lstrip(".") or "png", **savefig})
     return write_atomic(path, buffer.getvalue())
 
 
 def _publish_new(tmp: str, path: Path) -> None:
-    """Give ``tmp`` the name ``path`` only if no file has it: a hard link, which fails on an existing name, then
-    the temporary name removed. A file system without hard links gets a check, then a rename."""
+    """Give ``tmp`` the name ``path`` only if no file has it: a hard link (else a check, then a rename)."""
     try:
         os.link(tmp, path)
     except OSError as exc:

@@ -1,8 +1,4 @@
-"""The one plain-text table of the command-line tools: the gate's verdicts, the report's console, ranks' figures.
-
-Columns are separated by two spaces under a rule of dashes, so a CI log shows them aligned without colour or
-box drawing; numbers are right-aligned so their digits line up.
-"""
+"""The one plain-text table of the command-line tools: two-space columns under a rule of dashes."""
 
 from __future__ import annotations
 

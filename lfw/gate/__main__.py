@@ -1,11 +1,6 @@
-"""Command line of the regression gate: ``python -m lfw.gate BASELINE.json CURRENT.json`` or ``--ab REV``.
-
-The decision rule and the exit codes (0 no regression, 1 regression, ..., 5 incomplete) are
-:data:`lfw.gate.thresholds.RULE_TEXT`, printed by ``--help``.
-
-Every run that reaches a verdict (and an A/B run whose measurement failed) builds it once as a
-:class:`~lfw.gate.verdict.Verdict` and writes it as JSON and as the Markdown page rendered from it
-(:func:`publish`; where: docs/gating.md, "Where the verdict is read"). A usage error writes nothing.
+"""``python -m lfw.gate BASELINE.json CURRENT.json`` or ``--ab REV``; rule and exit codes:
+:data:`lfw.gate.thresholds.RULE_TEXT`. Every verdict (and a failed A/B measurement) is written as JSON and
+Markdown (:func:`publish`); a usage error writes nothing.
 """
 
 from __future__ import annotations
@@ -31,18 +26,13 @@ from lfw.gate.worktree import sigterm_as_interrupt
 from lfw.results import load_run
 
 DESCRIPTION = """\
-Regression gate for lfw-bench, in two modes.
+Regression gate for lfw-bench, in two modes (the layers and the rule: below).
 
 Two files (BASELINE.json CURRENT.json, pytest-benchmark runs saved with per-round data): every case matched on
-its group and test id, layer by layer: instruction counts per image (the deterministic cost layer, wherever
-the counted stack of valgrind, Python and libraries matches, whatever the CPU), memory a loader adds (tree PSS
-growth and peak over the tree before the pass, worker USS, leak steps), data-wait fraction, and wall-clock
-figures for gross regressions only. A baseline case the run should have held but does not is a gap (exit 5), one
-line per case; cases the run left out on purpose (-k, profile, layers, this machine's cores) are named.
+its group and test id; a baseline case the run should have held but does not is a gap (exit 5).
 
-A/B (--ab REV): the base revision and the working tree measured in this job, interleaved pass by pass in pairs
-of fresh processes: the verdict for throughput and time to first batch on a runner whose speed drifts; then
-instructions per image of both sides, counted in the same job and judged like the two-file cost layer."""
+A/B (--ab REV): the base revision and the working tree, interleaved pass by pass in pairs of fresh processes,
+then instructions per image of both sides."""
 
 EPILOG = f"""{RULE_TEXT}
 
@@ -118,10 +108,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def thresholds_from(args: argparse.Namespace) -> Thresholds:
-    return Thresholds(**{name: getattr(args, name) for name, *_ in THRESHOLD_FLAGS})
-
-
 def publish(verdict: Verdict, args: argparse.Namespace) -> None:
     """Write the verdict as JSON and as the Markdown page rendered from it (see the module docstring)."""
     summary = args.summary_md or (AB_PATH if verdict.mode == AB else TWO_FILE_PATH)
@@ -156,7 +142,7 @@ def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
 @cli_entry
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    th = thresholds_from(args)
+    th = Thresholds(**{name: getattr(args, name) for name, *_ in THRESHOLD_FLAGS})
     if args.bisect:
         return bisect_command(*args.bisect, cases=args.cases, threshold=th.cost)
     if args.ab:

@@ -1,15 +1,7 @@
-"""Pass-interleaved A/B: the base revision and the working tree, measured in turn, one pass at a time.
+"""Pass-interleaved A/B: the base revision and the working tree measured in turn, one pass at a time, in pairs
+of fresh pass-server processes (:data:`SERVERS`); why and what is written: docs/gating.md, "4. Wall clock, A/B".
 
-Why: a committed baseline was measured on another day, and the machine's speed drifts from one session to the
-next by more than the changes worth catching, so two files cannot show a small change (docs/gating.md). Here both
-revisions run in this job, interleaved at pass granularity, so they share the machine's drift. The unit of
-replication is a *pair* of fresh processes, one per side (each a pass server in its own checkout:
-:data:`SERVERS`), since processes differ by a stable few percent for their whole life
-(:mod:`lfw.gate.paired_rule`); the schedule, the looks, the cost layer counted on both sides
-(:mod:`lfw.gate.counting`) and the files written: docs/gating.md, "4. Wall clock, A/B".
-
-Whatever happens (a side crashing, a timeout, Ctrl-C, SIGTERM), the side processes are stopped and the
-worktree is removed before this returns.
+Whatever happens (a crash, a timeout, Ctrl-C, SIGTERM), the sides are stopped and the worktree removed.
 """
 
 from __future__ import annotations
@@ -45,9 +37,7 @@ from lfw.suite.profiles import PROFILES
 
 BASE, CURRENT = "base", "current"
 QUADS = {"ABBA": (BASE, CURRENT, CURRENT, BASE), "BAAB": (CURRENT, BASE, BASE, CURRENT)}
-# Worker cases: their passes run in freshly forked workers, so they carry less of a process pair's lasting speed
-# difference than main-process cases (workers0-*), which carry it in full and need more pairs for the same
-# precision (docs/gating.md); name those with -k when that matters.
+# Worker cases carry less of a process pair's lasting speed difference than workers0-* (docs/gating.md).
 DEFAULT_CASES = ("workers2-none", "workers2-uint8")
 # Where a revision's pass server is, newest first: it moved from lfw/measure/ (which may not import lfw.suite).
 SERVERS = (Path("lfw") / "suite" / "pass_server.py", Path("lfw") / "measure" / "pass_server.py")
@@ -91,12 +81,7 @@ def server_module(tree: Path) -> str | None:
 
 
 def pass_servers(trees: dict[str, Path], base_label: str) -> dict[str, str]:
-    """Each side's pass server module (:func:`server_module`).
-
-    Raises:
-        LFWError: a side has none: the base revision (``base_label``) predates pass-interleaved A/B, or the
-            working tree is not this project's.
-    """
+    """Each side's pass server module; LFWError when a side has none."""
     servers = {name: server_module(tree) for name, tree in trees.items()}
     known = " or ".join(map(str, SERVERS))
     if servers[BASE] is None:
@@ -107,11 +92,7 @@ def pass_servers(trees: dict[str, Path], base_label: str) -> dict[str, str]:
 
 
 def side_env(tree: Path) -> dict[str, str]:
-    """This environment with ``PYTHONPATH`` set to ``tree`` alone and the noise sources pinned.
-
-    Alone: an inherited entry naming the other checkout would let the wrong side import its modules (or its
-    ``sitecustomize``); a side sees its own checkout and the installed packages, nothing else.
-    """
+    """This environment with ``PYTHONPATH`` set to ``tree`` alone (never the other checkout) and threads pinned."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(tree)
     env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
@@ -119,8 +100,7 @@ def side_env(tree: Path) -> dict[str, str]:
 
 
 def start_side(name: str, tree: Path, server: str, plan: ABPlan, root: Path, log: Path) -> Child:
-    """One pass server (the module ``server``), started in ``tree``; asked for passes over its stdin, its stderr
-    kept in ``log``."""
+    """One pass server (the module ``server``) started in ``tree``, its stderr kept in ``log``."""
     return Child(f"{name} side", [plan.python, "-m", server, "--root", str(root), "--profile", plan.profile,
                                   *plan.cases], log=log, cwd=tree, env=side_env(tree), failure=MeasurementError,
                  grace_s=30.0)
@@ -163,11 +143,7 @@ class ABRun:
 
 
 def identity(case_id: str) -> tuple[str, str, str, dict[str, Any]]:
-    """(group, name, fullname, params) of a case as the A/B saves it: ``<group>[<id>]`` in ``lfw.gate.ab``.
-
-    A case is its group and id (:func:`lfw.results.case_key`), not the file or test that runs it, so the gate
-    and the report match an A/B side with the benchmarks' own runs of the same case.
-    """
+    """(group, name, fullname, params) of a case as the A/B saves it: ``<group>[<id>]``, matched by its key."""
     from lfw.suite import matrix
 
     group, case = matrix.find_case(case_id)
@@ -208,16 +184,8 @@ def judge_look(run: ABRun, th: Thresholds, looks: int) -> list[PairedComparison]
     return decide(inputs, th.ab(), alpha_look=th.alpha / looks)
 
 
-def default_out(repo: Path, sha: str) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return repo / ".benchmarks" / "ab" / f"{stamp}-{sha[:10]}"
-
-
 def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None, root: Path | None = None) -> ABRun:
-    """Measure ``plan`` (base revision vs the working tree of ``repo``), decide, write the outputs.
-
-    ``root`` is the image folder both sides read (default: ``LFW_ROOT`` or the profile's synthetic tree).
-    """
+    """Measure ``plan`` (base revision vs ``repo``'s working tree) over ``root``, decide, write the outputs."""
     from lfw.data.root import resolve_root
     from lfw.suite import matrix
 
@@ -226,7 +194,8 @@ def run_ab(plan: ABPlan, repo: Path, th: Thresholds, out_dir: Path | None = None
         matrix.find_case(case)  # an unknown id is a one-line error naming the known ones
     repo = toplevel(repo)
     sha = resolve(repo, plan.base_rev, "base", "fetch it, or name a branch, tag or commit that exists")
-    out = out_dir or default_out(repo, sha)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = out_dir or repo / ".benchmarks" / "ab" / f"{stamp}-{sha[:10]}"
     if out.exists():
         raise LFWError(f"output folder {out} exists; A/B runs are never overwritten, choose another --ab-out")
     root = root or resolve_root(synthetic_images=PROFILES[plan.profile].synthetic_images).path

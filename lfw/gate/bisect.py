@@ -1,13 +1,10 @@
-"""Bisect a count: the first commit between GOOD and BAD whose instructions (or another deterministic count) per
-image moved beyond the gate's cost threshold relative to GOOD.
+"""The first commit between GOOD and BAD whose instructions (or another count) per image moved beyond the cost
+threshold relative to GOOD.
 
     python -m lfw.gate.bisect GOOD BAD [-k none,uint8] [--metric instructions_per_image] [--count-cmd CMD]
 
-Why a count: it repeats within 0.06% between runs of the same code (docs/gating.md), so one count per commit
-decides it, with no statistics; wall-clock figures cannot be bisected on a machine whose speed drifts between
-steps. Why this loop and not ``git bisect run``: git picks its own midpoints, and a step's exit code there cannot
-say bad input or a failed count. The search, the counting in temporary worktrees (:mod:`lfw.gate.counting`) and
-the output: docs/history.md, "Bisect".
+A count repeats, so one count per commit decides; why not ``git bisect run``, and the output: docs/history.md,
+"Bisect".
 
 Exit codes: 0 the first bad commit found; 2 bad input (unknown revision, GOOD not an ancestor of BAD, BAD not
 moved, an unknown case or metric, a revision without a cost layer); 4 a count failed or timed out; 130
@@ -44,8 +41,7 @@ GOOD, BAD = "good", "bad"
 
 @dataclass(frozen=True)
 class BisectPlan:
-    """What to bisect: the two revisions, the cases (cost presets, or the keys ``count_cmd`` prints; empty: every
-    case GOOD counts), the count and its threshold, and how each commit is counted."""
+    """What to bisect; ``cases`` empty: every case GOOD counts."""
 
     good: str
     bad: str
@@ -59,7 +55,7 @@ class BisectPlan:
 
 @dataclass(frozen=True)
 class StepCount:
-    """One counted commit: per case the metric's value, the verdict against GOOD, and the seconds it took."""
+    """One counted commit: per case the metric's value, the verdict against GOOD, the seconds it took."""
 
     label: str  # "GOOD", "BAD" or the step number
     commit: str
@@ -70,8 +66,7 @@ class StepCount:
 
 @dataclass
 class BisectResult:
-    """The search: the commits searched, every count taken in order, the first bad commit and the cases that
-    moved (those BAD moved beyond the threshold)."""
+    """The search: every count taken in order, the first bad commit, the cases BAD moved."""
 
     plan: BisectPlan
     good: str
@@ -88,11 +83,7 @@ class BisectResult:
 
 
 def commits_between(repo: Path, good: str, bad: str) -> list[str]:
-    """Commits after GOOD up to and including BAD on the ancestry path, oldest first.
-
-    Raises:
-        LFWError: GOOD is BAD, or GOOD is not an ancestor of BAD.
-    """
+    """Commits after GOOD up to BAD on the ancestry path, oldest first; LFWError unless GOOD is a proper ancestor."""
     if good == bad:
         raise LFWError(f"GOOD and BAD are the same commit ({good[:10]}); nothing to bisect")
     ancestor = subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", good, bad], check=False,
@@ -109,8 +100,7 @@ def moved(metric: Metric, base: float, value: float, threshold: float) -> bool:
 
 
 class Counter:
-    """Counts commits of ``repo``, each in a worktree under ``tmp`` (:func:`~lfw.gate.worktree.checkout`)
-    removed right after its count."""
+    """Counts commits of ``repo``, each in a worktree under ``tmp`` removed right after its count."""
 
     def __init__(self, plan: BisectPlan, repo: Path, tmp: Path) -> None:
         self.plan, self.repo, self.tmp = plan, repo, tmp
@@ -145,11 +135,9 @@ class Counter:
 
 
 def run_bisect(plan: BisectPlan, repo: Path, progress: bool = True) -> BisectResult:
-    """Find the first commit after GOOD whose count moved beyond the threshold (module docstring).
+    """The first commit after GOOD whose count moved beyond the threshold; ``progress`` prints each count on stdout.
 
-    ``progress`` prints each count as it is taken (on stdout: stderr is for the one-line error). Raises
-    :class:`LFWError` (bad input, exit 2) or :class:`MeasurementError` (a count failed, exit 4); every worktree
-    is removed whatever happens.
+    Raises LFWError (bad input) or MeasurementError (a count failed); every worktree is removed whatever happens.
     """
     t0 = time.perf_counter()
     repo = toplevel(repo)
@@ -210,8 +198,7 @@ def run_bisect(plan: BisectPlan, repo: Path, progress: bool = True) -> BisectRes
 
 
 def render(result: BisectResult, repo: Path) -> str:
-    """The bisect's text: the range, every count taken (commit, values, verdict), the first bad commit and its
-    change against GOOD, the wall time."""
+    """The bisect's text: the range, every count taken, the first bad commit and its change, the wall time."""
     plan, m = result.plan, result.plan.metric
     base = result.count_of(result.good).values
 
@@ -245,9 +232,7 @@ def render(result: BisectResult, repo: Path) -> str:
 def bisect_command(good: str, bad: str, *, cases: str | None = None, metric: str = INSTRUCTIONS.key,
                    threshold: float = Thresholds().cost, count_cmd: str | None = None,
                    timeout_s: float = CHILD_TIMEOUT_S, repo: Path | None = None) -> int:
-    """Bisect and print the result; 0 when the first bad commit is found. For front ends already wrapped by
-    :func:`lfw.errors.cli_entry` (``python -m lfw.gate --bisect GOOD BAD``): bad input raises
-    :class:`LFWError`, a failed count :class:`MeasurementError`; SIGTERM is handled as Ctrl-C while it runs."""
+    """Bisect and print the result; 0 when found. For front ends wrapped by :func:`lfw.errors.cli_entry`."""
     if metric not in METRICS:
         raise LFWError(f"--metric {metric!r} is not a deterministic count; choose from {', '.join(METRICS)}")
     if not (math.isfinite(threshold) and threshold > 0):

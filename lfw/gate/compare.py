@@ -1,15 +1,9 @@
 """Two-file comparison: a current run against a baseline, case by case, layer by layer.
 
-Cases are matched on their group and test id (:func:`lfw.results.pair_cases`, the report's pairing too), so a
-benchmark moved to another file is still the same case. Nothing compared is never a pass: a baseline case the
-run should have held but did not is a gap with its own exit code, while cases the run left out on purpose (as
-its :class:`~lfw.results.Selection` records) are named but expected; pytest-benchmark's own
-``--benchmark-compare-fail`` skips a case missing from the baseline silently, which is how a renamed benchmark
-escapes its gate. Each side is one session whose rounds share its speed, so there is no valid test over rounds:
-a metric regressed when the change of its medians is beyond its minimum effect
-(:class:`~lfw.gate.thresholds.Thresholds`). Which layers compare across machines (instruction counts wherever
-the counted stack matches, whatever the host CPU; time to first batch only on the same runner class and
-cores): docs/gating.md, "The layers".
+Cases are matched on group and test id (:func:`lfw.results.pair_cases`). A baseline case the run should have held
+but did not is a gap (exit 5); cases left out on purpose (its :class:`~lfw.results.Selection`) are named. A metric
+regressed when its medians moved beyond its minimum effect (:class:`~lfw.gate.thresholds.Thresholds`); which
+layers port across machines: docs/gating.md, "The layers".
 """
 
 from __future__ import annotations
@@ -122,8 +116,7 @@ class GateReport:
 
 
 def different_images(baseline: Run, current: Run) -> str | None:
-    """Why two runs are not compared because they read different images (one left out more unreadable images
-    than the other, :mod:`lfw.data.screen`): their work differs. None when they skipped as many."""
+    """Why two runs that skipped different numbers of unreadable images are not compared; None if as many."""
     (b, _), (c, names) = baseline.skipped_images, current.skipped_images
     if b == c:
         return None
@@ -140,8 +133,7 @@ def machine_diffs(baseline: Run, current: Run) -> dict[str, tuple[Any, Any]]:
 
 
 def choose_metrics(diffs: Mapping[str, tuple[Any, Any]], mode: Mode) -> tuple[bool, tuple[Metric, ...], str]:
-    """(portable?, metrics, a sentence saying what is compared and why); the cost layer is decided apart, by
-    :func:`cost_layer_reason`."""
+    """(portable?, metrics, what is compared and why); the cost layer apart (:func:`cost_layer_reason`)."""
     crossed = [k for k in PORTABILITY_KEYS if k in diffs]
     portable = mode == "portable" or (mode == "auto" and bool(crossed))
     if not portable:
@@ -166,8 +158,7 @@ def stack_differences(baseline: Run, current: Run) -> tuple[list[str], list[str]
 
 
 def host_pair(base: Case, current: Case) -> tuple[float, float] | None:
-    """The host's USS before the pass in both cases, read the same way on both sides: the main process alone where
-    both record it, else the tree's USS before the pass (:data:`~lfw.gate.metrics.HOST_USS`'s older form)."""
+    """The host's USS before the pass in both cases, read the same way (:data:`~lfw.gate.metrics.HOST_USS`)."""
     both = [case.number(HOST_USS.key) for case in (base, current)]
     if any(v is None for v in both):
         both = [HOST_USS.derived(case) if HOST_USS.derived else None for case in (base, current)]
@@ -191,12 +182,8 @@ def host_note(pairs: Sequence[tuple[Case, Case]], th: Thresholds) -> str | None:
 
 
 def judge(case: str, metric: Metric, baseline: list[float], current: list[float], th: Thresholds) -> Comparison:
-    """Compare the medians of one metric of one case under its family's minimum effect.
-
-    A notable improvement mirrors the rule: a relative metric moved by the same factor the good way (3% more
-    instructions is a regression, 1/1.03 of them an improvement; 40% less efficiency against 1/0.6 more), an
-    absolute one down by the floor and the share. It is reported, never part of the verdict.
-    """
+    """Compare the medians of one metric of one case under its family's minimum effect; an improvement (reported,
+    never judged) mirrors the rule: the same factor the good way, or down by the floor and the share."""
     base, cur = float(median(baseline)), float(median(current))
     if metric.kind == "relative":
         change = cur / base - 1.0 if base else 0.0
@@ -234,8 +221,7 @@ def cost_layer_reason(baseline: Run, current: Run) -> str | None:
 
 
 def match_missing(case: Case, current: Run, accept: Sequence[str]) -> Missing:
-    """Why a baseline case is not in the current run, and whether that is a gap (see the module docstring): a
-    case of a reference group (:func:`reference_group`, another project's loader) is never one."""
+    """Why a baseline case is not in the current run and whether that is a gap (never for a reference group)."""
     missing = _missing(case, current, accept)
     if missing.gap and (reference := reference_group(case.group)) is not None:
         return Missing(missing.case, f"{missing.why} (a reference row, not a gap: {reference})", gap=False)

@@ -1,17 +1,8 @@
-"""The cost layer counted in other checkouts: the A/B gate's two sides (:mod:`lfw.gate.ab`) and each commit bisect
-counts (:mod:`lfw.gate.bisect`).
+"""The cost layer counted in other checkouts (the A/B sides, each commit bisect counts).
 
-A pull request has no committed baseline of its own runner, and its wall clock needs many process pairs; its
-per-image work is countable exactly. Each checkout runs its own ``python -m lfw.measure.cost`` (the checkout alone
-on ``PYTHONPATH``, as an A/B pass server does) and prints, last, ``{"counts": {CASE: {"instructions": N,
-"images": M, "moves": {...}}}}``. Several counts run at once (a count does not depend on what else the machine
-runs), each in its own process group, so valgrind and its child end with it. A/B judges the counts by the
-two-file rule (:func:`lfw.gate.compare.judge`: higher by more than ``--cost-threshold``), with no statistics: a
-count repeats.
-
-A checkout that cannot count (valgrind, its headers or a compiler missing: the cost CLI's exit 2) raises
-:class:`CannotCount` with that reason (A/B: the layer is not judged); a count that crashes or times out is a
-measurement failure.
+Each checkout runs its own ``python -m lfw.measure.cost`` in its own process group, several at once, and prints
+last ``{"counts": {CASE: {"instructions": N, "images": M, "moves": {...}}}}``. Its exit 2 (valgrind missing ...)
+raises :class:`CannotCount`; a crash or timeout is a :class:`~lfw.errors.MeasurementError`.
 """
 
 from __future__ import annotations
@@ -56,12 +47,8 @@ def per_image_counts(output: str, who: str) -> Counts:
 
 def run_counts(commands: Mapping[str, tuple[list[str], Path, dict[str, str]]], timeout_s: float
                ) -> dict[str, Counts]:
-    """Run each count (``who`` -> argv, cwd, env) at once; per ``who``, its counts per image.
-
-    Raises:
-        CannotCount: a count says it cannot count here (exit 2).
-        MeasurementError: a count failed or timed out.
-    """
+    """Run each count (``who`` -> argv, cwd, env) at once; per ``who``, its counts per image. Raises CannotCount
+    (exit 2 of a count) or MeasurementError (a count failed or timed out)."""
     procs = {who: subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True, start_new_session=True) for who, (argv, cwd, env) in commands.items()}
     outputs: dict[str, tuple[str, str]] = {}
@@ -85,8 +72,7 @@ def run_counts(commands: Mapping[str, tuple[list[str], Path, dict[str, str]]], t
 
 
 def judge_counts(base: Counts, current: Counts, th: Thresholds) -> list[Comparison]:
-    """One comparison per preset (named by the cost layer's own test id, ``test_cost[PRESET]``) and count
-    measured on both sides, under the two-file cost threshold."""
+    """One comparison (``test_cost[PRESET]``) per preset and count of both sides, under the cost threshold."""
     out = []
     for preset, mine in current.items():
         theirs = base.get(preset, {})
@@ -96,18 +82,8 @@ def judge_counts(base: Counts, current: Counts, th: Thresholds) -> list[Comparis
 
 
 def kill_group(proc: subprocess.Popen[str]) -> None:
-    """Stop a counting process started with ``start_new_session=True`` and everything it started (valgrind, its
-    child): its whole process group, politely first."""
-    if proc.poll() is None:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(timeout=5)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # the leader gone, members left: end them
-        os.killpg(proc.pid, signal.SIGKILL)
+    """Stop a process started with ``start_new_session=True`` and its whole group, politely first."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):  # SIGKILL also ends members the leader left behind
+        with contextlib.suppress(ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, sig)
+            proc.wait(timeout=5)

@@ -1,15 +1,7 @@
 """The A/B decision rule: per case and metric, a paired test over process pairs, a minimum effect, and Holm.
 
-The unit of replication is a *process pair*: one fresh process per revision, started together, measured in a
-randomized ABBA or BAAB quad of passes per case. Two identical processes (the same code, started a second apart)
-differ in speed by an amount that lasts their whole life, not from address-space layout (ruled out with ASLR off;
-docs/gating.md has the measurements). So passes of one pair are not independent evidence: the pair's log ratio
-(mean log current minus mean log base over its quad) is one observation, and a run is ``n`` such pairs.
-
-The rule (regressed: Wilcoxon signed-rank, Holm over comparisons, ``alpha / looks`` per look, AND a
-Hodges-Lehmann estimate beyond the minimum effect, since significance alone is no verdict; ok: the interval rules
-the threshold out; else inconclusive, never a silent pass) is :data:`lfw.gate.thresholds.RULE_TEXT`, as
-``--help`` prints it.
+The unit of replication is a *process pair* (one fresh process per revision; why: docs/gating.md): its log
+ratio over one randomized ABBA or BAAB quad is one observation. The rule is :data:`lfw.gate.thresholds.RULE_TEXT`.
 """
 
 from __future__ import annotations
@@ -60,14 +52,12 @@ class PairedComparison:
 
     @property
     def improvement_bound(self) -> float:
-        """The ratio current/base a notable improvement must pass: the threshold's factor the other way
-        (images/s at least 1/0.95 of the base, time to first batch at most 1/1.25)."""
+        """The ratio current/base a notable improvement must pass: the threshold's factor the other way."""
         return math.exp(-self.metric.sign * worse_limit(self.metric, self.threshold))
 
     @property
     def improved(self) -> bool:
-        """A notable improvement, reported beside the verdicts and never part of them: the estimate beyond
-        :attr:`improvement_bound` and the whole interval on the better side of no change."""
+        """Reported, never judged: the estimate beyond :attr:`improvement_bound`, the interval on the better side."""
         sign = self.metric.sign
         estimate = sign * math.log(self.ratio)
         worst = max(sign * math.log(self.ratio_low), sign * math.log(self.ratio_high))

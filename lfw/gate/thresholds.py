@@ -1,12 +1,7 @@
 """Minimum effects of the gate, the rule as ``--help`` prints it, and checks on user-given values.
 
-Two-file defaults were set from calibration runs of unchanged code against the committed baseline
-(``benchmarks/gate_rates/calibration/gate.jsonl``; docs/gating.md quotes the worst moves): each family's minimum
-effect sits well beyond the worst move of that family in the bad direction, so unchanged code passes on another
-day. The data-wait fraction is judged as grossly as throughput: the fraction of a fixed-length step depends on how
-fast the machine loads, so it drifts like throughput. In A/B mode both sides share the machine's drift and the unit
-is a process pair, so the A/B minimum effects (``ab_throughput``, ``ab_ttfb``) are far finer, and still resolvable
-within the run's pair budget for the worker cases.
+The two-file defaults sit beyond the worst move of unchanged code in the calibration runs
+(``benchmarks/gate_rates/calibration/gate.jsonl``, docs/gating.md); the A/B ones are finer (shared drift).
 """
 
 from __future__ import annotations
@@ -20,25 +15,19 @@ from lfw.gate.metrics import Metric
 RULE_TEXT = """\
 decision rule
 
-  two files (BASELINE.json CURRENT.json; rounds of one session share its speed, so no test over rounds is
-  valid: each case is decided by effect size against thresholds set from measured between-session drift)
-    cost layer   instructions per image (callgrind, deterministic; judged wherever the counted stack of
-                 valgrind, Python and the libraries matches, whatever the host CPU), and requests per image
-                 through the remote proxy (one GET each): higher by more than --cost-threshold
-    wall clock   gross regressions only, cases with 3 or more rounds: efficiency (images/s over the
-                 single-core ceiling measured in the same round, times the cores the machine gave in that
-                 round, measured beside it; for a decode pipeline, its share of the PIL path's ceiling; for a
-                 remote case, of min(the endpoint's ceiling, in-flight limit / injected latency)) lower by
-                 more than --efficiency-threshold;
-                 time to first batch higher by more than --ttfb-threshold; finer changes need --ab
-    memory       what each pass adds, apart from the process hosting it (judged on any CPU model: it
-                 ports): tree PSS growth and the tree's PSS peak over the tree before the pass: higher by
-                 more than --memory-floor-mib AND --memory-ratio x |baseline|; worker USS at the end of a
-                 pass and its growth: likewise with --worker-floor-mib; leak check median step per epoch:
-                 --slope-floor-mib and --memory-ratio. The host process before the pass and the tree's
-                 absolute peak are not judged; a change of the host beyond the floor is a note.
-    data wait    fraction of a training loop spent waiting (it drifts with the machine's speed, so gross
-                 only): higher by more than --wait-floor AND --wait-ratio x baseline
+  two files (BASELINE.json CURRENT.json; each case decided by effect size against thresholds set from
+  measured between-session drift: rounds of one session share its speed, so no test over rounds is valid)
+    cost layer   instructions per image (callgrind; judged wherever the counted stack of valgrind, Python and
+                 the libraries matches), and remote requests per image: higher by more than --cost-threshold
+    wall clock   gross regressions only, cases with 3 or more rounds: efficiency (images/s over the same
+                 round's ceiling) lower by more than --efficiency-threshold; time to first batch higher by
+                 more than --ttfb-threshold; finer changes need --ab
+    memory       what each pass adds: tree PSS growth and peak over the tree before the pass, higher by more
+                 than --memory-floor-mib AND --memory-ratio x |baseline|; worker USS and its growth: likewise
+                 with --worker-floor-mib; leak check step per epoch: --slope-floor-mib. The host process
+                 before the pass is not judged (a change beyond the floor is a note).
+    data wait    fraction of a training loop spent waiting: higher by more than --wait-floor AND
+                 --wait-ratio x baseline
     A layer that cannot be judged (no instruction counts in a run, valgrind missing) is named on its own line;
     --require-cost-layer turns that into exit 2.
 

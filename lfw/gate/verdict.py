@@ -1,11 +1,5 @@
-"""The gate's verdict of one run as data: computed once by the gate, written as ``verdict.json``, rendered everywhere.
-
-A :class:`Verdict` holds everything a reader of the verdict sees, already decided (its fields: docs/gating.md,
-"Where the verdict is read"). The gate's Markdown page (:mod:`lfw.gate.summary`) and the report's HTML page render
-it; neither compares anything again, so they cannot disagree with the gate or with each other.
-:func:`load_verdict` reads :data:`SCHEMA_VERSION` and refuses any other in one line; :meth:`Verdict.matches` says
-whether a verdict is about given run files, by their bytes, not their times. This module imports no comparison
-code: readers load it without judging anything.
+"""The gate's verdict of one run as data: computed once, written as ``verdict.json``, rendered everywhere
+(fields: docs/gating.md, "Where the verdict is read"). Imports no comparison code.
 """
 
 from __future__ import annotations
@@ -24,7 +18,6 @@ SCHEMA_VERSION = 1
 TWO_FILE, AB = "two-file", "ab"
 VERDICT_PATH = Path("reports") / "verdict.json"
 AB_VERDICT_PATH = Path("reports") / "verdict-ab.json"
-# One label per case; "inconclusive" only in A/B (the pairs can neither show nor rule out a regression).
 LABELS = ("regressed", "improved", "unchanged", "not compared", "new", "missing", "inconclusive")
 MAKE_ONE = "python -m lfw.gate BASE.json CURRENT.json"  # the command that writes a two-file verdict
 
@@ -36,8 +29,7 @@ def file_sha256(path: Path) -> str:
 
 @dataclass(frozen=True)
 class RunIdentity:
-    """Which run was judged: its path as given, the SHA-256 of its bytes, its case count, and where recorded its
-    commit (``dirty`` when the tree had uncommitted changes) and runner class."""
+    """Which run was judged: path, SHA-256 of its bytes, case count, and where recorded commit and runner class."""
 
     path: str
     sha256: str
@@ -49,12 +41,8 @@ class RunIdentity:
 
 @dataclass(frozen=True)
 class Row:
-    """One comparison: a metric of a case, both sides, the change and the rule it was judged against.
-
-    ``change`` is relative (+0.12 = 12% higher) for ``kind`` "relative", current - baseline otherwise. A/B
-    wall-clock rows also carry the ratio with its interval as text, the process pairs and Holm's p-value, and are
-    ``inconclusive`` when the pairs could neither show nor rule out a regression.
-    """
+    """One comparison of a metric of a case. ``change``: relative (+0.12) for ``kind`` "relative", else current -
+    baseline. A/B rows add the ratio's interval, the pairs and Holm's p; ``inconclusive``: neither way shown."""
 
     case: str
     metric_key: str
@@ -77,8 +65,7 @@ class Row:
 
 @dataclass(frozen=True)
 class CaseVerdict:
-    """The verdict on one case: a label from :data:`LABELS`, the change of its throughput metric (current / base - 1,
-    None when none was compared) and a one-line reason."""
+    """One case's label (:data:`LABELS`), its throughput change (None: not compared) and a one-line reason."""
 
     case: str  # the case's fullname (file::test[params])
     label: str
@@ -96,7 +83,7 @@ class CaseNote:
 
 @dataclass(frozen=True)
 class LayerRow:
-    """One row of the layer table: the layer, judged (yes/no), the number of comparisons and why not judged."""
+    """One row of the layer table."""
 
     layer: str
     judged: str
@@ -106,7 +93,7 @@ class LayerRow:
 
 @dataclass(frozen=True)
 class RecommendationRow:
-    """The recommended ``num_workers`` of one transform, with its evidence, as the report's rule decides it."""
+    """The recommended ``num_workers`` of one transform, with its evidence."""
 
     transform: str
     num_workers: str
@@ -115,8 +102,7 @@ class RecommendationRow:
 
 @dataclass(frozen=True)
 class Verdict:
-    """One gate run's verdict; see the module docstring. ``error`` is the command's own failure (a measurement
-    that failed, ``--require-cost-layer``), ``setup`` the line saying what was measured or compared."""
+    """One gate run's verdict; ``error``: the command's own failure, ``setup``: what was measured or compared."""
 
     mode: str
     exit_code: int
@@ -174,13 +160,8 @@ def describe(row: Row) -> str:
 
 def case_verdicts(cases: Sequence[str], rows: Sequence[Row], new_cases: Sequence[str],
                   missing: Sequence[CaseNote]) -> list[CaseVerdict]:
-    """One verdict per case of the current run (``cases``, fullnames in run order), then one per ``missing`` case.
-
-    A case is new when it is in ``new_cases``; not compared when no row is about it; regressed when any of its rows
-    regressed (inconclusive when none did but an A/B row could not decide; the detail names them); else improved
-    when its throughput row was judged improved (the rule the improvements table shows), else unchanged (the
-    detail names that metric). ``change`` is the throughput metric's change.
-    """
+    """One verdict per case of the current run (fullnames in run order), then one per ``missing`` case: new, not
+    compared, regressed, inconclusive (A/B), improved (its throughput row) or unchanged; ``change``: throughput's."""
     by_case: dict[str, list[Row]] = {}
     for row in rows:
         by_case.setdefault(row.case, []).append(row)
@@ -214,8 +195,7 @@ NESTED: dict[str, type[Any]] = {"comparisons": Row, "cases": CaseVerdict, "gaps"
 
 
 def verdict_from_dict(doc: dict[str, Any]) -> Verdict:
-    """A :class:`Verdict` from its :func:`~dataclasses.asdict` (schema_version 1); TypeError/KeyError when a field
-    is missing or unknown."""
+    """A :class:`Verdict` from its :func:`~dataclasses.asdict`; TypeError/KeyError on a missing or unknown field."""
     values = {f.name: doc[f.name] for f in fields(Verdict) if f.name in doc}
     values |= {name: tuple(cls(**item) for item in doc.get(name) or ()) for name, cls in NESTED.items()}
     values |= {side: RunIdentity(**doc[side]) if doc.get(side) else None for side in ("baseline", "current")}
@@ -225,8 +205,7 @@ def verdict_from_dict(doc: dict[str, Any]) -> Verdict:
 
 
 def load_verdict(path: Path) -> Verdict:
-    """Read a ``verdict.json``. Raises :class:`~lfw.errors.LFWError` (one line) when the file is missing, is not a
-    verdict, or has a schema_version other than :data:`SCHEMA_VERSION` (saying which one this version reads)."""
+    """Read a ``verdict.json``; one LFWError line when missing, not a verdict, or of another schema_version."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

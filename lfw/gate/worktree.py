@@ -1,15 +1,6 @@
-"""A revision checked out in its own temporary git worktree, for as long as a block runs.
-
-The A/B gate (:mod:`lfw.gate.ab`: the base side), bisect (:mod:`lfw.gate.bisect`: each counted commit) and the
-gate-rates campaign (``tools/gate_rates.py``: each run) all measure a revision other than the working tree in a
-detached worktree of it. :func:`checkout` is that lifecycle, once: resolve the revision, forget worktrees whose
-folders are gone (a run killed with SIGKILL), ``git worktree add --detach``, yield the tree, then
-``git worktree remove --force``, delete the folder and prune, on every way out of the block: normal exit, an
-exception, Ctrl-C, and SIGTERM (turned into :class:`KeyboardInterrupt` while the block runs, unless the
-program already handles SIGTERM itself).
-
-Git missing, a folder that is not a git checkout and a revision that does not resolve are each one
-:class:`~lfw.errors.LFWError` line (exit code 2 under :func:`~lfw.errors.cli_entry`).
+"""A revision checked out in its own temporary git worktree for as long as a block runs (A/B, bisect,
+``tools/gate_rates.py``), removed on every way out, SIGTERM included. Git missing, a folder outside a git
+checkout and an unknown revision are each one :class:`~lfw.errors.LFWError` line (exit 2).
 """
 
 from __future__ import annotations
@@ -19,7 +10,7 @@ import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
@@ -28,11 +19,7 @@ from lfw.errors import LFWError
 
 
 def git(repo: Path, *args: str) -> str:
-    """``git -C repo ARGS``'s stripped stdout.
-
-    Raises:
-        LFWError: git is not installed, or the command failed (its last line of error output).
-    """
+    """``git -C repo ARGS``'s stripped stdout; LFWError: git missing, or it failed (its last error line)."""
     try:
         result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
     except FileNotFoundError:
@@ -44,44 +31,35 @@ def git(repo: Path, *args: str) -> str:
     return result.stdout.strip()
 
 
-def toplevel(repo: Path) -> Path:
-    """The root of the git checkout ``repo`` is in.
-
-    Raises:
-        LFWError: git is missing, or ``repo`` is not in a git checkout.
-    """
+def _git_or(repo: Path, args: tuple[str, ...], message: Callable[[str], str]) -> str:
+    """:func:`git`, its failure (not git missing) raised as ``message(git's error)``."""
     try:
-        return Path(git(repo, "rev-parse", "--show-toplevel"))
+        return git(repo, *args)
     except LFWError as exc:
         if "not installed" in str(exc):
             raise
-        raise LFWError(f"{repo} is not a git checkout ({str(exc).partition(' failed: ')[2]})") from None
+        raise LFWError(message(str(exc).partition(" failed: ")[2])) from None
+
+
+def toplevel(repo: Path) -> Path:
+    """The root of the git checkout ``repo`` is in; LFWError: git missing or no checkout."""
+    return Path(_git_or(repo, ("rev-parse", "--show-toplevel"), lambda why: f"{repo} is not a git checkout ({why})"))
 
 
 def resolve(repo: Path, rev: str, what: str = "", hint: str = "") -> str:
-    """The full hash of the commit ``rev`` names in ``repo``.
-
-    Raises:
-        LFWError: ``unknown [what ]revision 'rev': not a commit in repo[ (hint)]``, or git is missing.
-    """
-    try:
-        return git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-    except LFWError as exc:
-        if "not installed" in str(exc):
-            raise
-        raise LFWError(f"unknown {what + ' ' if what else ''}revision {rev!r}: not a commit in {repo}"
-                       f"{f' ({hint})' if hint else ''}") from None
+    """The full hash of the commit ``rev`` names; LFWError ``unknown [what ]revision 'rev' ...[ (hint)]``."""
+    return _git_or(repo, ("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"),
+                   lambda _: f"unknown {what + ' ' if what else ''}revision {rev!r}: not a commit in {repo}"
+                             f"{f' ({hint})' if hint else ''}")
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # unwinds through the blocks' clean-up, as Ctrl-C does
 
 
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """While the block runs, SIGTERM raises :class:`KeyboardInterrupt` (so ``finally`` clean-up runs) instead of
-    ending the process on the spot; the previous handler is restored after. Left alone outside the main thread
-    (Python delivers signals there only) and when the program already handles SIGTERM itself."""
+    """While the block runs (in the main thread, SIGTERM not handled yet), SIGTERM raises KeyboardInterrupt."""
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield
@@ -104,14 +82,8 @@ def remove(repo: Path, tree: Path) -> None:
 
 @contextmanager
 def checkout(repo: Path, rev: str, where: Path | None = None) -> Iterator[Path]:
-    """A detached worktree of the commit ``rev`` names in ``repo``, at ``where`` (a folder that must not exist;
-    default: a new temporary one); yields its path, and removes it on every way out of the block (module
-    docstring). Nothing of it is left after: not the folder, nor git's record of it.
-
-    Raises:
-        LFWError: git is missing, ``repo`` is not a git checkout, ``rev`` does not resolve to a commit, or
-            ``where`` exists.
-    """
+    """A detached worktree of ``rev`` at ``where`` (new; default a temporary folder), removed with git's record of
+    it on every way out. LFWError: git missing, no checkout, unknown ``rev``, or ``where`` exists."""
     repo = toplevel(repo)
     sha = resolve(repo, rev)
     if where is not None and where.exists():

@@ -1,12 +1,7 @@
 """The decoders group at scale: how many accelerators each decode pipeline keeps at AU >= 90%.
 
-A list item of the findings with an indented table (rows: pipelines, fastest first; columns: step times; cells:
-accelerators fed, :func:`lfw.diagnose.feeds.feeds_table`) and one sentence naming the pipeline that feeds the most
-at 50 ms per step. Nothing for a run without a decoders group. The model and its measured check are in
-docs/diagnose.md ("How many accelerators a pipeline feeds").
-
-The computation lives in :mod:`lfw.diagnose.feeds`, imported on first use: :mod:`lfw.diagnose` imports torch,
-which the rest of the report does not need.
+A findings item with a table from :func:`lfw.diagnose.feeds.feeds_table` (imported on first use: it imports
+torch); the model: docs/diagnose.md ("How many accelerators a pipeline feeds").
 """
 
 from __future__ import annotations

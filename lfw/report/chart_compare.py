@@ -1,10 +1,7 @@
 """Chart 4: a baseline run and a current run, case by case, with the gate's verdict on each.
 
-Paired points per case, both scaled to the baseline's mean, so a 30% change reads the same for a 100 images/s
-case as for a 4,000 images/s one: the baseline in grey at 100%, the current run coloured by its verdict, each
-with its standard deviation over rounds. The metric drawn is the one the two-file gate judges for throughput,
-efficiency (images/s over the single-core ceiling of the same round, which cancels the machine's own speed
-between sessions); cases without a ceiling are drawn in images/s.
+Both sides as % of the baseline's mean (± sd over rounds), the current one coloured by its verdict; efficiency,
+where both runs hold it, else images/s.
 """
 
 from __future__ import annotations
@@ -34,8 +31,7 @@ def drawn_metric(old: Case, now: Case) -> str:
 
 def compare_chart(base: Run, current: Run, verdicts: list[CaseVerdict], judged_by: str = "",
                   not_judged: str = "") -> Figure | None:
-    """Baseline vs current per case (matched as the gate matches them), as % of the baseline mean; with
-    ``not_judged`` (why no verdict judged the runs) every case is drawn as not judged, never as unchanged."""
+    """Baseline vs current per case; with ``not_judged`` (why no verdict) every case is drawn as not judged."""
     pairs = [(b, c) for b, c in pair_cases(base, current).pairs if mean_sd(b.rounds(drawn_metric(b, c)))[0] > 0]
     if not pairs:
         return None

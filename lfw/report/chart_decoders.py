@@ -1,17 +1,13 @@
 """Chart: images/s per decode pipeline against the machine's two ceilings, and where its CPU went.
 
-Left: images/s per pipeline (mean ± sd over rounds), fastest first, labelled with its share of usable cores x
-its own decoder's single-core rate, and the two ceilings of the same rotation as vertical lines: usable cores
-x the PIL path's single-core rate, and usable cores x the decoded memmap's (decode-free) rate. Right: where
-each image's CPU went, stage by stage (``stage_ms_per_image``, stacked), the measured CPU no stage claimed
-(hatched, in workers and in the main process) and the measured CPU per image of the process tree (a black
-tick): the bars reach the tick when the stages add up. Labels give the stages' coverage of the measured CPU
-and the cores' utilization (:mod:`lfw.report.pipelines`).
+Left: images/s per pipeline, fastest first, with the PIL and decode-free memmap ceilings of the same rotation.
+Right: CPU ms per image by stage, the unclaimed rest hatched, the tree's measured CPU as a tick.
 """
 
 from __future__ import annotations
 
 from statistics import median
+from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -24,6 +20,8 @@ from lfw.stats.variation import mean_sd
 
 STAGE_COLOURS = {"read": "#9ecae1", "decode": "#3182bd", "transform": "#fdae6b", "collate": "#e6550d",
                  "receive": "#756bb1"}
+GAPS = (("workers", "//"), ("main", ".."))  # CPU no stage claimed, and its hatch
+TICK = "measured CPU per image"
 
 
 def _own(case: Case) -> str:
@@ -35,32 +33,23 @@ def _own(case: Case) -> str:
 
 def stage_panel(ax: Axes, cases: list[Case], cores: int) -> None:
     """Stacked stage ms per image, the unclaimed gap hatched, and the measured CPU per image as a tick."""
-    rows = range(len(cases))
-    used: set[str] = set()
-    for row, case in zip(rows, cases, strict=True):
+    legend: dict[str, Any] = {}  # label -> the first artist drawn with it
+    for row, case in enumerate(cases):
         stages = case.extra.get(K.STAGE_MS_PER_IMAGE) or {}
         gaps = case.extra.get(K.STAGE_GAP_MS_PER_IMAGE) or {}
+        parts: list[tuple[str, float, dict[str, Any]]] = [
+            (name, stages.get(name, 0.0), {"color": colour}) for name, colour in STAGE_COLOURS.items()]
+        parts += [(f"not in a stage ({where})", gaps.get(where, 0.0), {"color": "white", "edgecolor": "grey",
+                                                                      "hatch": hatch}) for where, hatch in GAPS]
         left = 0.0
-        for name, colour in STAGE_COLOURS.items():
-            width = float(stages.get(name, 0.0))
-            if width <= 0:
-                continue
-            ax.barh(row, width, left=left, color=colour, label=name if name not in used else None)
-            used.add(name)
-            left += width
-        for where in ("workers", "main"):
-            width = float(gaps.get(where, 0.0))
-            if width > 0:
-                label = f"not in a stage ({where})"
-                ax.barh(row, width, left=left, color="white", edgecolor="grey", hatch="//" if where == "workers"
-                        else "..", label=label if label not in used else None)
-                used.add(label)
-                left += width
+        for label, width, style in parts:
+            if float(width) > 0:
+                legend.setdefault(label, ax.barh(row, float(width), left=left, **style))
+                left += float(width)
         measured = case.number(K.CPU_MS_PER_IMAGE)
         if measured is not None:
-            ax.plot([measured, measured], [row - 0.4, row + 0.4], color="black", linewidth=2,
-                    label="measured CPU per image" if "tick" not in used else None)
-            used.add("tick")
+            tick = ax.plot([measured, measured], [row - 0.4, row + 0.4], color="black", linewidth=2)
+            legend.setdefault(TICK, tick[0])
         coverage, util = case.number(K.STAGE_COVERAGE), case.number(K.CPU_UTILIZATION)
         words = ([f"stages {coverage:.0%} of CPU"] if coverage is not None else []) + (
             [f"{util:.0%} of {cores} cores busy"] if util is not None else [])
@@ -69,11 +58,9 @@ def stage_panel(ax: Axes, cases: list[Case], cores: int) -> None:
     widest = max((c.number(K.CPU_MS_PER_IMAGE) or 0.0) for c in cases)
     ax.set_xlim(0, max(widest, 0.1) * 1.7)
     ax.set_xlabel("CPU ms per image, by stage (tick: the process tree's measured CPU per image)")
-    handles, labels = ax.get_legend_handles_labels()
-    order = [*STAGE_COLOURS, "not in a stage (workers)", "not in a stage (main)", "measured CPU per image"]
-    pairs = sorted(zip(labels, handles, strict=True), key=lambda p: order.index(p[0]) if p[0] in order else 99)
-    ax.legend([h for _, h in pairs], [lab for lab, _ in pairs], loc="upper center", bbox_to_anchor=(0.5, -0.12),
-              ncol=4, fontsize=7, frameon=False)
+    order = [k for k in [*STAGE_COLOURS, *(f"not in a stage ({w})" for w, _ in GAPS), TICK] if k in legend]
+    ax.legend([legend[k] for k in order], order, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=4,
+              fontsize=7, frameon=False)
 
 
 def decoders_chart(run: Run) -> Figure | None:

@@ -1,8 +1,6 @@
 """Chart 5: a distributed run (``python -m lfw.distributed``): images/s per rank, the straggler marked.
 
-One bar per rank (mean ± sd over epochs), the straggler (the rank whose loading made the others wait at the
-collective) in red, and beside them the share of each epoch the rank spent waiting at the collective; the title
-gives the straggler ratio and whether the sampler covered the dataset.
+Beside it, each rank's share of the epochs spent waiting at the collective.
 """
 
 from __future__ import annotations

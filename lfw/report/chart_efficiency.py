@@ -1,9 +1,6 @@
 """Chart 2e: efficiency of every configuration against its physical ceiling.
 
-The ceiling is the same session's single-core rate of read + decode + transform times the cores the
-workers can use (``min(max(workers, 1), usable cores)``), so efficiency says how much of the machine a
-configuration turns into images/s, comparable across transforms and across machines where raw images/s is
-not. Each bar is labelled with its measured and ceiling rate so the absolute numbers stay in view.
+The ceiling: the same session's single-core rate x ``min(max(workers, 1), usable cores)``.
 """
 
 from __future__ import annotations

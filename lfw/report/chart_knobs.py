@@ -1,11 +1,7 @@
 """Chart 2: one DataLoader knob at a time (batch size, pin_memory, prefetch_factor, start method, ...).
 
-Every knob chart has the same panels, images/s and time to first batch, because a knob often trades one for
-the other (a bigger batch or prefetch raises throughput and delays the first batch), and beside them the paired
-ratio of each value's images/s to the reference value (batch 64, prefetch 2, pin off), taken round by round
-in the rotation, with its signed-rank interval: the comparison itself, with the drift both saw cancelled.
-Numeric knobs are lines, on/off and named knobs are grouped bars; a param other than the knob that also varies
-in the group (e.g. num_workers) becomes the legend. Error bars: standard deviation over rounds.
+Panels: images/s and time to first batch (mean ± sd over rounds), and the paired ratio of each value's images/s
+to a reference value with its signed-rank interval. Numeric knobs are lines, others grouped bars.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from lfw.cli.figures import ERRORBAR, bar_height, colour_map, dodged_errorbar, new_figure
+from lfw.cli.figures import ERRORBAR, bar_height, colour_map, dodged_errorbar, label_rows, new_figure
 from lfw.report.legend import describe, format_value, sort_key, varying_keys
 from lfw.results import Case, Run
 from lfw.results import keys as K
@@ -68,8 +64,7 @@ def draw_ratios(ax: Axes, xs: Sequence[float], found: Sequence[Ratio], reference
 
 def knob_chart(run: Run, group: str, key: str, *, xlabel: str, title: str, numeric: bool, log2: bool = False,
                metrics: Sequence[str] = DEFAULT_METRICS, reference: Any = None) -> Figure | None:
-    """Metrics per value of one knob: a numeric knob as lines, an on/off or named knob as grouped bars, one
-    colour per combination of the other varying params; beside them the paired ratios to ``reference``."""
+    """Metrics per value of one knob, a colour per combination of the other varying params, and ratios."""
     cases = [c for c in run.group(group) if not numeric or (isinstance(c.value(key), int | float)
                                                           and not isinstance(c.value(key), bool))]
     if not cases:
@@ -122,10 +117,7 @@ def knob_chart(run: Run, group: str, key: str, *, xlabel: str, title: str, numer
 
 
 def group_overview(run: Run, group: str | None) -> Figure | None:
-    """Any other group: horizontal bars per case, so a group without its own chart is still drawn.
-
-    Images/s and time to first batch always; the data-wait share too when the cases recorded it.
-    """
+    """A group without its own chart: bars per case of images/s, time to first batch, and data wait if recorded."""
     cases = run.group(group)
     if not cases:
         return None
@@ -139,8 +131,7 @@ def group_overview(run: Run, group: str | None) -> Figure | None:
         bars = ax.barh(range(len(cases)), [m for m, _ in points], xerr=[s for _, s in points], capsize=3,
                        color=colour_map(["x"])["x"])
         ax.bar_label(bars, fmt="{:,.0f}", padding=3, fontsize=8)
-        ax.set_yticks(range(len(cases)), labels if ax is axes[0] else [""] * len(cases))
-        ax.invert_yaxis()
+        label_rows(ax, labels if ax is axes[0] else [""] * len(cases))
         ax.set_xlabel(METRICS[metric][0])
         ax.margins(x=0.15)
     name = f"Group '{group}'" if group is not None else "Cases without a group"

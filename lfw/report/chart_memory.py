@@ -1,9 +1,6 @@
 """Chart 3: memory of the process tree, over time and as growth per case.
 
-RSS counts every shared page in every process, so with forked workers it stays flat while copy-on-access
-turns shared pages into private ones; PSS and USS show that cost. The timeline draws tree PSS (RSS dotted
-beside it, to show what RSS misses) and worker USS over one pass, one line per index kind; the growth bars
-put RSS, PSS and USS growth of each case side by side.
+PSS and USS show the copy-on-access that RSS hides with forked workers (docs/methodology.md).
 """
 
 from __future__ import annotations
@@ -79,11 +76,7 @@ def timeline_chart(run: Run) -> Figure | None:
 
 
 def growth_cases(run: Run) -> list[Case]:
-    """Cases of the memory groups when the run has them, else every case with memory sampled.
-
-    The memory groups are where growth is the point; forty near-zero rows from the throughput groups would
-    drown them (the summary still names the largest growth over all cases).
-    """
+    """Cases of the memory groups when the run has them (growth is their point), else every case sampled."""
     sampled = [c for c in run.cases if c.number(K.PSS_GROWTH_MIB) is not None]
     focused = [c for c in sampled if c.group in GROWTH_GROUPS]
     return focused or sampled
@@ -122,9 +115,8 @@ def epoch_series(case: Case) -> dict[str, list[float]]:
 
 
 def leak_chart(run: Run, group: str = "leak") -> Figure | None:
-    """Every per-epoch memory series of the leak group against the epoch: colour per case, line style per
-    series, the fitted slope the leak check recorded in the legend. Series are drawn as growth since the
-    first epoch, so tree PSS and worker USS, whose levels differ many times over, share one readable axis."""
+    """The leak group's per-epoch memory series as growth since epoch 1 (so levels far apart share an axis):
+    colour per case, line style per series, the recorded slope in the legend."""
     cases = [c for c in run.group(group) if epoch_series(c)]
     if not cases:
         return None

@@ -1,15 +1,14 @@
 """Chart: the loaders users switch to, each at its best setting, beside DataLoader's best pipeline of the same rotation.
 
-Left: images/s (mean ± sd over the interleaved rounds), one bar per peer at its fastest case and DataLoader's
-best, labelled with the paired ratio to DataLoader's best and its interval (:mod:`lfw.report.peers`). Right: the
-CPU milliseconds per image of the whole process tree (the peer's threads and worker processes all counted).
+Left: images/s with the paired ratio to DataLoader's best (:mod:`lfw.report.peers`); right: the process tree's
+CPU ms per image.
 """
 
 from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from lfw.cli.figures import bar_height, new_figure
+from lfw.cli.figures import bar_height, label_rows, new_figure
 from lfw.report.peers import peer_rows
 from lfw.results import Run
 from lfw.results import keys as K
@@ -23,7 +22,6 @@ def peers_chart(run: Run) -> Figure | None:
     if best is None or not rows:
         return None
     cases = [best, *(r.case for r in rows)]
-    labels = [c.name.split("[")[-1].rstrip("]") for c in cases]
     notes = ["DataLoader's best", *(f"x {r.ratio.text()}" if r.ratio else "unpaired" for r in rows)]
     fig, (rate_ax, cpu_ax) = new_figure(11.0, bar_height(len(cases)), ncols=2)
     rows_y = range(len(cases))
@@ -34,13 +32,11 @@ def peers_chart(run: Run) -> Figure | None:
     for y, (mean, sd), note in zip(rows_y, stats, notes, strict=True):  # beside the error bar, not on it
         rate_ax.annotate(note, (mean + sd, y), xytext=(6, 0), textcoords="offset points", va="center", fontsize=8)
     rate_ax.set_xlim(0, 1.45 * max(mean + sd for mean, sd in stats))
-    rate_ax.set_yticks(list(rows_y), labels)
-    rate_ax.invert_yaxis()
+    label_rows(rate_ax, [c.label for c in cases])
     rate_ax.set_xlabel("images/s (mean ± sd over rounds)")
     rate_ax.set_title("Images/s, each peer at its best setting")
     cpu_ax.barh(list(rows_y), [c.number(K.CPU_MS_PER_IMAGE) or 0.0 for c in cases], color=colours)
-    cpu_ax.set_yticks(list(rows_y), [""] * len(cases))
-    cpu_ax.invert_yaxis()
+    label_rows(cpu_ax, [""] * len(cases))
     cpu_ax.set_xlabel("CPU ms per image (whole process tree)")
     cpu_ax.set_title("CPU per image")
     return fig

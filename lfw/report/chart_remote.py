@@ -1,11 +1,6 @@
 """Chart: images/s against injected latency, one line per strategy, with Little's-law bounds and the ceiling.
 
-One panel per worker count. In each, every strategy's steady images/s (mean ± sd over rounds; start-up left out,
-:meth:`lfw.measure.PassResult.steady`) at each latency, or, for a case whose passes hold no steady state, its
-whole-pass rate drawn as a hollow marker; dotted,
-its Little's-law bound (the most requests the configuration can have in flight over the measured mean request
-time), which the measured rate approaches where the strategy's concurrency is the limit; dashed, the endpoint's
-own zero-latency ceiling of the same rotation. Where a line stays flat as latency grows, the latency is hidden.
+One panel per worker count; a case without a steady state is ringed at its whole-pass rate.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Chart: time to first batch against the pickled size of the dataset object each worker receives.
 
-One line per start method x workers, over the startup group's index sizes. x: ``len(pickle.dumps(dataset))``
-(``K.PICKLED_DATASET_BYTES``) in MiB, log scale, each tick naming its index entries; y: time to first batch in
-ms, log scale, the median over rounds with bars from the fastest to the slowest round (``ttfb_s_rounds``).
-How to read it: ``fork`` hands workers the parent's memory and pickles nothing, while ``spawn`` and
-``forkserver`` pickle the dataset into every worker, one worker after another; a line that climbs with the size,
-more steeply with more workers, is that pickle's cost. Colour: start method; line style and marker: workers.
+One line per start method x workers; log-log, median over rounds with bars from the fastest to the slowest
+round. ``spawn`` and ``forkserver`` pickle the dataset into every worker; ``fork`` does not.
 """
 
 from __future__ import annotations
@@ -66,8 +62,7 @@ def _size_ticks(ax: Axes, cases: Sequence[Case]) -> None:
 
 
 def startup_chart(run: Run) -> Figure | None:
-    """TTFB (median, bars fastest to slowest round) against pickled dataset MiB, per start method x workers;
-    None when the run has no startup case with a pickled size."""
+    """TTFB against pickled dataset MiB per start method x workers; None without a startup case with a size."""
     cases = startup_cases(run)
     if not cases:
         return None

@@ -1,9 +1,7 @@
 """Chart 1, the course exercise's experiment: seconds per pass and images/s against num_workers.
 
-One line per transform preset; error bars are the standard deviation over rounds, from the per-round
-seconds (``stats.data``) and the per-round rates (``images_per_s_rounds``), as ``plt.errorbar(workers, mean,
-yerr=std)`` in the exercise. A ring marks the recommended worker count of each transform (the knee, decided on
-paired ratios by :mod:`lfw.results.recommend`); a transform with no clear winner gets no ring.
+One line per transform, mean ± sd over rounds; a ring marks the recommended worker count
+(:mod:`lfw.results.recommend`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""Legends and tick labels the charts and the summary page share: which knobs tell cases apart, in words.
-
-A legend names only the knobs that vary over the cases drawn (``num_workers=2, transform=heavy``), knob values
-read as a reader would say them (``on``/``off``, ``default`` for None), and axes order them numbers first.
-"""
+"""Legends and tick labels: the knobs that vary over the cases drawn, in words (``num_workers=2, pin_memory=on``)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """Memory timelines in memory-profiler's ``mprof`` format, so ``mprof plot`` draws what the suite sampled.
 
-Each case with a sampled timeline (the memory-index cases, sampled every 0.2 s through one epoch) becomes one
-``.dat`` file: ``MEM`` lines hold the process tree's PSS (the tree's real share, which mprof's own RSS sampling
-would overstate with forked workers), one ``CHLD`` series holds the workers' mean USS, and ``CMDLINE`` names the
-case and says what the columns are. Time stamps are real (the pass's wall-clock start plus the time into the
-pass), as ``mprof run`` writes them, so ``mprof plot`` dates its legend; runs saved before passes recorded their
-start keep times from the start of the pass.
+Each case with a sampled timeline becomes one ``.dat``: ``MEM`` the tree's PSS, one ``CHLD`` series the workers'
+mean USS, unix time stamps (from the pass's start in runs that did not record it).
 
     mprof plot reports/mprof/test_memory_index-list-workers2.dat
 """

@@ -1,13 +1,8 @@
 """The peers group read for a user's decision: each peer at its best setting against DataLoader's best here.
 
-For each peer the fastest of its cases (median images/s; uint8 output) is its row, beside DataLoader's best
-pipeline of the same rotation. The verdict is the recommendation's rule (:mod:`lfw.results.recommend`): the
-paired ratio of the rounds (:func:`lfw.results.ratios.ratio`, Hodges-Lehmann estimate and signed-rank interval)
-against :data:`~lfw.stats.variation.KNEE_TOLERANCE`: *faster* when the whole interval lies above 1 + 5%, *slower*
-below 1 - 5%, *within 5%* when it lies between, *unresolved* when it straddles a bound. What limits a peer is taken
-from its own measurements, as for the decode pipelines (:mod:`lfw.report.pipelines`): idle cores (CPU utilization
-under 90%: a serial stage, the GIL, the hand-over), CPU beside its decoder (CPU per image over its decoder's alone),
-or, when both are small, its decoder.
+Each peer's fastest uint8 case is judged on its paired ratio (:func:`lfw.results.ratios.ratio`) against
+:data:`~lfw.stats.variation.KNEE_TOLERANCE` (:func:`standing`); what limits it comes from its own measurements
+(:func:`limit_of`).
 """
 
 from __future__ import annotations
@@ -40,6 +35,7 @@ class PeerRow:
 
 
 def standing(r: Ratio | None, tolerance: float = KNEE_TOLERANCE) -> Standing:
+    """Faster or slower: the whole interval beyond 1 +- tolerance; within: inside it; else unresolved."""
     if r is None:
         return "unpaired"
     if r.low > 1 + tolerance:
@@ -129,9 +125,8 @@ def peers_table(run: Run) -> Table | None:
     shown = [best, *(r.case for r in rows)]
     rest = [c for c in run.group(GROUP) if c not in shown and c.number(K.IMAGES_PER_S) is not None]
     mark = {id(c): "**" for c in shown}
-    return Table(COLUMNS, [(f"{mark.get(id(c), '')}`{c.name.split('[')[-1].rstrip(']')}`{mark.get(id(c), '')}",
-                            *row_cells(c)) for c in [*shown, *sorted(rest, key=lambda c: c.name)]],
-                 right=range(1, len(COLUMNS)))
+    return Table(COLUMNS, [(f"{mark.get(id(c), '')}`{c.label}`{mark.get(id(c), '')}", *row_cells(c))
+                           for c in [*shown, *sorted(rest, key=lambda c: c.name)]], right=range(1, len(COLUMNS)))
 
 
 def verdict_lines(run: Run) -> list[str]:
@@ -139,12 +134,10 @@ def verdict_lines(run: Run) -> list[str]:
     best, rows = peer_rows(run)
     if best is None:
         return []
-    name = best.name.split("[")[-1].rstrip("]")
     out = []
     for row in rows:
-        case = row.case.name.split("[")[-1].rstrip("]")
         ratio_text = (f"{row.ratio.text()} ({row.ratio.confidence:.1%} interval, {row.ratio.rounds} paired rounds)"
                       if row.ratio else "unpaired")
-        out.append(f"`{case}` against DataLoader's best here (`{name}`): **{row.standing}**, images/s ratio "
-                   f"{ratio_text}; limited by {row.limit}.")
+        out.append(f"`{row.case.label}` against DataLoader's best here (`{best.label}`): **{row.standing}**, "
+                   f"images/s ratio {ratio_text}; limited by {row.limit}.")
     return out

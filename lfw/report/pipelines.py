@@ -1,22 +1,9 @@
 """The decoders group read for its answer: the fastest pipeline, how close it gets, and what stops it.
 
-"What stops it" is taken from measurements of the same rotation, not guessed. The best a pipeline could do on
-``cores`` cores is ``cores`` x its own decoder's single-core rate (the ``ceiling-decode-*`` member of the same
-rotation: the same decode, one image at a time in one thread, no DataLoader), so its share of that limit
-(``own_decoder_share``) splits into two measured factors:
-
-- **idle cores** (``1 - utilization``): CPU seconds of the process tree over wall seconds x cores during the
-  pass. Cores left idle mean something serializes: the GIL between decode threads, or the main process that
-  receives and hands on every batch;
-- **CPU overhead** (``cpu_per_image / decoder_cpu_per_image - 1``): work beside the decode, which the stage
-  breakdown (``stage_ms_per_image``) names: collating into a new batch, handing it between processes, thread
-  hand-offs.
-
-Runs saved before the own-decoder member existed fall back to the same decoder's ``-w0`` case as the reference.
-Memory bandwidth is judged by the decode-free ceiling of the same rotation (the uint8 memmap): a pipeline far
-below it is not bound by moving bytes. When both factors are small the cores are simply busy decoding.
-
-Every share printed says what it is a share of, with the rounds' lowest and highest value beside the median.
+Its share of ``cores`` x its own decoder's single-core rate (``own_decoder_share``) splits into two measured
+factors: idle cores (``1 - utilization``) and CPU overhead (``cpu_per_image / decoder_cpu_per_image - 1``); runs
+saved before the own-decoder member fall back to the same decoder's ``-w0`` case. Memory bandwidth is judged by
+the decode-free memmap ceiling of the same rotation.
 """
 
 from __future__ import annotations
@@ -30,8 +17,7 @@ from lfw.results.ratios import share_text
 
 GROUP = "decoders"
 SMALL = 0.10  # a factor that costs less than this share of the rate is not what stops the pipeline
-STAGE_LABELS = {"read": "read (open + bytes)", "decode": "decode", "transform": "transform", "collate": "collate",
-                "receive": "receive (main process)"}
+STAGE_LABELS = {"read": "read (open + bytes)", "receive": "receive (main process)"}  # the others: their names
 
 
 def largest_stage(case: Case) -> tuple[str, float] | None:

@@ -1,12 +1,8 @@
 """The remote group read for its answer: which strategy and concurrency hide the injected latency.
 
-At the highest latency the run measured (100 ms in the quick profile), the case with the highest steady rate
-(:meth:`lfw.measure.PassResult.steady`: start-up left out; a case without one ranks by its whole-pass rate) is
-compared with the best steady rate at zero latency, paired by round (:mod:`lfw.results.ratios`): a ratio of
-:data:`HIDDEN` or more means the latency is hidden. Beside it, apart: its share of the endpoint's zero-latency
-ceiling (fetch only) of the same rotation, its time to first batch, Little's law for its requests in flight and
-the limit that caps it (:mod:`lfw.remote.law`); then one request at a time with 2 workers against its
-Little's-law bound (2 requests in flight / the request time), the configuration a plain map-style dataset gives.
+The fastest case (:func:`rate`) at the highest latency measured, paired by round with the best at zero latency:
+a ratio of :data:`HIDDEN` or more hides the latency; then one request at a time with 2 workers against its
+Little's-law bound.
 """
 
 from __future__ import annotations
