@@ -19,6 +19,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -130,8 +131,7 @@ def decode_only(dataset: Subset[Any], batch_size: int, batches: int, device: str
     chunks = [data[i:i + batch_size] for i in range(0, len(data), batch_size)]
     decode_jpeg(chunks[0], device=device)  # warm-up: the decoder's handle and buffers
     synchronize(device)
-    return [len(chunk) / (timed_ms(device, lambda c=chunk: decode_jpeg(c, device=device)) * 1e-3)
-            for chunk in chunks]
+    return [len(chunk) / (timed_ms(device, partial(decode_jpeg, chunk, device=device)) * 1e-3) for chunk in chunks]
 
 
 class MatmulStep:

@@ -201,7 +201,11 @@ def step_decode(ctx: Context) -> dict[str, Any]:
     info = {"group": "decode", "seed": ROTATION_SEED, K.ROUNDS: ctx.rounds, "members": list(members)}
     try:
         with tqdm(total=rotation.passes, desc="decode rotation", unit="pass", file=sys.stderr) as bar:
-            measured = rotation.run(progress=lambda _key: bar.update())
+
+            def advance(_key: str) -> None:
+                bar.update()
+
+            measured = rotation.run(progress=advance)
     except Stopped:  # the timed passes so far: each member's passes after its warm-up
         summarize_decode(ctx, {key: m.runner.results[DECODE_WARMUP_ROUNDS:] for key, m in members.items()
                                if isinstance(m, LoaderMember)}, {}, info)
