@@ -28,6 +28,7 @@ import matplotlib.pyplot as plt
 from lfw.cli.args import OneLineParser
 from lfw.errors import LFWError, cli_entry
 from tools.device_context import CAMPAIGN_JSON, STAND_IN
+from tools.device_steps import case_summary
 
 
 def merged_steps(folders: list[Path]) -> tuple[dict[str, Any], list[str]]:
@@ -70,8 +71,6 @@ def pin_from_baseline(folder: Path, campaign: dict[str, Any]) -> dict[str, Any] 
     names = [name for name in baseline.get("files", []) if name.endswith(".json") and (folder / name).is_file()]
     if not names or bandwidth.get("status") != "done":
         return None
-    from tools.device_steps import case_summary
-
     copies = bandwidth["summary"]
     batch = copies["copies"]["batch-pinned"]["bytes"]
     return {"cases": case_summary(folder / names[0], "pin-memory"), "batch_bytes": batch, "from": names[0],
