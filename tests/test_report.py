@@ -30,15 +30,18 @@ from lfw.gate.verdict import Verdict, file_sha256
 from lfw.gate.verdict_build import two_file_verdict
 from lfw.report import Report, build_report, findings, load_run, write_summary
 from lfw.report.__main__ import main
+from lfw.report.accelerators import accelerators_section
 from lfw.report.chart_compare import VERDICT_COLOURS, compare_chart
 from lfw.report.chart_knobs import batch_size_chart
 from lfw.report.chart_memory import leak_chart, timeline_chart
 from lfw.report.chart_remote import remote_chart
 from lfw.report.chart_workers import workers_chart
 from lfw.report.console import console
-from lfw.report.pipelines import PipelineVerdict, reference_for
+from lfw.report.peers import peer_rows
+from lfw.report.pipelines import PipelineVerdict, pipeline_verdict, reference_for
+from lfw.report.remote import remote_verdict
 from lfw.results import Case, Run, model
-from lfw.results.recommend import recommend
+from lfw.results.recommend import recommend, recommendations
 
 FIXTURE = Path(__file__).parent / "fixtures" / "quick_run.json"
 Capture = pytest.CaptureFixture[str]
@@ -91,7 +94,7 @@ def errorbar_series(ax: Axes) -> dict[str, tuple[list[float], list[float], list[
 
 def test_workers_chart_draws_one_line_per_transform_with_sd_error_bars() -> None:
     run = load_run(FIXTURE)
-    fig = workers_chart(run)
+    fig = workers_chart(run, recommendations(run))
     assert fig is not None
     ax_seconds, ax_rate = fig.axes
     raw = [b for b in json.loads(FIXTURE.read_text())["benchmarks"] if b["group"] == "workers-transform"]
@@ -226,7 +229,7 @@ def test_memory_charts_draw_the_index_timelines_and_the_leak_epochs() -> None:
 
 
 def test_svg_is_written_beside_png(tmp_path: Path) -> None:
-    paths = save_figure(workers_chart(load_run(FIXTURE)), tmp_path, "workers")
+    paths = save_figure(workers_chart(load_run(FIXTURE), ()), tmp_path, "workers")
     assert [p.suffix for p in paths] == [".png", ".svg"]
     assert "<svg" in paths[1].read_text()[:2000]
 
@@ -249,24 +252,27 @@ def test_cli_reads_the_newest_autosave_and_leaves_inputs_untouched(tmp_path: Pat
     assert str(out / "README.md") in capsys.readouterr().out
 
 
-def test_a_report_finds_its_headline_numbers_and_parses_its_run_once(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """The summary page, the HTML page and the console show one :class:`~lfw.report.findings.Findings`, found
-    once, of the run parsed once: every module of the report and the results that holds ``find`` or
-    ``parse_run`` gets a counting one."""
-    originals = {"find": findings.find, "parse_run": model.parse_run}
-    calls = dict.fromkeys(originals, 0)
+def counted(monkeypatch: pytest.MonkeyPatch, *originals: Callable[..., Any]) -> dict[str, int]:
+    """Calls of each of ``originals`` by name, counted from now on: every module of the report and the results that
+    holds one gets a counting one in its place."""
+    by_name = {f.__name__: f for f in originals}
+    calls = dict.fromkeys(by_name, 0)
 
     def counting(name: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             calls[name] += 1
-            return originals[name](*args, **kwargs)
+            return by_name[name](*args, **kwargs)
         return call
 
     for module in [m for n, m in sys.modules.items() if n.startswith(("lfw.report", "lfw.results"))]:
-        for name, original in originals.items():
+        for name, original in by_name.items():
             if getattr(module, name, None) is original:
                 monkeypatch.setattr(module, name, counting(name))
+    return calls
+
+
+def report_of_workers_group(tmp_path: Path) -> Path:
+    """``main`` on the fixture's workers group alone (PNG only); the output folder."""
     run = tmp_path / "run.json"
     doc = json.loads(FIXTURE.read_text())
     doc["benchmarks"] = [b for b in doc["benchmarks"] if b["group"] == "workers-transform"]
@@ -274,7 +280,26 @@ def test_a_report_finds_its_headline_numbers_and_parses_its_run_once(tmp_path: P
     out = tmp_path / "out"
     assert main([str(run), "--out", str(out), "--format", "png"]) == 0
     assert (out / "README.md").is_file() and (out / "index.html").is_file()
+    return out
+
+
+def test_a_report_finds_its_headline_numbers_and_parses_its_run_once(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary page, the HTML page and the console show one :class:`~lfw.report.findings.Findings`, found
+    once, of the run parsed once: every module of the report and the results that holds ``find`` or
+    ``parse_run`` gets a counting one."""
+    calls = counted(monkeypatch, findings.find, model.parse_run)
+    report_of_workers_group(tmp_path)
     assert calls == {"find": 1, "parse_run": 1}
+
+
+def test_a_report_derives_its_rows_once_for_every_page_and_chart(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recommendations (the workers chart's rings, both pages, the console), the peers' rows (their chart, both
+    pages, the console), the pipeline, remote and accelerators findings are each derived once per report."""
+    calls = counted(monkeypatch, recommendations, peer_rows, pipeline_verdict, remote_verdict, accelerators_section)
+    report_of_workers_group(tmp_path)
+    assert calls == dict.fromkeys(calls, 1)
 
 
 def write(path: Path, content: object) -> Path:

@@ -5,7 +5,7 @@ one-off conversions."""
 from __future__ import annotations
 
 from lfw.cli.sections import Bullets, markdown
-from lfw.report.peers import peers_table, verdict_lines
+from lfw.report.peers import peer_rows, peers_table, verdict_lines
 from lfw.results import keys as K
 from lfw.results import latest_run, load_run
 
@@ -13,8 +13,9 @@ from lfw.results import latest_run, load_run
 def main() -> None:
     run = load_run(latest_run())
     print(f"run {run.path.name}; peers' versions: {run.machine.get('peers')}")
-    table = peers_table(run)
-    print(markdown([table, Bullets(verdict_lines(run))] if table is not None else []), end="")
+    peers = peer_rows(run)
+    table = peers_table(run, peers)
+    print(markdown([table, Bullets(verdict_lines(peers))] if table is not None else []), end="")
     conversions = {str(c.value(K.PEER)): c.extra[K.CONVERSION] for c in run.group("peers") if c.extra.get(K.CONVERSION)}
     print(f"one-off conversions (seconds to convert, bytes on disk): {conversions}")
 

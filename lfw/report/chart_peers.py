@@ -9,7 +9,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from lfw.cli.figures import bar_height, label_rows, new_figure
-from lfw.report.peers import peer_rows
+from lfw.report.peers import PeerRows
 from lfw.results import Run
 from lfw.results import keys as K
 from lfw.stats.variation import mean_sd
@@ -17,8 +17,9 @@ from lfw.stats.variation import mean_sd
 DATALOADER_COLOUR, PEER_COLOUR = "#3182bd", "#fd8d3c"
 
 
-def peers_chart(run: Run) -> Figure | None:
-    best, rows = peer_rows(run)
+def peers_chart(run: Run, peers: PeerRows) -> Figure | None:
+    """``peers`` (:func:`~lfw.report.peers.peer_rows` of ``run``) as bars; None without a peer."""
+    best, rows = peers
     if best is None or not rows:
         return None
     cases = [best, *(r.case for r in rows)]

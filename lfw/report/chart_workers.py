@@ -1,10 +1,12 @@
 """Chart 1, the course exercise's experiment: seconds per pass and images/s against num_workers.
 
 One line per transform, mean ± sd over rounds; a ring marks the recommended worker count
-(:mod:`lfw.results.recommend`).
+(:mod:`lfw.results.recommend`, as the report found it).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from matplotlib.figure import Figure
 
@@ -13,18 +15,19 @@ from lfw.report.legend import sort_key
 from lfw.results import Run
 from lfw.results import keys as K
 from lfw.results.knobs import NUM_WORKERS
-from lfw.results.recommend import recommendations, scaling_cases
+from lfw.results.recommend import Recommendation, scaling_cases
 from lfw.stats.variation import mean_sd
 
 
-def workers_chart(run: Run) -> Figure | None:
-    """Two panels sharing the worker axis: seconds per pass (left) and images/s (right)."""
+def workers_chart(run: Run, knees: Sequence[Recommendation]) -> Figure | None:
+    """Two panels sharing the worker axis: seconds per pass (left) and images/s (right), each of ``knees``' worker
+    counts ringed."""
     series = scaling_cases(run)
     if not series:
         return None
     fig, (ax_sec, ax_rate) = new_figure(12.0, 5.0, ncols=2)
     colours = colour_map(series)
-    knee_at = {r.transform: r.workers for r in recommendations(run) if r.workers is not None}
+    knee_at = {r.transform: r.workers for r in knees if r.workers is not None}
     for i, (transform, cases) in enumerate(series.items()):
         workers = [c.knob(NUM_WORKERS, 0) for c in cases]
         seconds = [mean_sd(c.seconds) for c in cases]

@@ -42,7 +42,7 @@ def console(report: Report) -> str:
         out.append(f"fastest decode pipeline: {f.pipeline.sentence().replace('`', '')}")
     if f.remote is not None:
         out.append(f"remote storage: {f.remote.sentence().replace('`', '')}")
-    peers = verdict_lines(report.run)
+    peers = verdict_lines(f.peers)
     if peers:
         out.append("peers (the loaders users switch to; reference rows, never judged by the gate):")
         out += [f"  {line.replace('`', '').replace('**', '')}" for line in peers]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from statistics import median
 
 from lfw.gate.verdict import CaseVerdict
+from lfw.report.peers import PeerRows, peer_rows
 from lfw.report.pipelines import PipelineVerdict, pipeline_verdict
 from lfw.report.remote import RemoteVerdict, remote_verdict
 from lfw.results import Case, Run
@@ -46,6 +47,7 @@ class Findings:
     left_out: tuple[tuple[str, str], ...] = ()  # (case key, what it needs) for cases beyond this machine's limits
     one_count: tuple[str, ...] = ()  # transforms measured at a single worker count: no knee to recommend
     skipped_images: str | None = None  # the unreadable images the run left out, in words (skipped_images_text)
+    peers: PeerRows = (None, [])  # DataLoader's best of the peers group and each peer at its best (peer_rows)
 
 
 def case_cells(case: Case, missing: str) -> list[str]:
@@ -151,4 +153,4 @@ def find(run: Run, verdicts: list[CaseVerdict] | None = None) -> Findings:
     one_count = tuple(t for t, cases in scaling_cases(run).items() if len(cases) == 1)
     return Findings(best_case(run.cases), knees, largest_growth(run), cv_spread(run.cases), paired_cv(run),
                     regressions, leak_slopes(run), pipeline, remote, run.incomplete, unfinished, left_out(run),
-                    one_count, skipped_images_text(run))
+                    one_count, skipped_images_text(run), peer_rows(run))

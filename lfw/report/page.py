@@ -136,10 +136,11 @@ def verdicts_section(report: Report) -> Section | None:
                                             Table(("case", "verdict", "detail"), rows)])
 
 
-def peers_section(run: Run) -> Section | None:
+def peers_section(report: Report) -> Section | None:
     """``## Peers``: each loader users switch to at its best, beside DataLoader's best of the same rotation, the
     verdict per peer and every case of the group (:mod:`lfw.report.peers`); None without the group."""
-    table = peers_table(run)
+    peers = report.findings.peers
+    table = peers_table(report.run, peers)
     if table is None:
         return None
     return Section("Peers", [
@@ -149,7 +150,7 @@ def peers_section(run: Run) -> Section | None:
              "process tree; the cold first epoch apart; PSS of the tree measured alone at the end of a warm epoch, "
              "and what the loader added to it; share of its own decoder's single-core rate x usable cores; pixels: "
              "the largest per-image mean and single difference from the reference decoder (Pillow), in levels of "
-             f"255. {reference_group('peers')}."), table, Bullets(verdict_lines(run))])
+             f"255. {reference_group('peers')}."), table, Bullets(verdict_lines(peers))])
 
 
 def cases_section(run: Run) -> Section:
@@ -244,7 +245,7 @@ def html_sections(report: Report, shown: ShownVerdict | None = None) -> list[Blo
     """The HTML page's sections in reading order: findings, the gate, the baseline, charts, history, cases,
     machine."""
     f = report.findings
-    return present(incomplete_section(f), findings_section(report), peers_section(report.run), gate_section(shown),
+    return present(incomplete_section(f), findings_section(report), peers_section(report), gate_section(shown),
                    verdicts_section(report), charts_section(report), history_section(report.out),
                    cases_section(report.run), left_out_section(f), machine_section(report.run))
 
@@ -260,7 +261,7 @@ def markdown_page(report: Report) -> str:
     image = (Para(f"![Seconds per pass and images/s against num_workers]({MAIN_CHART}.png)")
              if any(spec.stem == MAIN_CHART for spec, _ in report.charts) else None)
     return markdown(present(Heading("lfw-bench report", 1), Para(f"Run {run_line(run)}."),
-                            incomplete_section(report.findings), image, findings_section(report), peers_section(run),
+                            incomplete_section(report.findings), image, findings_section(report), peers_section(report),
                             charts_list(report), verdicts_section(report), cases_section(run),
                             left_out_section(report.findings), machine_section(run), Para(FOOTER)))
 

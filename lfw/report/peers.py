@@ -78,7 +78,10 @@ def fastest(cases: list[Case]) -> Case:
     return max(cases, key=lambda c: c.number(K.IMAGES_PER_S) or 0.0)
 
 
-def peer_rows(run: Run) -> tuple[Case | None, list[PeerRow]]:
+PeerRows = tuple[Case | None, list[PeerRow]]  # DataLoader's best case of the peers group, a row per peer at its best
+
+
+def peer_rows(run: Run) -> PeerRows:
     """DataLoader's best case of the peers group, and a row per peer at its best (fastest first)."""
     by_peer = peer_cases(run)
     if DATALOADER not in by_peer:
@@ -117,9 +120,10 @@ COLUMNS = ("case", "images/s (rounds)", "CPU ms/image", "cold epoch images/s", "
            "PSS added MiB", "of own decoder", "layout", "pixels: mean / max diff")
 
 
-def peers_table(run: Run) -> Table | None:
-    """The table: DataLoader's best, then each peer at its best (bold), then every other case of the group."""
-    best, rows = peer_rows(run)
+def peers_table(run: Run, peers: PeerRows) -> Table | None:
+    """The table of ``run``'s peers group: DataLoader's best, then each peer at its best (bold, ``peers`` as
+    :func:`peer_rows` gives), then every other case of the group."""
+    best, rows = peers
     if best is None:
         return None
     shown = [best, *(r.case for r in rows)]
@@ -129,9 +133,10 @@ def peers_table(run: Run) -> Table | None:
                            for c in [*shown, *sorted(rest, key=lambda c: c.name)]], right=range(1, len(COLUMNS)))
 
 
-def verdict_lines(run: Run) -> list[str]:
-    """One line per peer: faster or slower than DataLoader's best, the paired ratio and interval, what limits it."""
-    best, rows = peer_rows(run)
+def verdict_lines(peers: PeerRows) -> list[str]:
+    """One line per peer of ``peers`` (:func:`peer_rows`): faster or slower than DataLoader's best, the paired ratio
+    and interval, what limits it."""
+    best, rows = peers
     if best is None:
         return []
     out = []

@@ -1,6 +1,6 @@
 """Which charts exist, and drawing them into the output folder.
 
-The list of charts is data (:data:`CHARTS`): each names the group or records it needs, so a run that lacks a
+The list of charts is data (:func:`dedicated_charts`): each names the group or records it needs, so a run that lacks a
 group gets that chart skipped and named on the summary page rather than an empty or broken image. Groups
 that no dedicated chart covers still get an overview chart, so nothing measured goes undrawn.
 """
@@ -41,56 +41,60 @@ from lfw.results import Run
 README = "README.md"
 INDEX = "index.html"  # the HTML page beside README.md (lfw.report.html_page)
 MAIN_CHART = "workers"
-CHARTS = (
-    ChartSpec(MAIN_CHART, "Seconds per pass and images/s against num_workers",
-              "the exercise's errorbar chart, one line per transform; the ring marks the recommended workers",
-              "group 'workers-transform'", workers_chart),
-    ChartSpec("batch-size", "Images/s against batch size",
-              "throughput and time to first batch per batch size", "group 'batch-size'", batch_size_chart),
-    ChartSpec("pin-memory", "pin_memory on and off",
-              "throughput and time to first batch with and without pinned memory", "group 'pin-memory'",
-              pin_memory_chart),
-    ChartSpec("prefetch", "Images/s against prefetch_factor",
-              "what deeper prefetching buys in throughput and costs in first-batch time", "group 'prefetch'",
-              prefetch_chart),
-    ChartSpec("start-method", "Time to first batch per start method",
-              "worker start-up cost of fork, forkserver and spawn", "group 'start-method'", start_method_chart),
-    ChartSpec("startup", "Time to first batch against the pickled dataset size",
-              "start-up cost of the dataset object handed to each worker, per start method and workers: fork "
-              "shares it, spawn and forkserver pickle it to every worker",
-              "group 'startup' (the full profile runs it)", startup_chart),
-    ChartSpec("efficiency", "Efficiency against the ceiling per configuration",
-              "how much of the single-core ceiling times usable cores each configuration reaches",
-              "cases with a measured ceiling (extra_info 'efficiency')", efficiency_chart),
-    ChartSpec("memory-timeline", "Tree PSS and worker USS over time, list vs numpy index",
-              "copy-on-access: memory climbing during a pass with a list index, flat with numpy",
-              "group 'memory-index' (or 'index') with a sampled timeline", timeline_chart),
-    ChartSpec("memory-growth", "Memory growth per case (RSS, PSS, USS)",
-              "growth over one pass per case of the memory groups (all cases if the run has none); "
-              "RSS stays flat where PSS/USS grow",
-              "cases with memory sampled (extra_info 'pss_growth_mib')", growth_chart),
-    ChartSpec("distributed", "Images/s per rank of a distributed run",
-              "each rank's throughput and wait at the collective; the straggler in red",
-              "group 'distributed' (python -m lfw.distributed)", distributed_chart),
-    ChartSpec("decoders", "Decode pipelines against the machine's ceilings",
-              "images/s per decoder, storage format and parallelism, with the PIL-path and decode-free ceilings; "
-              "CPU utilization and CPU per image beside them (what stops each pipeline)", "group 'decoders'",
-              decoders_chart),
-    ChartSpec("remote", "LFW from S3: images/s against injected latency",
-              "one line per concurrency strategy (its best worker count) with the Little's-law rate and the "
-              "endpoint's zero-latency ceiling; requests in flight beside it", "group 'remote' (--bench-remote)",
-              remote_chart),
-    ChartSpec("peers", "The loaders users switch to, beside DataLoader's best",
-              "images/s (error bars: sd over the interleaved rounds) and CPU per image of each peer at its best "
-              "setting, labelled with its paired ratio to DataLoader's best pipeline of the same rotation",
-              "group 'peers' (make peers)", peers_chart),
-    ChartSpec("leak", "Memory across epochs",
-              "per-epoch memory of the leak check; a steady climb is a leak",
-              "group 'leak' with per-epoch series in extra_info", leak_chart),
-)
 DRAWN_GROUPS = {"workers-transform", "batch-size", "pin-memory", "prefetch", "start-method", "memory-index",
                 "leak", "distributed", "decoders", "remote", "startup", "peers"}
 COMPARE_STEM = "compare"
+
+
+def dedicated_charts(found: Findings) -> tuple[ChartSpec, ...]:
+    """The charts each drawn from a group or records a run may lack; those that show a decision show ``found``'s."""
+    return (
+        ChartSpec(MAIN_CHART, "Seconds per pass and images/s against num_workers",
+                  "the exercise's errorbar chart, one line per transform; the ring marks the recommended workers",
+                  "group 'workers-transform'", functools.partial(workers_chart, knees=found.knees)),
+        ChartSpec("batch-size", "Images/s against batch size",
+                  "throughput and time to first batch per batch size", "group 'batch-size'", batch_size_chart),
+        ChartSpec("pin-memory", "pin_memory on and off",
+                  "throughput and time to first batch with and without pinned memory", "group 'pin-memory'",
+                  pin_memory_chart),
+        ChartSpec("prefetch", "Images/s against prefetch_factor",
+                  "what deeper prefetching buys in throughput and costs in first-batch time", "group 'prefetch'",
+                  prefetch_chart),
+        ChartSpec("start-method", "Time to first batch per start method",
+                  "worker start-up cost of fork, forkserver and spawn", "group 'start-method'", start_method_chart),
+        ChartSpec("startup", "Time to first batch against the pickled dataset size",
+                  "start-up cost of the dataset object handed to each worker, per start method and workers: fork "
+                  "shares it, spawn and forkserver pickle it to every worker",
+                  "group 'startup' (the full profile runs it)", startup_chart),
+        ChartSpec("efficiency", "Efficiency against the ceiling per configuration",
+                  "how much of the single-core ceiling times usable cores each configuration reaches",
+                  "cases with a measured ceiling (extra_info 'efficiency')", efficiency_chart),
+        ChartSpec("memory-timeline", "Tree PSS and worker USS over time, list vs numpy index",
+                  "copy-on-access: memory climbing during a pass with a list index, flat with numpy",
+                  "group 'memory-index' (or 'index') with a sampled timeline", timeline_chart),
+        ChartSpec("memory-growth", "Memory growth per case (RSS, PSS, USS)",
+                  "growth over one pass per case of the memory groups (all cases if the run has none); "
+                  "RSS stays flat where PSS/USS grow",
+                  "cases with memory sampled (extra_info 'pss_growth_mib')", growth_chart),
+        ChartSpec("distributed", "Images/s per rank of a distributed run",
+                  "each rank's throughput and wait at the collective; the straggler in red",
+                  "group 'distributed' (python -m lfw.distributed)", distributed_chart),
+        ChartSpec("decoders", "Decode pipelines against the machine's ceilings",
+                  "images/s per decoder, storage format and parallelism, with the PIL-path and decode-free "
+                  "ceilings; CPU utilization and CPU per image beside them (what stops each pipeline)",
+                  "group 'decoders'", decoders_chart),
+        ChartSpec("remote", "LFW from S3: images/s against injected latency",
+                  "one line per concurrency strategy (its best worker count) with the Little's-law rate and the "
+                  "endpoint's zero-latency ceiling; requests in flight beside it",
+                  "group 'remote' (--bench-remote)", remote_chart),
+        ChartSpec("peers", "The loaders users switch to, beside DataLoader's best",
+                  "images/s (error bars: sd over the interleaved rounds) and CPU per image of each peer at its "
+                  "best setting, labelled with its paired ratio to DataLoader's best pipeline of the same rotation",
+                  "group 'peers' (make peers)", functools.partial(peers_chart, peers=found.peers)),
+        ChartSpec("leak", "Memory across epochs",
+                  "per-epoch memory of the leak check; a steady climb is a leak",
+                  "group 'leak' with per-epoch series in extra_info", leak_chart),
+    )
 
 
 @dataclass
@@ -127,18 +131,25 @@ class Report:
         return self.out / INDEX
 
 
-def chart_specs(run: Run) -> list[ChartSpec]:
-    """The dedicated charts, then one overview per group that none of them draws."""
-    extra = []
+def chart_specs(report: Report) -> list[ChartSpec]:
+    """The dedicated charts (:func:`dedicated_charts`), one overview per group that none of them draws, and with a
+    baseline the comparison, coloured by the report's verdicts."""
+    run, base = report.run, report.base
+    specs = list(dedicated_charts(report.findings))
     for group in run.groups:
         if group in DRAWN_GROUPS:
             continue
         name = f"group '{group}'" if group is not None else "cases without a group"
-        extra.append(ChartSpec(f"group-{re.sub(r'[^A-Za-z0-9_.-]+', '-', group or 'none')}",
+        specs.append(ChartSpec(f"group-{re.sub(r'[^A-Za-z0-9_.-]+', '-', group or 'none')}",
                                f"{name[0].upper()}{name[1:]}: each case",
                                f"images/s and time to first batch of every case in {name}", name,
                                functools.partial(group_overview, group=group)))
-    return [*CHARTS, *extra]
+    if base is not None:
+        specs.append(ChartSpec(COMPARE_STEM, "Baseline vs current per case, with the gate's verdicts",
+                               f"efficiency (images/s where none) of {base.path.name} and {run.path.name} side by side",
+                               "two runs with cases in common",
+                               lambda r: compare_chart(base, r, report.verdicts, report.judged_by, report.not_judged)))
+    return specs
 
 
 def check_output(out: Path, inputs: list[Path]) -> None:
@@ -160,18 +171,12 @@ def build_report(run: Run, out: Path, base: Run | None = None, formats: tuple[st
     check_output(out, [run.path, *([base.path] if base else [])])
     out.mkdir(parents=True, exist_ok=True)
     report = Report(run, out, base)
-    specs = chart_specs(run)
     if base is not None:
         if verdict is not None and verdict.judged_by:
             report.verdicts, report.judged_by = list(verdict.cases), verdict.judged_by
         else:  # none matched, or the gate's own "no verdict" (an incomplete run): it judged nothing
             report.not_judged = verdict.headline if verdict is not None else "no gate verdict of these runs"
-        specs.append(ChartSpec(COMPARE_STEM, "Baseline vs current per case, with the gate's verdicts",
-                               f"efficiency (images/s where none) of {base.path.name} and {run.path.name} side by side",
-                               "two runs with cases in common",
-                               lambda r: compare_chart(base, r, report.verdicts, report.judged_by,
-                                                                report.not_judged)))
-    for spec in specs:
+    for spec in chart_specs(report):  # after the verdicts: the findings count the regressions
         fig = spec.draw(run)
         if fig is None:
             report.skipped.append(spec)
