@@ -26,7 +26,7 @@ OFFSET = 0.17
 
 def drawn_metric(old: Case, now: Case) -> str:
     """Efficiency when both runs recorded it for the case, else images/s."""
-    return "efficiency" if old.rounds(K.EFFICIENCY) and now.rounds(K.EFFICIENCY) else "images_per_s"
+    return K.EFFICIENCY if old.rounds(K.EFFICIENCY) and now.rounds(K.EFFICIENCY) else K.IMAGES_PER_S
 
 
 def compare_chart(base: Run, current: Run, verdicts: list[CaseVerdict], judged_by: str = "",

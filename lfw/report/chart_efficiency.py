@@ -24,7 +24,7 @@ def efficiency_chart(run: Run) -> Figure | None:
     points = [mean_sd([v * 100 for v in c.rounds(K.EFFICIENCY)]) for c in cases]
     bars = ax.barh(range(len(cases)), [m for m, _ in points], xerr=[s for _, s in points], capsize=3,
                    color=[colours[c.group] for c in cases])
-    notes = [f"{c.number('images_per_s') or 0:,.0f} of {c.number('ceiling_images_per_s') or 0:,.0f} img/s"
+    notes = [f"{c.number(K.IMAGES_PER_S) or 0:,.0f} of {c.number(K.CEILING_IMAGES_PER_S) or 0:,.0f} img/s"
              for c in cases]
     ax.bar_label(bars, notes, padding=4, fontsize=8)
     ax.axvline(100, color="black", linestyle="--", linewidth=1.2)

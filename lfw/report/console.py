@@ -36,8 +36,8 @@ def console(report: Report) -> str:
     out += [f"SKIPPED IMAGES: {f.skipped_images}", ""] if f.skipped_images else []
     out += [table(COLUMNS, rows, right=range(2, len(COLUMNS))), ""]
     if f.best is not None:
-        out.append(f"best: {f.best.label} ({f.best.group}) {f.best.number('images_per_s') or 0:,.0f} img/s"
-                   + (f", efficiency {f.best.number('efficiency'):.0%}" if f.best.number(K.EFFICIENCY) else ""))
+        out.append(f"best: {f.best.label} ({f.best.group}) {f.best.number(K.IMAGES_PER_S) or 0:,.0f} img/s"
+                   + (f", efficiency {f.best.number(K.EFFICIENCY):.0%}" if f.best.number(K.EFFICIENCY) else ""))
     if f.pipeline is not None:
         out.append(f"fastest decode pipeline: {f.pipeline.sentence().replace('`', '')}")
     if f.remote is not None:

@@ -24,7 +24,7 @@ from lfw.report.legend import describe
 from lfw.report.peers import peers_table, verdict_lines
 from lfw.report.render import MAIN_CHART, Report
 from lfw.report.verdict import ShownVerdict
-from lfw.results import Case, Run, short_name
+from lfw.results import Case, Run, knobs, short_name
 from lfw.results import keys as K
 
 HISTORY = "history"  # <out>/history/*.png: trend charts across saved runs, drawn by the history command
@@ -33,14 +33,14 @@ MACHINE_KEYS = ("runner_class", "cpu", "usable_cores", "logical_cpus", "total_me
                 "torchvision", "pillow", "numpy", "jpeg_library", "torch_num_threads", "cuda_available",
                 "cuda_device", "shm_total_mib", "open_files_limit", "memory_limit_mib", "bench_profile", "cache_mode",
                 "dataset_kind", "dataset_files", "worker_cap")
-CONFIG_KEYS = ("batch_size", "num_workers", K.TRANSFORM, "index")
-OPTIONAL_KEYS = ("pin_memory", "persistent_workers", "prefetch_factor", "start_method")
+CONFIG_KNOBS = (knobs.BATCH_SIZE, knobs.NUM_WORKERS, knobs.TRANSFORM, knobs.INDEX)
+OPTIONAL_KNOBS = (knobs.PIN_MEMORY, knobs.PERSISTENT_WORKERS, knobs.PREFETCH_FACTOR, knobs.START_METHOD)
 FOOTER = "Made by `python -m lfw.report`; error bars are the standard deviation over rounds."
 
 
-def knobs(case: Case) -> str:
+def config_text(case: Case) -> str:
     """The configuration of a case in words: the main knobs, and the optional ones only when set."""
-    keys = [k for k in CONFIG_KEYS if case.value(k) is not None] + [k for k in OPTIONAL_KEYS if case.value(k)]
+    keys = [k.key for k in CONFIG_KNOBS if case.knob(k) is not None] + [k.key for k in OPTIONAL_KNOBS if case.knob(k)]
     return describe(case, keys)
 
 
@@ -59,10 +59,10 @@ def findings_section(report: Report) -> Section:
         items.append(f"**Skipped images:** {f.skipped_images}.")
     if f.best is not None:
         eff = f.best.number(K.EFFICIENCY)
-        eff_text = (f"efficiency {eff:.0%} of its ceiling {f.best.number('ceiling_images_per_s') or 0:,.0f} "
+        eff_text = (f"efficiency {eff:.0%} of its ceiling {f.best.number(K.CEILING_IMAGES_PER_S) or 0:,.0f} "
                     "images/s" if eff is not None else "no ceiling measured")
-        items.append(f"**Best configuration:** `{f.best.name}` ({knobs(f.best)}): "
-                     f"**{f.best.number('images_per_s') or 0:,.0f} images/s** (median), {eff_text}.")
+        items.append(f"**Best configuration:** `{f.best.name}` ({config_text(f.best)}): "
+                     f"**{f.best.number(K.IMAGES_PER_S) or 0:,.0f} images/s** (median), {eff_text}.")
     if f.knees:
         confidence = min((c.ratio.confidence for k in f.knees for c in k.candidates if c.ratio), default=None)
         level = f"{confidence:.1%} signed-rank interval" if confidence is not None else "interval"
@@ -85,7 +85,7 @@ def findings_section(report: Report) -> Section:
     names = {K.PSS_GROWTH_MIB: "tree PSS", K.WORKER_USS_MAX_GROWTH_MIB: "USS of one worker"}
     for g in f.growth:
         items.append(f"**Largest memory growth, {names[g.metric]}:** {g.mib:+,.1f} MiB over one pass in "
-                     f"`{g.case.name}` ({knobs(g.case)}).")
+                     f"`{g.case.name}` ({config_text(g.case)}).")
     items += [f"**Leak check** `{case.name}`: {slopes}." for case, slopes in f.slopes]
     if f.cv is not None:
         med, worst, case = f.cv
