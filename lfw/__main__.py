@@ -1,14 +1,8 @@
-"""``python -m lfw``: the course exercise's ``lfw_dataset.py``, with its bugs fixed.
+"""``python -m lfw``: the course exercise's ``lfw_dataset.py`` with its bugs fixed (docs/cli.md).
 
-Accepts the course's single-dash flags exactly (``-path_to_folder``, ``-batch_size``, ``-num_workers``,
-``-visualize_batch``, ``-get_timing``, ``-batches_to_check``) and double-dash aliases, plus ``-transform``,
-``-index`` and ``-skip_bad_images`` (unreadable images found first and left out, :mod:`lfw.data.screen`; without
-it, a corrupt image's one-line error names the flag). Fixed against the original: ``-num_workers`` defaults to 0
-(``None`` crashed the DataLoader); timing passes over exactly ``batches_to_check`` batches (the original loaded
-N + 2) and says when the dataset has fewer; the result line is a real f-string; timing goes through the shared
-measurement primitive, so it reports the same numbers as the benchmarks (after one warm-up pass, as they do),
-with images/s beside seconds, and with one intra-op thread as they pin it (``-threads`` changes it; the count is
-printed).
+Loads LFW with a DataLoader and prints its first batch, saves a batch as a grid (``-visualize_batch``) or times
+passes through the shared measurement primitive, as the benchmarks do (``-get_timing``). Takes the course's
+single-dash flags and double-dash aliases.
 """
 
 from __future__ import annotations
@@ -76,10 +70,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     config = LoaderConfig(batch_size=args.batch_size, num_workers=args.num_workers)  # checks values first
-    if args.repetitions <= 0:
-        build_parser().error(f"-repetitions must be a positive integer, got {args.repetitions}")
-    if args.batches_to_check <= 0:
-        build_parser().error(f"-batches_to_check must be a positive integer, got {args.batches_to_check}")
+    for flag, count in (("-repetitions", args.repetitions), ("-batches_to_check", args.batches_to_check)):
+        if count <= 0:
+            build_parser().error(f"{flag} must be a positive integer, got {count}")
     if args.threads < 1:
         build_parser().error(f"-threads must be 1 or more, got {args.threads}")
     if args.visualize_batch:
