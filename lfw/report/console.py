@@ -1,7 +1,5 @@
-"""The compact table printed to stdout: what ``make bench`` ends with.
-
-One line per case and the headline findings, narrow enough for a CI log; the full story is in the report
-folder, whose path is the last line so it is easy to find and click.
+"""The compact table printed to stdout at the end of ``make bench``: a line per case, the headline findings, and
+the report's path last.
 """
 
 from __future__ import annotations

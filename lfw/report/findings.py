@@ -1,7 +1,5 @@
-"""The few numbers a reader wants first, computed once for both the summary page and the console.
-
-Kept apart from the formatting so the page and the console can never disagree about the best case, the
-recommended worker count or the largest memory growth.
+"""The headline numbers of a run, found once (:func:`find`) for the summary page, the HTML page, the console and the
+charts that show a decision.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The HTML page, ``<out>/index.html``: the summary page's sections with every chart shown, the gate, the history.
-
-One static file read offline (no server, no script); images by relative path, not inlined: the PNGs are in the
-folder anyway, so the page stays tens of KB (keep the folder together). The sections are :mod:`lfw.report.page`'s
-(:func:`~lfw.report.page.html_sections`), written by the one HTML writer (:func:`lfw.cli.sections.html`, every
-text escaped), so the two pages cannot disagree; this module adds only the document around them. See
-docs/reports.md ("The HTML page").
+"""The HTML page, ``<out>/index.html``: :func:`~lfw.report.page.html_sections` (every chart shown, the gate, the
+history) in one static document, written by the one HTML writer (:func:`lfw.cli.sections.html`): no script, images
+by relative path (keep the folder together). See docs/reports.md ("The HTML page").
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The report's pages built as sections: the summary page, ``reports/README.md`` (findings first, then every chart,
-then the details), and the sections of the HTML page (:mod:`lfw.report.html_page`).
-
-A reader opening the folder (or the CI artifact) should learn in ten seconds which configuration to use,
-how many workers, whether memory grows, whether anything regressed and how far to trust the numbers.
-This module owns the page's words: each section is a public function returning a
-:class:`~lfw.cli.sections.Section`, written here as Markdown and by :mod:`lfw.report.html_page` as HTML through the
-one writer of each (:mod:`lfw.cli.sections`), so the two pages cannot disagree.
+"""The report's pages as sections (:mod:`lfw.cli.sections`): the summary page, ``reports/README.md`` (findings
+first, then every chart, then the details), and the sections of the HTML page (:mod:`lfw.report.html_page`), so the
+two pages say the same words. See docs/reports.md.
 """
 
 from __future__ import annotations

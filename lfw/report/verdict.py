@@ -1,9 +1,6 @@
-"""Which gate verdict the report shows: the gate's own, read from ``verdict.json``, never judged here.
-
-It is shown only when it judged these very runs, by the SHA-256 of their bytes
-(:meth:`~lfw.gate.verdict.Verdict.matches`; a file's time says nothing about whose verdict it holds). Given a
-baseline and no matching verdict, the report runs the gate as a subprocess and reads what it wrote: the gate stays
-the only judge, and the report and CI never disagree. See docs/reports.md ("The HTML page").
+"""Which gate verdict the report shows: the gate's own, read from ``verdict.json`` and shown only when it judged these
+very runs (by SHA-256, :meth:`~lfw.gate.verdict.Verdict.matches`); given a baseline and none matching, the gate is
+run as a subprocess and what it wrote is read. Nothing is judged here. See docs/reports.md ("The HTML page").
 """
 
 from __future__ import annotations
