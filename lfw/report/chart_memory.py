@@ -13,6 +13,7 @@ from lfw.cli.figures import bar_height, colour_map, label_rows, new_figure
 from lfw.report.legend import describe, varying_keys
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results.knobs import INDEX
 from lfw.stats.variation import mean_sd
 
 TIMELINE_GROUPS = ("memory-index", "index")
@@ -49,7 +50,7 @@ def timeline_chart(run: Run) -> Figure | None:
     if not cases:
         return None
     fig, (ax_pss, ax_uss) = new_figure(12.0, 5.0, ncols=2)
-    keys = varying_keys(cases) or ["index"]
+    keys = varying_keys(cases) or [INDEX.key]
     colours = colour_map(describe(c, keys) for c in cases)
     worker_key = next((k for c in cases for k in timeline(c) if "worker" in k), None)
     uss_key = worker_key or "uss"

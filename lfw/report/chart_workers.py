@@ -47,7 +47,7 @@ def workers_chart(run: Run, knees: Sequence[Recommendation]) -> Figure | None:
                          key=sort_key)
     images = {n for cases in series.values() for c in cases if (n := c.number(K.IMAGES)) is not None}
     per_pass = f" ({int(images.pop()):,} images)" if len(images) == 1 else ""
-    cores = run.machine.get("usable_cores")
+    cores = run.machine.get(K.USABLE_CORES)
     for ax in (ax_sec, ax_rate):
         ax.set_xticks(all_workers)
         ax.set_xlabel("num_workers (DataLoader worker processes)")
