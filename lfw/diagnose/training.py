@@ -34,27 +34,16 @@ if TYPE_CHECKING:
 MODELS = ("cnn",)
 
 
-class SmallCNN(nn.Module):
-    """A deliberately small image classifier standing in for a real CPU step: two strided convolutions, global
-    pooling, a linear head."""
-
-    def __init__(self, classes: int) -> None:
-        super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(3, 16, kernel_size=5, stride=4, padding=2), nn.ReLU(),
-            nn.Conv2d(16, 32, kernel_size=3, stride=2, padding=1), nn.ReLU(),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-        )
-        self.head = nn.Linear(32, classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x))
-
-
 def cnn_step(classes: int, device: torch.device) -> Callable[[Any], None]:
-    """Forward, cross-entropy, backward and an SGD update of :class:`SmallCNN` on ``device`` (uint8 batches made
-    float inside the step); on CUDA synchronized before it returns."""
-    model = SmallCNN(max(classes, 2)).to(device)
+    """Forward, cross-entropy, backward and an SGD update of a deliberately small image classifier (two strided
+    convolutions, global pooling, a linear head) on ``device`` (uint8 batches made float inside the step); on CUDA
+    synchronized before it returns."""
+    outputs = max(classes, 2)
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, kernel_size=5, stride=4, padding=2), nn.ReLU(),
+        nn.Conv2d(16, 32, kernel_size=3, stride=2, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, outputs),
+    ).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
 
@@ -63,7 +52,7 @@ def cnn_step(classes: int, device: torch.device) -> Callable[[Any], None]:
         if not images.is_floating_point():
             images = images.float().div_(255)
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(images), labels.long() % model.head.out_features)
+        loss = loss_fn(model(images), labels.long() % outputs)
         loss.backward()
         optimizer.step()
         if device.type == "cuda":
