@@ -103,21 +103,6 @@ def step_from(spec: str) -> Callable[[Any], None]:
         raise _renamed(exc, "--step", step=True) from None
 
 
-class _Recorder:
-    """The step LoaderPass calls: takes the stamp off the batch, notes the time, runs the real step."""
-
-    def __init__(self, step: Callable[[Any], None], bar: tqdm) -> None:
-        self.step = step
-        self.bar = bar
-        self.stamps: list[LoadStamp | None] = []
-
-    def __call__(self, batch: Any) -> None:
-        batch, stamp = split_stamp(batch)
-        self.stamps.append(stamp)
-        self.step(batch)
-        self.bar.update(1)
-
-
 @dataclass
 class Measurement:
     """One measured training pass and the per-batch timeline reconstructed from it."""
@@ -170,8 +155,15 @@ def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step:
     loader = config.build(timed, collate_fn=collate)
     total = min(batches, len(loader))
     desc = f"training {step_label or 'loop'} with {config.num_workers} workers"
+    stamps: list[LoadStamp | None] = []
     with tqdm(total=total, unit="batch", desc=desc, disable=not progress, leave=False) as bar:
-        recorder = _Recorder(step, bar)
+
+        def recorder(batch: Any) -> None:  # takes the stamp off the batch, then runs the real step
+            batch, stamp = split_stamp(batch)
+            stamps.append(stamp)
+            step(batch)
+            bar.update(1)
+
         if warmup:
             warm = LoaderPass(loader, batches, memory_interval_s=None)
             warm.run()
@@ -180,7 +172,7 @@ def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step:
             result = runner.run()
             runner.close(stop_workers=True)  # persistent workers too: one pass, and none left to a later one
     records = [BatchRecord.stamped(i, stamp, result.t0, ev)  # on the pass's clock: seconds since it started
-               for i, (ev, stamp) in enumerate(zip(result.events, recorder.stamps, strict=False))]
+               for i, (ev, stamp) in enumerate(zip(result.events, stamps, strict=False))]
     return Measurement(result, records, config, transform, step_label, config.batch_size)
 
 
