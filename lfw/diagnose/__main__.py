@@ -314,7 +314,7 @@ def run_measurement(args: argparse.Namespace) -> int:
 
 def _report(m: Measurement, d: Diagnosis, where: str, reads: str) -> None:
     r, model = m.result, d.model
-    print(f"diagnose   : {r.batches} batches of {m.batch_size}, {reads}, "
+    print(f"diagnose   : {r.batches} batches of {m.config.batch_size}, {reads}, "
           f"{workers_text(m.config.num_workers)}, step {m.step_label}; {where}")
     print(f"measured   : {d.measured_batches_per_s:.2f} batches/s, data wait {d.data_wait_fraction:.1%} of the "
           f"pass, accelerator utilization {d.accelerator_utilization:.1%} (first step excluded), "

@@ -203,7 +203,7 @@ class SweepPoint:
 
     @property
     def loader_images_per_s(self) -> float:
-        return steady_steps_per_s(self.loader) * self.loader.batch_size
+        return steady_steps_per_s(self.loader) * self.loader.config.batch_size
 
 
 @dataclass(frozen=True)

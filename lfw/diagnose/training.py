@@ -112,7 +112,6 @@ class Measurement:
     config: LoaderConfig
     transform: str
     step_label: str
-    batch_size: int
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -173,7 +172,7 @@ def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step:
             runner.close(stop_workers=True)  # persistent workers too: one pass, and none left to a later one
     records = [BatchRecord.stamped(i, stamp, result.t0, ev)  # on the pass's clock: seconds since it started
                for i, (ev, stamp) in enumerate(zip(result.events, stamps, strict=False))]
-    return Measurement(result, records, config, transform, step_label, config.batch_size)
+    return Measurement(result, records, config, transform, step_label)
 
 
 # --- decode pipelines ------------------------------------------------------------------------------------------
