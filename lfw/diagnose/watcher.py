@@ -1,13 +1,6 @@
-"""Is *my* training waiting for data? One line around the loader of the loop a user actually runs.
+"""Is *my* training waiting for data? ``for batch in watch(loader): ...`` around the loop a user actually runs.
 
-    from lfw.diagnose import watch
-
-    w = watch(loader)              # the only change to the training script
-    for images, labels in w:       # each pass over ``w`` is an epoch of ``loader``
-        ...                        # the user's step, unchanged
-    w.summary()                    # {"data_bound_share": 0.62, "steps": 120, "wait_ms_p50": ..., ...}
-
-Contract (docs/diagnose.md, "Your own training loop"):
+Contract (docs/diagnose.md, "Your own training loop", with an example):
 
 - iterating a :class:`Watch` iterates the loader and yields exactly its batches (same objects, same order);
 - per step it records the wait in ``next()``, the step (the loop body) and its own bookkeeping, on the host clock
