@@ -21,6 +21,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -137,29 +138,6 @@ class MarkedFetch:
         return fetch_started(self.dataset, indices, functools.partial(own, self.dataset) if callable(own) else None)
 
 
-@dataclass
-class Instrumented:
-    """What :func:`instrument` changed on a loader (nothing when ``reason`` says why not)."""
-
-    loader: DataLoader
-    reason: str = ""  # empty: instrumented
-    collate: Callable[[list[Any]], Any] | None = None
-    had_attr: bool = False
-    saved_attr: Any = None
-
-    def restore(self) -> None:
-        """Put the loader's collate and the dataset's attributes back as they were (idempotent)."""
-        if self.collate is None:  # not instrumented, or restored already
-            return
-        self.loader.collate_fn = self.collate
-        dataset = self.loader.dataset
-        if self.had_attr:
-            setattr(dataset, _ATTR, self.saved_attr)
-        else:
-            vars(dataset).pop(_ATTR, None)
-        self.collate = None
-
-
 def why_not(loader: DataLoader) -> str:
     """Why this loader's loads cannot be stamped; empty when they can."""
     dataset = loader.dataset
@@ -174,24 +152,27 @@ def why_not(loader: DataLoader) -> str:
     return ""
 
 
-def instrument(loader: DataLoader, enabled: bool = True) -> Instrumented:
-    """Stamp every batch ``loader`` makes from now until :meth:`Instrumented.restore`, without rebuilding it.
+def instrument(loader: DataLoader, undo: ExitStack, enabled: bool = True) -> str:
+    """Stamp every batch ``loader`` makes until ``undo`` closes (which puts the loader's collate and the dataset's
+    attributes back as they were), without rebuilding it; returns why not (:func:`why_not`), empty when it does.
 
     The dataset gets an instance ``__getitems__`` (:class:`MarkedFetch`, looked up by PyTorch's map fetcher at
     every batch, in whichever process loads) and ``loader.collate_fn`` wraps the user's batch in a
     :class:`~lfw.diagnose.events.Stamped`, which survives the worker queue and the pin-memory thread. Both are
-    read when an iterator is made, so this must come before ``iter(loader)``. What cannot be stamped is said
-    (:func:`why_not`), not guessed.
+    read when an iterator is made, so this must come before ``iter(loader)``.
     """
     reason = "instrumentation off" if not enabled else why_not(loader)
     if reason:
-        return Instrumented(loader, reason)
+        return reason
     dataset = loader.dataset
-    done = Instrumented(loader, collate=loader.collate_fn, had_attr=_ATTR in vars(dataset),
-                        saved_attr=vars(dataset).get(_ATTR))
+    undo.callback(setattr, loader, "collate_fn", loader.collate_fn)
+    if _ATTR in vars(dataset):
+        undo.callback(setattr, dataset, _ATTR, vars(dataset)[_ATTR])
+    else:
+        undo.callback(vars(dataset).pop, _ATTR, None)
     setattr(dataset, _ATTR, MarkedFetch(dataset))
     loader.collate_fn = TimedCollate(loader.collate_fn, Stamped)  # the user's collate, then a Stamped
-    return done
+    return ""
 
 
 @dataclass
@@ -250,8 +231,9 @@ class Watch(Generic[T]):
             self._events = EventClock(self.make_event)
         events = self._events if mode == EVENTS else None
         sync = mode == SYNC
-        patch = instrument(self.loader, self.instrument) if isinstance(self.loader, DataLoader) else None
-        self.instrumented = patch.reason if patch is not None else "not a DataLoader"
+        undo = ExitStack()
+        self.instrumented = (instrument(self.loader, undo, self.instrument) if isinstance(self.loader, DataLoader)
+                             else "not a DataLoader")
         clock = time.perf_counter
         k = len(log.ask)
         log.epoch_starts.append(k)
@@ -296,8 +278,7 @@ class Watch(Generic[T]):
                 log.end.append(clock())
                 if events is not None:
                     events.asked(len(log.end) - 1)
-            if patch is not None:
-                patch.restore()
+            undo.close()
             if (ended or closed) and not self.quiet and log.ask:
                 print(self.verdict(), file=sys.stderr, flush=True)
 
