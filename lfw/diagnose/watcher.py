@@ -25,7 +25,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
 
 import torch
 from torch.utils.data import DataLoader, IterableDataset
@@ -40,7 +40,7 @@ from lfw.results import write_run
 T = TypeVar("T")
 
 CudaMode = Literal["auto", "events", "sync", "off"]
-CUDA_MODES: tuple[str, ...] = ("auto", "events", "sync", "off")
+CUDA_MODES: tuple[str, ...] = get_args(CudaMode)
 HOST, EVENTS, SYNC = "host clock", "CUDA events", "CUDA synchronize"
 DRAIN_EVERY = 64  # steps between non-blocking read-backs of finished events
 
