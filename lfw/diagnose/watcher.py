@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import sys
 import time
-import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
@@ -212,13 +211,10 @@ class Watch(Generic[T]):
         self.instrumented = ""  # why not, once an epoch has started; "" while instrumented
         self._log = _Log()
         self._events: EventClock | None = None
-        self._open: weakref.ref[Any] | None = None
         self.make_event: Callable[[], Event] = cuda_event  # replaceable: tests attribute with fake events
 
     def __iter__(self) -> Iterator[T]:
-        gen = self._epoch()
-        self._open = weakref.ref(gen)
-        return gen
+        return self._epoch()
 
     def __len__(self) -> int:
         return len(self.loader)
