@@ -8,6 +8,7 @@ measured check: docs/diagnose.md, "How many accelerators a pipeline feeds".
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -127,12 +128,10 @@ def fed(feed: Feed, step_s: float, *, target: float = AU_TARGET, batches: int = 
     """The largest N whose simulated AU (:func:`simulated_au`) is at least ``target``; 0 when even one
     accelerator falls below it. The search starts at the closed form and walks down, then up, one N at a time."""
     _check_step(step_s, target)
-    known: dict[int, float] = {}
 
+    @functools.cache
     def au(n: int) -> float:
-        if n not in known:
-            known[n] = simulated_au(feed, step_s, n, batches, seeds)
-        return known[n]
+        return simulated_au(feed, step_s, n, batches, seeds)
 
     n = max(closed_form_fed(feed, step_s, target), 1)
     while n > 0 and au(n) < target:
