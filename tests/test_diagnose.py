@@ -147,7 +147,7 @@ def _fake(model: PipelineModel, transform: str = "none", batches: int = 40) -> M
                         waits_s=[r.wait for r in records[1:]], steps_s=[r.step_end - r.step_start for r in records],
                         events=events)
     return Measurement(result, records, LoaderConfig(batch_size=8, num_workers=model.workers), transform,
-                       "sleep", 8)
+                       "sleep")
 
 
 @pytest.mark.parametrize(("model", "cores", "verdict", "advice"), [

@@ -19,7 +19,7 @@ def _measured(step_ends: list[float], batch: int = 8) -> Measurement:
     events = [(0.0, end - 0.001, end - 0.001, end) for end in step_ends]
     result = PassResult(images=batch * len(step_ends), batches=len(step_ends), wall_s=step_ends[-1], ttfb_s=0.0,
                         waits_s=[0.0] * len(step_ends), steps_s=[0.001] * len(step_ends), events=events)
-    return Measurement(result, [], LoaderConfig(batch_size=batch), "none", "sleep", batch)
+    return Measurement(result, [], LoaderConfig(batch_size=batch), "none", "sleep")
 
 
 def _point(workers: int, steps_per_s: float, loader_batches_per_s: float) -> SweepPoint:

@@ -41,10 +41,8 @@ from lfw.measure import LoaderConfig
 from lfw.measure.resources import usable_cores
 
 DEFAULT_OUT = Path("reports/diagnose")
-DEFAULT_STEP_MS = 100.0
-DEFAULT_BATCH_SIZE = 64
-DEFAULT_PREFETCH = 2
-DEFAULT_TRANSFORM = "none"
+DEFAULTS = {"workers": DEFAULT_WORKERS, "batch_size": 64, "prefetch_factor": 2, "transform": "none",
+            "step_ms": 100.0}  # of the flags left unset (:func:`_defaults`)
 DESCRIPTION = "Is training data-bound? Measure the wait for data, predict it with a simulator, draw the timeline."
 EXAMPLES = """examples:
   python -m lfw.diagnose --workers 2 --step-ms 50          # emulated 50 ms step (a sleep)
@@ -62,17 +60,17 @@ def build_parser() -> argparse.ArgumentParser:
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--simulate", action="store_true", help="run the simulator only (needs --load-ms)")
     p.add_argument("--workers", type=int, default=None,
-                   help=f"DataLoader workers / simulated loaders (default {DEFAULT_WORKERS}; a --pipeline case "
+                   help=f"DataLoader workers / simulated loaders (default {DEFAULTS['workers']}; a --pipeline case "
                         "runs its own)")
     p.add_argument("--step-ms", type=float, default=None,
-                   help=f"step time in ms: a sleep when measuring (default {DEFAULT_STEP_MS:g})")
+                   help=f"step time in ms: a sleep when measuring (default {DEFAULTS['step_ms']:g})")
     p.add_argument("--model", default=None, help=f"a real training step instead of a sleep: {', '.join(MODELS)}")
     p.add_argument("--prefetch-factor", type=int, default=None,
-                   help=f"batches per worker in flight (default {DEFAULT_PREFETCH})")
+                   help=f"batches per worker in flight (default {DEFAULTS['prefetch_factor']})")
     m = p.add_argument_group("measuring")
     m.add_argument("--path", default=None, help="LFW folder (default: $LFW_ROOT, else a cached synthetic tree)")
-    m.add_argument("--batch-size", type=int, default=None, help=f"images per batch (default {DEFAULT_BATCH_SIZE})")
-    m.add_argument("--transform", default=None, help=f"preset: {', '.join(PRESETS)} (default {DEFAULT_TRANSFORM})")
+    m.add_argument("--batch-size", type=int, default=None, help=f"images per batch (default {DEFAULTS['batch_size']})")
+    m.add_argument("--transform", default=None, help=f"preset: {', '.join(PRESETS)} (default {DEFAULTS['transform']})")
     m.add_argument("--pipeline", default=None, metavar="ID",
                    help=f"a decode pipeline instead of a preset: a decoders case id (simplejpeg-w2, pil-w0, ...) "
                         f"or a spec key=value,... ({SPEC_EXAMPLE}; --workers sets its workers)")
@@ -162,8 +160,6 @@ def _check(args: argparse.Namespace) -> None:
         args.sweep_counts = parse_counts(args.sweep_workers)
 
 
-DEFAULTS = {"workers": DEFAULT_WORKERS, "batch_size": DEFAULT_BATCH_SIZE, "prefetch_factor": DEFAULT_PREFETCH,
-            "transform": DEFAULT_TRANSFORM, "step_ms": DEFAULT_STEP_MS}
 PIPELINE_OWN = ("workers", "batch_size", "prefetch_factor")  # a --pipeline case's own where not given
 
 
@@ -314,7 +310,7 @@ def run_measurement(args: argparse.Namespace) -> int:
 
 def _report(m: Measurement, d: Diagnosis, where: str, reads: str) -> None:
     r, model = m.result, d.model
-    print(f"diagnose   : {r.batches} batches of {m.batch_size}, {reads}, "
+    print(f"diagnose   : {r.batches} batches of {m.config.batch_size}, {reads}, "
           f"{workers_text(m.config.num_workers)}, step {m.step_label}; {where}")
     print(f"measured   : {d.measured_batches_per_s:.2f} batches/s, data wait {d.data_wait_fraction:.1%} of the "
           f"pass, accelerator utilization {d.accelerator_utilization:.1%} (first step excluded), "

@@ -8,11 +8,12 @@ measured check: docs/diagnose.md, "How many accelerators a pipeline feeds".
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lfw.diagnose.simulator import SEEDS, PipelineModel, seed_mean
+from lfw.diagnose.simulator import SEEDS, PipelineModel, check_loader, seed_mean
 from lfw.errors import LFWError
 from lfw.results import Case, Run
 from lfw.results import keys as K
@@ -45,12 +46,9 @@ class Feed:
     def __post_init__(self) -> None:
         if not (math.isfinite(self.rate) and self.rate > 0):
             raise LFWError(f"the measured rate must be a positive number of images/s, got {self.rate:g}")
-        if self.workers < 0:
-            raise LFWError(f"workers must be 0 (load in the main loop) or more, got {self.workers}")
+        check_loader(self.workers, self.prefetch_factor)
         if self.batch < 1:
             raise LFWError(f"batch size must be a positive integer, got {self.batch}")
-        if self.prefetch_factor < 1:
-            raise LFWError(f"prefetch_factor must be a positive integer, got {self.prefetch_factor}")
         for value, what in ((self.handover_s, "the hand-over time must be 0 or more seconds"),
                             (self.load_cv, "the load-time variation must be 0 or more"),
                             (self.busy_handover_s, "the busy hand-over must be 0 or more seconds")):
@@ -130,12 +128,10 @@ def fed(feed: Feed, step_s: float, *, target: float = AU_TARGET, batches: int = 
     """The largest N whose simulated AU (:func:`simulated_au`) is at least ``target``; 0 when even one
     accelerator falls below it. The search starts at the closed form and walks down, then up, one N at a time."""
     _check_step(step_s, target)
-    known: dict[int, float] = {}
 
+    @functools.cache
     def au(n: int) -> float:
-        if n not in known:
-            known[n] = simulated_au(feed, step_s, n, batches, seeds)
-        return known[n]
+        return simulated_au(feed, step_s, n, batches, seeds)
 
     n = max(closed_form_fed(feed, step_s, target), 1)
     while n > 0 and au(n) < target:

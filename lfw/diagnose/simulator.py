@@ -33,6 +33,14 @@ DISTRIBUTIONS = ("lognormal", "gamma")
 SEEDS = 5  # simulations averaged when load times vary (seed_mean)
 
 
+def check_loader(workers: int, prefetch_factor: int) -> None:
+    """One-line errors for a negative worker count or a prefetch factor under 1."""
+    if workers < 0:
+        raise LFWError(f"workers must be 0 (load in the main loop) or more, got {workers}")
+    if prefetch_factor < 1:
+        raise LFWError(f"prefetch_factor must be a positive integer, got {prefetch_factor}")
+
+
 @dataclass(frozen=True)
 class PipelineModel:
     """What the simulator needs to know about a loader and a training loop. Times in seconds."""
@@ -51,14 +59,11 @@ class PipelineModel:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.workers < 0:
-            raise LFWError(f"workers must be 0 (load in the main loop) or more, got {self.workers}")
+        check_loader(self.workers, self.prefetch_factor)
         if not self.load_s > 0:
             raise LFWError(f"load time must be positive, got {self.load_s * 1e3:g} ms")
         if self.step_s < 0:
             raise LFWError(f"step time must be 0 or more, got {self.step_s * 1e3:g} ms")
-        if self.prefetch_factor < 1:
-            raise LFWError(f"prefetch_factor must be a positive integer, got {self.prefetch_factor}")
         if self.transfer_s < 0 or self.load_cv < 0 or self.desync_s < 0 or self.startup_s < 0:
             raise LFWError("transfer time, load variation, desynchronization and start-up must be 0 or more")
         check_choice("load-time distribution", self.distribution, DISTRIBUTIONS)

@@ -131,15 +131,6 @@ def _t_max(panels: Sequence[Panel]) -> float:
     return max(ends, default=1.0) * 1.02
 
 
-def _figure(panels: Sequence[Panel]) -> tuple[Figure, np.ndarray]:
-    rows = max(len(_rows(p)) for p in panels)
-    heights = [max(1.2, 0.35 * rows), 1.1, 0.6]
-    fig = Figure(figsize=(7 * len(panels), sum(heights) + 1.8))
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(3, len(panels), squeeze=False, gridspec_kw={"height_ratios": heights}, sharex=True)
-    return fig, axes
-
-
 def _draw(fig: Figure, axes: np.ndarray, panels: Sequence[Panel], title: str, until: float,
           t_max: float) -> None:
     """Draw every panel up to ``until`` (``t_max`` for the whole run; unfinished intervals end there)."""
@@ -162,7 +153,10 @@ def _laid_out(panels: Sequence[Panel], out: str | Path, title: str) -> tuple[Pat
     """The output path (its folder made), and the figure with the whole run drawn and laid out once."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig, axes = _figure(panels)
+    heights = [max(1.2, 0.35 * max(len(_rows(p)) for p in panels)), 1.1, 0.6]
+    fig = Figure(figsize=(7 * len(panels), sum(heights) + 1.8))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(3, len(panels), squeeze=False, gridspec_kw={"height_ratios": heights}, sharex=True)
     t_max = _t_max(panels)
     _draw(fig, axes, panels, title, t_max, t_max)
     fig.tight_layout(rect=(0, LEGEND_SPACE, 1, 1))

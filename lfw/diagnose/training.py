@@ -34,27 +34,16 @@ if TYPE_CHECKING:
 MODELS = ("cnn",)
 
 
-class SmallCNN(nn.Module):
-    """A deliberately small image classifier standing in for a real CPU step: two strided convolutions, global
-    pooling, a linear head."""
-
-    def __init__(self, classes: int) -> None:
-        super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(3, 16, kernel_size=5, stride=4, padding=2), nn.ReLU(),
-            nn.Conv2d(16, 32, kernel_size=3, stride=2, padding=1), nn.ReLU(),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-        )
-        self.head = nn.Linear(32, classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x))
-
-
 def cnn_step(classes: int, device: torch.device) -> Callable[[Any], None]:
-    """Forward, cross-entropy, backward and an SGD update of :class:`SmallCNN` on ``device`` (uint8 batches made
-    float inside the step); on CUDA synchronized before it returns."""
-    model = SmallCNN(max(classes, 2)).to(device)
+    """Forward, cross-entropy, backward and an SGD update of a deliberately small image classifier (two strided
+    convolutions, global pooling, a linear head) on ``device`` (uint8 batches made float inside the step); on CUDA
+    synchronized before it returns."""
+    outputs = max(classes, 2)
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, kernel_size=5, stride=4, padding=2), nn.ReLU(),
+        nn.Conv2d(16, 32, kernel_size=3, stride=2, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, outputs),
+    ).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
 
@@ -63,7 +52,7 @@ def cnn_step(classes: int, device: torch.device) -> Callable[[Any], None]:
         if not images.is_floating_point():
             images = images.float().div_(255)
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(images), labels.long() % model.head.out_features)
+        loss = loss_fn(model(images), labels.long() % outputs)
         loss.backward()
         optimizer.step()
         if device.type == "cuda":
@@ -114,21 +103,6 @@ def step_from(spec: str) -> Callable[[Any], None]:
         raise _renamed(exc, "--step", step=True) from None
 
 
-class _Recorder:
-    """The step LoaderPass calls: takes the stamp off the batch, notes the time, runs the real step."""
-
-    def __init__(self, step: Callable[[Any], None], bar: tqdm) -> None:
-        self.step = step
-        self.bar = bar
-        self.stamps: list[LoadStamp | None] = []
-
-    def __call__(self, batch: Any) -> None:
-        batch, stamp = split_stamp(batch)
-        self.stamps.append(stamp)
-        self.step(batch)
-        self.bar.update(1)
-
-
 @dataclass
 class Measurement:
     """One measured training pass and the per-batch timeline reconstructed from it."""
@@ -138,7 +112,6 @@ class Measurement:
     config: LoaderConfig
     transform: str
     step_label: str
-    batch_size: int
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -181,8 +154,15 @@ def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step:
     loader = config.build(timed, collate_fn=collate)
     total = min(batches, len(loader))
     desc = f"training {step_label or 'loop'} with {config.num_workers} workers"
+    stamps: list[LoadStamp | None] = []
     with tqdm(total=total, unit="batch", desc=desc, disable=not progress, leave=False) as bar:
-        recorder = _Recorder(step, bar)
+
+        def recorder(batch: Any) -> None:  # takes the stamp off the batch, then runs the real step
+            batch, stamp = split_stamp(batch)
+            stamps.append(stamp)
+            step(batch)
+            bar.update(1)
+
         if warmup:
             warm = LoaderPass(loader, batches, memory_interval_s=None)
             warm.run()
@@ -191,8 +171,8 @@ def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step:
             result = runner.run()
             runner.close(stop_workers=True)  # persistent workers too: one pass, and none left to a later one
     records = [BatchRecord.stamped(i, stamp, result.t0, ev)  # on the pass's clock: seconds since it started
-               for i, (ev, stamp) in enumerate(zip(result.events, recorder.stamps, strict=False))]
-    return Measurement(result, records, config, transform, step_label, config.batch_size)
+               for i, (ev, stamp) in enumerate(zip(result.events, stamps, strict=False))]
+    return Measurement(result, records, config, transform, step_label)
 
 
 # --- decode pipelines ------------------------------------------------------------------------------------------
@@ -268,8 +248,7 @@ def pipeline_setup(text: str, *, workers: int | None = None, batch_size: int | N
         what = f"{text!r} is a {other} case, not a decode pipeline" if other else f"unknown pipeline {text!r}"
         raise LFWError(f"{what}; give a decoders case ({', '.join(group.ids)}) or a spec such as {SPEC_EXAMPLE}")
     case = group.case(text)
-    if case.pipeline is None:
-        raise LFWError(f"decoders case {text!r} has no pipeline")
+    assert case.pipeline is not None  # every decoders case reads through one
     if workers is not None and workers != case.config.num_workers:
         raise LFWError(f"--workers {workers} contradicts case {text}, which runs {case.config.num_workers}; give "
                        f"its pipeline as a spec to choose the workers: --pipeline {spec_of(case.pipeline)} "

@@ -150,7 +150,7 @@ def advise(s: dict[str, Any], context: dict[str, Any]) -> list[str]:
 
 
 def suite_figures(run: str | Path | None) -> str:
-    """``; the suite measured simplejpeg-w2 at 3,694 images/s, ...`` from a saved run's decoders group, or ``""``.
+    """``; the suite's decoders group (<path>) measured images/s: <case> <rate>, ...`` from a saved run, or ``""``.
 
     ``"auto"``: the newest run under ``.benchmarks``, else ``benchmarks/baselines/cpu-2core.json``: the first that
     exists here and has a decoders case. A run that cannot be read gives ``""`` (advice without figures).

@@ -1,13 +1,6 @@
-"""Is *my* training waiting for data? One line around the loader of the loop a user actually runs.
+"""Is *my* training waiting for data? ``for batch in watch(loader): ...`` around the loop a user actually runs.
 
-    from lfw.diagnose import watch
-
-    w = watch(loader)              # the only change to the training script
-    for images, labels in w:       # each pass over ``w`` is an epoch of ``loader``
-        ...                        # the user's step, unchanged
-    w.summary()                    # {"data_bound_share": 0.62, "steps": 120, "wait_ms_p50": ..., ...}
-
-Contract (docs/diagnose.md, "Your own training loop"):
+Contract (docs/diagnose.md, "Your own training loop", with an example):
 
 - iterating a :class:`Watch` iterates the loader and yields exactly its batches (same objects, same order);
 - per step it records the wait in ``next()``, the step (the loop body) and its own bookkeeping, on the host clock
@@ -25,13 +18,13 @@ from __future__ import annotations
 import functools
 import sys
 import time
-import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
 
 import torch
 from torch.utils.data import DataLoader, IterableDataset
@@ -46,7 +39,7 @@ from lfw.results import write_run
 T = TypeVar("T")
 
 CudaMode = Literal["auto", "events", "sync", "off"]
-CUDA_MODES: tuple[str, ...] = ("auto", "events", "sync", "off")
+CUDA_MODES: tuple[str, ...] = get_args(CudaMode)
 HOST, EVENTS, SYNC = "host clock", "CUDA events", "CUDA synchronize"
 DRAIN_EVERY = 64  # steps between non-blocking read-backs of finished events
 
@@ -72,8 +65,7 @@ def resolve_mode(cuda: str) -> str:
     return EVENTS if cuda == "events" else SYNC
 
 
-def cuda_event() -> Event:
-    return torch.cuda.Event(enable_timing=True)
+cuda_event: Callable[[], Event] = functools.partial(torch.cuda.Event, enable_timing=True)
 
 
 class EventClock:
@@ -144,29 +136,6 @@ class MarkedFetch:
         return fetch_started(self.dataset, indices, functools.partial(own, self.dataset) if callable(own) else None)
 
 
-@dataclass
-class Instrumented:
-    """What :func:`instrument` changed on a loader (nothing when ``reason`` says why not)."""
-
-    loader: DataLoader
-    reason: str = ""  # empty: instrumented
-    collate: Callable[[list[Any]], Any] | None = None
-    had_attr: bool = False
-    saved_attr: Any = None
-
-    def restore(self) -> None:
-        """Put the loader's collate and the dataset's attributes back as they were (idempotent)."""
-        if self.collate is None:  # not instrumented, or restored already
-            return
-        self.loader.collate_fn = self.collate
-        dataset = self.loader.dataset
-        if self.had_attr:
-            setattr(dataset, _ATTR, self.saved_attr)
-        else:
-            vars(dataset).pop(_ATTR, None)
-        self.collate = None
-
-
 def why_not(loader: DataLoader) -> str:
     """Why this loader's loads cannot be stamped; empty when they can."""
     dataset = loader.dataset
@@ -181,24 +150,27 @@ def why_not(loader: DataLoader) -> str:
     return ""
 
 
-def instrument(loader: DataLoader, enabled: bool = True) -> Instrumented:
-    """Stamp every batch ``loader`` makes from now until :meth:`Instrumented.restore`, without rebuilding it.
+def instrument(loader: DataLoader, undo: ExitStack, enabled: bool = True) -> str:
+    """Stamp every batch ``loader`` makes until ``undo`` closes (which puts the loader's collate and the dataset's
+    attributes back as they were), without rebuilding it; returns why not (:func:`why_not`), empty when it does.
 
     The dataset gets an instance ``__getitems__`` (:class:`MarkedFetch`, looked up by PyTorch's map fetcher at
     every batch, in whichever process loads) and ``loader.collate_fn`` wraps the user's batch in a
     :class:`~lfw.diagnose.events.Stamped`, which survives the worker queue and the pin-memory thread. Both are
-    read when an iterator is made, so this must come before ``iter(loader)``. What cannot be stamped is said
-    (:func:`why_not`), not guessed.
+    read when an iterator is made, so this must come before ``iter(loader)``.
     """
     reason = "instrumentation off" if not enabled else why_not(loader)
     if reason:
-        return Instrumented(loader, reason)
+        return reason
     dataset = loader.dataset
-    done = Instrumented(loader, collate=loader.collate_fn, had_attr=_ATTR in vars(dataset),
-                        saved_attr=vars(dataset).get(_ATTR))
+    undo.callback(setattr, loader, "collate_fn", loader.collate_fn)
+    if _ATTR in vars(dataset):
+        undo.callback(setattr, dataset, _ATTR, vars(dataset)[_ATTR])
+    else:
+        undo.callback(vars(dataset).pop, _ATTR, None)
     setattr(dataset, _ATTR, MarkedFetch(dataset))
     loader.collate_fn = TimedCollate(loader.collate_fn, Stamped)  # the user's collate, then a Stamped
-    return done
+    return ""
 
 
 @dataclass
@@ -238,13 +210,10 @@ class Watch(Generic[T]):
         self.instrumented = ""  # why not, once an epoch has started; "" while instrumented
         self._log = _Log()
         self._events: EventClock | None = None
-        self._open: weakref.ref[Any] | None = None
         self.make_event: Callable[[], Event] = cuda_event  # replaceable: tests attribute with fake events
 
     def __iter__(self) -> Iterator[T]:
-        gen = self._epoch()
-        self._open = weakref.ref(gen)
-        return gen
+        return self._epoch()
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -257,8 +226,9 @@ class Watch(Generic[T]):
             self._events = EventClock(self.make_event)
         events = self._events if mode == EVENTS else None
         sync = mode == SYNC
-        patch = instrument(self.loader, self.instrument) if isinstance(self.loader, DataLoader) else None
-        self.instrumented = patch.reason if patch is not None else "not a DataLoader"
+        undo = ExitStack()
+        self.instrumented = (instrument(self.loader, undo, self.instrument) if isinstance(self.loader, DataLoader)
+                             else "not a DataLoader")
         clock = time.perf_counter
         k = len(log.ask)
         log.epoch_starts.append(k)
@@ -303,8 +273,7 @@ class Watch(Generic[T]):
                 log.end.append(clock())
                 if events is not None:
                     events.asked(len(log.end) - 1)
-            if patch is not None:
-                patch.restore()
+            undo.close()
             if (ended or closed) and not self.quiet and log.ask:
                 print(self.verdict(), file=sys.stderr, flush=True)
 
