@@ -248,7 +248,8 @@ def pipeline_setup(text: str, *, workers: int | None = None, batch_size: int | N
         what = f"{text!r} is a {other} case, not a decode pipeline" if other else f"unknown pipeline {text!r}"
         raise LFWError(f"{what}; give a decoders case ({', '.join(group.ids)}) or a spec such as {SPEC_EXAMPLE}")
     case = group.case(text)
-    assert case.pipeline is not None  # every decoders case reads through one
+    if case.pipeline is None:
+        raise LFWError(f"decoders case {text!r} has no pipeline")
     if workers is not None and workers != case.config.num_workers:
         raise LFWError(f"--workers {workers} contradicts case {text}, which runs {case.config.num_workers}; give "
                        f"its pipeline as a spec to choose the workers: --pipeline {spec_of(case.pipeline)} "
