@@ -290,6 +290,11 @@ SKIPPED_IMAGE_FILES = "skipped_image_files"
 # What decides an instruction count (the software the counted pass runs, and valgrind's emulated CPU), not the
 # host's CPU model: the cost layer is compared wherever these match (:mod:`lfw.gate.compare`).
 COUNTED_STACK = ("valgrind", "python", "torch", "torchvision", "pillow", "jpeg_library", "simplejpeg", "numpy")
+# Runs that differ in one of these ran on different machines: wall-clock figures other than efficiency do not port.
+MACHINE_IDENTITY = ("runner_class", "cpu_model", USABLE_CORES)
+# What changes the numbers: the gate names each that differs between two runs (lfw.gate.compare).
+MACHINE_COMPARED = (*MACHINE_IDENTITY, "torch", "pillow", "jpeg_library", "dataset_kind", "dataset_files",
+                    "bench_profile", CACHE_MODE, VALGRIND)
 
 # Keys older saved runs hold that nothing writes now (their knobs are read from params: lfw.results.knobs).
 RETIRED = frozenset(("gc_frozen", "map_method", "map_decoder"))
