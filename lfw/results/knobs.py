@@ -60,10 +60,7 @@ DECODER = Knob(K.DECODER, "image decoder", str)
 RANK = Knob(K.RANK, "rank (an int, or 'total': the ranks together)", object)
 WORLD_SIZE = Knob(K.WORLD_SIZE, "ranks", int)
 
-KNOBS: tuple[Knob[Any], ...] = (
-    BATCH_SIZE, NUM_WORKERS, PIN_MEMORY, PERSISTENT_WORKERS, PREFETCH_FACTOR, START_METHOD, SHUFFLE, DROP_LAST, SEED,
-    TIMEOUT_S, TRANSFORM, INDEX, STEP_MS, SAMPLING, PIPELINE, STRATEGY, LATENCY_MS, PEER, CASE, LAYOUT, FREEZE,
-    ENTRIES, METHOD, DECODER, RANK, WORLD_SIZE)
+KNOBS: tuple[Knob[Any], ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Knob))  # as declared
 BY_KEY: dict[str, Knob[Any]] = {k.key: k for k in KNOBS}
 
 
