@@ -1,10 +1,8 @@
 """Plain-text rendering of the gate's verdicts: what CI logs show and what a reviewer reads.
 
-Two-file rows name the case, the metric, both medians, the change and the minimum effect it was judged
-against. A/B rows give both sides' medians, the ratio current/base with its interval over process pairs, the
-Holm-adjusted p-value and the verdict, so a reader can tell a measured slowdown from a noisy run. Both are built
-from the :class:`~lfw.gate.verdict.Verdict`'s rows by :func:`comparison_rows`, which the Markdown page
-(:mod:`lfw.gate.summary`) and the report's HTML use too.
+Two-file rows: the case, the metric, both medians, the change and the minimum effect; A/B rows add the ratio's
+interval over process pairs and Holm's p. Both come from the :class:`~lfw.gate.verdict.Verdict`'s rows by
+:func:`comparison_rows`, which the Markdown page (:mod:`lfw.gate.summary`) and the report's HTML use too.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The one model of saved results: pytest-benchmark JSON, read and checked in one place, used by every tool.
 
-The gate, the report and the A/B runner all read the same files, so they read them through this module
-(pyperf's rule: a second parser of the same file drifts). A file is usable only if it is a pytest-benchmark run
-whose every case kept its rounds (``stats.data``, written by ``--benchmark-save-data`` or ``--benchmark-json``):
-without them there are no error bars and no noise to judge against, so such a file is refused in one line
-naming the fix, never silently downgraded. A case's ``extra_info`` is a :class:`~lfw.results.record.CaseRecord`:
+A file is usable only if it is a pytest-benchmark run whose every case kept its rounds (``stats.data``, written
+by ``--benchmark-save-data`` or ``--benchmark-json``); any other is refused in one line naming the fix, never
+silently downgraded. A case's ``extra_info`` is a :class:`~lfw.results.record.CaseRecord`:
 one without ``schema_version`` (the committed baselines) is version 0 and reads the same; one newer than this
 code is refused in one line naming the version it needs.
 
