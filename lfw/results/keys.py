@@ -140,9 +140,8 @@ MEMORY_START_MARKS = metric("memory_start_marks", "start marks the sampler took"
 SAMPLER_CPU_S = metric("sampler_cpu_s", "memory sampler's CPU", unit="s", digits=4)
 SAMPLER_CPU_FRACTION = metric("sampler_cpu_fraction", "memory sampler's share of the CPU")
 TIMELINE = metric("timeline", "memory timeline")
-# What the pass adds, apart from the host process it runs in (docs/gating.md, "Memory"): the tree's PSS peak over the
-# tree before the pass, and the /dev/shm the pass used at its peak over the /dev/shm used before it (the batches in
-# flight between the workers and the main process; machine-wide, so read where nothing else runs).
+# What the pass adds, over before it, apart from its host process (docs/gating.md, "2. Memory"); /dev/shm is
+# machine-wide, so read where nothing else runs.
 PSS_PEAK_ADDED_MIB = metric("pss_peak_added_mib", "tree PSS peak added by the pass", **MIB, better="lower")
 SHM_PEAK_ADDED_MIB = metric("shm_peak_added_mib", "/dev/shm peak added by the pass", **MIB, better="lower")
 # The host: the main process alone before the pass (its imports, its libraries, the dataset it built).

@@ -69,9 +69,8 @@ def saved_form(params: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[di
 
     The knobs leave the record for ``params``: those it names, and those of its LoaderConfig dict (``config``,
     kept for its other settings only); every knob of :data:`KNOBS` is in ``params``, None where the case has none.
-    The record's value replaces the one ``params`` held (the params a case starts with are derived from its loader's
-    arguments; the record says what it measured, e.g. the index-only dataset of a case built with the ``none``
-    preset's arguments). Keys of ``params`` that are not knobs are kept: :func:`unknown_params` finds them.
+    The record's value replaces the one ``params`` held (the record says what ran). Keys of ``params`` that are not
+    knobs are kept: :func:`unknown_params` finds them.
     """
     extra = dict(record)
     found = {k: extra.pop(k) for k in list(extra) if k in BY_KEY}

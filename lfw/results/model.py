@@ -39,11 +39,8 @@ def short_name(fullname: str) -> str:
 
 
 def case_key(group: str | None, name: str) -> str:
-    """What identifies a case across runs: its group and test id (``workers-transform/workers2-none``).
-
-    Not its file: a benchmark moved to another file is the same case. Both the writer of a run's selection
-    (the pytest plugin) and every reader (the gate, the report) build keys with this function.
-    """
+    """What identifies a case across runs, whatever its file: its group and test id
+    (``workers-transform/workers2-none``); the one spelling of a run's selection and of every reader."""
     match = re.search(r"\[(.*)\]$", name)
     return f"{group or '-'}/{match.group(1) if match else name}"
 
@@ -337,11 +334,8 @@ def load_run(path: str | Path) -> Run:
 
 
 def latest_run(storage: str | Path = ".benchmarks") -> Path:
-    """The newest autosaved run (``NNNN_*.json``) anywhere under ``storage``, by modification time.
-
-    pytest-benchmark numbers runs per machine folder, so numbers from two folders do not compare; the
-    modification time does, with the number breaking ties.
-    """
+    """The newest autosaved run (``NNNN_*.json``) anywhere under ``storage``: by modification time (run numbers
+    count per machine folder), then name."""
     storage = Path(storage)
     found = [p for p in storage.rglob("*.json") if AUTOSAVE_NAME.match(p.name)] if storage.is_dir() else []
     if not found:
