@@ -49,10 +49,8 @@ def thresholds_line(th: Thresholds) -> str:
             f"and {th.wait_ratio:.0%}")
 
 
-def machine_diff_text(report: GateReport) -> str | None:
-    """The machine_info keys that matter and differ, ``key (baseline -> current)``; None when none do."""
-    if not report.machine_diffs:
-        return None
+def machine_diff_text(report: GateReport) -> str:
+    """The machine_info keys that matter and differ, ``key (baseline -> current)``; empty when none do."""
     return ", ".join(f"{k} ({b!r} -> {c!r})" for k, (b, c) in report.machine_diffs.items())
 
 

@@ -123,7 +123,7 @@ def two_file_verdict(report: GateReport, baseline: Run, current: Run, th: Thresh
         tuple(case_verdicts([c.fullname for c in current.cases], rows, report.new_cases, missing)),
         tuple(CaseNote(m.case, m.why) for m in report.gaps), tuple(CaseNote(m.case, m.why) for m in report.narrowed),
         tuple(report.new_cases), two_file_layers(report), dict(report.unjudged), tuple(report.notes),
-        machine_diff_text(report) or "", GROUP, recommendation_rows(current))
+        machine_diff_text(report), GROUP, recommendation_rows(current))
 
 
 def ab_verdict(run: ABRun, base: Run | None, current: Run | None, th: Thresholds) -> Verdict:
