@@ -82,11 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("-k", dest="cases", default=None,
                     help=f"case ids, comma- or 'or'-separated (A/B default {', '.join(DEFAULT_CASES)}; --bisect "
                          "default: every cost preset)")
-    ab.add_argument("--min-pairs", type=int, default=plan.min_pairs, help=f"first look (default {plan.min_pairs})")
-    ab.add_argument("--max-pairs", type=int, default=plan.max_pairs,
-                    help=f"pair budget (default {plan.max_pairs})")
-    ab.add_argument("--look-every", type=int, default=plan.look_every,
-                    help=f"pairs between looks (default {plan.look_every})")
+    for name, what in (("min_pairs", "first look"), ("max_pairs", "pair budget"),
+                       ("look_every", "pairs between looks")):
+        ab.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(plan, name),
+                        help=f"{what} (default {getattr(plan, name)})")
     ab.add_argument("--bench-profile", default=plan.profile, help="pass lengths: smoke, quick (default), full")
     ab.add_argument("--seed", type=int, help="schedule seed (default: random, recorded in the output)")
     ab.add_argument("--no-counts", action="store_true",

@@ -93,10 +93,8 @@ def pass_servers(trees: dict[str, Path], base_label: str) -> dict[str, str]:
 
 def side_env(tree: Path) -> dict[str, str]:
     """This environment with ``PYTHONPATH`` set to ``tree`` alone (never the other checkout) and threads pinned."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(tree)
-    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
-    return env
+    return {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1"}
 
 
 def start_side(name: str, tree: Path, server: str, plan: ABPlan, root: Path, log: Path) -> Child:

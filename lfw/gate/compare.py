@@ -34,11 +34,6 @@ from lfw.gate.thresholds import Thresholds
 from lfw.results import Case, Run, pair_cases, short_name
 from lfw.results import keys as K
 
-# machine_info keys whose difference changes the numbers; the first two make the runs different machines.
-MACHINE_KEYS = ("runner_class", "cpu_model", "usable_cores", "torch", "pillow", "jpeg_library", "dataset_kind",
-                "dataset_files", "bench_profile", "cache_mode", "valgrind")
-# Across these, wall-clock figures other than efficiency do not port (time to first batch).
-PORTABILITY_KEYS = ("runner_class", "cpu_model", "usable_cores")
 EXIT_INCOMPLETE = 5  # the gate compared less than the baseline holds (a gap), or nothing at all
 Mode = Literal["auto", "absolute", "portable"]
 
@@ -127,14 +122,14 @@ def different_images(baseline: Run, current: Run) -> str | None:
 
 
 def machine_diffs(baseline: Run, current: Run) -> dict[str, tuple[Any, Any]]:
-    """The machine_info keys that matter and differ, with (baseline, current) values."""
+    """The machine_info keys of :data:`~lfw.results.keys.MACHINE_COMPARED` that differ: (baseline, current)."""
     b, c = baseline.machine, current.machine
-    return {k: (b.get(k), c.get(k)) for k in MACHINE_KEYS if b.get(k) != c.get(k)}
+    return {k: (b.get(k), c.get(k)) for k in K.MACHINE_COMPARED if b.get(k) != c.get(k)}
 
 
 def choose_metrics(diffs: Mapping[str, tuple[Any, Any]], mode: Mode) -> tuple[bool, tuple[Metric, ...], str]:
     """(portable?, metrics, what is compared and why); the cost layer apart (:func:`cost_layer_reason`)."""
-    crossed = [k for k in PORTABILITY_KEYS if k in diffs]
+    crossed = [k for k in K.MACHINE_IDENTITY if k in diffs]
     portable = mode == "portable" or (mode == "auto" and bool(crossed))
     if not portable:
         why = "forced by --mode absolute" if crossed else "same runner class and usable cores"

@@ -6,11 +6,8 @@ judges them finely), ``memory``, ``worker-memory`` and ``slope`` (stable between
 share of the baseline), ``wait`` (the data-wait fraction, which drifts like throughput). What each measures, and
 why tree USS growth and RSS are not gated: docs/gating.md, "The layers".
 
-Memory is judged as what a loader adds, apart from the process that hosts it (:data:`MEMORY`, each metric's
-comment saying whether it ports across CPU models, as measured: docs/runs/memory-across-cpus.txt); the host's own
-footprint before the pass (its imports, the libraries its CPU model selects), the tree's absolute peak that holds
-it, and the tree's PSS of a case whose workers share the host's libraries as fresh interpreters
-(:data:`FRESH_INTERPRETERS`) are judged nowhere, and a change of the host is a note.
+Memory is judged as what a loader adds (:data:`MEMORY`); the host process before the pass, the tree's absolute
+peak and the tree's PSS of a case with fresh-interpreter workers (:data:`FRESH_INTERPRETERS`) are judged nowhere.
 """
 
 from __future__ import annotations
@@ -77,8 +74,7 @@ class Metric:
 
 
 INSTRUCTIONS = Metric(K.INSTRUCTIONS_PER_IMAGE, "relative", "cost")
-# What the pipeline moves per image (lfw.measure.moves), counted beside the instructions: deterministic, judged
-# like them. Optional: baselines recorded before these counts existed do not have them.
+# Moves per image (lfw.measure.moves), judged like instructions; optional: older baselines lack them.
 FILES_OPENED = Metric(K.FILES_OPENED_PER_IMAGE, "relative", "cost", optional=True)
 READ_CALLS = Metric(K.READ_CALLS_PER_IMAGE, "relative", "cost", optional=True)
 BYTES_READ = Metric(K.BYTES_READ_PER_IMAGE, "relative", "cost", optional=True)
@@ -87,20 +83,13 @@ BATCH_BYTES = Metric(K.BATCH_BYTES_PER_IMAGE, "relative", "cost", optional=True)
 COUNTED = (INSTRUCTIONS, FILES_OPENED, READ_CALLS, BYTES_READ, BATCH_BYTES)
 IMAGES_PER_S = Metric(K.IMAGES_PER_S, "relative", "throughput")
 EFFICIENCY = Metric(K.EFFICIENCY, "relative", "throughput")
-# A decode pipeline's rate over the PIL path's ceiling of the same rounds: its efficiency (it may exceed 1).
 PIL_SHARE = Metric(K.PIL_CEILING_SHARE, "relative", "throughput")
-# Remote cases: what crossed the proxy per image. Deterministic (one GET per image), so the cost threshold applies:
-# an extra HEAD per GET is +100%.
+# Remote cases: what crossed the proxy per image, deterministic, so under the cost threshold.
 REQUESTS = Metric(K.REQUESTS_PER_IMAGE, "relative", "cost", layer="requests")
-# A remote case's rate over min(endpoint ceiling, in-flight limit / latency) of the same round: a case held back
-# by latency does not speed up with the machine, while the endpoint's ceiling does.
 BOUND_SHARE = Metric(K.REMOTE_BOUND_SHARE, "relative", "throughput")
 TTFB = Metric(K.TTFB_S, "relative", "ttfb")
-# Memory: what a pass adds to the process tree, apart from the host process it runs in. Each comment says what the
-# figure holds and whether it ports across CPU models, as measured on an Intel Xeon and an AMD EPYC
-# (docs/runs/memory-across-cpus.txt: the shift of the medians between the two against the gate's minimum effect).
-# Tree PSS at the end of the pass over its start (the first batch, or before the pass): workers, batches, caches
-# the pass made. Ports (forked workers; for spawned ones see FRESH_INTERPRETERS).
+# Memory: what a pass adds to the process tree, apart from its host process; what each holds and whether it ports
+# across CPU models: docs/gating.md, "2. Memory".
 PSS_GROWTH = Metric(K.PSS_GROWTH_MIB, "absolute", "memory")
 
 
@@ -110,28 +99,16 @@ def _peak_added(case: Case) -> float | None:
     return None if peak is None or end is None or before is None else max(peak, end) - before
 
 
-# The most the tree's PSS held while the pass's workers existed (the samples in the pass and the end snapshot,
-# taken before they stop: spawned workers can still be growing when the last batch arrives) over the tree before
-# the pass: what the pass adds at its worst. Ports (forked workers; for spawned ones see FRESH_INTERPRETERS).
 PSS_PEAK_ADDED = Metric(K.PSS_PEAK_ADDED_MIB, "absolute", "memory", optional=True, derived=_peak_added)
-# /dev/shm in use at the peak of the pass over before it: the batches in flight. Recorded, not judged: it is
-# machine-wide (another process's segments move it), and what makes it larger (bigger batches, more of them in
-# flight) the cost layer counts exactly (batch bytes per image) and the tree's PSS holds.
+# Recorded, judged nowhere: /dev/shm (machine-wide), the tree's absolute PSS peak and the host (each moves with
+# the host process; a median change of the host beyond the memory floor is a note).
 SHM_ADDED = Metric(K.SHM_PEAK_ADDED_MIB, "absolute", "memory", optional=True)
-# The tree's absolute PSS peak: the host's footprint plus what the pass adds. Does not port (it moves with the host);
-# judged nowhere: a heavier host (an import, the libraries another CPU model selects) is not the loader's
-# regression, on any machine; PSS_PEAK_ADDED judges the loader's part.
 PSS_PEAK = Metric(K.PSS_PEAK_MIB, "absolute", "memory", optional=True)
-# The host: the main process alone before the pass (older runs: the tree's USS before the pass, the same process
-# where no worker outlives a pass). Does not port; judged nowhere; a median change beyond the memory floor is a note.
+# The host process before the pass (for older runs, derived from the tree's USS before it).
 HOST_USS = Metric(K.HOST_USS_BEFORE_MIB, "absolute", "memory", optional=True,
                   derived=lambda case: case.number(K.tree("uss", "before")))
-# Mean USS per worker at the end of the pass: the pages each worker holds privately (a spawned worker's own
-# interpreter included). Ports (forked and spawned workers alike).
 WORKER_USS = Metric(K.WORKER_USS_END_MIB, "absolute", "worker-memory")
-# Mean USS growth per worker from the first batch to the end (copy-on-access, a worker's caches): ports.
 WORKER_USS_GROWTH = Metric(K.WORKER_USS_GROWTH_MIB, "absolute", "worker-memory")
-# The leak check's median step per epoch (differences of consecutive epochs of one tree): ports.
 LEAK_STEP_USS = Metric(K.MEDIAN_STEP_USS, "absolute", "slope")
 LEAK_STEP_PSS = Metric(K.MEDIAN_STEP_PSS, "absolute", "slope")
 DATA_WAIT = Metric(K.DATA_WAIT_FRACTION, "absolute", "wait")
@@ -140,20 +117,14 @@ DATA_WAIT = Metric(K.DATA_WAIT_FRACTION, "absolute", "wait")
 GROUP_EXCLUDED: dict[tuple[str | None, str], str] = {
     ("remote", K.TTFB_S): "the proxy injects a heavy-tailed delay, and a first batch waits for its slowest request: "
                           "a tail in 2 of 3 rounds moves the median by multiples"}
-# Groups the gate never judges, each with the reason every verdict prints once: decided here and only here, read
-# by the two-file gate (lfw.gate.compare) and the history (lfw.history.store), which keeps their figures as
-# reference rows instead.
+# Groups the gate never judges, with the reason each verdict prints (the history keeps them as reference rows).
 REFERENCE_GROUPS: dict[str, str] = {
     "peers": "reference rows: other projects' loaders (SPDL, DALI, Grain, WebDataset, LitData) and the DataLoader "
              "pipelines they ran beside, measured to compare loaders, not this project's own code; their changes "
              "are shown in the report and the history (docs/peers.md)"}
 MEMORY = (PSS_GROWTH, PSS_PEAK_ADDED, WORKER_USS, WORKER_USS_GROWTH, LEAK_STEP_USS, LEAK_STEP_PSS)
-# Workers started as fresh interpreters map the libraries the host maps too, and the tree's PSS splits those pages
-# among the processes that have them resident: how much of a spawned worker's libraries it holds moves with what the
-# host has resident, not with the loader (for unchanged code a spawned case's tree PSS growth read 835.6-982.8 MiB
-# and its worker USS 414.2-452.2 MiB over nine make gate runs on two CPU models: docs/runs/memory-across-cpus.txt).
-# For such a case the tree's PSS figures are the host's kind and judged nowhere; what each worker holds privately
-# (WORKER_USS) is judged.
+# Workers started as fresh interpreters share the host's libraries, so a case's tree PSS figures (HOST_SHARED) move
+# with the host and are judged nowhere; its WORKER_USS is (docs/gating.md, "2. Memory").
 FRESH_INTERPRETERS = ("spawn", "forkserver")
 HOST_SHARED = (PSS_GROWTH, PSS_PEAK_ADDED)
 
@@ -164,9 +135,8 @@ def fresh_interpreters(case: Case) -> bool:
     return (case.value(K.WORKER_START_METHOD) or case.knob(START_METHOD)) in FRESH_INTERPRETERS
 
 
-# Two files from the same runner class: every layer. From different machines time to first batch does not
-# port; the memory a loader adds does (measured, as its comments say). Instruction counts join either set wherever
-# the counted stack matches (lfw.gate.compare decides).
+# Two files from the same runner class: every layer; from different machines, all but time to first batch.
+# The counted metrics are judged in either set only where the counted stack matches (lfw.gate.compare).
 SAME_MACHINE = (*COUNTED, REQUESTS, EFFICIENCY, PIL_SHARE, BOUND_SHARE, TTFB, *MEMORY, DATA_WAIT)
 PORTABLE = (*COUNTED, REQUESTS, EFFICIENCY, PIL_SHARE, BOUND_SHARE, *MEMORY, DATA_WAIT)
 # Pass-interleaved A/B: the wall-clock figures the two-file gate cannot judge finely.

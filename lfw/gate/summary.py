@@ -1,11 +1,9 @@
 """The gate's verdict as Markdown: what a reviewer reads where they work, in the pull request and the job's page.
 
 Every gate run writes one page (``reports/gate.md``; A/B ``reports/gate-ab.md``; ``--summary-md`` moves it), also
-when the gate fails, appended to ``$GITHUB_STEP_SUMMARY`` when set. It is rendered from the run's
-:class:`~lfw.gate.verdict.Verdict` alone, never judged again, so it cannot disagree with ``verdict.json``; what it
-shows: docs/gating.md, "Where the verdict is read". Its first line is :data:`MARKER`, a hidden HTML comment:
-CI's pull-request comment finds its own comment by it and updates that one instead of adding another on every
-push (``.github/workflows/ci.yml``).
+when the gate fails, appended to ``$GITHUB_STEP_SUMMARY`` when set, rendered from the run's
+:class:`~lfw.gate.verdict.Verdict` alone (docs/gating.md, "Where the verdict is read"). Its first line is
+:data:`MARKER`, the hidden comment by which CI's pull-request comment finds and updates itself.
 """
 
 from __future__ import annotations

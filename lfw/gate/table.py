@@ -1,10 +1,8 @@
 """Plain-text rendering of the gate's verdicts: what CI logs show and what a reviewer reads.
 
-Two-file rows name the case, the metric, both medians, the change and the minimum effect it was judged
-against. A/B rows give both sides' medians, the ratio current/base with its interval over process pairs, the
-Holm-adjusted p-value and the verdict, so a reader can tell a measured slowdown from a noisy run. Both are built
-from the :class:`~lfw.gate.verdict.Verdict`'s rows by :func:`comparison_rows`, which the Markdown page
-(:mod:`lfw.gate.summary`) and the report's HTML use too.
+Two-file rows: the case, the metric, both medians, the change and the minimum effect; A/B rows add the ratio's
+interval over process pairs and Holm's p. Both come from the :class:`~lfw.gate.verdict.Verdict`'s rows by
+:func:`comparison_rows`, which the Markdown page (:mod:`lfw.gate.summary`) and the report's HTML use too.
 """
 
 from __future__ import annotations
@@ -51,10 +49,8 @@ def thresholds_line(th: Thresholds) -> str:
             f"and {th.wait_ratio:.0%}")
 
 
-def machine_diff_text(report: GateReport) -> str | None:
-    """The machine_info keys that matter and differ, ``key (baseline -> current)``; None when none do."""
-    if not report.machine_diffs:
-        return None
+def machine_diff_text(report: GateReport) -> str:
+    """The machine_info keys that matter and differ, ``key (baseline -> current)``; empty when none do."""
     return ", ".join(f"{k} ({b!r} -> {c!r})" for k, (b, c) in report.machine_diffs.items())
 
 

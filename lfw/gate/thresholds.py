@@ -79,8 +79,7 @@ class Thresholds:
             raise LFWError(f"thresholds must be finite numbers >= 0: check {', '.join(bad)}")
         if not 0 < self.alpha < 1:
             raise LFWError(f"--alpha must be between 0 and 1, got {self.alpha:g}")
-        shares = {"efficiency": self.efficiency, "ab_throughput": self.ab_throughput}
-        too_big = [k for k, v in shares.items() if v >= 1]
+        too_big = [k for k in ("efficiency", "ab_throughput") if getattr(self, k) >= 1]
         if too_big:
             raise LFWError(f"a throughput threshold is a share of the baseline, below 1: check {', '.join(too_big)}")
 

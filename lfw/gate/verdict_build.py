@@ -1,11 +1,7 @@
 """The :class:`~lfw.gate.verdict.Verdict` of a gate run, built once from the gate's own objects.
 
-Two files: from the :class:`~lfw.gate.compare.GateReport` the text output renders; A/B: from the
-:class:`~lfw.gate.ab.ABRun`; a run that ended without a verdict (a measurement failure, an incomplete input run):
-the headline and the reason only. The verdict lines are :mod:`lfw.gate.table`'s, the layer table is decided here
-(the two-file layers of docs/gating.md and the metrics each judges), the per-case labels are
-:func:`lfw.gate.verdict.case_verdicts`', and the recommended ``num_workers`` rows are
-:mod:`lfw.results.recommend`'s, the report's own rule.
+Two files: from the :class:`~lfw.gate.compare.GateReport`; A/B: from the :class:`~lfw.gate.ab.ABRun`; a run
+that ended without a verdict: the headline and the reason only. The layer table is decided here (docs/gating.md).
 """
 
 from __future__ import annotations
@@ -127,7 +123,7 @@ def two_file_verdict(report: GateReport, baseline: Run, current: Run, th: Thresh
         tuple(case_verdicts([c.fullname for c in current.cases], rows, report.new_cases, missing)),
         tuple(CaseNote(m.case, m.why) for m in report.gaps), tuple(CaseNote(m.case, m.why) for m in report.narrowed),
         tuple(report.new_cases), two_file_layers(report), dict(report.unjudged), tuple(report.notes),
-        machine_diff_text(report) or "", GROUP, recommendation_rows(current))
+        machine_diff_text(report), GROUP, recommendation_rows(current))
 
 
 def ab_verdict(run: ABRun, base: Run | None, current: Run | None, th: Thresholds) -> Verdict:

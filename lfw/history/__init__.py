@@ -6,8 +6,7 @@ use). Docs: docs/history.md.
 from __future__ import annotations
 
 from lfw import lazy_exports
-from lfw.gate.metrics import JUDGED
 from lfw.history.store import History, HistoryRecord, append_run, load_history
 
-__all__ = ["JUDGED", "History", "HistoryRecord", "HistoryReport", "append_run", "history_report", "load_history"]
+__all__ = ["History", "HistoryRecord", "HistoryReport", "append_run", "history_report", "load_history"]
 __getattr__ = lazy_exports(__name__, {"HistoryReport": "lfw.history.report", "history_report": "lfw.history.report"})

@@ -74,8 +74,7 @@ def propose(x: np.ndarray) -> list[int]:
     n = len(x)
     sigma = max(noise_sigma(x), 1e-12 * max(1.0, float(np.abs(x).max())))
     penalty = 2 * sigma ** 2 * math.log(n)
-    # KernelCPD with the linear kernel is PELT with the l2 cost, in C: the same change points as
-    # rpt.Pelt(model="l2"), and a 1,000-run series in milliseconds instead of seconds (docs/history.md).
+    # KernelCPD with the linear kernel: PELT with the l2 cost, in C (docs/history.md).
     ends = rpt.KernelCPD(kernel="linear", min_size=MIN_SEGMENT, jump=1).fit(x.reshape(-1, 1)).predict(pen=penalty)
     return [int(b) for b in ends[:-1]]
 

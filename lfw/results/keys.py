@@ -140,9 +140,8 @@ MEMORY_START_MARKS = metric("memory_start_marks", "start marks the sampler took"
 SAMPLER_CPU_S = metric("sampler_cpu_s", "memory sampler's CPU", unit="s", digits=4)
 SAMPLER_CPU_FRACTION = metric("sampler_cpu_fraction", "memory sampler's share of the CPU")
 TIMELINE = metric("timeline", "memory timeline")
-# What the pass adds, apart from the host process it runs in (docs/gating.md, "Memory"): the tree's PSS peak over the
-# tree before the pass, and the /dev/shm the pass used at its peak over the /dev/shm used before it (the batches in
-# flight between the workers and the main process; machine-wide, so read where nothing else runs).
+# What the pass adds, over before it, apart from its host process (docs/gating.md, "2. Memory"); /dev/shm is
+# machine-wide, so read where nothing else runs.
 PSS_PEAK_ADDED_MIB = metric("pss_peak_added_mib", "tree PSS peak added by the pass", **MIB, better="lower")
 SHM_PEAK_ADDED_MIB = metric("shm_peak_added_mib", "/dev/shm peak added by the pass", **MIB, better="lower")
 # The host: the main process alone before the pass (its imports, its libraries, the dataset it built).
@@ -290,6 +289,11 @@ SKIPPED_IMAGE_FILES = "skipped_image_files"
 # What decides an instruction count (the software the counted pass runs, and valgrind's emulated CPU), not the
 # host's CPU model: the cost layer is compared wherever these match (:mod:`lfw.gate.compare`).
 COUNTED_STACK = ("valgrind", "python", "torch", "torchvision", "pillow", "jpeg_library", "simplejpeg", "numpy")
+# Runs that differ in one of these ran on different machines: wall-clock figures other than efficiency do not port.
+MACHINE_IDENTITY = ("runner_class", "cpu_model", USABLE_CORES)
+# What changes the numbers: the gate names each that differs between two runs (lfw.gate.compare).
+MACHINE_COMPARED = (*MACHINE_IDENTITY, "torch", "pillow", "jpeg_library", "dataset_kind", "dataset_files",
+                    "bench_profile", CACHE_MODE, VALGRIND)
 
 # Keys older saved runs hold that nothing writes now (their knobs are read from params: lfw.results.knobs).
 RETIRED = frozenset(("gc_frozen", "map_method", "map_decoder"))

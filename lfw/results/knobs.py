@@ -5,7 +5,7 @@ benchmark), as opposed to what it measured. From record schema 2 (:data:`lfw.res
 knob of :data:`KNOBS` is saved once per case, in pytest-benchmark's own ``params`` (what ``pytest-benchmark compare
 --group-by=param:num_workers`` reads), every case carrying every knob (None where one does not apply) and none of
 them in ``extra_info``. :func:`saved_form` is the one split of a record into the two; the reader is
-:meth:`lfw.results.Case.knob`, which also reads the older forms (:func:`legacy_knob`).
+:meth:`lfw.results.Case.knob`, which also reads the older forms (:func:`saved_knob`).
 """
 
 from __future__ import annotations
@@ -60,10 +60,7 @@ DECODER = Knob(K.DECODER, "image decoder", str)
 RANK = Knob(K.RANK, "rank (an int, or 'total': the ranks together)", object)
 WORLD_SIZE = Knob(K.WORLD_SIZE, "ranks", int)
 
-KNOBS: tuple[Knob[Any], ...] = (
-    BATCH_SIZE, NUM_WORKERS, PIN_MEMORY, PERSISTENT_WORKERS, PREFETCH_FACTOR, START_METHOD, SHUFFLE, DROP_LAST, SEED,
-    TIMEOUT_S, TRANSFORM, INDEX, STEP_MS, SAMPLING, PIPELINE, STRATEGY, LATENCY_MS, PEER, CASE, LAYOUT, FREEZE,
-    ENTRIES, METHOD, DECODER, RANK, WORLD_SIZE)
+KNOBS: tuple[Knob[Any], ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Knob))  # as declared
 BY_KEY: dict[str, Knob[Any]] = {k.key: k for k in KNOBS}
 
 
@@ -72,9 +69,8 @@ def saved_form(params: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[di
 
     The knobs leave the record for ``params``: those it names, and those of its LoaderConfig dict (``config``,
     kept for its other settings only); every knob of :data:`KNOBS` is in ``params``, None where the case has none.
-    The record's value replaces the one ``params`` held (the params a case starts with are derived from its loader's
-    arguments; the record says what it measured, e.g. the index-only dataset of a case built with the ``none``
-    preset's arguments). Keys of ``params`` that are not knobs are kept: :func:`unknown_params` finds them.
+    The record's value replaces the one ``params`` held (the record says what ran). Keys of ``params`` that are not
+    knobs are kept: :func:`unknown_params` finds them.
     """
     extra = dict(record)
     found = {k: extra.pop(k) for k in list(extra) if k in BY_KEY}
@@ -92,11 +88,11 @@ def unknown_params(params: Mapping[str, Any]) -> list[str]:
     return [k for k in params if k not in BY_KEY]
 
 
-def legacy_knob(params: Mapping[str, Any], extra: Mapping[str, Any], key: str) -> Any:
-    """A knob of a case saved before schema 2 (None where it has none): in ``extra_info`` under its key, else in
-    ``params`` (version 0 carries there only the knobs its group varied, version 1 every knob, some derived from
-    the loader's arguments where the record says otherwise), else in the LoaderConfig dict saved as ``config`` (or
-    ``workers``, the record's copy of ``num_workers``)."""
+def saved_knob(params: Mapping[str, Any], extra: Mapping[str, Any], key: str) -> Any:
+    """A knob of a saved case of any schema (None where it has none): in ``extra_info`` under its key (before
+    schema 2; from 2 :func:`saved_form` leaves none there), else in ``params`` (version 0 carries there only the
+    knobs its group varied, version 1 every knob, some derived from the loader's arguments where the record says
+    otherwise), else in the LoaderConfig dict saved as ``config`` (or ``workers``, the record's ``num_workers``)."""
     if extra.get(key) is not None:
         return extra[key]
     if params.get(key) is not None:

@@ -1,10 +1,8 @@
 """The one model of saved results: pytest-benchmark JSON, read and checked in one place, used by every tool.
 
-The gate, the report and the A/B runner all read the same files, so they read them through this module
-(pyperf's rule: a second parser of the same file drifts). A file is usable only if it is a pytest-benchmark run
-whose every case kept its rounds (``stats.data``, written by ``--benchmark-save-data`` or ``--benchmark-json``):
-without them there are no error bars and no noise to judge against, so such a file is refused in one line
-naming the fix, never silently downgraded. A case's ``extra_info`` is a :class:`~lfw.results.record.CaseRecord`:
+A file is usable only if it is a pytest-benchmark run whose every case kept its rounds (``stats.data``, written
+by ``--benchmark-save-data`` or ``--benchmark-json``); any other is refused in one line naming the fix, never
+silently downgraded. A case's ``extra_info`` is a :class:`~lfw.results.record.CaseRecord`:
 one without ``schema_version`` (the committed baselines) is version 0 and reads the same; one newer than this
 code is refused in one line naming the version it needs.
 
@@ -27,8 +25,8 @@ from typing import Any, Literal, TypeGuard, TypeVar, cast, overload
 from lfw.cli.saving import write_atomic
 from lfw.errors import LFWError
 from lfw.results import keys as K
-from lfw.results.knobs import BY_KEY, Knob, legacy_knob, saved_form
-from lfw.results.record import KNOBS_IN_PARAMS, schema_version
+from lfw.results.knobs import BY_KEY, Knob, saved_form, saved_knob
+from lfw.results.record import schema_version
 
 AUTOSAVE_NAME = re.compile(r"^(\d{4})_.*\.json$")
 T = TypeVar("T")
@@ -41,11 +39,8 @@ def short_name(fullname: str) -> str:
 
 
 def case_key(group: str | None, name: str) -> str:
-    """What identifies a case across runs: its group and test id (``workers-transform/workers2-none``).
-
-    Not its file: a benchmark moved to another file is the same case. Both the writer of a run's selection
-    (the pytest plugin) and every reader (the gate, the report) build keys with this function.
-    """
+    """What identifies a case across runs, whatever its file: its group and test id
+    (``workers-transform/workers2-none``); the one spelling of a run's selection and of every reader."""
     match = re.search(r"\[(.*)\]$", name)
     return f"{group or '-'}/{match.group(1) if match else name}"
 
@@ -93,13 +88,9 @@ class Case:
     def knob(self, knob: Knob[T], default: T) -> T: ...
 
     def knob(self, knob: Knob[T], default: T | None = None) -> T | None:
-        """A knob of the case (:mod:`lfw.results.knobs`), ``default`` where it has none: from schema 2 its
-        ``params`` alone; a case saved before reads it where its version kept it
-        (:func:`~lfw.results.knobs.legacy_knob`)."""
-        if self.schema_version >= KNOBS_IN_PARAMS:
-            found = self.params.get(knob.key)
-        else:
-            found = legacy_knob(self.params, self.extra, knob.key)
+        """A knob of the case (:mod:`lfw.results.knobs`) where its record's version kept it
+        (:func:`~lfw.results.knobs.saved_knob`), ``default`` where it has none."""
+        found = saved_knob(self.params, self.extra, knob.key)
         return default if found is None else cast("T", found)
 
     def value(self, key: str, default: Any = None) -> Any:
@@ -339,11 +330,8 @@ def load_run(path: str | Path) -> Run:
 
 
 def latest_run(storage: str | Path = ".benchmarks") -> Path:
-    """The newest autosaved run (``NNNN_*.json``) anywhere under ``storage``, by modification time.
-
-    pytest-benchmark numbers runs per machine folder, so numbers from two folders do not compare; the
-    modification time does, with the number breaking ties.
-    """
+    """The newest autosaved run (``NNNN_*.json``) anywhere under ``storage``: by modification time (run numbers
+    count per machine folder), then name."""
     storage = Path(storage)
     found = [p for p in storage.rglob("*.json") if AUTOSAVE_NAME.match(p.name)] if storage.is_dir() else []
     if not found:

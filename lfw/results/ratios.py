@@ -1,11 +1,8 @@
 """Paired ratios between two configurations of one rotation: the comparison the report draws and recommends by.
 
 Cases of a rotated group ran their rounds interleaved (:mod:`lfw.measure.rotation`), so round r of one case and
-round r of another were measured at the same moments. Their per-round ratio cancels the drift both saw; the
-Hodges-Lehmann estimate of the log ratios and their signed-rank interval (:mod:`lfw.stats.paired`) say how far apart
-the two configurations are and how sure that is. The level asked for is 85%: with 5 rounds that gives the
-interval between the second-smallest and second-largest Walsh averages, whose real confidence is 87.5% (kept and
-printed); asking 90% would give the full range of the five ratios (93.75%), which a single wild round decides.
+round r of another pair up: the Hodges-Lehmann estimate of their log ratios and its signed-rank interval
+(:mod:`lfw.stats.paired`) at :data:`CONFIDENCE`, the interval's real confidence kept.
 """
 
 from __future__ import annotations
@@ -28,7 +25,7 @@ def share_text(case: Case, key: str) -> str:
     return f"{median:.0%} (rounds {min(rounds):.0%}-{max(rounds):.0%})"
 
 
-CONFIDENCE = 0.85
+CONFIDENCE = 0.85  # 5 rounds: 2nd-smallest to 2nd-largest Walsh average, 87.5% (90%: the full range)
 MIN_ROUNDS = 3  # fewer paired rounds give an interval with no useful confidence (2 rounds: 50%)
 
 
