@@ -201,11 +201,6 @@ def sleep_step(step_s: float) -> Callable[[Any], None]:
     return step
 
 
-def _first(batch: Any) -> Any:
-    """A batch's first field (its images), or the batch itself when it is one tensor."""
-    return batch[0] if isinstance(batch, list | tuple) else batch
-
-
 def batch_images(first: Any) -> int:
     """Images in a batch whose first field is ``first``: a tensor's first dimension, or the length of a list of
     per-image tensors; anything else is a one-line :class:`LFWError` (not a pass of 0 images)."""
@@ -326,7 +321,7 @@ class LoaderPass:
                 batch = next(iterator)
                 t_got = time.perf_counter()
                 next_cpu += time.thread_time() - c_ask
-                first = _first(batch)
+                first = batch[0] if isinstance(batch, list | tuple) else batch  # the images
                 if batches == 0 and self._asks_pin and isinstance(first, torch.Tensor):
                     pinned = bool(first.is_pinned())  # before the copy: the host batch the loader made
                 if self.device is not None:
