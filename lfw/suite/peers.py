@@ -29,11 +29,17 @@ DECODE_CEILING = "ceiling-decode-"  # a decoder alone, one image at a time: ceil
 MEMORY_INTERVAL_S = 0.25  # passes last a fraction of a second: the dense setting the overhead group measures
 
 
+def not_measured(spec: PeerSpec) -> str | None:
+    """Why the peer cannot run here, in one line saying what is missing and how to get it; None when it can."""
+    why = peers.missing(spec.peer)
+    return None if why is None else f"{spec.peer} not measured: {why}"
+
+
 def build_peer(spec: PeerSpec, root: Path, images: int) -> PeerLoader:
     """The peer's loader over the first ``images`` images of ``root``; a peer that cannot run here is one line."""
-    why = peers.missing(spec.peer)
+    why = not_measured(spec)
     if why is not None:
-        raise LFWError(f"{spec.peer} not measured: {why}")
+        raise LFWError(why)
     loader: PeerLoader = peers.adapter(spec.peer).build(spec, PassImages.first(root, images))
     return loader
 

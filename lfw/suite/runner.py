@@ -228,13 +228,7 @@ class GroupRunner:
     @staticmethod
     def unavailable(cases: Iterable[LoaderCase]) -> dict[str, str]:
         """Peer cases whose peer cannot run here, each with the one line saying what is missing and how to get it."""
-        from lfw import peers
-
-        found = {}
-        for case in cases:
-            if case.peer is not None and (why := peers.missing(case.peer.peer)) is not None:
-                found[case.id] = f"{case.peer.peer} not measured: {why}"
-        return found
+        return {case.id: why for case in cases if case.peer is not None and (why := P.not_measured(case.peer))}
 
     def _admit(self, members: dict[str, Member], cases: list[LoaderCase]) -> dict[str, str]:
         """Leave out, in matrix order, each case whose loader does not fit beside those admitted (their held
