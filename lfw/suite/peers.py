@@ -16,14 +16,11 @@ import numpy as np
 
 from lfw import peers
 from lfw.errors import LFWError, one_line
-from lfw.measure.ceiling import CeilingSweep, spread_indices
 from lfw.measure.loader_pass import LoaderPass, PassResult
 from lfw.measure.rotation import LoaderMember
 from lfw.peers.check import PixelCheck, check_peer
 from lfw.peers.contract import PassImages, PeerLoader, PeerSpec
-from lfw.pipelines import Pipeline
 from lfw.results import keys as K
-from lfw.suite.profiles import Profile
 
 DECODE_CEILING = "ceiling-decode-"  # a decoder alone, one image at a time: ceiling-decode-<decoder>[...]
 MEMORY_INTERVAL_S = 0.25  # passes last a fraction of a second: the dense setting the overhead group measures
@@ -91,20 +88,6 @@ def decoder_member(spec: PeerSpec) -> str | None:
     if decoder is None:
         return None
     return DECODE_CEILING + decoder + ("-float" if spec.output == "float" else "")
-
-
-def decoder_sweep(spec: PeerSpec, root: Path, profile: Profile,
-                  pipeline_sweep: Callable[[Pipeline, Path, Profile], CeilingSweep]) -> CeilingSweep:
-    """The peer's decoder alone, one image at a time in this process (``pipeline_sweep`` for the suite's decoders,
-    :class:`lfw.peers.spdl_loader.SpdlFiles` for SPDL's)."""
-    decoder = peers.adapter(spec.peer).DECODER
-    if decoder == "spdl":
-        from lfw.peers.spdl_loader import SpdlFiles
-
-        images = profile.pass_images("uint8")
-        return CeilingSweep(SpdlFiles(PassImages.first(root, images)),
-                            spread_indices(images, 3 * profile.ceiling_images))
-    return pipeline_sweep(Pipeline(decoder, output="float" if spec.output == "float" else "uint8"), root, profile)
 
 
 def conversions(specs: list[PeerSpec], root: Path, images: int) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset, Subset, default_collate
 
+from lfw import peers
 from lfw.data.collate import collate_skipping
 from lfw.data.dataset import LFWDataset
 from lfw.data.index import INDEX_KINDS, path_at
@@ -28,6 +29,7 @@ from lfw.measure.page_cache import evict, warm
 from lfw.measure.resources import Limits, loader_need, shortfall
 from lfw.measure.rotation import LoaderMember, Measured, Member, Rotation
 from lfw.measure.stages import IndexCountingCollate, StageClock, TimedCollate, stage_clock_of
+from lfw.peers.contract import PassImages, PeerSpec
 from lfw.pipelines import Pipeline
 from lfw.remote.bench import EndpointCeiling, EpochOrder, RemoteMember
 from lfw.remote.dataset import S3LFW
@@ -63,6 +65,18 @@ def _own_decoder_sweep(pipeline: Pipeline, root: Path, profile: Profile) -> Ceil
                      output="float" if pipeline.output == "float" else "uint8").dataset(root)
     images = min(len(files), profile.pass_images("uint8"))
     return CeilingSweep(files, spread_indices(images, OWN_DECODER_SWEEP * profile.ceiling_images))
+
+
+def _peer_decoder_sweep(spec: PeerSpec, root: Path, profile: Profile) -> CeilingSweep:
+    """The peer's decoder alone, one image at a time in this process: the suite's own sweep of that decoder, or the
+    SPDL adapter's ``SpdlFiles`` for SPDL's."""
+    adapter = peers.adapter(spec.peer)
+    if adapter.DECODER == "spdl":
+        images = profile.pass_images("uint8")
+        return CeilingSweep(adapter.SpdlFiles(PassImages.first(root, images)),
+                            spread_indices(images, OWN_DECODER_SWEEP * profile.ceiling_images))
+    output = "float" if spec.output == "float" else "uint8"
+    return _own_decoder_sweep(Pipeline(adapter.DECODER, output=output), root, profile)
 
 
 class Datasets:
@@ -216,7 +230,7 @@ class GroupRunner:
         for spec in dict.fromkeys(c.peer for c in cases if c.peer is not None):
             alone = P.decoder_member(spec)
             if alone is not None and alone not in members:  # a peer's decoder alone (its own_decoder_share)
-                members[alone] = P.decoder_sweep(spec, self.datasets.root, self.profile, _own_decoder_sweep)
+                members[alone] = _peer_decoder_sweep(spec, self.datasets.root, self.profile)
         if any(c.config.num_workers > 1 and c.remote is None for c in cases):  # cores the machine gives
             members[CAPACITY] = ParallelCapacity(self.cores)
         if any(c.remote is not None for c in cases):  # remote: the endpoint's own zero-latency ceiling
