@@ -211,8 +211,6 @@ class GroupRunner:
     def members(self, cases: Iterable[LoaderCase]) -> tuple[dict[str, Member], dict[str, str]]:
         """The rotation's members (the cases that fit, their ceilings) and the cases left out, with why."""
         cases = list(cases)
-        unavailable = self.unavailable(cases)
-        cases = [c for c in cases if c.id not in unavailable]
         members: dict[str, Member] = {c.id: self._member(c) for c in cases}
         left_out = self._admit(members, cases)
         cases = [c for c in cases if c.id not in left_out]
@@ -239,11 +237,6 @@ class GroupRunner:
                 S3LFW(s3.settings, images=max(c.pass_images(self.profile) for c in cases)), s3)
         return members, left_out
 
-    @staticmethod
-    def unavailable(cases: Iterable[LoaderCase]) -> dict[str, str]:
-        """Peer cases whose peer cannot run here, each with the one line saying what is missing and how to get it."""
-        return {case.id: why for case in cases if case.peer is not None and (why := P.not_measured(case.peer))}
-
     def _admit(self, members: dict[str, Member], cases: list[LoaderCase]) -> dict[str, str]:
         """Leave out, in matrix order, each case whose loader does not fit beside those admitted (their held
         ``/dev/shm``, one pass in flight at a time); members left out are closed and removed."""
@@ -268,9 +261,10 @@ class GroupRunner:
         cases = list(cases)
         converted, not_converted = P.conversions([c.peer for c in cases if c.peer is not None], self.datasets.root,
                                                  max((c.pass_images(self.profile) for c in cases), default=0))
-        unconverted = {c.id: not_converted[c.peer.peer] for c in cases
-                       if c.peer is not None and c.peer.peer in not_converted}
-        members, left_out = self.members(c for c in cases if c.id not in unconverted)
+        # Peer cases that cannot run here (a library missing, a conversion failed), each with its one line.
+        unavailable = {c.id: why for c in cases if c.peer is not None
+                       and (why := P.not_measured(c.peer) or not_converted.get(c.peer.peer))}
+        members, left_out = self.members(c for c in cases if c.id not in unavailable)
         rounds = group.rounds(self.profile) if timed else group.min_rounds
         ceilings = [k for k in members if k.startswith(CEILING)]
         warmup = group.warmup_rounds if timed or group.peer_group else 0
@@ -290,7 +284,7 @@ class GroupRunner:
             for case in cases:
                 if case.id in members and not measured[case.id].error:
                     facts.setdefault(case.id, {}).update(self._memory_alone(case, errors))
-        return GroupRotation(measured, info, errors, left_out, facts, {**self.unavailable(cases), **unconverted})
+        return GroupRotation(measured, info, errors, left_out, facts, unavailable)
 
     def _memory_alone(self, case: LoaderCase, errors: dict[str, list[str]]) -> dict[str, Any]:
         """A fresh loader of ``case``: a cold and a warm epoch, memory sampled, nothing else alive. A failure is one
