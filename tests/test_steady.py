@@ -14,7 +14,7 @@ def paced(batches: int, *, wave: int = 1, start_s: float = 1.0, every_s: float =
     """A pass whose start-up wave arrives together at ``start_s``, then one batch every ``every_s``."""
     arrivals = [start_s] * min(wave, batches) + [start_s + every_s * (i + 1) for i in range(batches - wave)]
     return PassResult(images=batches * size, batches=batches, wall_s=arrivals[-1], ttfb_s=start_s,
-                      first_batch_images=size, arrivals_s=arrivals, batch_images=[size] * batches, start_wave=wave)
+                      arrivals_s=arrivals, batch_images=[size] * batches, start_wave=wave)
 
 
 def test_the_steady_rate_leaves_out_the_start_up_wave() -> None:

@@ -103,12 +103,11 @@ class LeakVerdict:
         }
 
 
-def leak_verdict(series: Sequence[EpochMemory], threshold: float = LEAK_THRESHOLD_MIB_PER_EPOCH,
-                 warmup_epochs: int = WARMUP_EPOCHS) -> LeakVerdict:
-    """Judge ``series[warmup_epochs:]`` (at least 2 points; 4 or more make the median step robust)."""
-    fitted = list(series[warmup_epochs:])
+def leak_verdict(series: Sequence[EpochMemory], threshold: float = LEAK_THRESHOLD_MIB_PER_EPOCH) -> LeakVerdict:
+    """Judge ``series`` after the first :data:`WARMUP_EPOCHS` (2 points at least; 4 make the median step robust)."""
+    fitted = list(series[WARMUP_EPOCHS:])
     if len(fitted) < 2:
-        raise LFWError(f"leak check needs at least {warmup_epochs + 2} epochs, got {len(series)}")
+        raise LFWError(f"leak check needs at least {WARMUP_EPOCHS + 2} epochs, got {len(series)}")
     uss = [p.tree_uss_mib for p in fitted]
     pss = [p.tree_pss_mib for p in fitted]
     return LeakVerdict(fit_slope(uss), fit_slope(pss), fit_slope([p.worker_uss_mib for p in fitted]),

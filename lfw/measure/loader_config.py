@@ -87,15 +87,11 @@ class LoaderConfig:
         """
         if sampler is not None and self.shuffle:
             raise LFWError("a sampler decides the order: build it with shuffle=False (the sampler shuffles)")
-        uses_workers = self.num_workers > 0
         kwargs: dict[str, Any] = {}
-        if uses_workers:
-            kwargs["persistent_workers"] = self.persistent_workers
-            kwargs["prefetch_factor"] = self.prefetch_factor or 2
-            kwargs["timeout"] = self.timeout_s
-            kwargs["worker_init_fn"] = die_with_parent
-            if self.start_method:
-                kwargs["multiprocessing_context"] = self.start_method
+        if self.num_workers > 0:  # None for multiprocessing_context is DataLoader's own default
+            kwargs = {"persistent_workers": self.persistent_workers, "prefetch_factor": self.prefetch_factor or 2,
+                      "timeout": self.timeout_s, "worker_init_fn": die_with_parent,
+                      "multiprocessing_context": self.start_method}
         if collate_fn is None and getattr(dataset, "on_error", "raise") == "skip":
             collate_fn = collate_skipping
         batched = getattr(dataset, "yields_batches", False)  # items are whole batches of batch_size already

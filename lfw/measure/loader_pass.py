@@ -132,7 +132,6 @@ class PassResult:
     events: list[tuple[float, float, float, float]] = field(default_factory=list)  # ask, got, step start, step end
     t0: float = 0.0  # perf_counter() at the pass start: puts worker-side stamps on the events' clock
     started_unix: float = 0.0  # time.time() at the pass start: real timestamps for memory timelines (mprof)
-    first_batch_images: int = 0
     main_cpu_s: float | None = None  # CPU seconds of the main process (all its threads) while the clock ran
     workers_cpu_s: float | None = None  # CPU seconds of the DataLoader workers while the clock ran
     extra: dict[str, float] = field(default_factory=dict)  # what a member measured beside the pass (an endpoint's)
@@ -200,11 +199,6 @@ def sleep_step(step_s: float) -> Callable[[Any], None]:
         if step_s > 0:
             time.sleep(step_s)
     return step
-
-
-def _first(batch: Any) -> Any:
-    """A batch's first field (its images), or the batch itself when it is one tensor."""
-    return batch[0] if isinstance(batch, list | tuple) else batch
 
 
 def batch_images(first: Any) -> int:
@@ -327,7 +321,7 @@ class LoaderPass:
                 batch = next(iterator)
                 t_got = time.perf_counter()
                 next_cpu += time.thread_time() - c_ask
-                first = _first(batch)
+                first = batch[0] if isinstance(batch, list | tuple) else batch  # the images
                 if batches == 0 and self._asks_pin and isinstance(first, torch.Tensor):
                     pinned = bool(first.is_pinned())  # before the copy: the host batch the loader made
                 if self.device is not None:
@@ -374,8 +368,7 @@ class LoaderPass:
             stages = self.stages.totals()
         result = PassResult(images=sum(sizes), batches=batches, wall_s=wall, ttfb_s=ttfb, waits_s=waits,
                             steps_s=steps, events=events, t0=t0, started_unix=started_unix,
-                            first_batch_images=sizes[0] if sizes else 0, main_cpu_s=main_cpu,
-                            workers_cpu_s=workers_cpu, stages=stages, arrivals_s=arrivals,
+                            main_cpu_s=main_cpu, workers_cpu_s=workers_cpu, stages=stages, arrivals_s=arrivals,
                             batch_images=sizes, start_wave=max(1, int(getattr(self.loader, "num_workers", 0) or 0)),
                             prefetched_batches=prefetched, pinning_available=self._can_pin, batch_pinned=pinned)
         if copies:  # read after the clock stopped: the device is synchronized, every event has happened

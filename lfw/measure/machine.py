@@ -39,8 +39,7 @@ NVIDIA_VERSION_FILE = "/proc/driver/nvidia/version"
 
 def nvidia_driver(text: str | None = None) -> str | None:
     """The NVIDIA kernel driver's release (e.g. ``580.159.04``) from :data:`NVIDIA_VERSION_FILE` (or ``text``),
-    None where there is none. torch names the CUDA runtime only; its ``cuda.driver_version`` is not in every
-    release (2.11 has none), so the driver is read from the kernel module's own line."""
+    None where there is none (torch names the CUDA runtime only)."""
     if text is None:
         try:
             with open(NVIDIA_VERSION_FILE) as f:

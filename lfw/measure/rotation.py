@@ -101,7 +101,7 @@ class Rotation:
                     except Exception as exc:
                         if key not in self.isolate:
                             raise
-                        self._drop(key, measured[key], exc)
+                        measured[key] = self._drop(key, exc)
                         continue
                     if not warming:
                         measured[key].results.append(result)
@@ -115,14 +115,12 @@ class Rotation:
                 member.close()
         return measured
 
-    def _drop(self, key: str, measured: Measured, exc: Exception) -> None:
-        cause = environment_failure(exc)
-        measured.error, measured.machine_failure = cause or one_line(exc), cause is not None
-        measured.results.clear()
-        measured.positions.clear()
-        measured.warmup.clear()
+    def _drop(self, key: str, exc: Exception) -> Measured:
+        """Close the failed member ``key``; its record: no rounds, the error's one line."""
         with contextlib.suppress(Exception):
             self.members[key].close()
+        cause = environment_failure(exc)
+        return Measured(error=cause or one_line(exc), machine_failure=cause is not None)
 
     @property
     def passes(self) -> int:

@@ -9,7 +9,7 @@ loader a :class:`LoaderCase` cannot describe, and no rotation (docs/methodology.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from lfw.errors import LFWError
@@ -104,10 +104,6 @@ class Group:
     # The peers group: its warm-up round (each case's cold first epoch, then the pixel check) runs in an untimed
     # smoke run too, and each case's memory is measured alone after a timed rotation (lfw.suite.peers).
     peer_group: bool = False
-    _by_id: dict[str, LoaderCase] = field(default_factory=dict, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        self._by_id.update({c.id: c for c in self.cases})
 
     @property
     def argvalues(self) -> list[tuple[Any, ...]]:
@@ -125,10 +121,10 @@ class Group:
         raise LFWError(f"group {self.name} has no case with params {dict(params)}")
 
     def case(self, case_id: str) -> LoaderCase:
-        try:
-            return self._by_id[case_id]
-        except KeyError:
-            raise LFWError(f"group {self.name} has no case {case_id!r}") from None
+        found = next((c for c in self.cases if c.id == case_id), None)
+        if found is None:
+            raise LFWError(f"group {self.name} has no case {case_id!r}")
+        return found
 
     def rounds(self, profile: Profile) -> int:
         if self.rounds_quick is not None and not profile.full_matrix:

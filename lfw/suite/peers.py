@@ -16,24 +16,27 @@ import numpy as np
 
 from lfw import peers
 from lfw.errors import LFWError, one_line
-from lfw.measure.ceiling import CeilingSweep, spread_indices
 from lfw.measure.loader_pass import LoaderPass, PassResult
 from lfw.measure.rotation import LoaderMember
 from lfw.peers.check import PixelCheck, check_peer
 from lfw.peers.contract import PassImages, PeerLoader, PeerSpec
-from lfw.pipelines import Pipeline
 from lfw.results import keys as K
-from lfw.suite.profiles import Profile
 
 DECODE_CEILING = "ceiling-decode-"  # a decoder alone, one image at a time: ceiling-decode-<decoder>[...]
 MEMORY_INTERVAL_S = 0.25  # passes last a fraction of a second: the dense setting the overhead group measures
 
 
+def not_measured(spec: PeerSpec) -> str | None:
+    """Why the peer cannot run here, in one line saying what is missing and how to get it; None when it can."""
+    why = peers.missing(spec.peer)
+    return None if why is None else f"{spec.peer} not measured: {why}"
+
+
 def build_peer(spec: PeerSpec, root: Path, images: int) -> PeerLoader:
     """The peer's loader over the first ``images`` images of ``root``; a peer that cannot run here is one line."""
-    why = peers.missing(spec.peer)
+    why = not_measured(spec)
     if why is not None:
-        raise LFWError(f"{spec.peer} not measured: {why}")
+        raise LFWError(why)
     loader: PeerLoader = peers.adapter(spec.peer).build(spec, PassImages.first(root, images))
     return loader
 
@@ -85,20 +88,6 @@ def decoder_member(spec: PeerSpec) -> str | None:
     if decoder is None:
         return None
     return DECODE_CEILING + decoder + ("-float" if spec.output == "float" else "")
-
-
-def decoder_sweep(spec: PeerSpec, root: Path, profile: Profile,
-                  pipeline_sweep: Callable[[Pipeline, Path, Profile], CeilingSweep]) -> CeilingSweep:
-    """The peer's decoder alone, one image at a time in this process (``pipeline_sweep`` for the suite's decoders,
-    :class:`lfw.peers.spdl_loader.SpdlFiles` for SPDL's)."""
-    decoder = peers.adapter(spec.peer).DECODER
-    if decoder == "spdl":
-        from lfw.peers.spdl_loader import SpdlFiles
-
-        images = profile.pass_images("uint8")
-        return CeilingSweep(SpdlFiles(PassImages.first(root, images)),
-                            spread_indices(images, 3 * profile.ceiling_images))
-    return pipeline_sweep(Pipeline(decoder, output="float" if spec.output == "float" else "uint8"), root, profile)
 
 
 def conversions(specs: list[PeerSpec], root: Path, images: int) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:

@@ -55,13 +55,9 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
                 workers: int | None = None, usable_cores: int | None = None,
                 capacities: Sequence[float] | None = None) -> CaseRecord:
     """The record of a case measured as ``results`` (one per round), every metric through
-    :func:`lfw.results.record.summarize`.
-
-    With ``ceilings`` (the single-core rate of this transform measured in the same round of the rotation, one
-    per result) it adds ``ceiling_images_per_s = per_core x cores`` and ``efficiency``, both per round: round r's
-    rate over round r's ceiling, a paired ratio. ``cores`` is :func:`parallel_cores`: with ``capacities`` (the
-    parallel capacity of each round) a machine that gave fewer cores lowers the ceiling, not the efficiency.
-    """
+    :func:`lfw.results.record.summarize`. With ``ceilings`` (this transform's single-core rate in each round of the
+    rotation) also ``ceiling_images_per_s`` (that rate x :func:`parallel_cores` of ``workers``, ``usable_cores`` and
+    ``capacities``) and ``efficiency``, round r's rate over round r's ceiling."""
     if not results:
         raise ValueError("no passes to summarize")
     record = CaseRecord().add({K.ROUNDS: len(results), K.IMAGES: results[-1].images, K.BATCHES: results[-1].batches})
@@ -179,13 +175,10 @@ def steady_record(results: Sequence[PassResult]) -> dict[str, Any]:
 
 def machine_ceiling_shares(results: Sequence[PassResult], *, pil: Sequence[float], memmap: Sequence[float],
                            usable_cores: int, capacities: Sequence[float] | None = None) -> dict[str, Any]:
-    """A decode pipeline's rate as a share of the machine's two ceilings, round by round (the decoders group).
-
-    ``pil`` and ``memmap`` are the single-core rates of the PIL path and of the decoded memmap measured in the same
-    rounds of the rotation; each ceiling is that rate x the machine's cores (``usable_cores``, or fewer where the
-    round's measured capacity says the machine gave fewer; whatever the case's own parallelism), so a share says
-    how close the pipeline gets to what this machine could do.
-    """
+    """A decode pipeline's rate as a share of the machine's two ceilings, round by round: ``pil`` and ``memmap``, the
+    single-core rates of the PIL path and of the decoded memmap in the same rounds of the rotation, times the
+    machine's cores (:func:`parallel_cores` of ``usable_cores`` and ``capacities``, whatever the case's own
+    parallelism)."""
     cores = parallel_cores(usable_cores, usable_cores, capacities, len(results))
     return {**ceiling_shares(results, pil, cores, ceiling_key=K.PIL_CEILING_IMAGES_PER_S,
                              share_key=K.PIL_CEILING_SHARE),

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset, Subset, default_collate
 
+from lfw import peers
 from lfw.data.collate import collate_skipping
 from lfw.data.dataset import LFWDataset
 from lfw.data.index import INDEX_KINDS, path_at
@@ -28,6 +29,7 @@ from lfw.measure.page_cache import evict, warm
 from lfw.measure.resources import Limits, loader_need, shortfall
 from lfw.measure.rotation import LoaderMember, Measured, Member, Rotation
 from lfw.measure.stages import IndexCountingCollate, StageClock, TimedCollate, stage_clock_of
+from lfw.peers.contract import PassImages, PeerSpec
 from lfw.pipelines import Pipeline
 from lfw.remote.bench import EndpointCeiling, EpochOrder, RemoteMember
 from lfw.remote.dataset import S3LFW
@@ -63,6 +65,18 @@ def _own_decoder_sweep(pipeline: Pipeline, root: Path, profile: Profile) -> Ceil
                      output="float" if pipeline.output == "float" else "uint8").dataset(root)
     images = min(len(files), profile.pass_images("uint8"))
     return CeilingSweep(files, spread_indices(images, OWN_DECODER_SWEEP * profile.ceiling_images))
+
+
+def _peer_decoder_sweep(spec: PeerSpec, root: Path, profile: Profile) -> CeilingSweep:
+    """The peer's decoder alone, one image at a time in this process: the suite's own sweep of that decoder, or the
+    SPDL adapter's ``SpdlFiles`` for SPDL's."""
+    adapter = peers.adapter(spec.peer)
+    if adapter.DECODER == "spdl":
+        images = profile.pass_images("uint8")
+        return CeilingSweep(adapter.SpdlFiles(PassImages.first(root, images)),
+                            spread_indices(images, OWN_DECODER_SWEEP * profile.ceiling_images))
+    output = "float" if spec.output == "float" else "uint8"
+    return _own_decoder_sweep(Pipeline(adapter.DECODER, output=output), root, profile)
 
 
 class Datasets:
@@ -197,8 +211,6 @@ class GroupRunner:
     def members(self, cases: Iterable[LoaderCase]) -> tuple[dict[str, Member], dict[str, str]]:
         """The rotation's members (the cases that fit, their ceilings) and the cases left out, with why."""
         cases = list(cases)
-        unavailable = self.unavailable(cases)
-        cases = [c for c in cases if c.id not in unavailable]
         members: dict[str, Member] = {c.id: self._member(c) for c in cases}
         left_out = self._admit(members, cases)
         cases = [c for c in cases if c.id not in left_out]
@@ -216,7 +228,7 @@ class GroupRunner:
         for spec in dict.fromkeys(c.peer for c in cases if c.peer is not None):
             alone = P.decoder_member(spec)
             if alone is not None and alone not in members:  # a peer's decoder alone (its own_decoder_share)
-                members[alone] = P.decoder_sweep(spec, self.datasets.root, self.profile, _own_decoder_sweep)
+                members[alone] = _peer_decoder_sweep(spec, self.datasets.root, self.profile)
         if any(c.config.num_workers > 1 and c.remote is None for c in cases):  # cores the machine gives
             members[CAPACITY] = ParallelCapacity(self.cores)
         if any(c.remote is not None for c in cases):  # remote: the endpoint's own zero-latency ceiling
@@ -224,17 +236,6 @@ class GroupRunner:
             members[ENDPOINT_CEILING] = EndpointCeiling(
                 S3LFW(s3.settings, images=max(c.pass_images(self.profile) for c in cases)), s3)
         return members, left_out
-
-    @staticmethod
-    def unavailable(cases: Iterable[LoaderCase]) -> dict[str, str]:
-        """Peer cases whose peer cannot run here, each with the one line saying what is missing and how to get it."""
-        from lfw import peers
-
-        found = {}
-        for case in cases:
-            if case.peer is not None and (why := peers.missing(case.peer.peer)) is not None:
-                found[case.id] = f"{case.peer.peer} not measured: {why}"
-        return found
 
     def _admit(self, members: dict[str, Member], cases: list[LoaderCase]) -> dict[str, str]:
         """Leave out, in matrix order, each case whose loader does not fit beside those admitted (their held
@@ -260,9 +261,10 @@ class GroupRunner:
         cases = list(cases)
         converted, not_converted = P.conversions([c.peer for c in cases if c.peer is not None], self.datasets.root,
                                                  max((c.pass_images(self.profile) for c in cases), default=0))
-        unconverted = {c.id: not_converted[c.peer.peer] for c in cases
-                       if c.peer is not None and c.peer.peer in not_converted}
-        members, left_out = self.members(c for c in cases if c.id not in unconverted)
+        # Peer cases that cannot run here (a library missing, a conversion failed), each with its one line.
+        unavailable = {c.id: why for c in cases if c.peer is not None
+                       and (why := P.not_measured(c.peer) or not_converted.get(c.peer.peer))}
+        members, left_out = self.members(c for c in cases if c.id not in unavailable)
         rounds = group.rounds(self.profile) if timed else group.min_rounds
         ceilings = [k for k in members if k.startswith(CEILING)]
         warmup = group.warmup_rounds if timed or group.peer_group else 0
@@ -282,7 +284,7 @@ class GroupRunner:
             for case in cases:
                 if case.id in members and not measured[case.id].error:
                     facts.setdefault(case.id, {}).update(self._memory_alone(case, errors))
-        return GroupRotation(measured, info, errors, left_out, facts, {**self.unavailable(cases), **unconverted})
+        return GroupRotation(measured, info, errors, left_out, facts, unavailable)
 
     def _memory_alone(self, case: LoaderCase, errors: dict[str, list[str]]) -> dict[str, Any]:
         """A fresh loader of ``case``: a cold and a warm epoch, memory sampled, nothing else alive. A failure is one
