@@ -17,7 +17,7 @@ import queue
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -411,6 +411,3 @@ MIN_SHARDS = 16  # so up to 16 workers each read a shard of their own
 def images_per_shard(images: int) -> int:
     """Images per shard or chunk for a pass of ``images``: at most :data:`MAX_PER_SHARD`, :data:`MIN_SHARDS` shards."""
     return max(1, min(MAX_PER_SHARD, images // MIN_SHARDS))
-
-
-Missing = Callable[[], "str | None"]  # why a peer cannot run here (one line with the fix), or None
