@@ -197,10 +197,9 @@ def building(final: Path) -> Iterator[Path]:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def cached_tree(images: int, seed: int = 0, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+def cached_tree(images: int, seed: int = 0) -> Path:
     """A synthetic tree of ``images`` images in :func:`cache_root`, made once (:func:`building`) and reused."""
-    base = Path(cache_dir) if cache_dir else cache_root()
-    final = base / f"synthetic-lfw-{images}-seed{seed}" / "lfw"
+    final = cache_root() / f"synthetic-lfw-{images}-seed{seed}" / "lfw"
     if not final.is_dir():
         with building(final) as staging:
             synthesize(staging, images=images, seed=seed)
