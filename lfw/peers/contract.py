@@ -303,8 +303,7 @@ class PeerLoader:
         """The processes this peer started that are alive; with ``iterator``, the pass's new ones too."""
         if iterator is not None and self._in_pass:
             self._adopt()
-        alive = [pid for pid in sorted(self._owned) if psutil.pid_exists(pid)]
-        return [pid for pid in alive if _not_zombie(pid)]
+        return [pid for pid in sorted(self._owned) if _running(pid)]
 
     def _adopt(self) -> None:
         """Take as this peer's the processes that appeared since the baseline of the pass in flight."""
@@ -397,7 +396,7 @@ class DataLoaderPeer(PeerLoader):
             drop_persistent_workers(loader)
 
 
-def _not_zombie(pid: int) -> bool:
+def _running(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
