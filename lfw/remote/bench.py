@@ -98,29 +98,19 @@ def endpoint_shares(results: Sequence[PassResult], ceiling: Sequence[float], *, 
             K.NEAR_ENDPOINT_CEILING: median(shares) >= NEAR_CEILING}
 
 
-def ceiling_tolerance(ceiling: Sequence[float]) -> float:
-    """How far above the ceiling a rate may be measured before it is invalid: the ceiling's own noise."""
-    return max(CEILING_NOISE_FLOOR, 2 * coefficient_of_variation(ceiling))
-
-
 def steady_against_ceiling(info: Mapping[str, Any], ceiling: Sequence[float]) -> dict[str, Any]:
     """The steady rate's share of the same rounds' ceiling, or, above the ceiling by more than its noise, the
     reason it is invalid (``steady_invalid``; the caller drops the rate). Empty without a steady rate."""
     rates = info.get(K.rounds(K.STEADY_IMAGES_PER_S))
     if not rates or len(rates) != len(ceiling):
         return {}
-    tolerance, top = ceiling_tolerance(ceiling), median(ceiling)
+    top = median(ceiling)
+    tolerance = max(CEILING_NOISE_FLOOR, 2 * coefficient_of_variation(ceiling))  # the ceiling's own noise
     if median(rates) > top * (1 + tolerance):
         return {K.STEADY_INVALID: f"steady rate {median(rates):,.1f} images/s is above the endpoint's ceiling "
                                   f"{top:,.1f} by more than its noise ({tolerance:.0%}): not a measurement"}
     shares = [r / c for r, c in zip(rates, ceiling, strict=True) if c > 0]
     return summarize(K.STEADY_CEILING_SHARE, shares, digits=4) if shares else {}
-
-
-def littles_law_error(info: Mapping[str, Any]) -> dict[str, Any]:
-    """Steady rate over the rate Little's law gives for the measured in flight and request time, minus 1."""
-    law, steady = info.get(K.LITTLES_LAW_RATE), info.get(K.STEADY_IMAGES_PER_S)
-    return {K.LITTLES_LAW_ERROR: round(steady / law - 1, 4)} if law and steady else {}
 
 
 def limiting(info: Mapping[str, Any], *, in_flight_limit: int, processes: int, pool: int) -> str:
@@ -145,13 +135,16 @@ def limiting(info: Mapping[str, Any], *, in_flight_limit: int, processes: int, p
 def remote_law(info: Mapping[str, Any], ceiling: Sequence[float], *, in_flight_limit: int, processes: int,
                pool: int) -> dict[str, Any]:
     """What a remote case's record adds, and drops: the steady rate against the ceiling (an invalid one becomes
-    ``None`` values for the caller to remove), Little's law's error, and the limit. Returns the keys to update;
-    a key mapped to None is to be removed."""
+    ``None`` values for the caller to remove), Little's law's error (the steady rate over the law's rate for the
+    measured in flight and request time, less 1), and the limit. Returns the keys to update; a key mapped to None
+    is to be removed."""
     out: dict[str, Any] = steady_against_ceiling(info, ceiling)
     if K.STEADY_INVALID in out:
         out.update({K.STEADY_IMAGES_PER_S: None, K.rounds(K.STEADY_IMAGES_PER_S): None})
     kept = {k: v for k, v in {**info, **out}.items() if v is not None}
-    out.update(littles_law_error(kept))
+    law, steady = kept.get(K.LITTLES_LAW_RATE), kept.get(K.STEADY_IMAGES_PER_S)
+    if law and steady:
+        out[K.LITTLES_LAW_ERROR] = round(steady / law - 1, 4)
     out[K.REMOTE_LIMIT] = limiting(kept, in_flight_limit=in_flight_limit, processes=processes, pool=pool)
     return out
 
