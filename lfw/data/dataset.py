@@ -15,9 +15,9 @@ from typing import Any, Literal
 from PIL import Image, UnidentifiedImageError
 from torch.utils.data import Dataset
 
-from lfw.data.index import IndexKind, check_index_kind, make_index, path_at
+from lfw.data.index import INDEX_KINDS, IndexKind, make_index, path_at
 from lfw.data.transforms import get_preset
-from lfw.errors import CorruptImageError, LFWError, corrupt_image_fix
+from lfw.errors import CorruptImageError, LFWError, check_choice, corrupt_image_fix
 
 JPEG_SUFFIXES = (".jpg", ".jpeg")
 IMAGE_DIR_NAMES = ("lfw", "lfw_funneled", "lfw-deepfunneled", "lfw-py")
@@ -132,7 +132,7 @@ class LFWDataset(Dataset):
     ) -> None:
         if on_error not in ("raise", "skip"):
             raise LFWError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
-        self.index_kind: IndexKind = check_index_kind(index)
+        self.index_kind: IndexKind = check_choice("index kind", index, INDEX_KINDS)
         self.transform = get_preset(transform) if isinstance(transform, str) else transform
         self.on_error = on_error
         self.loader = loader
