@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from PIL import Image, UnidentifiedImageError
 from torch.utils.data import Dataset
@@ -130,8 +130,7 @@ class LFWDataset(Dataset):
         on_error: OnError = "raise",
         loader: Callable[[str], Any] = pil_loader,
     ) -> None:
-        if on_error not in ("raise", "skip"):
-            raise LFWError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+        check_choice("on_error", on_error, get_args(OnError))
         self.index_kind: IndexKind = check_choice("index kind", index, INDEX_KINDS)
         self.transform = get_preset(transform) if isinstance(transform, str) else transform
         self.on_error = on_error
