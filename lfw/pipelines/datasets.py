@@ -133,7 +133,7 @@ class TarShards(IterableDataset):
     def __init__(self, shards: Sequence[Path], classes: Sequence[str], images: int, decoder: str = "pil",
                  size: int | None = None, output: str = "uint8", on_error: OnError = "raise") -> None:
         if not shards:
-            raise LFWError("no tar shards given; build them with lfw.pipelines.storage.tar_shards(root)")
+            raise LFWError("no tar shards given; build them with lfw.pipelines.storage.tar_shards")
         check_choice("on_error", on_error, get_args(OnError))
         self.shards = [Path(s) for s in shards]
         self.paths = [str(s) for s in self.shards]  # the files it reads (what warm and cold cache modes touch)
