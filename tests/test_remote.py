@@ -204,8 +204,7 @@ def test_a_steady_rate_exists_only_with_enough_batches_and_never_above_the_endpo
     one has one, Little's law beside it and its limit named; held against a ceiling a third of it, the rate is
     flagged invalid and never kept as a result."""
     from lfw.measure.loader_pass import STEADY_MIN_BATCHES
-    from lfw.remote.bench import RemoteCase, RemoteMember
-    from lfw.remote.law import remote_law
+    from lfw.remote.bench import RemoteCase, RemoteMember, remote_law
     from lfw.results import keys as K
     from lfw.suite.record import pass_record
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from lfw.measure.loader_pass import STEADY_MIN_BATCHES, PassResult
-from lfw.remote.bench import RemoteCase
-from lfw.remote.law import limiting, remote_law
+from lfw.remote.bench import RemoteCase, limiting, remote_law
 from lfw.results import keys as K
 from lfw.suite.matrix import remote_pass_batches
 from lfw.suite.record import pass_record

@@ -10,14 +10,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from PIL import Image, UnidentifiedImageError
 from torch.utils.data import Dataset
 
-from lfw.data.index import IndexKind, check_index_kind, make_index, path_at
+from lfw.data.index import INDEX_KINDS, IndexKind, make_index, path_at
 from lfw.data.transforms import get_preset
-from lfw.errors import CorruptImageError, LFWError, corrupt_image_fix
+from lfw.errors import CorruptImageError, LFWError, check_choice, corrupt_image_fix
 
 JPEG_SUFFIXES = (".jpg", ".jpeg")
 IMAGE_DIR_NAMES = ("lfw", "lfw_funneled", "lfw-deepfunneled", "lfw-py")
@@ -130,9 +130,8 @@ class LFWDataset(Dataset):
         on_error: OnError = "raise",
         loader: Callable[[str], Any] = pil_loader,
     ) -> None:
-        if on_error not in ("raise", "skip"):
-            raise LFWError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
-        self.index_kind: IndexKind = check_index_kind(index)
+        check_choice("on_error", on_error, get_args(OnError))
+        self.index_kind: IndexKind = check_choice("index kind", index, INDEX_KINDS)
         self.transform = get_preset(transform) if isinstance(transform, str) else transform
         self.on_error = on_error
         self.loader = loader

@@ -74,15 +74,10 @@ def index_kind(index: object) -> IndexKind | None:
     return "list" if isinstance(index, list) else None
 
 
-def check_index_kind(kind: str) -> IndexKind:
-    """``kind`` if it names an index kind, else a user error listing the valid ones."""
-    return check_choice("index kind", kind, INDEX_KINDS)
-
-
 def make_index(paths: Sequence[str], labels: Sequence[int], kind: IndexKind) -> tuple[FileIndex, LabelIndex]:
     """Store ``paths`` and ``labels`` as the index ``kind``: Python lists, or numpy ``S`` (or packed) paths with
     ``int32`` labels."""
-    check_index_kind(kind)
+    check_choice("index kind", kind, INDEX_KINDS)
     if kind == "list":
         return [str(p) for p in paths], [int(v) for v in labels]
     if kind == "packed":

@@ -11,8 +11,6 @@ from lfw.data.dataset import find_image_root, list_dir
 from lfw.data.screen import Screening, screen_tree
 from lfw.data.synth import cached_tree
 
-DEFAULT_SYNTHETIC_IMAGES = SYNTHETIC_SIZES["quick"]
-
 
 @dataclass(frozen=True)
 class DataSource:
@@ -36,7 +34,7 @@ def screened(source: DataSource) -> DataSource:
 
 
 def resolve_root(path: str | os.PathLike[str] | None = None,
-                 synthetic_images: int = DEFAULT_SYNTHETIC_IMAGES, seed: int = 0) -> DataSource:
+                 synthetic_images: int = SYNTHETIC_SIZES["quick"], seed: int = 0) -> DataSource:
     """An explicit ``path`` first (checked: one-line errors), then ``$LFW_ROOT``, else a synthetic tree made once in
     the cache with a progress bar."""
     given = path or os.environ.get("LFW_ROOT")

@@ -151,14 +151,12 @@ def synthesize(out: str | os.PathLike[str], images: int = LFW_IMAGES, seed: int 
         raise LFWError(f"--workers must be at least 1, got {workers}")
     if seed < 0:
         raise LFWError(f"--seed must be 0 or more (numpy seeds are non-negative), got {seed}")
-    if images < 1:
-        raise LFWError(f"--images must be at least 1, got {images}")
+    jobs = list(_jobs(out, images, seed))  # an --images below 1 is refused here (images_per_person)
     if out.exists() and not out.is_dir():
         raise LFWError(f"{out} is a file; choose a new folder for the synthetic tree")
     if out.exists() and any(out.iterdir()):
         raise LFWError(f"refusing to write into non-empty folder {out}; choose a new folder or empty it first")
     out.mkdir(parents=True, exist_ok=True)
-    jobs = list(_jobs(out, images, seed))
     workers = workers or max(1, min(len(os.sched_getaffinity(0)), 8))
     bar = tqdm(total=images, unit="img", desc=f"synthesizing LFW into {out}", disable=not progress)
     with bar:
@@ -197,10 +195,9 @@ def building(final: Path) -> Iterator[Path]:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def cached_tree(images: int, seed: int = 0, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+def cached_tree(images: int, seed: int = 0) -> Path:
     """A synthetic tree of ``images`` images in :func:`cache_root`, made once (:func:`building`) and reused."""
-    base = Path(cache_dir) if cache_dir else cache_root()
-    final = base / f"synthetic-lfw-{images}-seed{seed}" / "lfw"
+    final = cache_root() / f"synthetic-lfw-{images}-seed{seed}" / "lfw"
     if not final.is_dir():
         with building(final) as staging:
             synthesize(staging, images=images, seed=seed)

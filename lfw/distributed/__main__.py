@@ -15,7 +15,6 @@ import signal
 import sys
 from datetime import timedelta
 from pathlib import Path
-from types import FrameType
 
 from lfw.cli.args import OneLineParser
 from lfw.distributed.record import Outcome, gathered_coverage, lines, next_run_path, same_order_every_epoch, save
@@ -72,16 +71,13 @@ def rank_env() -> tuple[int, int, int]:
                        "--nproc-per-node=2 -m lfw.distributed") from None
 
 
-def _stop(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt  # torchrun stops the group with SIGTERM: unwind, so this rank's workers stop too
-
-
 @cli_entry
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     check(args)
     rank, world, local_rank = rank_env()
-    signal.signal(signal.SIGTERM, _stop)
+    # torchrun stops the group with SIGTERM: unwind as on Ctrl-C (KeyboardInterrupt), so this rank's workers stop too
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         return run_rank(args, rank, world, local_rank)
     except LFWError as exc:  # every rank prints its own line: say which rank it is

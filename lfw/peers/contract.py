@@ -17,7 +17,7 @@ import queue
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -303,8 +303,7 @@ class PeerLoader:
         """The processes this peer started that are alive; with ``iterator``, the pass's new ones too."""
         if iterator is not None and self._in_pass:
             self._adopt()
-        alive = [pid for pid in sorted(self._owned) if psutil.pid_exists(pid)]
-        return [pid for pid in alive if _not_zombie(pid)]
+        return [pid for pid in sorted(self._owned) if _running(pid)]
 
     def _adopt(self) -> None:
         """Take as this peer's the processes that appeared since the baseline of the pass in flight."""
@@ -397,7 +396,7 @@ class DataLoaderPeer(PeerLoader):
             drop_persistent_workers(loader)
 
 
-def _not_zombie(pid: int) -> bool:
+def _running(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
@@ -411,6 +410,3 @@ MIN_SHARDS = 16  # so up to 16 workers each read a shard of their own
 def images_per_shard(images: int) -> int:
     """Images per shard or chunk for a pass of ``images``: at most :data:`MAX_PER_SHARD`, :data:`MIN_SHARDS` shards."""
     return max(1, min(MAX_PER_SHARD, images // MIN_SHARDS))
-
-
-Missing = Callable[[], "str | None"]  # why a peer cannot run here (one line with the fix), or None

@@ -67,5 +67,4 @@ class GrainLoader(PeerLoader):
             close()
 
 
-def build(spec: PeerSpec, images: PassImages) -> GrainLoader:
-    return GrainLoader(spec, images)
+build = GrainLoader  # build(spec, images): the adapter's loader (lfw.peers)

@@ -92,5 +92,4 @@ class SpdlFiles:
         return tensor
 
 
-def build(spec: PeerSpec, images: PassImages) -> SpdlLoader:
-    return SpdlLoader(spec, images)
+build = SpdlLoader  # build(spec, images): the adapter's loader (lfw.peers)

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from lfw.measure.loader_config import die_with_parent
-from lfw.peers.contract import DataLoaderPeer, PassImages, PeerSpec, images_per_shard, library, not_importable
+from lfw.peers.contract import DataLoaderPeer, PassImages, images_per_shard, library, not_importable
 
 DISTRIBUTIONS = ("webdataset",)
 INSTALL = "pip install webdataset (make peers)"
@@ -60,5 +60,5 @@ class WebDatasetLoader(DataLoaderPeer):
         return wds.WebLoader(dataset, batch_size=None, num_workers=self.spec.parallelism, persistent_workers=True,
                              timeout=self.timeout, worker_init_fn=die_with_parent)
 
-def build(spec: PeerSpec, images: PassImages) -> WebDatasetLoader:
-    return WebDatasetLoader(spec, images)
+
+build = WebDatasetLoader  # build(spec, images): the adapter's loader (lfw.peers)

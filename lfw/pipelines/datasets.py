@@ -12,7 +12,7 @@ import tarfile
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import numpy as np
 import torch
@@ -133,9 +133,8 @@ class TarShards(IterableDataset):
     def __init__(self, shards: Sequence[Path], classes: Sequence[str], images: int, decoder: str = "pil",
                  size: int | None = None, output: str = "uint8", on_error: OnError = "raise") -> None:
         if not shards:
-            raise LFWError("no tar shards given; build them with lfw.pipelines.storage.tar_shards(root)")
-        if on_error not in ("raise", "skip"):
-            raise LFWError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+            raise LFWError("no tar shards given; build them with lfw.pipelines.storage.tar_shards")
+        check_choice("on_error", on_error, get_args(OnError))
         self.shards = [Path(s) for s in shards]
         self.paths = [str(s) for s in self.shards]  # the files it reads (what warm and cold cache modes touch)
         self.label_of = {name: i for i, name in enumerate(classes)}

@@ -28,8 +28,7 @@ OTHER_FORMATS = ((b"\x89PNG", "PNG"), (b"GIF8", "GIF"), (b"BM", "BMP"), (b"RIFF"
                  (b"MM\x00*", "TIFF"))
 
 # torchvision 0.29 warns on every call that its image codecs are deprecated (superseded by TorchCodec); the
-# decoders still ship and are measured as they are, so the notice
-# is not repeated for every image.
+# decoders still ship and are measured as they are, so the notice is not repeated for every image.
 warnings.filterwarnings("ignore", message="The image decoding and encoding capabilities of TorchVision",
                         category=DeprecationWarning)
 

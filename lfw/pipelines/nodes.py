@@ -13,7 +13,7 @@ import multiprocessing.queues
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 from torch.utils.data import Dataset, default_collate
@@ -234,23 +234,21 @@ class NodesLoader:
     """A torchdata.nodes pipeline over ``dataset`` that :class:`~lfw.measure.LoaderPass` measures like a DataLoader.
 
     Items ``dataset[i]`` for ``i`` in ``indices`` (default: all, in order), batched (the last batch may be short)
-    and collated in the main process (default: as :meth:`lfw.measure.LoaderConfig.build` picks). Each ``iter()``
-    closes the previous pass and starts a new pipeline.
+    and collated in the main process as :meth:`lfw.measure.LoaderConfig.build` collates. Each ``iter()`` closes the
+    previous pass and starts a new pipeline.
 
     Args:
         dataset: a sized map-style dataset; picklable for ``method="process"`` unless forked.
         num_workers: threads or processes of the map (at least 1).
         method: ``"thread"`` or ``"process"``.
         batch_size: items per batch.
-        max_concurrent: items in flight in the map at once (None: torchdata's ``2 * num_workers``).
         multiprocessing_context: start method for ``method="process"`` (None: the platform's default).
         timeout_s: the longest wait for one batch before the pass fails."""
 
     persistent_workers = False
 
     def __init__(self, dataset: Dataset, *, num_workers: int, method: MapMethod = "thread", batch_size: int = 64,
-                 indices: Sequence[int] | None = None, collate_fn: Callable[[list[Any]], Any] | None = None,
-                 max_concurrent: int | None = None, multiprocessing_context: str | None = None,
+                 indices: Sequence[int] | None = None, multiprocessing_context: str | None = None,
                  timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         missing = torchdata_missing()
         if missing:
@@ -271,12 +269,9 @@ class NodesLoader:
         self.num_workers = num_workers
         self.method = method
         self.batch_size = batch_size
-        self.max_concurrent = max_concurrent
         self.multiprocessing_context = multiprocessing_context
         self.timeout = timeout_s
-        if collate_fn is None:
-            collate_fn = collate_skipping if getattr(dataset, "on_error", "raise") == "skip" else default_collate
-        self.collate_fn = collate_fn
+        self.collate_fn = collate_skipping if getattr(dataset, "on_error", "raise") == "skip" else default_collate
         self.map_fn = GetItem(dataset)
         self._current: NodesPass | None = None
 
@@ -289,8 +284,7 @@ class NodesLoader:
 
         mapper = ParallelMapper(IterableWrapper(self.indices), self.map_fn, num_workers=self.num_workers,
                                 in_order=True, method=self.method,
-                                multiprocessing_context=self.multiprocessing_context,
-                                max_concurrent=self.max_concurrent)
+                                multiprocessing_context=self.multiprocessing_context)
         root = Mapper(Batcher(mapper, batch_size=self.batch_size, drop_last=False), self.collate_fn)
         self._current = NodesPass(Loader(root, restart_on_stop_iteration=False), mapper, self.timeout)
         return self._current

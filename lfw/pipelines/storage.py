@@ -21,8 +21,6 @@ from lfw.data.synth import building, cache_root
 from lfw.errors import LFWError
 from lfw.pipelines.decoders import decode, read_file
 
-IMAGES_PER_SHARD = 256
-
 
 @dataclass(frozen=True)
 class ShardSet:
@@ -41,8 +39,7 @@ def formats_dir(scan: ScanResult) -> Path:
     return cache_root() / "formats" / key
 
 
-def tar_shards(root: str | os.PathLike[str], images_per_shard: int = IMAGES_PER_SHARD,
-               images: int | None = None) -> ShardSet:
+def tar_shards(root: str | os.PathLike[str], images_per_shard: int, images: int | None = None) -> ShardSet:
     """The first ``images`` images (all when None) as tar shards of ``images_per_shard`` images, made on first use."""
     if images_per_shard < 1:
         raise LFWError(f"images per shard must be at least 1, got {images_per_shard}")

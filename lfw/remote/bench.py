@@ -2,13 +2,15 @@
 
 A :class:`RemoteMember` is a rotation member (:mod:`lfw.measure.rotation`): one LoaderPass per ``measure()``
 with the proxy's counters for exactly that pass in ``PassResult.extra``. :class:`EndpointCeiling` is the
-endpoint's own zero-latency rate, measured in the same rotation (docs/remote.md).
+endpoint's own zero-latency rate, measured in the same rotation. :func:`remote_law` holds a case's steady rate
+against that ceiling and Little's law and names the limit that caps it. Each rule: docs/remote.md ("Passes with a
+steady state", "Per case").
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
@@ -25,10 +27,14 @@ from lfw.remote.dataset import S3LFW
 from lfw.remote.endpoint import LocalS3
 from lfw.results import keys as K
 from lfw.results import summarize
+from lfw.stats.variation import coefficient_of_variation
 
 CONCURRENCY = {"serial": 1, "threads": 8, "batch": 32}  # requests in flight per loading process
 CEILING_THREADS = 16
 NEAR_CEILING = 0.8  # a case at this share of the endpoint's own ceiling is limited by the endpoint
+NEAR_LIMIT = 0.8  # at this share of the in-flight limit (or the pool), the configuration's concurrency is
+BUSY_CORES = 0.85  # at this share of the usable cores busy (client and endpoint), the cores are
+CEILING_NOISE_FLOOR = 0.10  # a steady rate may exceed the ceiling by this much before it is called invalid
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,7 @@ class RemoteCase:
 def traffic(stats: dict[str, Any], images: int, in_flight_limit: int | None = None) -> dict[str, float]:
     """What one pass sent through the proxy, per image where that is what a regression would change; with
     ``in_flight_limit`` the Little's-law bound (limit / mean request time), and the law's rate for the requests
-    actually in flight over the busy span, which a steady rate should match (:mod:`lfw.remote.law`)."""
+    actually in flight over the busy span, which a steady rate should match (:func:`remote_law`)."""
     requests = stats["requests"]
     total = sum(requests.values())
     out = {K.REQUESTS_PER_IMAGE: total / images, K.HEAD_PER_IMAGE: requests.get("HEAD", 0) / images,
@@ -90,6 +96,57 @@ def endpoint_shares(results: Sequence[PassResult], ceiling: Sequence[float], *, 
             **summarize(K.ENDPOINT_CEILING_SHARE, shares, digits=4),
             **summarize(K.REMOTE_BOUND_SHARE, bound_shares, digits=4),
             K.NEAR_ENDPOINT_CEILING: median(shares) >= NEAR_CEILING}
+
+
+def steady_against_ceiling(info: Mapping[str, Any], ceiling: Sequence[float]) -> dict[str, Any]:
+    """The steady rate's share of the same rounds' ceiling, or, above the ceiling by more than its noise, the
+    reason it is invalid (``steady_invalid``; the caller drops the rate). Empty without a steady rate."""
+    rates = info.get(K.rounds(K.STEADY_IMAGES_PER_S))
+    if not rates or len(rates) != len(ceiling):
+        return {}
+    top = median(ceiling)
+    tolerance = max(CEILING_NOISE_FLOOR, 2 * coefficient_of_variation(ceiling))  # the ceiling's own noise
+    if median(rates) > top * (1 + tolerance):
+        return {K.STEADY_INVALID: f"steady rate {median(rates):,.1f} images/s is above the endpoint's ceiling "
+                                  f"{top:,.1f} by more than its noise ({tolerance:.0%}): not a measurement"}
+    shares = [r / c for r, c in zip(rates, ceiling, strict=True) if c > 0]
+    return summarize(K.STEADY_CEILING_SHARE, shares, digits=4) if shares else {}
+
+
+def limiting(info: Mapping[str, Any], *, in_flight_limit: int, processes: int, pool: int) -> str:
+    """The limit that caps the case, from its record: the first of ``endpoint ceiling`` (steady at
+    :data:`NEAR_CEILING` of it), ``in-flight limit`` or ``pool`` (the client's, at :data:`NEAR_LIMIT` of it),
+    ``client CPU`` (loader and endpoint at :data:`BUSY_CORES` of the usable cores), else ``idle request slots``."""
+    rate = info.get(K.STEADY_IMAGES_PER_S) or info.get(K.IMAGES_PER_S) or 0.0
+    ceiling = info.get(K.ENDPOINT_CEILING_IMAGES_PER_S) or 0.0
+    in_flight = info.get(K.BUSY_MEAN_IN_FLIGHT) or info.get(K.MEAN_IN_FLIGHT) or 0.0
+    if ceiling and rate >= NEAR_CEILING * ceiling:
+        return "endpoint ceiling"
+    if in_flight >= NEAR_LIMIT * in_flight_limit:
+        return "in-flight limit"
+    if processes * pool < in_flight_limit and in_flight >= NEAR_LIMIT * processes * pool:
+        return "pool"
+    busy = (info.get(K.CPU_UTILIZATION) or 0.0) + (info.get(K.ENDPOINT_CPU_UTILIZATION) or 0.0)
+    if busy >= BUSY_CORES:
+        return "client CPU"
+    return "idle request slots"
+
+
+def remote_law(info: Mapping[str, Any], ceiling: Sequence[float], *, in_flight_limit: int, processes: int,
+               pool: int) -> dict[str, Any]:
+    """What a remote case's record adds, and drops: the steady rate against the ceiling (an invalid one becomes
+    ``None`` values for the caller to remove), Little's law's error (the steady rate over the law's rate for the
+    measured in flight and request time, less 1), and the limit. Returns the keys to update; a key mapped to None
+    is to be removed."""
+    out: dict[str, Any] = steady_against_ceiling(info, ceiling)
+    if K.STEADY_INVALID in out:
+        out.update({K.STEADY_IMAGES_PER_S: None, K.rounds(K.STEADY_IMAGES_PER_S): None})
+    kept = {k: v for k, v in {**info, **out}.items() if v is not None}
+    law, steady = kept.get(K.LITTLES_LAW_RATE), kept.get(K.STEADY_IMAGES_PER_S)
+    if law and steady:
+        out[K.LITTLES_LAW_ERROR] = round(steady / law - 1, 4)
+    out[K.REMOTE_LIMIT] = limiting(kept, in_flight_limit=in_flight_limit, processes=processes, pool=pool)
+    return out
 
 
 class EpochOrder(SequentialSampler):

@@ -61,16 +61,12 @@ class S3LFW(Dataset):
     def fetch(self, i: int) -> bytes:
         return self.reader.get(self.key(i))
 
-    def decode(self, i: int, data: bytes) -> Item:
-        where = f"s3://{self.reader.settings.bucket}/{self.key(i)}"
-        return decode("pil", data, where), int(self.labels[i])
-
     def __getitem__(self, i: int) -> Item:
-        return self.decode(i, self.fetch(i))
+        where = f"s3://{self.reader.settings.bucket}/{self.key(i)}"
+        return decode("pil", self.fetch(i), where), int(self.labels[i])
 
     def __getitems__(self, indices: Sequence[int]) -> list[Item]:
         if self.strategy == "serial":
             return [self[i] for i in indices]
         size = self.concurrency if self.strategy == "threads" else len(indices)
         return self.pool.map(size, self.__getitem__, indices)
-

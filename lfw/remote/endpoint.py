@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
+from tqdm.contrib.concurrent import thread_map
 
 from lfw.cli.child import Child
 from lfw.data.dataset import scan_images
@@ -96,8 +95,5 @@ def upload_tree(settings: S3Settings, root: str | os.PathLike[str], images: int 
         key = f"{settings.prefix}/{Path(path).relative_to(scan.image_root).as_posix()}"
         client.put_object(Bucket=settings.bucket, Key=key, Body=Path(path).read_bytes())
 
-    with ThreadPoolExecutor(threads) as pool, tqdm(total=len(paths), unit="obj",
-                                                    desc=f"uploading LFW to s3://{settings.bucket}") as bar:
-        for _ in pool.map(put, paths):
-            bar.update()
+    thread_map(put, paths, max_workers=threads, unit="obj", desc=f"uploading LFW to s3://{settings.bucket}")
     return len(paths)

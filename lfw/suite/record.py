@@ -17,8 +17,7 @@ from lfw.data.index import INDEX_KINDS
 from lfw.measure.loader_config import LoaderConfig
 from lfw.measure.loader_pass import PassResult, wait_percentiles_ms
 from lfw.pipelines.decoders import DECODERS
-from lfw.remote.bench import endpoint_shares
-from lfw.remote.law import remote_law
+from lfw.remote.bench import endpoint_shares, remote_law
 from lfw.results import keys as K
 from lfw.results.knobs import saved_form
 from lfw.results.record import CaseRecord, Kept, summarize
