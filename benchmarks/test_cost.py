@@ -29,6 +29,7 @@ from lfw.measure.callgrind import unavailable_reason, valgrind_version
 from lfw.measure.cost import InstructionCount, count_instructions
 from lfw.measure.resources import usable_cores
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.suite.matrix import LFW_FILES, TRANSFORMS
 from lfw.suite.profiles import COST, Profile
 from lfw.suite.record import pass_record
@@ -73,7 +74,7 @@ def test_cost(benchmark: Any, counts: dict[str, InstructionCount], dataset_facto
     cost_record = pass_record(runner.results[-profile.rounds:] if benchmark.enabled else runner.results,
                               workers=0, usable_cores=usable_cores())
     seconds = min(r.wall_s for r in runner.results)
-    cost_record.add({K.TRANSFORM: transform, K.PROFILE: profile.name, K.CONFIG: config.as_dict(),
+    cost_record.add({KN.TRANSFORM.key: transform, K.PROFILE: profile.name, K.CONFIG: config.as_dict(),
                      K.INSTRUCTIONS: count.instructions, K.INSTRUCTIONS_PER_IMAGE: round(count.per_image, 1),
                      K.IMAGES_COUNTED: count.images, K.VALGRIND: valgrind_version(),
                      K.NATIVE_INSTRUCTIONS_PER_S: round(count.instructions / seconds) if seconds > 0 else 0,

@@ -32,6 +32,7 @@ from lfw.measure import LoaderConfig, LoaderPass
 from lfw.measure.leak import WARMUP_EPOCHS, leak_check
 from lfw.measure.resources import usable_cores
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.suite.profiles import Profile
 from lfw.suite.record import pass_record
 from lfw.suite.skips import Needs
@@ -86,9 +87,9 @@ def test_leak(request: pytest.FixtureRequest, benchmark: Any, profile: Profile,
     skip_unless_fits(loader)
     report = leak_check(loader, epochs, timed=timed)
     leak_record = pass_record(report.results[WARMUP_EPOCHS:], workers=num_workers, usable_cores=usable_cores())
-    leak_record.add({K.CASE: case, K.TRANSFORM: "uint8" if case == "lfw" else "index-only", K.INDEX: "numpy",
-                     K.PROFILE: profile.name, K.CONFIG: config.as_dict(), K.DEVICE: "cpu", K.EPOCHS: epochs,
-                     K.POSITIVE_CONTROL: case == "control", **report.as_extra_info()})
+    leak_record.add({KN.CASE.key: case, KN.TRANSFORM.key: "uint8" if case == "lfw" else "index-only",
+                     KN.INDEX.key: "numpy", K.PROFILE: profile.name, K.CONFIG: config.as_dict(), K.DEVICE: "cpu",
+                     K.EPOCHS: epochs, K.POSITIVE_CONTROL: case == "control", **report.as_extra_info()})
     record(benchmark, leak_record)
     verdict = report.verdict
     if benchmark.enabled and verdict.robust:  # the smoke profile's 2 fitted epochs are recorded, not judged

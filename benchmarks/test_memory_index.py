@@ -32,6 +32,7 @@ from lfw.measure import LoaderConfig
 from lfw.measure.leak import first_epoch_verdict
 from lfw.measure.memory import frozen_gc
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.suite.profiles import PROFILES, Profile
 from lfw.suite.skips import Needs
 
@@ -95,7 +96,7 @@ def test_memory_index(pytestconfig: pytest.Config, run_case: Callable[..., dict[
                         memory_interval_s=MEMORY_INTERVAL_S, mark_start=True, rounds=3 if profile.full_matrix else 1,
                         warmup_rounds=0)  # fresh workers each round: a warm-up epoch adds nothing
     verdict = first_epoch_verdict(info)
-    record(benchmark, {K.TRANSFORM: "index-only", K.INDEX_SIZE: len(dataset), K.INDEX_MIB: mib,
+    record(benchmark, {KN.TRANSFORM.key: "index-only", K.INDEX_SIZE: len(dataset), K.INDEX_MIB: mib,
                        **verdict.as_extra_info()})
     assert info[K.IMAGES] == len(dataset)
     if not (benchmark.enabled and freeze) or profile.large_index_size < JUDGED_FROM_ENTRIES:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import pytest
 
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.suite.matrix import GROUPS
 
 GROUP = GROUPS["peers"]
@@ -30,7 +31,7 @@ def test_peers(rotated_case, profile, pipeline: str) -> None:
     assert info[K.IMAGES] == case.pass_images(profile), "a pass must be exactly one epoch of the pass's images"
     assert info[K.CPU_MS_PER_IMAGE] > 0 and info[K.COLD_IMAGES_PER_S] > 0
     if case.peer is not None:
-        assert info[K.PEER] == case.peer.peer and info[K.PARALLELISM] == case.peer.parallelism
+        assert info[KN.PEER.key] == case.peer.peer and info[K.PARALLELISM] == case.peer.parallelism
         assert info[K.WORKERS_SEEN] == (case.peer.parallelism if case.peer.knob == "workers" else 0), \
             "the peer's worker processes were not all counted"
         check = info[K.PIXEL_CHECK]

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.suite.matrix import GROUPS
 
 GROUP = GROUPS["pin-memory"]
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.benchmark(group=GROUP.name)
 @pytest.mark.parametrize(GROUP.argnames, GROUP.argvalues, ids=GROUP.ids)
 def test_pin_memory(rotated_case, dataset_factory, pin_memory: bool) -> None:
     info = rotated_case()
-    assert info[K.IMAGES] == min(info[K.BATCHES] * 64, len(dataset_factory(info[K.TRANSFORM])))
+    assert info[K.IMAGES] == min(info[K.BATCHES] * 64, len(dataset_factory(info[KN.TRANSFORM.key])))
     assert info[K.WORKERS_SEEN] == 2
     # The first batch's memory, read from the batch where the loader pins and an accelerator can (asking an
     # unpinned batch could start CUDA inside the pass); elsewhere the record says it was not read (None).

@@ -37,6 +37,7 @@ from lfw.measure import LoaderConfig
 from lfw.measure.loader_config import START_METHODS
 from lfw.measure.startup import pickled_dataset_bytes
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.suite.matrix import QUICK_BUDGET
 from lfw.suite.profiles import Profile
 from lfw.suite.skips import Needs
@@ -99,7 +100,7 @@ def test_startup(pytestconfig: pytest.Config, run_case: Callable[..., dict[str, 
     config = LoaderConfig(batch_size=BATCH_SIZE, num_workers=num_workers, start_method=start_method)
     info = run_case(config, TRANSFORM, LAYOUT, dataset=dataset, batches=num_workers,
                     memory_interval_s=MEMORY_INTERVAL_S, rounds=profile.rounds, warmup_rounds=1)
-    record(benchmark, {K.TRANSFORM: TRANSFORM, K.PICKLED_DATASET_BYTES: pickled,
+    record(benchmark, {KN.TRANSFORM.key: TRANSFORM, K.PICKLED_DATASET_BYTES: pickled,
                        K.INDEX_MIB: mib})
     assert info[K.IMAGES] == BATCH_SIZE * num_workers and info[K.TTFB_S] > 0
     assert info[K.WORKER_START_METHOD] == start_method and info[K.WORKERS_SEEN] == num_workers

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.suite.matrix import GROUPS
 
 GROUP = GROUPS["workers-transform"]
@@ -21,6 +22,6 @@ pytestmark = pytest.mark.benchmark(group=GROUP.name)
 @pytest.mark.parametrize(GROUP.argnames, GROUP.argvalues, ids=GROUP.ids)
 def test_workers_transform(rotated_case, dataset_factory, num_workers: int, transform: str) -> None:
     info = rotated_case()
-    assert info[K.IMAGES] == min(info[K.BATCHES] * 64, len(dataset_factory(info[K.TRANSFORM])))
+    assert info[K.IMAGES] == min(info[K.BATCHES] * 64, len(dataset_factory(info[KN.TRANSFORM.key])))
     assert info[K.WORKERS_SEEN] == num_workers  # worker processes that served the pass; 0: the main process
     assert len(info[K.rounds(K.EFFICIENCY)]) == info[K.ROUNDS] and info[K.EFFICIENCY] > 0

@@ -34,6 +34,7 @@ from lfw.report.page import findings_section, markdown_page
 from lfw.report.render import Report
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 
 
 def _near_whole(x: float, margin: float = 0.05) -> bool:
@@ -113,7 +114,7 @@ def test_impossible_figures_are_one_line_errors(bad: object) -> None:
 def _decoder(label: str, workers: int, rate: float, *, storage: str = "files", main_share: float = 0.05,
              cpu_ms: float = 0.9, cv: float = 0.05) -> Case:
     info = {K.IMAGES_PER_S: rate, K.IMAGES_PER_S_CV: cv, K.MAIN_CPU_SHARE: 1.0 if workers == 0 else main_share,
-            K.CPU_MS_PER_IMAGE: cpu_ms, K.DECODER: "simplejpeg", K.STORAGE: storage, K.THREADS: 0,
+            K.CPU_MS_PER_IMAGE: cpu_ms, KN.DECODER.key: "simplejpeg", K.STORAGE: storage, K.THREADS: 0,
             K.OUTPUT: "uint8", K.PIL_CEILING_SHARE: rate / 2500,
             K.CONFIG: {"batch_size": 64, "num_workers": workers, "prefetch_factor": None}}
     return Case(f"test_decoders[{label}]", f"b::test_decoders[{label}]", "decoders", {"pipeline": label}, (0.4,),

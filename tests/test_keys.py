@@ -16,6 +16,7 @@ from lfw.gate.metrics import JUDGED, MEMORY, SHM_ADDED, TTFB
 from lfw.gate.table import fmt_value
 from lfw.results import CaseRecord, load_run
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.results.knobs import BY_KEY
 from tests.test_record import COMMITTED
 
@@ -36,7 +37,8 @@ def test_a_record_refuses_a_key_no_declaration_knows_in_one_line() -> None:
 
 def written_keys(path: Path) -> dict[str, str]:
     """Each key ``path`` puts in a dict literal handed to a record write (:data:`WRITES`), as a constant of
-    :mod:`lfw.results.keys` (``K.NAME``: its value) or spelled by hand (the string), with where it is."""
+    :mod:`lfw.results.keys` (``K.NAME``: its value), a knob of :mod:`lfw.results.knobs` (``KN.NAME.key``) or spelled
+    by hand (the string), with where it is."""
     found: dict[str, str] = {}
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         name = getattr(getattr(node, "func", None), "attr", None) or getattr(getattr(node, "func", None), "id", None)
@@ -47,6 +49,9 @@ def written_keys(path: Path) -> dict[str, str]:
             where = f"{path.name}:{getattr(key, 'lineno', '?')}"
             if isinstance(key, ast.Attribute) and isinstance(key.value, ast.Name) and key.value.id == "K":
                 found[getattr(K, key.attr)] = where
+            elif (isinstance(key, ast.Attribute) and key.attr == "key" and isinstance(key.value, ast.Attribute)
+                  and isinstance(key.value.value, ast.Name) and key.value.value.id == "KN"):
+                found[getattr(KN, key.value.attr).key] = where
             elif isinstance(key, ast.Constant):
                 found[f"by hand: {key.value}"] = where
     return found

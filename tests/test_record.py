@@ -16,6 +16,7 @@ from lfw.errors import LFWError
 from lfw.measure.loader_config import LoaderConfig
 from lfw.results import SCHEMA_VERSION, CaseRecord, case_record, load_run, summarize, write_run
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.results.knobs import BY_KEY, KNOBS, NUM_WORKERS, TRANSFORM, saved_form, unknown_params
 from lfw.results.record import section_of
 from lfw.suite.matrix import GROUPS
@@ -64,9 +65,9 @@ def test_summarize_takes_the_median_the_maximum_of_a_peak_and_the_cv_where_asked
 
 
 def test_a_record_keeps_knobs_metrics_and_machine_apart_and_reads_back_what_it_wrote() -> None:
-    case = CaseRecord().add({K.TRANSFORM: "none", K.USABLE_CORES: 2, K.STEADY_ABSENT: "too short"})
+    case = CaseRecord().add({KN.TRANSFORM.key: "none", K.USABLE_CORES: 2, K.STEADY_ABSENT: "too short"})
     case.measure(K.IMAGES_PER_S, [10.0, 20.0, 30.0])
-    assert case.section("knobs") == {K.TRANSFORM: "none"} and case.section("machine") == {K.USABLE_CORES: 2}
+    assert case.section("knobs") == {KN.TRANSFORM.key: "none"} and case.section("machine") == {K.USABLE_CORES: 2}
     assert case.section("metrics")[K.IMAGES_PER_S] == 20.0 and K.STEADY_ABSENT in case
     assert section_of(K.DEVICE) == "machine" and section_of(K.rounds(K.PARALLEL_CAPACITY)) == "machine"
     extra = case.as_extra_info()
@@ -74,21 +75,21 @@ def test_a_record_keeps_knobs_metrics_and_machine_apart_and_reads_back_what_it_w
     assert CaseRecord.from_extra_info(extra) == case
     case.drop(K.STEADY_ABSENT)
     assert K.STEADY_ABSENT not in case.as_extra_info()
-    older = CaseRecord.from_extra_info({K.TRANSFORM: "none"})
-    assert older.schema_version == 0 and older.section("knobs") == {K.TRANSFORM: "none"}
+    older = CaseRecord.from_extra_info({KN.TRANSFORM.key: "none"})
+    assert older.schema_version == 0 and older.section("knobs") == {KN.TRANSFORM.key: "none"}
 
 
 def test_the_benchmarks_record_helper_saves_the_schema_version_and_the_knobs_once_in_params() -> None:
     callspec = {"num_workers": 2, "layout": "list"}  # pytest's own dict: rebound, never changed
     benchmark = SimpleNamespace(extra_info={"kept": 1}, params=callspec)
-    record(benchmark, {K.TRANSFORM: "none", K.CONFIG: LoaderConfig(batch_size=8, num_workers=2).as_dict(),
+    record(benchmark, {KN.TRANSFORM.key: "none", K.CONFIG: LoaderConfig(batch_size=8, num_workers=2).as_dict(),
                        K.USABLE_CORES: 2})
     assert benchmark.extra_info == {"kept": 1, K.USABLE_CORES: 2, K.SCHEMA_VERSION: SCHEMA_VERSION}
     assert set(benchmark.params) == set(BY_KEY) and callspec == {"num_workers": 2, "layout": "list"}
     assert benchmark.params | {} == {**dict.fromkeys(BY_KEY), **LoaderConfig(batch_size=8).as_dict(),
-                                     "num_workers": 2, "layout": "list", K.TRANSFORM: "none"}
-    record(benchmark, {K.TRANSFORM: "index-only"})  # what the case measured replaces what its params assumed
-    assert benchmark.params[K.TRANSFORM] == "index-only" and K.TRANSFORM not in benchmark.extra_info
+                                     "num_workers": 2, "layout": "list", KN.TRANSFORM.key: "none"}
+    record(benchmark, {KN.TRANSFORM.key: "index-only"})  # what the case measured replaces what its params assumed
+    assert benchmark.params[KN.TRANSFORM.key] == "index-only" and KN.TRANSFORM.key not in benchmark.extra_info
     record(benchmark, CaseRecord().measure(K.TTFB_S, [0.5]))
     assert benchmark.extra_info[K.TTFB_S] == 0.5 and benchmark.extra_info[K.SCHEMA_VERSION] == SCHEMA_VERSION
     with pytest.raises(LFWError, match="schema 7"):
@@ -176,8 +177,9 @@ def test_committed_runs_load_and_read_each_knob_where_their_version_kept_it(path
 
 
 def test_a_case_of_schema_2_reads_its_knobs_from_params_alone(tmp_path: Path) -> None:
-    older = load_run(_run_file(tmp_path, {K.SCHEMA_VERSION: 1, K.CONFIG: {"num_workers": 4}, K.TRANSFORM: "heavy"}))
-    assert older.cases[0].knob(NUM_WORKERS) == 4 and older.cases[0].value(K.TRANSFORM) == "heavy"
+    older = load_run(_run_file(tmp_path, {K.SCHEMA_VERSION: 1, K.CONFIG: {"num_workers": 4},
+                                          KN.TRANSFORM.key: "heavy"}))
+    assert older.cases[0].knob(NUM_WORKERS) == 4 and older.cases[0].knob(KN.TRANSFORM) == "heavy"
     now = load_run(_run_file(tmp_path, {K.SCHEMA_VERSION: SCHEMA_VERSION, K.CONFIG: {"num_workers": 4}},
                              params={"num_workers": 2, "transform": None}))
     case = now.cases[0]
@@ -189,7 +191,7 @@ def test_a_memory_index_case_saved_in_schema_1_reads_the_transform_it_measured()
     """Schema 1 saved the case's params as its loader's arguments (``none``) beside the record's ``index-only``."""
     run = load_run(ROOT / "benchmarks" / "gate_rates" / "cross_cpu" / "2026-11-26-amd-6ab8ca1.json")
     case = run.by_key()["memory-index/list-workers2"]
-    assert case.params[K.TRANSFORM] == "none" and case.knob(TRANSFORM) == case.value(K.TRANSFORM) == "index-only"
+    assert case.params[KN.TRANSFORM.key] == "none" and case.knob(TRANSFORM) == case.knob(KN.TRANSFORM) == "index-only"
 
 
 def test_every_knob_a_benchmark_varies_is_in_the_registry() -> None:

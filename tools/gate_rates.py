@@ -49,6 +49,7 @@ from lfw.gate.counting import kill_group
 from lfw.gate.thresholds import Thresholds
 from lfw.gate.worktree import checkout, resolve, toplevel
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.results import load_run
 
 KINDS = ("gate", "ab-aa", "ab-slow", "cost-slow", "mem-none", "mem-worker", "mem-index", "mem-leak")
@@ -110,7 +111,7 @@ def gate_record(raw: Path, code: int, seconds: float, log: Path) -> dict[str, An
         record["unjudged"] = report.get("unjudged", {})
     if run_path.exists():
         run = load_run(run_path)
-        record["instructions_per_image"] = {c.value(K.TRANSFORM): c.number(K.INSTRUCTIONS_PER_IMAGE)
+        record["instructions_per_image"] = {c.knob(KN.TRANSFORM): c.number(K.INSTRUCTIONS_PER_IMAGE)
                                             for c in run.cases if c.number(K.INSTRUCTIONS_PER_IMAGE)}
         from lfw.report.findings import find
 
@@ -306,7 +307,7 @@ def baseline_counts(baseline: Path | None) -> dict[str, float]:
     """Instructions per image by preset in ``baseline``; empty when there is none or it has no cost layer."""
     if baseline is None or not baseline.exists():
         return {}
-    return {c.value(K.TRANSFORM): value for c in load_run(baseline).cases
+    return {c.knob(KN.TRANSFORM): value for c in load_run(baseline).cases
             if (value := c.number(K.INSTRUCTIONS_PER_IMAGE))}
 
 

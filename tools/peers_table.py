@@ -7,6 +7,7 @@ from __future__ import annotations
 from lfw.cli.sections import Bullets, markdown
 from lfw.report.peers import peer_rows, peers_table, verdict_lines
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.results import latest_run, load_run
 
 
@@ -16,7 +17,7 @@ def main() -> None:
     peers = peer_rows(run)
     table = peers_table(run, peers)
     print(markdown([table, Bullets(verdict_lines(peers))] if table is not None else []), end="")
-    conversions = {str(c.value(K.PEER)): c.extra[K.CONVERSION] for c in run.group("peers") if c.extra.get(K.CONVERSION)}
+    conversions = {str(c.knob(KN.PEER)): c.extra[K.CONVERSION] for c in run.group("peers") if c.extra.get(K.CONVERSION)}
     print(f"one-off conversions (seconds to convert, bytes on disk): {conversions}")
 
 

@@ -27,6 +27,7 @@ from lfw.measure.machine import cpu_model
 from lfw.report.remote import remote_verdict
 from lfw.results import Case, Run, load_run
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.results.knobs import LATENCY_MS
 from lfw.stats.variation import coefficient_of_variation
 from tools.stamp import commit_label
@@ -48,7 +49,7 @@ def figures(run: Run) -> dict[str, Any]:
     best, zero = verdict.best, verdict.zero
     over = [rate(c) / (c.number(K.ENDPOINT_CEILING_IMAGES_PER_S) or 1.0) for c in steady]
     law = {c.label: (c.number(K.LITTLES_LAW_ERROR), c.value(K.REMOTE_LIMIT)) for c in cases
-           if c.value(K.STRATEGY) in ("batch", "threads")}
+           if c.knob(KN.STRATEGY) in ("batch", "threads")}
     return {"cases": cases, "fewest": min(int(c.number(K.STEADY_BATCHES) or 0) for c in steady),
             "absent": {c.label: c.value(K.STEADY_ABSENT) or c.value(K.STEADY_INVALID) for c in cases
                        if c not in steady},

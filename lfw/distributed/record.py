@@ -22,6 +22,7 @@ from typing import Any
 from lfw.cli.table import table
 from lfw.results import AUTOSAVE_NAME, CaseRecord, case_record, write_run
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 
 GROUP = "distributed"
 
@@ -131,26 +132,26 @@ def records(outcome: Outcome, config: Mapping[str, Any], world_size: int, backen
     :class:`~lfw.results.record.CaseRecord`."""
 
     def shared() -> CaseRecord:
-        record = CaseRecord().add({K.WORLD_SIZE: world_size, K.BACKEND: backend, K.CONFIG: dict(config)})
+        record = CaseRecord().add({KN.WORLD_SIZE.key: world_size, K.BACKEND: backend, K.CONFIG: dict(config)})
         record.measure(K.STRAGGLER_RATIO, outcome.straggler_ratios())
         return record.add({K.STRAGGLER_RANK: outcome.straggler(), K.COVERAGE_OK: all(c.ok for c in outcome.coverage),
-                           K.FINDINGS: list(outcome.findings), K.TRANSFORM: config.get("transform", "none")})
+                           K.FINDINGS: list(outcome.findings), KN.TRANSFORM.key: config.get("transform", "none")})
 
     out = []
     for r in outcome.ranks:
-        record = shared().add({K.RANK: r["rank"], K.IMAGES: r["images"][0]})
+        record = shared().add({KN.RANK.key: r["rank"], K.IMAGES: r["images"][0]})
         record.measure(K.IMAGES_PER_S, rank_rates(r)).measure(K.TTFB_S, r["ttfb_s"])
         record.measure(K.COLLECTIVE_WAIT_S, r["collective_s"], kept="rounds")
         record.measure(K.LOAD_S, r["load_s"], kept="rounds")
         ident = f"rank{r['rank']}-of-{world_size}"
         out.append(case_record(name=f"distributed[{ident}]", fullname=f"lfw.distributed::distributed[{ident}]",
-                               group=GROUP, params={K.RANK: r["rank"], K.WORLD_SIZE: world_size},
+                               group=GROUP, params={KN.RANK.key: r["rank"], KN.WORLD_SIZE.key: world_size},
                                seconds=r["wall_s"], extra=record.as_extra_info()))
     longest = [max(r["wall_s"][e] for r in outcome.ranks) for e in range(outcome.epochs)]
     total = shared().measure(K.IMAGES_PER_S, outcome.total_images_per_s())
     out.append(case_record(name=f"distributed[total-of-{world_size}]",
                            fullname=f"lfw.distributed::distributed[total-of-{world_size}]",
-                           group=GROUP, params={K.RANK: "total", K.WORLD_SIZE: world_size}, seconds=longest,
+                           group=GROUP, params={KN.RANK.key: "total", KN.WORLD_SIZE.key: world_size}, seconds=longest,
                            extra=total.as_extra_info()))
     return out
 

@@ -16,6 +16,7 @@ from lfw.cli.figures import bar_height, colour_map, label_rows, new_figure
 from lfw.report.pipelines import GROUP
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.stats.variation import mean_sd
 
 STAGE_COLOURS = {"read": "#9ecae1", "decode": "#3182bd", "transform": "#fdae6b", "collate": "#e6550d",
@@ -69,7 +70,7 @@ def decoders_chart(run: Run) -> Figure | None:
     if not cases:
         return None
     fig, (rate_ax, cpu_ax) = new_figure(13.0, bar_height(len(cases), 0.38) + 0.9, ncols=2)  # legends below
-    kinds = [c.value(K.DECODER) if c.value(K.STORAGE) != "memmap" else "memmap" for c in cases]
+    kinds = [c.knob(KN.DECODER) if c.value(K.STORAGE) != "memmap" else "memmap" for c in cases]
     colours = colour_map(kinds)
     rows = range(len(cases))
     points = [mean_sd(c.rounds(K.IMAGES_PER_S)) for c in cases]

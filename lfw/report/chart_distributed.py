@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 from lfw.cli.figures import new_figure
 from lfw.results import Run
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.stats.variation import mean_sd
 
 GROUP = "distributed"
@@ -17,13 +18,14 @@ STRAGGLER, OTHERS = "#d62728", "#1f77b4"
 
 
 def distributed_chart(run: Run) -> Figure | None:
-    ranks = sorted((c for c in run.group(GROUP) if isinstance(c.value(K.RANK), int)), key=lambda c: c.value(K.RANK))
+    by_rank = {rank: c for c in run.group(GROUP) if isinstance(rank := c.knob(KN.RANK), int)}
+    ranks = [by_rank[rank] for rank in sorted(by_rank)]
     if not ranks:
         return None
     straggler = ranks[0].value(K.STRAGGLER_RANK)
     fig, (ax_rate, ax_wait) = new_figure(11.0, 4.6, ncols=2)
-    labels = [f"rank {c.value(K.RANK)}" for c in ranks]
-    colours = [STRAGGLER if c.value(K.RANK) == straggler else OTHERS for c in ranks]
+    labels = [f"rank {c.knob(KN.RANK)}" for c in ranks]
+    colours = [STRAGGLER if c.knob(KN.RANK) == straggler else OTHERS for c in ranks]
     points = [mean_sd(c.rounds(K.IMAGES_PER_S)) for c in ranks]
     bars = ax_rate.bar(labels, [m for m, _ in points], yerr=[s for _, s in points], capsize=4, color=colours)
     ax_rate.bar_label(bars, fmt="{:,.0f}", padding=2, fontsize=8)
@@ -36,7 +38,7 @@ def distributed_chart(run: Run) -> Figure | None:
     ax_wait.set_ylabel("% of the epochs spent waiting at the collective")
     ax_wait.set_ylim(0, max(10.0, max(shares) * 1.3))
     ratio, covered = ranks[0].number(K.STRAGGLER_RATIO), ranks[0].value(K.COVERAGE_OK)
-    total = next((c.number(K.IMAGES_PER_S) for c in run.group(GROUP) if c.value(K.RANK) == "total"), None)
+    total = next((c.number(K.IMAGES_PER_S) for c in run.group(GROUP) if c.knob(KN.RANK) == "total"), None)
     fig.suptitle(f"{len(ranks)} ranks: straggler rank {straggler} in red, load-time ratio "
                  f"{ratio:.2f}" + (f", total {total:,.0f} images/s" if total else "")
                  + f", coverage {'ok' if covered else 'FAILED'}", fontweight="bold")

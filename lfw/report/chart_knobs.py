@@ -18,6 +18,7 @@ from lfw.cli.figures import ERRORBAR, bar_height, colour_map, dodged_errorbar, l
 from lfw.report.legend import describe, format_value, sort_key, varying_keys
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.results.knobs import BATCH_SIZE, NUM_WORKERS, PIN_MEMORY, PREFETCH_FACTOR, START_METHOD
 from lfw.results.ratios import Ratio, ratio
 from lfw.stats.variation import mean_sd
@@ -139,7 +140,7 @@ def group_overview(run: Run, group: str | None) -> Figure | None:
     return fig
 
 
-def constants(cases: Sequence[Case], keys: Sequence[str] = (BATCH_SIZE.key, NUM_WORKERS.key, K.TRANSFORM)) -> str:
+def constants(cases: Sequence[Case], keys: Sequence[str] = (BATCH_SIZE.key, NUM_WORKERS.key, KN.TRANSFORM.key)) -> str:
     """`` (batch_size=64, num_workers=2)``: the main knobs that are the same in every case, for the title."""
     fixed = [k for k in keys if len({repr(c.value(k)) for c in cases}) == 1 and cases[0].value(k) is not None]
     return f" ({describe(cases[0], fixed)})" if fixed else ""

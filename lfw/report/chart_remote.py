@@ -13,6 +13,7 @@ from lfw.cli.figures import ERRORBAR, colour_map, dodged_errorbar, new_figure
 from lfw.report.remote import remote_cases
 from lfw.results import Run
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.results.knobs import LATENCY_MS, NUM_WORKERS
 from lfw.stats.variation import mean_sd
 
@@ -21,7 +22,7 @@ def remote_chart(run: Run) -> Figure | None:
     cases = remote_cases(run)
     if not cases:
         return None
-    strategies = list(dict.fromkeys(c.value(K.STRATEGY) for c in cases))
+    strategies = list(dict.fromkeys(c.knob(KN.STRATEGY) for c in cases))
     workers = sorted({c.knob(NUM_WORKERS) or 0 for c in cases})
     colours = colour_map(strategies)
     latencies = sorted({c.knob(LATENCY_MS) or 0.0 for c in cases})
@@ -30,7 +31,7 @@ def remote_chart(run: Run) -> Figure | None:
     fig, axes = new_figure(4.6 * len(workers), 5.0, ncols=len(workers))
     for ax, count in zip(axes, workers, strict=True):
         for i, strategy in enumerate(strategies):
-            line = sorted((c for c in cases if c.value(K.STRATEGY) == strategy and (c.knob(NUM_WORKERS) or 0) == count),
+            line = sorted((c for c in cases if c.knob(KN.STRATEGY) == strategy and (c.knob(NUM_WORKERS) or 0) == count),
                           key=lambda c: c.knob(LATENCY_MS) or 0.0)
             if not line:
                 continue

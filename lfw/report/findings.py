@@ -14,6 +14,7 @@ from lfw.report.pipelines import PipelineVerdict, pipeline_verdict
 from lfw.report.remote import RemoteVerdict, remote_verdict
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.results.ratios import ratio_cv
 from lfw.results.recommend import Recommendation, recommendations, scaling_cases
 
@@ -117,7 +118,7 @@ def paired_cv(run: Run) -> float | None:
     for group in run.groups:
         cases = [c for c in run.group(group) if is_loader_case(c)]
         for case in cases:
-            reference = next(c for c in cases if c.value(K.TRANSFORM) == case.value(K.TRANSFORM))
+            reference = next(c for c in cases if c.knob(KN.TRANSFORM) == case.knob(KN.TRANSFORM))
             if (cv := ratio_cv(case, reference)) is not None:
                 values.append(cv)
     return median(values) if values else None

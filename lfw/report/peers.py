@@ -13,6 +13,7 @@ from typing import Literal
 from lfw.cli.sections import Table
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.results.knobs import NUM_WORKERS
 from lfw.results.ratios import Ratio, ratio
 from lfw.stats.variation import KNEE_TOLERANCE
@@ -70,7 +71,8 @@ def peer_cases(run: Run) -> dict[str, list[Case]]:
     found: dict[str, list[Case]] = {}
     for case in run.group(GROUP):
         if case.number(K.IMAGES_PER_S) is not None and case.value(K.OUTPUT, "uint8") == "uint8":
-            found.setdefault(str(case.value(K.PEER) or DATALOADER), []).append(case)
+            peer = case.knob(KN.PEER) or DATALOADER
+            found.setdefault(peer, []).append(case)
     return found
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.results.knobs import NUM_WORKERS
 from lfw.results.ratios import share_text
 
@@ -99,10 +100,10 @@ class PipelineVerdict:
     def own_text(self) -> str:
         """The share of its own decoder's limit, with the limit spelt out so a reader can check it."""
         b = self.best
-        per_core = b.number(K.OWN_DECODER_PER_CORE)
+        per_core, decoder = b.number(K.OWN_DECODER_PER_CORE), b.knob(KN.DECODER)
         if per_core and b.number(K.OWN_DECODER_SHARE) is not None:
             return (f"{share_text(b, K.OWN_DECODER_SHARE)} of its own decoder's limit ({self.cores} usable cores x "
-                    f"{per_core:,.0f} images/s, the {b.value(K.DECODER)} decode's single-core rate in the same "
+                    f"{per_core:,.0f} images/s, the {decoder} decode's single-core rate in the same "
                     f"rounds = {self.cores * per_core:,.0f})")
         own = self.own_ceiling_share
         if own is not None and self.reference is not None:
@@ -133,7 +134,7 @@ class PipelineVerdict:
 def reference_for(case: Case, cases: list[Case]) -> Case | None:
     """The single-thread, no-worker case of the same decoder and storage (itself if it is one)."""
     for other in cases:
-        if (other.value(K.DECODER) == case.value(K.DECODER) and other.value(K.STORAGE) == case.value(K.STORAGE)
+        if (other.knob(KN.DECODER) == case.knob(KN.DECODER) and other.value(K.STORAGE) == case.value(K.STORAGE)
                 and not other.knob(NUM_WORKERS) and not other.value(K.THREADS)
                 and other.value(K.OUTPUT) == "uint8" and other.value(K.OUTPUT_SIZE) == case.value(K.OUTPUT_SIZE)):
             return other

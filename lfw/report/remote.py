@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.results.knobs import LATENCY_MS, NUM_WORKERS
 from lfw.results.ratios import Ratio, ratio, share_text
 
@@ -42,7 +43,8 @@ class RemoteVerdict:
         b = self.best
         workers = b.knob(NUM_WORKERS) or 0
         in_flight = int(b.number(K.IN_FLIGHT_LIMIT) or 0)
-        text = (f"at {self.latency_ms:g} ms, `{b.label}` ({b.value(K.STRATEGY)}, {workers} workers, up to {in_flight} "
+        strategy = b.knob(KN.STRATEGY)
+        text = (f"at {self.latency_ms:g} ms, `{b.label}` ({strategy}, {workers} workers, up to {in_flight} "
                 f"requests in flight, {b.number(K.BUSY_MEAN_IN_FLIGHT) or b.number(K.MEAN_IN_FLIGHT) or 0:.1f} on "
                 "average): ")
         steady = b.number(K.STEADY_IMAGES_PER_S)
@@ -85,5 +87,5 @@ def remote_verdict(run: Run) -> RemoteVerdict | None:
     at_zero = [c for c in cases if c.knob(LATENCY_MS) == 0.0]
     zero = max(at_zero, key=rate) if at_zero else None
     to_zero = ratio(best, zero, K.STEADY_IMAGES_PER_S) if zero is not None and zero is not best else None
-    serial = next((c for c in at if c.value(K.STRATEGY) == "serial" and c.knob(NUM_WORKERS) == 2), None)
+    serial = next((c for c in at if c.knob(KN.STRATEGY) == "serial" and c.knob(NUM_WORKERS) == 2), None)
     return RemoteVerdict(latency, best, zero, to_zero, serial)

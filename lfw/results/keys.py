@@ -153,19 +153,15 @@ GROWTH_KEYS = (*(tree(m, "growth") for m in TREE_METRICS), WORKER_USS_GROWTH_MIB
                PSS_PEAK_ADDED_MIB, SHM_PEAK_ADDED_MIB)
 
 # --- the case itself (benchmark fixtures); the knobs' facts are lfw.results.knobs' -----------------------------
-TRANSFORM = "transform"
-INDEX = "index"
 CACHE_MODE = setting("cache_mode", "page cache mode")
 PROFILE = setting("profile", "bench profile")
 CONFIG = setting("config", "the loader's configuration")
 DEVICE = machine("device", "device the batches went to")
-STEP_MS = "step_ms"
 ROTATION = machine("rotation", "the group's rotation")
 ROTATION_POSITIONS = machine("rotation_positions", "the case's positions in the rotation")
 WORKER_SHUTDOWN_ERRORS = machine("worker_shutdown_errors", "workers that died on their way out")
 
 # --- decode pipelines (the decoders group): the pipeline and its two machine ceilings ------------------------
-DECODER = "decoder"
 STORAGE = setting("storage", "storage of the images")
 THREADS = setting("threads", "decode threads")
 OUTPUT = setting("output", "output of the pipeline")
@@ -190,8 +186,6 @@ OWN_DECODER_SHARE = metric("own_decoder_share", "share of the own decoder's ceil
 OWN_DECODER = setting("own_decoder", "the ceiling member the share is taken against")
 
 # --- remote storage (the remote group): the case, the traffic through the proxy, the endpoint's ceiling -------
-STRATEGY = "strategy"
-LATENCY_MS = "latency_ms"  # injected first-byte delay
 CONCURRENCY = setting("concurrency", "requests in flight per loading process")
 IN_FLIGHT_LIMIT = setting("in_flight_limit", "requests in flight at most")  # loading processes x concurrency
 REQUESTS_PER_IMAGE = metric("requests_per_image", "requests/image", better="lower")
@@ -220,8 +214,6 @@ REMOTE_BOUND_SHARE = metric("remote_bound_share", "share of the remote bound", b
 NEAR_ENDPOINT_CEILING = metric("near_endpoint_ceiling", "share >= 0.8: the endpoint, not the strategy, limits")
 
 # --- a distributed run (lfw.distributed): one case per rank and one for the total ----------------------------
-RANK = "rank"  # an int, or "total"
-WORLD_SIZE = "world_size"
 BACKEND = setting("backend", "collective backend")
 STRAGGLER_RATIO = metric("straggler_ratio", "slowest rank's load time over the fastest's", digits=4, better="lower")
 STRAGGLER_RANK = metric("straggler_rank", "slowest rank")
@@ -256,7 +248,6 @@ BATCH_BYTES_PER_IMAGE = metric("batch_bytes_per_image", "batch bytes/image", **C
 MOVES = (FILES_OPENED_PER_IMAGE, READ_CALLS_PER_IMAGE, BYTES_READ_PER_IMAGE, BATCH_BYTES_PER_IMAGE)
 
 # --- a case that demonstrates a check rather than measures the user's loader ----------------------------------
-CASE = "case"  # the leak check's case name: lfw, control, index
 # True: it must be flagged by its own check; the gate does not compare it
 POSITIVE_CONTROL = setting("positive_control", "positive control")
 
@@ -321,7 +312,6 @@ WATCH_CLOCK = machine("watch_clock", "clock of the watch")  # host clock, CUDA e
 WATCH_OVERHEAD_US = metric("watch_overhead_us_per_step", "watcher's bookkeeping per step", unit="us", better="lower")
 
 # --- the loaders users switch to (the peers group, lfw.peers): reference rows beside DataLoader ------------------
-PEER = "peer"  # the other project's loader ("dataloader" for the references it runs beside)
 PEER_KNOB = setting("peer_knob", "what the peer's parallelism counts")  # "threads" of this process or "processes"
 PARALLELISM = setting("parallelism", "parallelism")  # the knob's value, counted against the usable cores
 PEER_LAYOUT = setting("peer_layout", "batch layout")  # "chw", or "hwc-view": a (B, 3, H, W) view of channels-last

@@ -15,6 +15,7 @@ from typing import Literal
 
 from lfw.results import Case, Run
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.results.knobs import NUM_WORKERS
 from lfw.results.ratios import Ratio, ratio
 from lfw.stats.variation import KNEE_TOLERANCE, first_within
@@ -61,7 +62,7 @@ def scaling_cases(run: Run) -> dict[str, list[Case]]:
     by_transform: dict[str, list[Case]] = {}
     for case in run.group(GROUP):
         if case.knob(NUM_WORKERS) is not None and case.number(K.IMAGES_PER_S) is not None:
-            by_transform.setdefault(str(case.value(K.TRANSFORM, "none")), []).append(case)
+            by_transform.setdefault(str(case.knob(KN.TRANSFORM, "none")), []).append(case)
     return {t: sorted(cs, key=lambda c: c.knob(NUM_WORKERS, 0)) for t, cs in by_transform.items()}
 
 

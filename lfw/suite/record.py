@@ -19,6 +19,7 @@ from lfw.measure.loader_pass import PassResult, wait_percentiles_ms
 from lfw.pipelines.decoders import DECODERS
 from lfw.remote.bench import endpoint_shares, remote_law
 from lfw.results import keys as K
+from lfw.results import knobs as KN
 from lfw.results.knobs import saved_form
 from lfw.results.record import CaseRecord, Kept, summarize
 from lfw.suite.matrix import LoaderCase
@@ -149,7 +150,7 @@ def peer_record(case: LoaderCase, rotation: GroupRotation, *, cores: int) -> Cas
     member = decoder_member(spec)
     if member is not None and member in rotation.measured:
         record.add(own_decoder_shares(results, per_core=rotation.ceiling(member), member=member, usable_cores=cores))
-    return record.add({K.PEER: spec.peer, K.PEER_KNOB: spec.knob, K.PARALLELISM: spec.parallelism,
+    return record.add({KN.PEER.key: spec.peer, K.PEER_KNOB: spec.knob, K.PARALLELISM: spec.parallelism,
                        K.OUTPUT: spec.output, K.PEER_DECODER: member})
 
 
@@ -222,13 +223,14 @@ def knob_params(config: LoaderConfig, *, transform: str | None, index: str | Non
     """The params of a case: every knob of :data:`lfw.results.knobs.KNOBS` (None where one does not apply, so
     ``pytest-benchmark compare --group-by=param:NAME`` works on any run), from its loader configuration, preset
     and index, the test's own parametrized values kept (:func:`lfw.results.knobs.saved_form`)."""
-    return saved_form(case_params or {}, {K.CONFIG: config.as_dict(), K.TRANSFORM: transform, K.INDEX: index})[0]
+    record = {K.CONFIG: config.as_dict(), KN.TRANSFORM.key: transform, KN.INDEX.key: index}
+    return saved_form(case_params or {}, record)[0]
 
 
 def description(*, transform: str, index: str, cache_mode: str, profile: Profile, config: LoaderConfig,
                 device: str = "cpu") -> dict[str, Any]:
     """What every case record says about the case itself: preset, index, cache mode, profile, loader knobs."""
-    return {K.TRANSFORM: transform, K.INDEX: index, K.CACHE_MODE: cache_mode, K.PROFILE: profile.name,
+    return {KN.TRANSFORM.key: transform, KN.INDEX.key: index, K.CACHE_MODE: cache_mode, K.PROFILE: profile.name,
             K.CONFIG: config.as_dict(), K.DEVICE: device}
 
 
@@ -244,7 +246,7 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
         record = pass_record(results, workers=workers, usable_cores=cores)
         record.add(endpoint_shares(results, rotation.ceiling(ENDPOINT_CEILING), latency_ms=case.remote.latency_ms,
                                    in_flight_limit=limit))
-        record.add({K.STRATEGY: case.remote.strategy, K.LATENCY_MS: case.remote.latency_ms,
+        record.add({KN.STRATEGY.key: case.remote.strategy, KN.LATENCY_MS.key: case.remote.latency_ms,
                     K.CONCURRENCY: case.remote.concurrency, K.IN_FLIGHT_LIMIT: limit})
         law = remote_law(record.as_extra_info(), rotation.ceiling(ENDPOINT_CEILING), in_flight_limit=limit,
                          processes=max(workers, 1), pool=case.remote.pool)
@@ -262,7 +264,7 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
         record.add(own_decoder_shares(results, per_core=rotation.ceiling(member), member=member, usable_cores=cores))
         record.add(stage_breakdown(results))
         record.add(counted(results, DECODERS, K.DECODED_IMAGES))
-        record.add({K.DECODER: case.pipeline.decoder, K.STORAGE: case.pipeline.storage,
+        record.add({KN.DECODER.key: case.pipeline.decoder, K.STORAGE: case.pipeline.storage,
                     K.THREADS: case.pipeline.threads, K.OUTPUT: case.pipeline.output,
                     K.OUTPUT_SIZE: case.pipeline.size, K.BATCHING: case.pipeline.batching})
     else:
@@ -276,10 +278,10 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
     if case.peer is not None or case.layer == PEERS:  # the cold first epoch; the pixel check, memory alone
         record.add({**cold_record(mine.warmup), **rotation.facts.get(case.id, {})})
         if case.peer is None and case.pipeline is not None:  # slot batches hand out a channels-last view
-            record.add({K.PEER: "dataloader", K.PEER_LAYOUT: "hwc-view" if case.pipeline.batching == "slots" else
+            record.add({KN.PEER.key: "dataloader", K.PEER_LAYOUT: "hwc-view" if case.pipeline.batching == "slots" else
                         "chw", K.OUTPUT: case.pipeline.output})
     if case.step_ms is not None:
-        record.add({K.STEP_MS: case.step_ms})
+        record.add({KN.STEP_MS.key: case.step_ms})
         record.add(step_record(results))
     if case.id in rotation.shutdown_errors:  # workers that died on their way out, after their passes completed
         record.add({K.WORKER_SHUTDOWN_ERRORS: rotation.shutdown_errors[case.id]})
