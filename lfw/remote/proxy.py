@@ -178,8 +178,8 @@ class Proxy:
         try:
             while await self.one_exchange(reader, writer, up_reader, up_writer):
                 pass
-        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
-            pass
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError, http.client.HTTPException):
+            pass  # a broken exchange closes this connection; the proxy serves on
         finally:
             for w in (writer, up_writer):
                 w.close()
