@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import http.client
-import io
 import json
 import math
 import random
 import socket
 import struct
 import sys
+import threading
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -178,8 +177,8 @@ class Proxy:
         try:
             while await self.one_exchange(reader, writer, up_reader, up_writer):
                 pass
-        except (ConnectionError, asyncio.IncompleteReadError, ValueError, http.client.HTTPException):
-            pass  # a broken exchange closes this connection; the proxy serves on
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            pass
         finally:
             for w in (writer, up_writer):
                 w.close()
@@ -231,7 +230,7 @@ class Proxy:
             status = int(status_line.split()[1])
             if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
                 pass
-            elif "chunked" in response_headers.get("transfer-encoding", "").lower():
+            elif "chunked" in response_headers.get("transfer-encoding", ""):
                 sent += await self.relay_chunked(up_reader, writer)
             elif "content-length" in response_headers:
                 length = int(response_headers["content-length"])
@@ -289,10 +288,16 @@ class Proxy:
             sent += await self.relay(source, writer, size + 2)  # the data and its CRLF
 
 
-def parse_head(head: bytes) -> tuple[str, http.client.HTTPMessage]:
-    """A request's or a response's first line and its headers (names read case-insensitively)."""
-    first, _, headers = head.partition(b"\r\n")
-    return first.decode("latin-1"), http.client.parse_headers(io.BytesIO(headers))
+def parse_head(head: bytes) -> tuple[str, dict[str, str]]:
+    """A request's or a response's first line and its headers (names lower-cased)."""
+    first, *lines = head.decode("latin-1").split("\r\n")
+    out = {}
+    for line in lines:
+        name, sep, value = line.partition(":")
+        if sep:
+            out[name.strip().lower()] = value.strip().lower() if name.strip().lower() == "transfer-encoding" \
+                else value.strip()
+    return first, out
 
 
 def request_kind(method: str, target: str) -> str:
@@ -314,11 +319,13 @@ def reset(writer: asyncio.StreamWriter) -> None:
 async def serve(upstream: tuple[str, int], seed: int) -> None:
     proxy = Proxy(upstream, seed)
     server = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
-    print(json.dumps({"port": server.sockets[0].getsockname()[1]}), flush=True)
-    commands = asyncio.StreamReader()
-    await asyncio.get_running_loop().connect_read_pipe(lambda: asyncio.StreamReaderProtocol(commands), sys.stdin)
-    async with server:
-        while line := await commands.readline():
+    port = server.sockets[0].getsockname()[1]
+    print(json.dumps({"port": port}), flush=True)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def read_commands() -> None:  # a thread: stdin is blocking; each command runs in the loop
+        for line in sys.stdin:
             if not line.strip():
                 continue
             try:
@@ -326,8 +333,20 @@ async def serve(upstream: tuple[str, int], seed: int) -> None:
             except json.JSONDecodeError:
                 answer: dict[str, Any] = {"error": "not JSON"}
             else:
-                answer = proxy.control(message)
+                answer = asyncio.run_coroutine_threadsafe(_call(proxy, message), loop).result()
             print(json.dumps(answer), flush=True)
+        loop.call_soon_threadsafe(stop.set)  # stdin closed: stop serving
+
+    threading.Thread(target=read_commands, daemon=True, name="proxy-control").start()
+    async with server:
+        await stop.wait()
+
+
+async def _call(proxy: Proxy, message: Any) -> dict[str, Any]:
+    try:
+        return proxy.control(message)
+    except (AttributeError, TypeError, ValueError) as exc:  # not an object, or a value of the wrong kind
+        return {"error": f"bad command {json.dumps(message)}: {exc}"}
 
 
 def main(argv: list[str] | None = None) -> int:
