@@ -185,6 +185,11 @@ def test_a_case_of_schema_2_reads_its_knobs_from_params_alone(tmp_path: Path) ->
     case = now.cases[0]
     assert case.knob(NUM_WORKERS) == 2 and case.knob(TRANSFORM) is None and case.knob(TRANSFORM, "none") == "none"
     assert case.params[NUM_WORKERS.key] == 2 and K.CONFIG in case.extra  # saved as it was written, read from params
+    # None in params is the case's answer: never a config or an older record's key beside it
+    none = load_run(_run_file(tmp_path, {K.SCHEMA_VERSION: SCHEMA_VERSION, K.WORKERS: 3,
+                                         K.CONFIG: {"num_workers": 4, "batch_size": 32}},
+                              params={"num_workers": None, "batch_size": None})).cases[0]
+    assert none.knob(NUM_WORKERS) is None and none.knob(KN.BATCH_SIZE) is None
 
 
 def test_a_memory_index_case_saved_in_schema_1_reads_the_transform_it_measured() -> None:

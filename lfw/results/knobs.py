@@ -5,7 +5,7 @@ benchmark), as opposed to what it measured. From record schema 2 (:data:`lfw.res
 knob of :data:`KNOBS` is saved once per case, in pytest-benchmark's own ``params`` (what ``pytest-benchmark compare
 --group-by=param:num_workers`` reads), every case carrying every knob (None where one does not apply) and none of
 them in ``extra_info``. :func:`saved_form` is the one split of a record into the two; the reader is
-:meth:`lfw.results.Case.knob`, which also reads the older forms (:func:`saved_knob`).
+:meth:`lfw.results.Case.knob`, which also reads the older forms (:func:`legacy_knob`).
 """
 
 from __future__ import annotations
@@ -88,11 +88,11 @@ def unknown_params(params: Mapping[str, Any]) -> list[str]:
     return [k for k in params if k not in BY_KEY]
 
 
-def saved_knob(params: Mapping[str, Any], extra: Mapping[str, Any], key: str) -> Any:
-    """A knob of a saved case of any schema (None where it has none): in ``extra_info`` under its key (before
-    schema 2; from 2 :func:`saved_form` leaves none there), else in ``params`` (version 0 carries there only the
-    knobs its group varied, version 1 every knob, some derived from the loader's arguments where the record says
-    otherwise), else in the LoaderConfig dict saved as ``config`` (or ``workers``, the record's ``num_workers``)."""
+def legacy_knob(params: Mapping[str, Any], extra: Mapping[str, Any], key: str) -> Any:
+    """A knob of a case saved before schema 2 (None where it has none): in ``extra_info`` under its key, else in
+    ``params`` (version 0 carries there only the knobs its group varied, version 1 every knob, some derived from
+    the loader's arguments where the record says otherwise), else in the LoaderConfig dict saved as ``config`` (or
+    ``workers``, the record's copy of ``num_workers``)."""
     if extra.get(key) is not None:
         return extra[key]
     if params.get(key) is not None:

@@ -25,8 +25,8 @@ from typing import Any, Literal, TypeGuard, TypeVar, cast, overload
 from lfw.cli.saving import write_atomic
 from lfw.errors import LFWError
 from lfw.results import keys as K
-from lfw.results.knobs import BY_KEY, Knob, saved_form, saved_knob
-from lfw.results.record import schema_version
+from lfw.results.knobs import BY_KEY, Knob, legacy_knob, saved_form
+from lfw.results.record import KNOBS_IN_PARAMS, schema_version
 
 AUTOSAVE_NAME = re.compile(r"^(\d{4})_.*\.json$")
 T = TypeVar("T")
@@ -88,9 +88,13 @@ class Case:
     def knob(self, knob: Knob[T], default: T) -> T: ...
 
     def knob(self, knob: Knob[T], default: T | None = None) -> T | None:
-        """A knob of the case (:mod:`lfw.results.knobs`) where its record's version kept it
-        (:func:`~lfw.results.knobs.saved_knob`), ``default`` where it has none."""
-        found = saved_knob(self.params, self.extra, knob.key)
+        """A knob of the case (:mod:`lfw.results.knobs`), ``default`` where it has none: from schema 2 its
+        ``params`` alone; a case saved before reads it where its version kept it
+        (:func:`~lfw.results.knobs.legacy_knob`)."""
+        if self.schema_version >= KNOBS_IN_PARAMS:
+            found = self.params.get(knob.key)
+        else:
+            found = legacy_knob(self.params, self.extra, knob.key)
         return default if found is None else cast("T", found)
 
     def value(self, key: str, default: Any = None) -> Any:

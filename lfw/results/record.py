@@ -21,6 +21,7 @@ from lfw.stats.variation import coefficient_of_variation
 # Version 2: the knobs (lfw.results.knobs) in pytest-benchmark's params alone, the rest flat in extra_info.
 # Version 1: the flat keys of lfw.results.keys, written through CaseRecord. Version 0: the same keys, no version.
 SCHEMA_VERSION = 2
+KNOBS_IN_PARAMS = 2  # the first version that keeps every knob in params, and only there
 
 Kept = Literal["both", "summary", "rounds"]
 
