@@ -18,8 +18,8 @@ STRAGGLER, OTHERS = "#d62728", "#1f77b4"
 
 
 def distributed_chart(run: Run) -> Figure | None:
-    by_rank = {rank: c for c in run.group(GROUP) if isinstance(rank := c.knob(KN.RANK), int)}
-    ranks = [by_rank[rank] for rank in sorted(by_rank)]
+    ranks = sorted((c for c in run.group(GROUP) if isinstance(c.knob(KN.RANK), int)),
+                   key=lambda c: c.value(KN.RANK.key))
     if not ranks:
         return None
     straggler = ranks[0].value(K.STRAGGLER_RANK)

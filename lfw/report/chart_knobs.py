@@ -146,7 +146,7 @@ def constants(cases: Sequence[Case], keys: Sequence[str] = (BATCH_SIZE.key, NUM_
     return f" ({describe(cases[0], fixed)})" if fixed else ""
 
 
-# The knob charts of the report (lfw.report.render.CHARTS): one call of knob_chart each.
+# The knob charts of the report (lfw.report.render.dedicated_charts): one call of knob_chart each.
 batch_size_chart = partial(knob_chart, group="batch-size", key=BATCH_SIZE.key, xlabel="batch size (images, log scale)",
                            title="Throughput against batch size", numeric=True, log2=True, reference=64)
 pin_memory_chart = partial(knob_chart, group="pin-memory", key=PIN_MEMORY.key, xlabel="pin_memory",
