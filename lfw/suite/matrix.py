@@ -19,6 +19,8 @@ from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S, STEADY_MIN_BATCHE
 from lfw.peers.contract import PeerSpec
 from lfw.pipelines import Pipeline
 from lfw.remote.bench import CONCURRENCY, RemoteCase
+from lfw.results import knobs as KN
+from lfw.results.knobs import Knob
 from lfw.suite.profiles import PEERS, REMOTE, Profile
 from lfw.suite.skips import Needs
 
@@ -137,21 +139,23 @@ def _workers_transform() -> Group:
     for transform in TRANSFORMS:
         for workers in WORKER_COUNTS:
             quick = transform in ("none", "uint8") or workers in (0, 2)
+            knobs = {KN.NUM_WORKERS.key: workers, KN.TRANSFORM.key: transform}
             cases.append(LoaderCase(
-                "workers-transform", f"workers{workers}-{transform}", {"num_workers": workers, "transform": transform},
+                "workers-transform", f"workers{workers}-{transform}", knobs,
                 LoaderConfig(batch_size=64, num_workers=workers), transform,
                 full_only=None if quick else f"{transform} runs at workers0 and workers2 only (full crosses all)",
                 lfw_only=None if transform == "none" else LFW_PRESETS))
-    return Group("workers-transform", ("num_workers", "transform"), tuple(cases))
+    return Group("workers-transform", (KN.NUM_WORKERS.key, KN.TRANSFORM.key), tuple(cases))
 
 
-def _one_knob(group: str, knob: str, values: Sequence[Any], ids: Sequence[str],
+def _one_knob(group: str, knob: Knob[Any], values: Sequence[Any], ids: Sequence[str],
               per_case: Mapping[str, Mapping[str, Any]] | None = None, *, rounds_quick: int | None = None,
               warmup_rounds: int = 0, min_rounds: int = 1, **common: Any) -> Group:
     """Two workers, batch 64, preset ``none``, and one LoaderConfig knob set to each value; ``common`` and a case's
     ``per_case`` entry are its other :class:`LoaderCase` fields."""
-    return Group(group, (knob,), tuple(
-        LoaderCase(group, case_id, {knob: value}, LoaderConfig(**{"batch_size": 64, "num_workers": 2, knob: value}),
+    return Group(group, (knob.key,), tuple(
+        LoaderCase(group, case_id, {knob.key: value},
+                   LoaderConfig(**{"batch_size": 64, "num_workers": 2, knob.key: value}),
                    **{**common, **(per_case or {}).get(case_id, {})})
         for value, case_id in zip(values, ids, strict=True)), rounds_quick, warmup_rounds, min_rounds)
 
@@ -182,8 +186,8 @@ def _decoders() -> Group:
         ("simplejpeg-t2-float", Pipeline("simplejpeg", threads=t2, output="float"), 0, False),
         ("simplejpeg-t2-deferred", Pipeline("simplejpeg", threads=t2, output="deferred"), 0, False),
     )
-    return Group("decoders", ("pipeline",), tuple(
-        LoaderCase("decoders", case_id, {"pipeline": case_id},
+    return Group("decoders", (KN.PIPELINE.key,), tuple(
+        LoaderCase("decoders", case_id, {KN.PIPELINE.key: case_id},
                    LoaderConfig(batch_size=64, num_workers=workers, persistent_workers=workers > 0), "uint8",
                    epoch_images=True, pipeline=pipeline, memory_interval_s=None, lfw_only=LFW_FILES,
                    full_only=None if quick else "the quick profile runs the decoders' headline cases only")
@@ -224,14 +228,14 @@ def _remote() -> Group:
                 quick = (strategy, workers) in REMOTE_QUICK.get(latency, set())
                 cases.append(LoaderCase(
                     "remote", f"{strategy}-{latency}ms-w{workers}",
-                    {"strategy": strategy, "latency_ms": latency, "num_workers": workers},
+                    {KN.STRATEGY.key: strategy, KN.LATENCY_MS.key: latency, KN.NUM_WORKERS.key: workers},
                     LoaderConfig(batch_size=REMOTE_BATCH, num_workers=workers, persistent_workers=workers > 0),
                     "uint8", epoch_images=True, remote=spec,
                     images=REMOTE_BATCH * remote_pass_batches(spec, workers),
                     memory_interval_s=None, lfw_only=LFW_FILES,
                     full_only="50 ms runs in full only" if latency == 50 else None,
                     not_quick=None if quick else REMOTE_NOT_QUICK))
-    return Group("remote", ("strategy", "latency_ms", "num_workers"),
+    return Group("remote", (KN.STRATEGY.key, KN.LATENCY_MS.key, KN.NUM_WORKERS.key),
                  tuple(cases), rounds_quick=3, warmup_rounds=1)
 
 
@@ -260,7 +264,7 @@ GRAIN_PROCESSES_NOT_QUICK = ("Grain's multiprocessing prefetch spawns its worker
 def _peers() -> Group:
     """The peers (:mod:`lfw.peers`) beside DataLoader's best pipelines in one rotation with the decoder ceilings
     (docs/peers.md); memory measured alone afterwards (:mod:`lfw.suite.peers`)."""
-    cases = [LoaderCase("peers", case_id, {"pipeline": case_id, "peer": "dataloader"},
+    cases = [LoaderCase("peers", case_id, {KN.PIPELINE.key: case_id, KN.PEER.key: "dataloader"},
                         LoaderConfig(batch_size=64, num_workers=2, persistent_workers=True), "uint8", epoch_images=True,
                         pipeline=pipeline, memory_interval_s=None, lfw_only=LFW_FILES, layer=PEERS)
              for case_id, pipeline in PEER_REFERENCES]
@@ -269,39 +273,39 @@ def _peers() -> Group:
         processes = spec.parallelism if spec.knob == "workers" else 0
         slow = spec.mode == "processes" and spec.parallelism != GRAIN_PROCESSES_QUICK
         cases.append(LoaderCase(
-            "peers", spec.label, {"pipeline": spec.label, "peer": spec.peer}, LoaderConfig(
+            "peers", spec.label, {KN.PIPELINE.key: spec.label, KN.PEER.key: spec.peer}, LoaderConfig(
                 batch_size=spec.batch_size, num_workers=processes, persistent_workers=spec.peer in ("webdataset",
                                                                                                   "litdata")),
             "uint8", epoch_images=True, memory_interval_s=None, lfw_only=LFW_FILES, peer=spec, layer=PEERS,
             not_quick=GRAIN_PROCESSES_NOT_QUICK if slow else None))
-    return Group("peers", ("pipeline",), tuple(cases), rounds_quick=5, warmup_rounds=1, peer_group=True)
+    return Group("peers", (KN.PIPELINE.key,), tuple(cases), rounds_quick=5, warmup_rounds=1, peer_group=True)
 
 
 GROUPS: dict[str, Group] = {g.name: g for g in (
     _workers_transform(),
-    _one_knob("batch-size", "batch_size", BATCH_SIZES, [f"bs{b}" for b in BATCH_SIZES],
+    _one_knob("batch-size", KN.BATCH_SIZE, BATCH_SIZES, [f"bs{b}" for b in BATCH_SIZES],
               {"bs512": {"full_only": "bs512 (two 366 MiB float batches per pass) runs in full only"}}, rounds_quick=3),
-    _one_knob("pin-memory", "pin_memory", (False, True), ("nopin", "pin"), {"pin": {"needs_cuda": True}},
+    _one_knob("pin-memory", KN.PIN_MEMORY, (False, True), ("nopin", "pin"), {"pin": {"needs_cuda": True}},
               warmup_rounds=1, copy_to_cuda=True),  # the untimed round starts CUDA, its allocators and pinned pool
-    Group("index", ("index",), tuple(
-        LoaderCase("index", kind, {"index": kind}, LoaderConfig(batch_size=64, num_workers=2, shuffle=True),
+    Group("index", (KN.INDEX.key,), tuple(
+        LoaderCase("index", kind, {KN.INDEX.key: kind}, LoaderConfig(batch_size=64, num_workers=2, shuffle=True),
                    index=kind, lfw_only=LFW_FILES, not_quick=QUICK_BUDGET, count_index=True)
         for kind in ("list", "numpy"))),
-    _one_knob("persistent-workers", "persistent_workers", (False, True), ("nonpersistent", "persistent"),
+    _one_knob("persistent-workers", KN.PERSISTENT_WORKERS, (False, True), ("nonpersistent", "persistent"),
               warmup_rounds=1, min_rounds=2, epoch_images=True),
-    _one_knob("prefetch", "prefetch_factor", PREFETCH, [f"prefetch{p}" for p in PREFETCH],
+    _one_knob("prefetch", KN.PREFETCH_FACTOR, PREFETCH, [f"prefetch{p}" for p in PREFETCH],
               {"prefetch4": {"not_quick": "prefetch4 is kept out of its time budget (it compares the default 2 "
                                           "with 8)"}}),
-    _one_knob("start-method", "start_method", START_METHODS, START_METHODS,
+    _one_knob("start-method", KN.START_METHOD, START_METHODS, START_METHODS,
               {"forkserver": {"full_only": "forkserver (seconds per pass, like spawn) runs in full only"}},
               rounds_quick=1),
-    Group("data-wait", ("step_ms",), tuple(
-        LoaderCase("data-wait", f"step{ms}ms", {"step_ms": ms}, LoaderConfig(batch_size=64, num_workers=2),
+    Group("data-wait", (KN.STEP_MS.key,), tuple(
+        LoaderCase("data-wait", f"step{ms}ms", {KN.STEP_MS.key: ms}, LoaderConfig(batch_size=64, num_workers=2),
                    "uint8", step_ms=ms, max_batches=DATA_WAIT_MAX_BATCHES, memory_interval_s=None,
                    lfw_only=LFW_PRESETS)
         for ms in STEP_MS), rounds_quick=3),
-    Group("overhead", ("sampling",), tuple(
-        LoaderCase("overhead", name, {"sampling": name}, LoaderConfig(batch_size=64, num_workers=2),
+    Group("overhead", (KN.SAMPLING.key,), tuple(
+        LoaderCase("overhead", name, {KN.SAMPLING.key: name}, LoaderConfig(batch_size=64, num_workers=2),
                    memory_interval_s=interval, mark_start=mark, lfw_only=LFW_FILES, not_quick=QUICK_BUDGET)
         for name, (interval, mark) in SAMPLING.items()), rounds_quick=3),
     _decoders(),
