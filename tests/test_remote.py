@@ -25,16 +25,27 @@ from lfw.remote.endpoint import LocalS3, local_s3, upload_tree
 from tests.trees import TINY_IMAGES, first_image
 
 HELPERS = ("lfw.remote.moto_server", "lfw.remote.proxy")
+# Every process this module starts inherits the mark, so an orphan (no child of ours any more) is still known as
+# ours, and another checkout's tests running beside these are not.
+OWNER_MARK = ("LFW_TEST_REMOTE_OWNER", str(os.getpid()))
+os.environ[OWNER_MARK[0]] = OWNER_MARK[1]
+
+
+def _ours(proc: psutil.Process) -> bool:
+    try:
+        return proc.environ().get(OWNER_MARK[0]) == OWNER_MARK[1]
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
 
 
 def helpers_alive(keep: LocalS3 | None = None) -> list[psutil.Process]:
-    """moto or proxy processes anywhere on the machine (an orphan is no child of ours), but ``keep``'s own."""
+    """moto or proxy processes started by these tests (children or orphans), but ``keep``'s own."""
     mine = {keep.moto.proc.pid, keep.proxy.proc.pid} if keep is not None else set()
     found = []
     for proc in psutil.process_iter(["pid", "cmdline", "status"]):
         command = " ".join(proc.info["cmdline"] or [])
         if proc.info["pid"] not in mine and proc.info["status"] != psutil.STATUS_ZOMBIE and \
-                any(h in command for h in HELPERS):
+                any(h in command for h in HELPERS) and _ours(proc):
             found.append(proc)
     return found
 
