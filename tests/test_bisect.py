@@ -104,6 +104,7 @@ def script(tmp_path: Path, name: str, text: str) -> str:
     return f"{shlex.quote(sys.executable)} {shlex.quote(str(path))}"
 
 
+@pytest.mark.slow
 def test_bisect_finds_the_injected_instruction_regression_under_valgrind(tmp_path: Path,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
     if shutil.which("valgrind") is None:

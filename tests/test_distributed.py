@@ -68,6 +68,7 @@ def test_not_under_torchrun_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys:
     assert err.startswith("error: not started by torchrun") and "--nproc-per-node=2" in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.needs_shm(64)
 def test_two_ranks_report_per_rank_figures_straggler_and_coverage(tiny_tree: Path, tmp_path: Path) -> None:
     out = tmp_path / "run.json"
@@ -139,6 +140,7 @@ def short_tmp() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a_killed_rank_fails_the_run_and_leaves_nothing(tiny_tree: Path, short_tmp: Path) -> None:
     out = short_tmp / "killed.json"
     command = [*TORCHRUN, "--path", str(tiny_tree), "--batch-size", "4", "--epochs", "200", "--timeout", "20",

@@ -94,6 +94,7 @@ def interrupt_after_first_case(storage: Path, sig: int) -> tuple[int, str]:
     return proc.returncode, "".join(lines) + rest
 
 
+@pytest.mark.slow
 @pytest.mark.needs_shm(64)
 @pytest.mark.parametrize(("sig", "code", "name"), [(signal.SIGINT, 130, "SIGINT"), (signal.SIGTERM, 143, "SIGTERM")])
 def test_an_interrupted_run_is_saved_marked_and_refused(tmp_path: Path, sig: int, code: int, name: str,

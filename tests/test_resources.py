@@ -139,6 +139,7 @@ def test_a_group_leaves_out_what_does_not_fit_and_measures_the_rest(tiny_tree: P
     assert rotation.measured["workers0-none"].results and rotation.measured["workers1-uint8"].results
 
 
+@pytest.mark.slow
 def test_make_test_runs_green_in_a_small_dev_shm(tmp_path: Path) -> None:
     """The benchmarks' smoke run with /dev/shm mounted at 16 MiB (root's own mount namespace): nothing fails,
     and what cannot fit is left out saying what it needs."""
@@ -158,6 +159,7 @@ def test_make_test_runs_green_in_a_small_dev_shm(tmp_path: Path) -> None:
     assert "of /dev/shm for" in proc.stdout and "16 MiB free" in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.needs_shm(512)  # else four workers' float batches are left out for /dev/shm first
 def test_a_low_ulimit_n_leaves_out_the_cases_that_would_run_out_of_descriptors() -> None:
     """``ulimit -n 60``: four workers would need more descriptors and are left out in one line; nothing fails."""

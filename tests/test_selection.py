@@ -26,6 +26,7 @@ def pytest_benchmarks(*args: str, timeout: float = 300) -> subprocess.CompletedP
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
+@pytest.mark.slow
 def test_collected_benchmark_ids_are_the_matrix_ids() -> None:
     """Each matrix group's test collects exactly the group's case ids: the keys the gate and A/B use."""
     proc = pytest_benchmarks("--collect-only", "-q", "--bench-profile", "smoke")
@@ -39,6 +40,7 @@ def test_collected_benchmark_ids_are_the_matrix_ids() -> None:
         assert [t for t, ids in by_test.items() if ids == set(group.ids)], f"no test collects {group.name}'s ids"
 
 
+@pytest.mark.slow
 @pytest.mark.needs_shm(64)
 def test_a_saved_run_records_what_it_selected_and_how_each_case_ended(tmp_path: Path) -> None:
     out = tmp_path / "run.json"

@@ -121,12 +121,14 @@ def run_pytest(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
                           capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
 
 
+@pytest.mark.slow
 def test_bench_dataset_error_from_pytest_is_one_line_without_traceback() -> None:
     proc = run_pytest("--bench-dataset", "examples.imagefolder:nothing", "--collect-only", "-q")
     assert proc.returncode != 0
     assert "has no attribute 'nothing'" in proc.stderr and "Traceback" not in proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_the_suite_runs_on_an_imagefolder_and_the_report_recommends(tiny_tree: Path, tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     proc = run_pytest("--bench-profile", "smoke", "--bench-dataset", "examples.imagefolder:faces",
