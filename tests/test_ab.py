@@ -13,11 +13,13 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from lfw.errors import LFWError, MeasurementError
+from lfw.gate import ab
 from lfw.gate.__main__ import main
 from lfw.gate.ab import ABPlan, parse_cases, run_ab, server_module
 from lfw.gate.metrics import IMAGES_PER_S, TTFB
@@ -26,6 +28,9 @@ from lfw.gate.table import render_paired
 from lfw.gate.thresholds import Thresholds
 from lfw.gate.verdict_build import ab_verdict
 from lfw.results import load_run
+from tests.commands import pytest_benchmark
+
+ROOT = Path(__file__).resolve().parents[1]
 
 THRESHOLDS = {"throughput": 0.05, "ttfb": 0.25}
 
@@ -170,10 +175,9 @@ def test_a_slower_working_tree_is_caught_and_both_sides_are_written(tmp_path: Pa
     verdicts = json.loads((tmp_path / "out" / "verdicts.json").read_text())
     assert verdicts["exit_code"] == 1 and len(verdicts["log_ratios"]["workers2-none:images_per_s"]) == 8
     assert worktrees(repo) == 1
-    compare = subprocess.run([str(Path(sys.executable).parent / "pytest-benchmark"), "compare",
-                              str(tmp_path / "out" / "base.json"), str(tmp_path / "out" / "current.json")],
-                             capture_output=True, text=True)
-    assert compare.returncode == 0 and "workers-transform[workers2-none]" in compare.stdout
+    code, printed, _ = pytest_benchmark("compare", str(tmp_path / "out" / "base.json"),
+                                        str(tmp_path / "out" / "current.json"), cwd=ROOT)
+    assert code == 0 and "workers-transform[workers2-none]" in printed
 
 
 def test_same_speed_passes(tmp_path: Path) -> None:
@@ -216,7 +220,13 @@ def test_a_side_that_crashes_is_a_measurement_failure_and_leaves_nothing(tmp_pat
     assert leftover.returncode == 1  # no side process of this run survives
 
 
-def test_a_stuck_side_times_out(tmp_path: Path) -> None:
+def test_a_stuck_side_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stuck side ignores the end of its input too: it is stopped after its grace (30 s, here 0.5 s)."""
+    class Impatient(ab.Child):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **{**kwargs, "grace_s": 0.5})
+
+    monkeypatch.setattr(ab, "Child", Impatient)
     repo = fake_repo(tmp_path, 1000.0, 1000.0, hang=True)
     with pytest.raises(MeasurementError, match=r"gave no answer .* within 1 s"):
         run_ab(plan(timeout_s=1.0), repo, Thresholds(), tmp_path / "out", root=tmp_path)

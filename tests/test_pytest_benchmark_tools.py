@@ -25,8 +25,10 @@ from lfw.results import keys as K
 from lfw.results import load_run
 from lfw.results.knobs import BY_KEY, unknown_params
 from lfw.suite import matrix
+from tests.commands import pytest_benchmark as pytest_benchmark_command
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow  # the storage is a real smoke run of four groups, autosaved
 # The commands README.md and docs/gating.md show ("pytest-benchmark's own tools"), with this test's storage.
 COMMANDS = (
     ["list"],
@@ -76,11 +78,9 @@ def storage(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def pytest_benchmark(storage: Path, *args: str) -> str:
     """What the ``pytest-benchmark`` command prints for ``args`` over ``storage``; it must exit 0 without a
     traceback."""
-    proc = subprocess.run([sys.executable, "-m", "pytest_benchmark", "--storage", f"file://{storage}", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0 and "Traceback" not in out, out
-    return proc.stdout
+    code, stdout, stderr = pytest_benchmark_command("--storage", f"file://{storage}", *args, cwd=ROOT)
+    assert code == 0 and "Traceback" not in stdout + stderr, stdout + stderr
+    return stdout
 
 
 def compare_tables(text: str) -> dict[str, dict[tuple[str, str], list[tuple[float, float | None]]]]:
