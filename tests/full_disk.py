@@ -1,6 +1,7 @@
 """Every writer of a file that a later command reads, each run once against a full file system.
 
-``python -m tests.full_disk FOLDER [--stand-in]`` gives each writer of :data:`WRITERS` its own subfolder of FOLDER
+``python -m tests.full_disk FOLDER [--stand-in] [WRITER ...]`` gives each writer of :data:`WRITERS` (or those named)
+its own subfolder of FOLDER
 holding an earlier file (the run, verdict or store that was there before), fills the file system, runs the writer,
 and prints one JSON object: writer -> its exit code, what it printed on stderr, and whether the folder still lists
 the same files and the earlier file is byte-identical. ``tests/test_full_disk.py`` runs it as root inside
@@ -312,9 +313,11 @@ def outcome(name: str, folder: Path, disk: Tmpfs | StandIn) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
+    """``FOLDER [--stand-in] [WRITER ...]``: the writers named (default: every one of :data:`WRITERS`)."""
     folder, stand_in = Path(argv[0]), "--stand-in" in argv
+    names = [a for a in argv[1:] if a != "--stand-in"] or list(WRITERS)
     disk = StandIn(folder) if stand_in else Tmpfs(folder)
-    print(json.dumps({name: outcome(name, folder, disk) for name in WRITERS}))
+    print(json.dumps({name: outcome(name, folder, disk) for name in names}))
     return 0
 
 

@@ -39,23 +39,37 @@ def tmpfs_possible(folder: Path) -> bool:
     return probe.returncode == 0
 
 
-@pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    folder = tmp_path_factory.mktemp("full")
+def run_writers(folder: Path, names: list[str]) -> dict[str, Any]:
+    """``tests/full_disk.py`` on ``names`` in ``folder``: each writer's outcome."""
     if tmpfs_possible(folder):
-        command = ["unshare", "-m", "sh", "-c", f'mount -t tmpfs -o size={MOUNT_SIZE} tmpfs "$1" && exec "$2" -m '
-                   'tests.full_disk "$1"', "sh", str(folder), sys.executable]
+        command = ["unshare", "-m", "sh", "-c", f'mount -t tmpfs -o size={MOUNT_SIZE} tmpfs "$1" && exec "$0" -m '
+                   'tests.full_disk "$@"', sys.executable, str(folder), *names]
     else:
-        command = [sys.executable, "-m", "tests.full_disk", str(folder), "--stand-in"]
+        command = [sys.executable, "-m", "tests.full_disk", str(folder), "--stand-in", *names]
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return dict(json.loads(proc.stdout))
 
 
-@pytest.mark.parametrize("writer", list(WRITERS))
+PLUGIN = "pytest --benchmark-autosave"  # a real pytest run of the suite's smoke profile: the slow tier's
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every writer's but the plugin's, in one process."""
+    return run_writers(tmp_path_factory.mktemp("full"), [name for name in WRITERS if name != PLUGIN])
+
+
+@pytest.fixture(scope="module")
+def plugin_outcome(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return run_writers(tmp_path_factory.mktemp("full-plugin"), [PLUGIN])
+
+
+@pytest.mark.parametrize("writer", [pytest.param(name, marks=pytest.mark.slow) if name == PLUGIN else name
+                                    for name in WRITERS])
 def test_a_writer_on_a_full_disk_says_so_in_one_line_and_leaves_the_folder_as_it_was(
-        outcomes: dict[str, Any], writer: str) -> None:
-    found = outcomes[writer]
+        request: pytest.FixtureRequest, writer: str) -> None:
+    found = request.getfixturevalue("plugin_outcome" if writer == PLUGIN else "outcomes")[writer]
     errors = [line for line in found["stderr"].splitlines() if line.startswith("error:")]
     assert found["exit"] == EXIT_MEASUREMENT, found["stderr"][-2000:]
     assert len(errors) == 1 and "Traceback" not in found["stderr"], found["stderr"][-2000:]
