@@ -204,7 +204,7 @@ class _Stuck(Dataset):
         return 8
 
     def __getitem__(self, i: int) -> torch.Tensor:
-        time.sleep(3)
+        time.sleep(1.0)  # a batch of two takes 2 s, four times the timeout; the worker's stop waits for it
         return torch.zeros(1)
 
 

@@ -21,6 +21,7 @@ from lfw.measure import LoaderConfig, LoaderPass
 from lfw.pipelines.decoders import decode
 from lfw.remote.bench import traffic
 from lfw.remote.dataset import S3LFW
+from lfw.remote.__main__ import main as remote_main
 from lfw.remote.endpoint import LocalS3, local_s3, upload_tree
 from tests.trees import TINY_IMAGES, first_image
 
@@ -152,19 +153,18 @@ def test_retries_are_bounded_when_every_attempt_fails(s3: LocalS3) -> None:
     assert data.reader.retries == 2
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lfw.remote", *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})})
-
-
-def test_cli_endpoint_down_is_exit_2_in_one_line() -> None:
-    done = cli("--endpoint", f"http://127.0.0.1:{closed_port()}", env={"AWS_ACCESS_KEY_ID": "x",
-                                                                        "AWS_SECRET_ACCESS_KEY": "y"})
-    assert done.returncode == 2 and done.stderr.count("\n") == 1
-    assert done.stderr.startswith("error: cannot read s3://lfw/lfw/") and "EndpointConnectionError" in done.stderr
+def test_cli_endpoint_down_is_exit_2_in_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
+    assert remote_main(["--endpoint", f"http://127.0.0.1:{closed_port()}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("error: cannot read s3://lfw/lfw/") and "EndpointConnectionError" in err
 
 
 def test_cli_missing_credentials_is_exit_2_in_one_line(tmp_path: Path) -> None:
+    """``python -m lfw.remote`` itself (its exit code, its stderr), in an environment without credentials."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update({"AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
                 "AWS_EC2_METADATA_DISABLED": "true"})
@@ -173,11 +173,13 @@ def test_cli_missing_credentials_is_exit_2_in_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no S3 credentials" in done.stderr
 
 
-def test_cli_local_run_measures_and_leaves_no_process(tiny_tree: Path, s3: LocalS3) -> None:
-    done = cli("--local", "--path", str(tiny_tree), "--images", "16", "--latency-ms", "5", "--workers", "1",
-               "--repetitions", "1")
-    assert done.returncode == 0, done.stderr
-    assert "1.00 requests per image" in done.stdout and "images/s" in done.stdout
+def test_cli_local_run_measures_and_leaves_no_process(tiny_tree: Path, s3: LocalS3,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code = remote_main(["--local", "--path", str(tiny_tree), "--images", "16", "--latency-ms", "5", "--workers", "1",
+                        "--repetitions", "1"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "1.00 requests per image" in printed.out and "images/s" in printed.out
     assert not helpers_alive(keep=s3)
 
 
