@@ -61,10 +61,13 @@ def test_one_loader_busy_with_cores_to_spare_is_its_decoder() -> None:
 def test_the_machine_line_names_the_quota_and_the_capacity_of_every_group_once() -> None:
     cases = (case(parallel_capacity_rounds=[1.0, 0.98]), case(workers=4, parallel_capacity_rounds=[1.0, 0.98]),
              case(group="decoders", parallel_capacity_rounds=[0.99]))
-    run = Run(None, {"usable_cores": 1, "logical_cpus": 2,  # type: ignore[arg-type]
-                     "cpu_limit": "1 usable core: a CPU quota of 1.0 on 2 logical CPUs"}, cases)
+    machine = {"usable_cores": 1, "logical_cpus": 2, "capacity_probe": "threads released together",
+               "cpu_limit": "1 usable core: a CPU quota of 1.0 on 2 logical CPUs"}
+    run = Run(None, machine, cases)  # type: ignore[arg-type]
     assert machine_line(run) == ("1 usable core: a CPU quota of 1.0 on 2 logical CPUs; parallel capacity 0.99 "
                                  "(rounds 0.98-1.00) at N = 1")
+    older = Run(None, {k: v for k, v in machine.items() if k != "capacity_probe"}, cases)  # type: ignore[arg-type]
+    assert str(machine_line(older)).endswith("at N = 1 (by the earlier probe, which timed its own forks: it reads low)")
     plain = Run(None, {"usable_cores": 2, "logical_cpus": 2, "threads_per_core": 1}, ())  # type: ignore[arg-type]
     assert machine_line(plain) == "2 usable cores of 2 logical CPUs, 1 thread per core"
 

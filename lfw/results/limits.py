@@ -121,6 +121,8 @@ def machine_line(run: Run) -> str | None:
     at_physical = [v for c in groups.values() for v in c.rounds(K.PHYSICAL_CAPACITY)]
     if at_usable:
         said += f"; parallel capacity {_spread(at_usable)} at N = {usable}"
+        if K.CAPACITY_PROBE not in info:
+            said += " (by the earlier probe, which timed its own forks: it reads low)"
     if at_physical:
         said += f", {_spread(at_physical)} at N = its {info.get(K.PHYSICAL_CORES)} physical cores"
     return said
