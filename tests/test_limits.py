@@ -105,3 +105,12 @@ def test_the_prediction_waits_more_when_the_machine_gives_fewer_cores() -> None:
     given = {"per_core": 1000.0, "workers": 2, "batch": 64, "step_s": 0.02, "batches": 8, "ttfb_s": 0.1}
     assert pass_data_wait(cores=1.0, **given) > pass_data_wait(cores=2.0, **given)
     assert DATA_WAIT.rounds_of(case(params={"step_ms": 20.0})) == []  # no rates recorded: nothing to judge
+
+
+def test_the_accelerators_headline_says_what_its_own_decoders_limit_would_feed() -> None:
+    from lfw.diagnose.feeds import Feed, FeedRow, FeedsTable
+    from lfw.report.accelerators import headline
+
+    row = FeedRow("simplejpeg-w2", Feed(3000.0, 2), (2,), (2,), (2,), True, limit=8000.0)
+    text = headline(FeedsTable((50.0,), 0.9, (row,)))
+    assert text.endswith("at its own decoder's limit (8,000 images/s on this machine) the rate alone would feed 6")

@@ -179,6 +179,7 @@ class FeedRow:
     closed_form: tuple[int, ...]
     throughput: tuple[int, ...]  # the rate alone (throughput_bound)
     decodes: bool  # False for the decode-free memmap reference
+    limit: float | None = None  # its own decoder's limit, images/s (lfw.suite.record.work_limit); None: not measured
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,7 @@ def feeds_table(run: Run, steps_ms: Sequence[float] = STEP_TIMES_MS, *, target: 
         rows.append(FeedRow(case.label, feed, tuple(fed(feed, s, target=target, batches=batches) for s in steps),
                             tuple(closed_form_fed(feed, s, target) for s in steps),
                             tuple(throughput_bound(feed.rate, s, feed.batch, target) for s in steps),
-                            case.value(K.STORAGE) != "memmap"))
+                            case.value(K.STORAGE) != "memmap", case.number(K.OWN_DECODER_IMAGES_PER_S)))
     if not rows:
         return None
     rows.sort(key=lambda r: -r.feed.rate)
