@@ -108,9 +108,9 @@ def gate_command(folder: Path) -> int:
 
 
 def gate_md(folder: Path) -> int:
-    from lfw.gate.summary import write_summary
+    from lfw.gate.summary import write_verdict_page
 
-    write_summary("# a verdict page\n" * 50, folder / "gate.md", environ={})
+    write_verdict_page("# a verdict page\n" * 50, folder / "gate.md", environ={})
     return 0
 
 

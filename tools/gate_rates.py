@@ -167,7 +167,7 @@ def run_gate(repo: Path, raw: Path, commit: str, inject: str = "") -> dict[str, 
     return record
 
 
-def run_ab(repo: Path, raw: Path, commit: str, slow: bool, max_pairs: int) -> dict[str, Any]:
+def run_ab_try(repo: Path, raw: Path, commit: str, slow: bool, max_pairs: int) -> dict[str, Any]:
     """``python -m lfw.gate --ab COMMIT`` from a clean worktree of it (slowed: with the sitecustomize in it)."""
     log = raw / "ab.log"
     with checkout(repo, commit) as tree:
@@ -229,7 +229,7 @@ def campaign(kind: str, runs: int, repo: Path, baseline: Path, max_pairs: int, o
         elif kind.startswith("mem-"):
             outcome = run_gate(repo, raw, head, inject=kind.removeprefix("mem-"))
         elif kind in ("ab-aa", "ab-slow"):
-            outcome = run_ab(repo, raw, head, kind == "ab-slow", max_pairs)
+            outcome = run_ab_try(repo, raw, head, kind == "ab-slow", max_pairs)
         else:
             outcome = run_cost_slow(repo, raw, head, baseline)
         record = {"kind": kind, "started": started, "finished": now(), "commit": head, "host": platform.node(),

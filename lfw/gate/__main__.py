@@ -15,7 +15,7 @@ from lfw.gate.ab import DEFAULT_CASES, ABPlan, parse_cases, run_ab
 from lfw.gate.bisect import bisect_command
 from lfw.gate.compare import EXIT_INCOMPLETE, compare_runs, different_images
 from lfw.gate.metrics import COST_LAYER
-from lfw.gate.summary import AB_PATH, TWO_FILE_PATH, verdict_markdown, write_summary
+from lfw.gate.summary import AB_PATH, TWO_FILE_PATH, verdict_markdown, write_verdict_page
 from lfw.gate.table import machine_diff_text, render, render_paired
 from lfw.gate.thresholds import RULE_TEXT, Thresholds
 from lfw.gate.verdict import AB, AB_VERDICT_PATH, TWO_FILE, VERDICT_PATH, Verdict
@@ -109,7 +109,7 @@ def publish(verdict: Verdict, args: argparse.Namespace) -> None:
     summary = args.summary_md or (AB_PATH if verdict.mode == AB else TWO_FILE_PATH)
     default = AB_VERDICT_PATH if verdict.mode == AB else VERDICT_PATH
     verdict.write(args.verdict_json or summary.parent / default.name)
-    write_summary(verdict_markdown(verdict, summary), summary)
+    write_verdict_page(verdict_markdown(verdict, summary), summary)
 
 
 def main_ab(args: argparse.Namespace, th: Thresholds) -> int:

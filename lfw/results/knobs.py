@@ -56,7 +56,7 @@ FREEZE = Knob("freeze", "gc.freeze before the fork", bool)
 ENTRIES = Knob("entries", "index entries", int)
 METHOD = Knob("method", "thread-map method", str)
 DECODER = Knob("decoder", "image decoder", str)
-# --- a distributed run's (lfw.distributed.record) -----------------------------------------------------------------
+# --- a distributed run's (lfw.distributed.gathered) -----------------------------------------------------------
 RANK = Knob("rank", "rank (an int, or 'total': the ranks together)", object)
 WORLD_SIZE = Knob("world_size", "ranks", int)
 
