@@ -49,7 +49,7 @@ THRESHOLD_FLAGS = (
     ("worker_floor_mib", "--worker-floor-mib", "MIB", "rise of worker USS or its growth"),
     ("memory_ratio", "--memory-ratio", "FRACTION", "... and of |baseline| x this"),
     ("slope_floor_mib", "--slope-floor-mib", "MIB", "rise of a leak check's median step per epoch"),
-    ("wait_floor", "--wait-floor", "FRACTION", "rise of the data-wait fraction"),
+    ("wait_floor", "--wait-floor", "FRACTION", "rise of the data-wait fraction over its prediction"),
     ("wait_ratio", "--wait-ratio", "FRACTION", "... and of the baseline fraction x this"),
     ("ab_throughput", "--ab-throughput-threshold", "FRACTION", "A/B drop of images/s"),
     ("ab_ttfb", "--ab-ttfb-threshold", "FRACTION", "A/B rise of time to first batch"),
