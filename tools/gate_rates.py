@@ -47,6 +47,7 @@ from lfw.errors import LFWError, cli_entry
 from lfw.gate.ab import ABPlan
 from lfw.gate.counting import kill_group
 from lfw.gate.thresholds import Thresholds
+from lfw.gate.verdict import VERDICT_PATH, load_verdict
 from lfw.gate.worktree import checkout, resolve, toplevel
 from lfw.results import keys as K
 from lfw.results import knobs as KN
@@ -97,18 +98,18 @@ def run_logged(command: Sequence[str], cwd: Path, env: dict[str, str], log: Path
 def gate_record(raw: Path, code: int, seconds: float, log: Path) -> dict[str, Any]:
     """A two-file gate run's outcome: exit code, regressions, the worst change per family, instruction counts."""
     record: dict[str, Any] = {"exit_code": code, "seconds": round(seconds, 1)}
-    report_path, run_path = raw / "gate-report.json", raw / "gate-run.json"
-    if report_path.exists():
-        report = json.loads(report_path.read_text())
-        record["regressions"] = [f"{c['case'].rpartition('::')[2]} {c['metric']} {c['change']:+.4g}"
-                                 for c in report["comparisons"] if c["regressed"]]
+    verdict_path, run_path = raw / VERDICT_PATH.name, raw / "gate-run.json"
+    if verdict_path.exists():
+        verdict = load_verdict(verdict_path)
+        record["regressions"] = [f"{c.case.rpartition('::')[2]} {c.metric_key} {c.change:+.4g}"
+                                 for c in verdict.regressions]
         worst: dict[str, float] = {}
-        for c in report["comparisons"]:
-            worse = -c["change"] if c["metric"] == "efficiency" else c["change"]
-            if c["metric"] in ("efficiency", "ttfb_s", "instructions_per_image"):
-                worst[c["metric"]] = max(worst.get(c["metric"], float("-inf")), worse)
+        for c in verdict.comparisons:
+            worse = -c.change if c.metric_key == "efficiency" else c.change
+            if c.metric_key in ("efficiency", "ttfb_s", "instructions_per_image"):
+                worst[c.metric_key] = max(worst.get(c.metric_key, float("-inf")), worse)
         record["worst_relative_change"] = {k: round(v, 4) for k, v in worst.items()}
-        record["unjudged"] = report.get("unjudged", {})
+        record["unjudged"] = verdict.unjudged
     if run_path.exists():
         run = load_run(run_path)
         record["instructions_per_image"] = {c.knob(KN.TRANSFORM): c.number(K.INSTRUCTIONS_PER_IMAGE)
@@ -148,7 +149,7 @@ def run_gate(repo: Path, raw: Path, commit: str, inject: str = "") -> dict[str, 
     worktree; pytest (``pythonpath = .``) and ``python -m`` then import the worktree's own ``lfw``.
     """
     venv = repo / ".venv"
-    env = {**os.environ, "GATE_ARGS": f"--json-report {raw / 'gate-report.json'}", "LFW_CACHE": cache(repo)}
+    env = {**os.environ, "GATE_ARGS": f"--verdict-json {raw / VERDICT_PATH.name}", "LFW_CACHE": cache(repo)}
     log = raw / "make-gate.log"
     args = [f"PYTEST_ARGS=-k '{MEMORY_CASES}'", "LAYERS="] if inject else []
     with checkout(repo, commit) as tree:
@@ -160,13 +161,13 @@ def run_gate(repo: Path, raw: Path, commit: str, inject: str = "") -> dict[str, 
         if (tree / "reports" / "gate-run.json").exists():
             write_atomic(raw / "gate-run.json", (tree / "reports" / "gate-run.json").read_bytes())
     record = gate_record(raw, code, seconds, log)
-    report = raw / "gate-report.json"
-    if inject and report.exists():  # make exits 2 for any failed recipe: the gate's own code says what it found
-        record.update(make_exit_code=code, exit_code=json.loads(report.read_text())["exit_code"])
+    verdict = raw / VERDICT_PATH.name
+    if inject and verdict.exists():  # make exits 2 for any failed recipe: the gate's own code says what it found
+        record.update(make_exit_code=code, exit_code=load_verdict(verdict).exit_code)
     return record
 
 
-def run_ab(repo: Path, raw: Path, commit: str, slow: bool, max_pairs: int) -> dict[str, Any]:
+def run_ab_try(repo: Path, raw: Path, commit: str, slow: bool, max_pairs: int) -> dict[str, Any]:
     """``python -m lfw.gate --ab COMMIT`` from a clean worktree of it (slowed: with the sitecustomize in it)."""
     log = raw / "ab.log"
     with checkout(repo, commit) as tree:
@@ -195,7 +196,7 @@ def run_ab(repo: Path, raw: Path, commit: str, slow: bool, max_pairs: int) -> di
 
 def run_cost_slow(repo: Path, raw: Path, commit: str, baseline: Path) -> dict[str, Any]:
     """The cost layer with the slowed decode on PYTHONPATH, gated against ``baseline`` (a path in HEAD)."""
-    run_json, report = raw / "cost-run.json", raw / "gate-report.json"
+    run_json, verdict_path = raw / "cost-run.json", raw / VERDICT_PATH.name
     with checkout(repo, commit) as tree:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree / SLOW_DECODE.parent), str(tree)]),
                "LFW_SLOW_DECODE": "0.15", "LFW_CACHE": cache(repo)}
@@ -205,13 +206,11 @@ def run_cost_slow(repo: Path, raw: Path, commit: str, baseline: Path) -> dict[st
         if code != 0:
             return {"exit_code": code, "seconds": round(seconds, 1), "error": "the cost benchmarks failed"}
         gate_code, _ = run_logged([sys.executable, "-m", "lfw.gate", str(tree / baseline), str(run_json),
-                                   "--json-report", str(report)], tree, {**os.environ, "PYTHONPATH": str(tree)},
-                                  raw / "gate.log")
-    doc = json.loads(report.read_text())
-    changes = {c["case"].rpartition("::")[2]: round(c["change"], 4) for c in doc["comparisons"]
-               if c["metric"] == "instructions_per_image"}
-    flagged = sorted(c["case"].rpartition("::")[2] for c in doc["comparisons"]
-                     if c["metric"] == "instructions_per_image" and c["regressed"])
+                                   "--verdict-json", str(verdict_path), "--summary-md", str(raw / "gate.md")], tree,
+                                  {**os.environ, "PYTHONPATH": str(tree)}, raw / "gate.log")
+    counts = [c for c in load_verdict(verdict_path).comparisons if c.metric_key == "instructions_per_image"]
+    changes = {c.case.rpartition("::")[2]: round(c.change, 4) for c in counts}
+    flagged = sorted(c.case.rpartition("::")[2] for c in counts if c.regressed)
     return {"exit_code": gate_code, "seconds": round(seconds, 1), "instructions_change": changes, "flagged": flagged}
 
 
@@ -230,7 +229,7 @@ def campaign(kind: str, runs: int, repo: Path, baseline: Path, max_pairs: int, o
         elif kind.startswith("mem-"):
             outcome = run_gate(repo, raw, head, inject=kind.removeprefix("mem-"))
         elif kind in ("ab-aa", "ab-slow"):
-            outcome = run_ab(repo, raw, head, kind == "ab-slow", max_pairs)
+            outcome = run_ab_try(repo, raw, head, kind == "ab-slow", max_pairs)
         else:
             outcome = run_cost_slow(repo, raw, head, baseline)
         record = {"kind": kind, "started": started, "finished": now(), "commit": head, "host": platform.node(),

@@ -142,15 +142,6 @@ def fed(feed: Feed, step_s: float, *, target: float = AU_TARGET, batches: int = 
     return n
 
 
-def accelerators_fed(rate: float, workers: int, step_s: float, batch: int = BATCH, *, prefetch_factor: int = 2,
-                     handover_s: float = 0.0, load_cv: float = 0.0, target: float = AU_TARGET,
-                     batches: int = STEADY_BATCHES) -> int:
-    """Accelerators that one pipeline measured at ``rate`` images/s with ``workers`` workers keeps at AU >=
-    ``target`` when each steps for ``step_s`` per batch (:func:`fed` on a :class:`Feed`; one-line errors)."""
-    feed = Feed(rate, workers, prefetch_factor, handover_s, load_cv, batch)
-    return fed(feed, step_s, target=target, batches=batches)
-
-
 # --- a run's decoders group ------------------------------------------------------------------------------------
 def feed_of(case: Case) -> Feed | None:
     """A case's :class:`Feed`: its median images/s, workers, prefetch factor and batch size from its config, the
