@@ -101,3 +101,21 @@ def test_a_gate_run_is_recorded_from_its_verdict_json(tmp_path: Path, monkeypatc
     worst = {"efficiency": 0.2228, "ttfb_s": 0.1413, "instructions_per_image": -0.0001}
     assert record["worst_relative_change"] == worst
     assert record["unjudged"] == {} and record["seconds"] == 12.3 and record["tail"] == ["one", "two"]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_an_injected_kind_runs_its_cases_with_its_sitecustomize_and_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS"):
+        monkeypatch.delenv(name, raising=False)
+    repo = tmp_path / "repo"
+    (repo / "benchmarks" / "gate_rates" / "slow_handover").mkdir(parents=True)
+    (repo / "benchmarks" / "gate_rates" / "slow_handover" / "sitecustomize.py").write_text("# injected\n")
+    (repo / "Makefile").write_text("gate:\n\t@echo \"$(PYTEST_ARGS)|$$LFW_HANDOVER_MS|$$(cat sitecustomize.py)\"\n")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "fake project")
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    record = run_gate(repo, raw, git(repo, "rev-parse", "HEAD"), inject="handover")
+    assert record["tail"][0] == "-k 'test_data_wait'|30|# injected"

@@ -18,6 +18,12 @@ Kinds:
   worker holds 150 MiB more; every worker copies its dataset's index; persistent workers leak about 6 MiB per
   epoch), against the committed baseline, whatever CPU model recorded it: the gate should exit 1. ``mem-none``:
   the same run with nothing injected, the control: should exit 0.
+- ``serialized``: ``make gate`` of the workers group with every image load behind one machine-wide lock
+  (``benchmarks/gate_rates/serialized_decode/``): the machine gives its cores, the workers cannot use them, so the
+  gate should exit 1 (a lost core is the machine's: ``tools/capacity_runs.sh``).
+- ``handover``: ``make gate`` of the data-wait group with the main process's receive of every batch 30 ms slower
+  (``benchmarks/gate_rates/slow_handover/``): judged in the machine's units, the wait should exceed what the
+  machine's rates predict, whatever its speed: exit 1.
 
 Every run is made from a temporary ``git worktree`` checkout of the commit that was HEAD when the campaign
 started, so edits and commits during a long campaign do not leak into it; raw runs and logs go to
@@ -53,7 +59,8 @@ from lfw.results import keys as K
 from lfw.results import knobs as KN
 from lfw.results import load_run
 
-KINDS = ("gate", "ab-aa", "ab-slow", "cost-slow", "mem-none", "mem-worker", "mem-index", "mem-leak")
+KINDS = ("gate", "ab-aa", "ab-slow", "cost-slow", "mem-none", "mem-worker", "mem-index", "mem-leak", "serialized",
+         "handover")
 OUTCOMES = Path("benchmarks/gate_rates")
 RAW = Path(".benchmarks/gate-rates")
 SLOW_DECODE = OUTCOMES / "slow_decode" / "sitecustomize.py"
@@ -62,8 +69,15 @@ MEMORY_INJECTION = OUTCOMES / "memory_regressions" / "sitecustomize.py"
 # start-method group: a spawned worker's share of the library pages depends on what the host process touched
 # before, which a subset of the groups changes (docs/gating-measured.md, "Memory across CPU models").
 MEMORY_CASES = "test_memory_index or test_leak or test_workers_transform"
+# The regressions injected into a gate run: the sitecustomize placed at its checkout's root, its environment, and
+# the cases it runs (-k): the memory kinds, every load behind one lock, a hand-over 30 ms slower per batch.
+INJECTIONS: dict[str, tuple[Path, dict[str, str], str]] = {
+    **{f"mem-{m}": (MEMORY_INJECTION, {"LFW_INJECT_MEMORY": m}, MEMORY_CASES)
+       for m in ("none", "worker", "index", "leak")},
+    "serialized": (OUTCOMES / "serialized_decode" / "sitecustomize.py", {}, "test_workers_transform"),
+    "handover": (OUTCOMES / "slow_handover" / "sitecustomize.py", {"LFW_HANDOVER_MS": "30"}, "test_data_wait")}
 EXPECTED = {"gate": 0, "ab-aa": 0, "ab-slow": 1, "cost-slow": 1, "mem-none": 0, "mem-worker": 1, "mem-index": 1,
-            "mem-leak": 1}
+            "mem-leak": 1, "serialized": 1, "handover": 1}
 
 
 def now() -> str:
@@ -143,7 +157,7 @@ def gate_record(raw: Path, code: int, seconds: float, log: Path) -> dict[str, An
 
 def run_gate(repo: Path, raw: Path, commit: str, inject: str = "") -> dict[str, Any]:
     """``make gate`` in a clean worktree of HEAD, with this checkout's virtualenv and data cache; with ``inject``
-    (``none``, ``worker``, ``index``, ``leak``), only the memory groups, with that memory regression injected.
+    (a kind of :data:`INJECTIONS`), only the cases it names, with that regression injected.
 
     ``-o`` marks the virtualenv's install stamp as up to date, so make does not reinstall the project from the
     worktree; pytest (``pythonpath = .``) and ``python -m`` then import the worktree's own ``lfw``.
@@ -151,11 +165,12 @@ def run_gate(repo: Path, raw: Path, commit: str, inject: str = "") -> dict[str, 
     venv = repo / ".venv"
     env = {**os.environ, "GATE_ARGS": f"--verdict-json {raw / VERDICT_PATH.name}", "LFW_CACHE": cache(repo)}
     log = raw / "make-gate.log"
-    args = [f"PYTEST_ARGS=-k '{MEMORY_CASES}'", "LAYERS="] if inject else []
+    injection, injected_env, cases = INJECTIONS[inject] if inject else (None, {}, "")
+    args = [f"PYTEST_ARGS=-k '{cases}'", "LAYERS="] if inject else []
     with checkout(repo, commit) as tree:
-        if inject:  # every process of the run, spawned workers too, imports it first (its docstring)
-            shutil.copy(tree / MEMORY_INJECTION, tree / "sitecustomize.py")
-            env.update({"PYTHONPATH": str(tree), "LFW_INJECT_MEMORY": inject})
+        if injection is not None:  # every process of the run, spawned workers too, imports it first
+            shutil.copy(tree / injection, tree / "sitecustomize.py")
+            env.update({"PYTHONPATH": str(tree), **injected_env})
         code, seconds = run_logged(["make", "-o", str(venv / ".installed"), "gate", f"VENV={venv}", *args], tree,
                                    env, log)
         if (tree / "reports" / "gate-run.json").exists():
@@ -226,8 +241,8 @@ def campaign(kind: str, runs: int, repo: Path, baseline: Path, max_pairs: int, o
         print(f"[{kind} {i}/{runs}] {started}", file=sys.stderr, flush=True)
         if kind == "gate":
             outcome = run_gate(repo, raw, head)
-        elif kind.startswith("mem-"):
-            outcome = run_gate(repo, raw, head, inject=kind.removeprefix("mem-"))
+        elif kind in INJECTIONS:
+            outcome = run_gate(repo, raw, head, inject=kind)
         elif kind in ("ab-aa", "ab-slow"):
             outcome = run_ab_try(repo, raw, head, kind == "ab-slow", max_pairs)
         else:
@@ -271,6 +286,9 @@ def summary(outcomes: Path, baseline: Path | None = None, commit: str | None = N
                         ("mem-worker", "memory groups, every worker 150 MiB more, vs the committed baseline"),
                         ("mem-index", "memory groups, the index copied into every worker, vs the committed baseline"),
                         ("mem-leak", "memory groups, persistent workers leak ~6 MiB/epoch, vs the committed "
+                                     "baseline"),
+                        ("serialized", "workers group, every image load behind one lock, vs the committed baseline"),
+                        ("handover", "data-wait group, the hand-over 30 ms slower per batch, vs the committed "
                                      "baseline")):
         everything = read(kind, outcomes)
         records = [r for r in everything if r["commit"] == commit]
@@ -292,7 +310,7 @@ def summary(outcomes: Path, baseline: Path | None = None, commit: str | None = N
             lines.append(f"  pairs per run {min(pairs)}-{max(pairs)}; "
                          f"{min(minutes):.1f}-{max(minutes):.1f} min per run")
             lines += ab_details(records)
-        if kind.startswith("mem-"):
+        if kind in INJECTIONS:
             lines += [f"  {r['started'][:16]} gate exit {r['exit_code']}: flagged "
                       f"{'; '.join(r.get('regressions', [])) or 'nothing'}" for r in records]
         if kind == "cost-slow":
