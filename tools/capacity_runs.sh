@@ -1,21 +1,43 @@
 #!/usr/bin/env bash
-# "A lost core is the machine, not the code", both sides, measured on this machine and gated against the committed
-# baseline (docs/gating.md). Each run is the quick profile's workers and decoders groups (the
-# multi-worker efficiency the gate judges; the other groups are left out with -k, which the gate accepts):
+# The machine as it is, measured and gated against the committed baseline (docs/gating-measured.md, "A lost core
+# is the machine, not the code"). Runs:
+#   probe        python -m lfw.measure (the CPU facts and 15 capacity probes) in a small process, in one holding
+#                6 GiB, under taskset -c 0, under a CPU quota of 1.0 and of 1.5 (a cgroup, below)
+# and, each the quick profile's workers and decoders groups (the multi-worker efficiency the gate judges; the
+# other groups are left out with -k, which the gate accepts) gated against benchmarks/baselines/cpu-2core.json:
+#   healthy      nothing changed
 #   one-core     under taskset -c 0: the affinity gives one core
+#   quota        under a cgroup CPU quota of one CPU: the affinity still gives two
 #   hog          a busy process at nice -20 pinned to core 1: the machine gives one core, the affinity still two
 #   serialized   every image load (LFWDataset.__getitem__) behind one machine-wide lock
 #                (benchmarks/gate_rates/serialized_decode/; the workers group only: the decode pipelines do not
 #                load through LFWDataset)
-# Runs, logs and the gate's output go to benchmarks/gate_rates/capacity/; a summary line per run to stdout.
-# Usage: bash tools/capacity_runs.sh [one-core|hog|serialized ...]   (default: all three)
+# The quota runs need root and cgroup v1's cpu controller at /sys/fs/cgroup/cpu (the group is removed after).
+# Runs, logs and the gate's output go to benchmarks/gate_rates/capacity/<date>/; a summary line per run to stdout.
+# Usage: bash tools/capacity_runs.sh [probe|healthy|one-core|quota|hog|serialized ...]   (default: all)
 set -u
 cd "$(dirname "$0")/.."
-out=benchmarks/gate_rates/capacity
+out=benchmarks/gate_rates/capacity/$(date -u +%F)
 mkdir -p "$out"
 py=.venv/bin/python
 select='workers_transform or decoders'
+cpu=/sys/fs/cgroup/cpu
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 LFW_CACHE="${LFW_CACHE:-$PWD/.cache/lfw-bench}"
+
+quota() {  # cores, then a command: run it in a fresh cgroup with that CPU quota
+  local cores=$1 group="$cpu/lfw-capacity-$$"; shift
+  test -w "$cpu" || { echo "error: a CPU quota needs root and cgroup v1's cpu controller at $cpu" >&2; return 2; }
+  mkdir "$group" || return 2
+  # One write each (the kernel reads a write as the whole value): printf, not a program that writes in pieces.
+  local status=2
+  if echo 100000 > "$group/cpu.cfs_period_us" && awk -v c="$cores" 'BEGIN { printf "%d\n", c * 100000 }' \
+      > "$group/cpu.cfs_quota_us"; then
+    sh -c 'echo $$ > "$1/cgroup.procs"; shift; exec "$@"' sh "$group" "$@"
+    status=$?
+  fi
+  rmdir "$group"
+  return $status
+}
 
 measure() {  # name, then the command prefix
   local name=$1; shift
@@ -23,21 +45,40 @@ measure() {  # name, then the command prefix
   "$@" "$py" -m pytest benchmarks -q -p no:cacheprovider --bench-profile quick -k "$select" \
     --benchmark-json="$out/$name.json" > "$out/$name.log" 2>&1
   "$py" -m lfw.gate benchmarks/baselines/cpu-2core.json "$out/$name.json" > "$out/$name.gate.txt" 2>&1
-  echo "$name: gate exit $? ($(tail -n +1 "$out/$name.gate.txt" | grep -E '^(REGRESSED|no regression|INCOMPLETE)' | head -1))"
+  echo "$name: gate exit $? ($(grep -E '^(REGRESSED|no regression|INCOMPLETE)' "$out/$name.gate.txt" | head -1));" \
+    "$("$py" -c 'import sys; from lfw.results import load_run; from lfw.results.limits import machine_line
+print(machine_line(load_run(sys.argv[1])))' "$out/$name.json")"
 }
 
-for what in "${@:-one-core hog serialized}"; do
-  for name in $what; do
-    case $name in
-      one-core) measure one-core taskset -c 0 ;;
-      hog)
-        nice -n -20 taskset -c 1 "$py" -c "while True: pass" &
-        hog=$!
-        trap 'kill $hog 2>/dev/null' EXIT
-        measure hog env
-        kill "$hog"; wait "$hog" 2>/dev/null; trap - EXIT ;;
-      serialized) select=workers_transform measure serialized env PYTHONPATH="$PWD/benchmarks/gate_rates/serialized_decode:$PWD" ;;
-      *) echo "unknown run $name" >&2; exit 2 ;;
-    esac
-  done
+probe() {  # the CPU facts and 15 capacity probes under each condition, into $out/probe.txt
+  {
+    echo "# $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD): bash tools/capacity_runs.sh probe"
+    for how in "plain" "hold 6 GiB" "taskset -c 0" "quota 1.0" "quota 1.5"; do
+      echo; echo "## $how (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
+      case $how in
+        plain) "$py" -m lfw.measure ;;
+        "hold 6 GiB") "$py" -m lfw.measure --hold-gib 6 ;;
+        "taskset -c 0") taskset -c 0 "$py" -m lfw.measure ;;
+        quota*) quota "${how#quota }" "$py" -m lfw.measure ;;
+      esac
+    done
+  } > "$out/probe.txt" 2>&1
+  echo "probe: $out/probe.txt"
+}
+
+for name in ${@:-probe healthy one-core quota hog serialized}; do
+  case $name in
+    probe) probe ;;
+    healthy) measure healthy env ;;
+    one-core) measure one-core taskset -c 0 ;;
+    quota) measure quota quota 1.0 ;;
+    hog)
+      nice -n -20 taskset -c 1 "$py" -c "while True: pass" &
+      hog=$!
+      trap 'kill $hog 2>/dev/null' EXIT
+      measure hog env
+      kill "$hog"; wait "$hog" 2>/dev/null; trap - EXIT ;;
+    serialized) select=workers_transform measure serialized env PYTHONPATH="$PWD/benchmarks/gate_rates/serialized_decode:$PWD" ;;
+    *) echo "unknown run $name" >&2; exit 2 ;;
+  esac
 done
