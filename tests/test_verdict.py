@@ -94,13 +94,19 @@ def test_a_stale_verdict_is_not_shown_as_this_runs(gated: Path, capsys: Capture)
     assert "no verdict matches these runs" in page and "REGRESSED" not in page
 
 
-def test_a_matching_verdict_is_shown_for_its_current_run(gated: Path, capsys: Capture) -> None:
-    out = gated / "out"
-    assert report_main([str(CROSS_CPU), "--out", str(out), "--format", "svg", "--verdict",
-                        str(gated / "verdict.json")]) == 0
+def test_a_matching_verdict_is_shown_for_its_current_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: Capture) -> None:
+    """The gate's verdict of the cross-CPU run's decoders (its one regression), shown with the report of that run."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    base, current = (trimmed(run, tmp_path, ("decoders",)) for run in (BASELINE, CROSS_CPU))
+    verdict = tmp_path / "verdict.json"
+    assert gate_main([str(base), str(current), "--summary-md", str(tmp_path / "gate.md"), "--verdict-json",
+                      str(verdict)]) == 1
+    out = tmp_path / "out"
+    assert report_main([str(current), "--out", str(out), "--format", "svg", "--verdict", str(verdict)]) == 0
     assert "no verdict matches" not in capsys.readouterr().out
     page = (out / "index.html").read_text()
-    assert "<strong>REGRESSED: 1 of 189 comparisons in 64 cases</strong>" in page
+    assert "<strong>REGRESSED: 1 of 12 comparisons in 6 cases</strong>" in page
 
 
 def labels_in_table(text: str, start: str) -> dict[str, str]:
