@@ -19,9 +19,9 @@ import torch
 from lfw.errors import LFWError
 from lfw.measure import LoaderConfig, LoaderPass
 from lfw.pipelines.decoders import decode
+from lfw.remote.__main__ import main as remote_main
 from lfw.remote.bench import traffic
 from lfw.remote.dataset import S3LFW
-from lfw.remote.__main__ import main as remote_main
 from lfw.remote.endpoint import LocalS3, local_s3, upload_tree
 from tests.trees import TINY_IMAGES, first_image
 
