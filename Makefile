@@ -118,10 +118,11 @@ test-small-shm: $(STAMP)
 	  "run make test in a container started with --shm-size=$(SHM)" >&2; exit 2; }
 	unshare -m sh -c 'mount -t tmpfs -o size=$(SHM) tmpfs /dev/shm && df -h /dev/shm && $(MAKE) test'
 
-# First, one line: about how long the quick profile and the remote layer will take here, from this machine's per-core
-# rate measured now (a second) against the committed docs/runs/make-bench.txt's (lfw/suite/estimate.py).
+# First, one line: about how long the quick profile and the remote layer will take here, from this machine's decode and
+# endpoint rates measured now (seconds) against the committed docs/runs/make-bench.txt's (lfw/suite/estimate.py).
 bench: $(STAMP)
-	$(if $(filter quick,$(PROFILE)),@$(LOCK) $(PY) -m lfw.suite.estimate || true)
+	$(if $(filter quick,$(PROFILE)),@$(LOCK) $(PY) -m lfw.suite.estimate $(if $(findstring --bench-remote,$(LAYERS)),,--no-remote) \
+	  || true)
 	$(LOCK) $(PY) -m pytest benchmarks --bench-profile $(PROFILE) $(LAYERS) --benchmark-autosave $(SKIP_ARGS) $(PYTEST_ARGS)
 	$(PY) -m lfw.report --out reports
 

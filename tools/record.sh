@@ -57,7 +57,8 @@ make_bench() {  # a fresh clone's make bench, install and synthetic data include
     echo "  pytest (synthetic data, quick profile, remote layer): $(echo "$t_report - $t_pytest" | bc) s"
     echo "  report: $(echo "$total - $t_report" | bc) s"
     echo "what make bench said before it started (lfw/suite/estimate.py):"
-    cut -c9- "$clone/make-bench.log" | grep -m1 '^make bench: about' || echo "(no estimate line)"
+    awk '/ make bench: about / { sub(/^ *[0-9.]+ /, ""); print; found = 1; exit } END { if (!found) print "(none)" }' \
+      "$clone/make-bench.log"
     echo "pytest's own summary and slowest steps (the synthetic tree is made in the first benchmark's setup; the"
     echo "remote layer's rotation, endpoint start and upload run in its first case's call):"
     cut -c9- "$clone/make-bench.log" | sed -n '/slowest 12 durations/,/^=.*passed/p' | grep -v '^ *$' \

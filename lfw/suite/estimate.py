@@ -1,21 +1,29 @@
-"""``python -m lfw.suite.estimate``: about how long ``make bench`` will take on this machine, in one line, said
-before it starts.
+"""``python -m lfw.suite.estimate [--no-remote]``: about how long ``make bench`` will take on this machine, in one
+line, said before it starts.
 
 The committed ``docs/runs/make-bench.txt`` (``bash tools/record.sh make-bench``) holds a fresh clone's ``make
-bench``: the wall time of its pytest phase (synthetic data included) and its report, and the per-core rate of the
-machine it ran on, the ``none`` preset's single-core ceiling. This measures that rate here the way the suite does
-(:class:`~lfw.measure.ceiling.CeilingSweep` over a small synthetic tree, about a second) and scales the recorded
-time by the ratio: every pass reads a fixed number of images, so a core half as fast takes about twice as long.
-What does not follow one core's speed (the remote layer's injected latency, more or fewer cores than the recorded
-run's) makes it an estimate, not a promise.
+bench``: the wall time of its pytest phase (synthetic data included) and its report, the remote layer's share of
+it (its rotation runs in its first case's call), and the per-core rates of the machine it ran on. Two of those
+rates set the time: the ``none`` preset's single-core ceiling (decoding, the DataLoader cases) and the local S3
+endpoint's zero-latency ceiling (the remote layer, Python serving HTTP on loopback), and machines differ in the two
+by different factors. Both are measured here the way the suite measures them
+(:class:`~lfw.measure.ceiling.CeilingSweep`, :class:`~lfw.remote.bench.EndpointCeiling`) on a small synthetic tree,
+in a few seconds, and each part of the recorded time is scaled by its rate's ratio: every pass reads a fixed number
+of images, so a rate half as high takes about twice as long. A few seconds of a machine whose speed drifts
+(docs/methodology.md) and core counts other than the recorded run's make it an estimate, not a promise.
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import io
 import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 
@@ -24,54 +32,97 @@ from lfw.data.dataset import LFWDataset
 from lfw.data.synth import synthesize
 from lfw.errors import LFWError, cli_entry
 from lfw.measure.ceiling import CeilingSweep
+from lfw.measure.loader_pass import PassResult
+from lfw.remote.bench import EndpointCeiling
+from lfw.remote.dataset import S3LFW
+from lfw.remote.endpoint import local_s3, upload_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "docs" / "runs" / "make-bench.txt"
-# The lines tools/record.sh writes there: each timed phase, and the run's per-core rate.
+# The lines tools/record.sh writes there: each timed phase, pytest's slowest steps, the run's per-core rates.
 PHASE = re.compile(r"^  (pytest|report)\b[^:\n]*: ([\d.]+) s$", re.M)
-RATE = re.compile(r"^per-core rate \(single-core ceiling of the none preset\): ([\d,]+) images/s$", re.M)
+REMOTE_STEP = re.compile(r"^([\d.]+)s \w+ +benchmarks/test_remote\.py::", re.M)
+RATES = re.compile(r"^per-core images/s of that run \([^)]*\): (\{[^}]*\})", re.M)
 SWEEP_IMAGES = 48  # a synthetic tree this small is written in a fraction of a second
-MEASURE_S = 1.0  # sweeps for about this long; their median is the rate
+MEASURE_S = 1.0  # each rate: sweeps for about this long, their median
 
 
-def recorded(path: Path = RECORDED) -> tuple[float, float]:
-    """The committed run's seconds of pytest and report together, and its per-core images/s."""
+@dataclass(frozen=True)
+class Recorded:
+    """The committed run: seconds of pytest and report together, the remote layer's part of them, and the per-core
+    images/s of its ``none`` preset and of its endpoint."""
+
+    seconds: float
+    remote_s: float
+    decode_rate: float
+    endpoint_rate: float
+
+
+def recorded(path: Path = RECORDED) -> Recorded:
     try:
         text = path.read_text()
     except OSError as exc:
         raise LFWError(f"no estimate: cannot read {path} ({exc.strerror})") from None
-    phases, rate = dict(PHASE.findall(text)), RATE.search(text)
-    if set(phases) != {"pytest", "report"} or rate is None:
-        raise LFWError(f"no estimate: {path} holds no pytest and report times and per-core rate (bash "
+    phases, rates = dict(PHASE.findall(text)), RATES.search(text)
+    per_core = ast.literal_eval(rates.group(1)) if rates else {}
+    if set(phases) != {"pytest", "report"} or not {"none", "endpoint"} <= set(per_core):
+        raise LFWError(f"no estimate: {path} holds no pytest and report times and per-core rates (bash "
                        "tools/record.sh make-bench writes them)")
-    return float(phases["pytest"]) + float(phases["report"]), float(rate.group(1).replace(",", ""))
+    return Recorded(float(phases["pytest"]) + float(phases["report"]),
+                    sum(float(s) for s in REMOTE_STEP.findall(text)), per_core["none"], per_core["endpoint"])
 
 
-def per_core_rate(seconds: float = MEASURE_S) -> float:
-    """This machine's single-core images/s of the ``none`` preset now: the median of sweeps over a small synthetic
-    tree, after one sweep that warms the page cache and the first calls."""
-    with tempfile.TemporaryDirectory() as tmp:
-        tree = synthesize(Path(tmp) / "lfw", images=SWEEP_IMAGES, seed=0, workers=1, progress=False)
-        sweep = CeilingSweep(LFWDataset(tree, transform="none"), range(SWEEP_IMAGES))
-        sweep.measure()
-        rates: list[float] = []
-        end = time.monotonic() + seconds
-        while time.monotonic() < end or len(rates) < 3:
-            rates.append(sweep.measure().images_per_s)
+def median_rate(measure: Callable[[], PassResult], seconds: float) -> float:
+    """The median images/s of ``measure`` called for about ``seconds`` (three times at least), after one call that
+    warms the page cache and the first calls."""
+    measure()
+    rates: list[float] = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end or len(rates) < 3:
+        rates.append(measure().images_per_s)
     return median(rates)
 
 
-def estimate_line(recorded_s: float, recorded_rate: float, rate: float) -> str:
-    """The one line ``make bench`` prints: the recorded seconds scaled by the recorded rate over this one."""
-    seconds = recorded_s * recorded_rate / rate
-    return (f"make bench: about {seconds / 60:.1f} min here for the quick profile and the remote layer (per-core rate "
-            f"now {rate:,.0f} images/s; {RECORDED.relative_to(ROOT)}: {recorded_s:.0f} s at {recorded_rate:,.0f})")
+def endpoint_rate(tree: Path, seconds: float) -> float:
+    """The local S3 endpoint's zero-latency images/s over ``tree``, started, filled and stopped here."""
+    with local_s3() as s3:
+        with contextlib.redirect_stderr(io.StringIO()):  # the upload's progress bar: not make bench's first lines
+            images = upload_tree(s3.direct, tree)
+        ceiling = EndpointCeiling(S3LFW(s3.settings, images=images), s3)
+        try:
+            return median_rate(ceiling.measure, seconds)
+        finally:
+            ceiling.close()
+
+
+def measured(remote: bool, seconds: float = MEASURE_S) -> tuple[float, float | None]:
+    """This machine's per-core images/s of the ``none`` preset now, and of the endpoint (``remote``; else None)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = synthesize(Path(tmp) / "lfw", images=SWEEP_IMAGES, seed=0, workers=1, progress=False)
+        decode = median_rate(CeilingSweep(LFWDataset(tree, transform="none"), range(SWEEP_IMAGES)).measure, seconds)
+        return decode, endpoint_rate(tree, seconds) if remote else None
+
+
+def estimate_line(run: Recorded, decode: float, endpoint: float | None) -> str:
+    """The one line ``make bench`` prints: each part of the recorded time scaled by its rate then over its rate
+    now (without ``endpoint``, the remote layer is left out)."""
+    seconds = (run.seconds - run.remote_s) * run.decode_rate / decode
+    if endpoint is not None:
+        seconds += run.remote_s * run.endpoint_rate / endpoint
+    what = "the quick profile and the remote layer" if endpoint is not None else "the quick profile"
+    now = f"{decode:,.0f} images/s a core" + (f", the endpoint {endpoint:,.0f}/s" if endpoint is not None else "")
+    then = f"{run.decode_rate:,.0f}" + (f" and {run.endpoint_rate:,.0f}" if endpoint is not None else "")
+    return (f"make bench: about {seconds / 60:.1f} min here for {what} (measured now: {now}; "
+            f"{RECORDED.relative_to(ROOT)}: {run.seconds:.0f} s at {then})")
 
 
 @cli_entry
 def main(argv: list[str] | None = None) -> int:
-    OneLineParser(prog="python -m lfw.suite.estimate", description=__doc__.splitlines()[0]).parse_args(argv)
-    print(estimate_line(*recorded(), per_core_rate()), flush=True)
+    parser = OneLineParser(prog="python -m lfw.suite.estimate", description=__doc__.splitlines()[0])
+    parser.add_argument("--no-remote", action="store_true", help="for make bench LAYERS=: no remote layer")
+    args = parser.parse_args(argv)
+    run = recorded()
+    print(estimate_line(run, *measured(remote=not args.no_remote)), flush=True)
     return 0
 
 
