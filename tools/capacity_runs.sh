@@ -15,10 +15,12 @@
 #   half           a busy process at the same priority pinned to each core: every core at about half its rate,
 #                  gated against this date's healthy run (the workers and data-wait groups)
 #   half-handover  the same, with the hand-over 30 ms slower per batch (benchmarks/gate_rates/slow_handover/)
+#   half-gate      the whole make gate with a busy process on each core, against base=RUN.json (a make gate run
+#                  of unchanged code on this machine at full speed, copied beside it as full.json)
 # The quota runs need root and cgroup v1's cpu controller at /sys/fs/cgroup/cpu (the group is removed after).
 # Runs, logs and the gate's output go to benchmarks/gate_rates/capacity/<date>/; a summary line per run to stdout.
 # Usage: bash tools/capacity_runs.sh [probe|healthy|one-core|quota|hog|serialized|half|half-handover ...]
-#        (default: all, in that order)
+#        (default: all of those, in that order);  base=RUN.json bash tools/capacity_runs.sh half-gate
 set -u
 cd "$(dirname "$0")/.."
 out=benchmarks/gate_rates/capacity/$(date -u +%F)
@@ -91,6 +93,11 @@ for name in ${@:-probe healthy one-core quota hog serialized half half-handover}
     half) select='workers_transform or data_wait' base=$out/healthy.json measure half hogs 0 0,1 ;;
     half-handover) select='workers_transform or data_wait' base=$out/healthy.json \
       measure half-handover hogs 0 0,1 env "$(injected slow_handover)" ;;
+    half-gate)
+      test -f "${base:-}" || { echo "error: half-gate needs base=RUN.json (a make gate run at full speed)" >&2; exit 2; }
+      cp "$base" "$out/full.json"
+      hogs 0 0,1 make gate BASELINE="$out/full.json" > "$out/half-gate.txt" 2>&1
+      echo "half-gate: make gate exit $? ($(grep -E '^(REGRESSED|no regression|INCOMPLETE)' "$out/half-gate.txt" | head -1))" ;;
     *) echo "unknown run $name" >&2; exit 2 ;;
   esac
 done
