@@ -23,6 +23,11 @@
 #        (default: all of those, in that order);  base=RUN.json bash tools/capacity_runs.sh half-gate
 set -u
 cd "$(dirname "$0")/.."
+# One benchmark job at a time on a machine (the Makefile's lock): the whole campaign holds it, so make gate inside
+# runs with LOCK= (taking the lock again would wait for itself).
+if [ -z "${LFW_CAPACITY_LOCKED:-}" ] && command -v flock > /dev/null; then
+  LFW_CAPACITY_LOCKED=1 exec flock /tmp/lfw-cpu.lock bash "$0" "$@"
+fi
 out=benchmarks/gate_rates/capacity/$(date -u +%F)
 mkdir -p "$out"
 py=.venv/bin/python
@@ -96,7 +101,7 @@ for name in ${@:-probe healthy one-core quota hog serialized half half-handover}
     half-gate)
       test -f "${base:-}" || { echo "error: half-gate needs base=RUN.json (a make gate run at full speed)" >&2; exit 2; }
       cp "$base" "$out/full.json"
-      hogs 0 0,1 make gate BASELINE="$out/full.json" > "$out/half-gate.txt" 2>&1
+      hogs 0 0,1 make gate LOCK= BASELINE="$out/full.json" > "$out/half-gate.txt" 2>&1
       echo "half-gate: make gate exit $? ($(grep -E '^(REGRESSED|no regression|INCOMPLETE)' "$out/half-gate.txt" | head -1))" ;;
     *) echo "unknown run $name" >&2; exit 2 ;;
   esac
