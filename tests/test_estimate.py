@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lfw.errors import LFWError
+from lfw.suite import estimate
 from lfw.suite.estimate import RECORDED, Recorded, estimate_line, main, measured, recorded
 
 RECORD = """wall time of make bench in a fresh clone: 281 s
@@ -46,9 +47,21 @@ def test_a_record_without_its_figures_is_a_one_line_error(tmp_path: Path) -> Non
         assert "\n" not in str(raised.value)
 
 
-def test_both_rates_are_measured_and_the_command_prints_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_both_rates_are_measured() -> None:
     decode, endpoint = measured(remote=True, seconds=0.05)
     assert decode > 0 and endpoint is not None and endpoint > 0
-    assert main(["--no-remote"]) == 0
-    [line] = capsys.readouterr().out.splitlines()
-    assert line.startswith("make bench: about ") and " min here for the quick profile (measured now: " in line
+
+
+def test_the_command_prints_one_line_and_measures_the_endpoint_only_with_the_remote_layer(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    asked: list[bool] = []
+
+    def measured(remote: bool) -> tuple[float, float | None]:
+        asked.append(remote)
+        return 1000.0, 200.0 if remote else None
+
+    monkeypatch.setattr(estimate, "measured", measured)
+    assert main([]) == 0 and main(["--no-remote"]) == 0 and asked == [True, False]
+    with_remote, without = capsys.readouterr().out.splitlines()
+    assert with_remote.startswith("make bench: about ") and "the remote layer (measured now: 1,000" in with_remote
+    assert without.startswith("make bench: about ") and " min here for the quick profile (measured now: " in without
