@@ -103,6 +103,7 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.slow  # the whole report of a whole run, the gate run beside it
 def test_the_page_shows_every_chart_the_findings_the_gate_and_the_history(out: Path) -> None:
     page = (out / "index.html").read_text()
     tags = parse(page)
@@ -180,6 +181,7 @@ def dump_dom(url: str, work: Path) -> tuple[str, str]:
     return stdout.read_text(errors="replace"), log
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium or google-chrome on PATH (Debian: apt-get install chromium)")
 def test_every_image_loads_and_the_console_stays_clean_in_chromium(out: Path, tmp_path: Path) -> None:
     page = (out / "index.html").read_text()
