@@ -121,7 +121,7 @@ test-small-shm: $(STAMP)
 # First, one line: about how long the quick profile and the remote layer will take here, from this machine's decode and
 # endpoint rates measured now (seconds) against the committed docs/runs/make-bench.txt's (lfw/suite/estimate.py).
 bench: $(STAMP)
-	$(if $(filter quick,$(PROFILE)),@$(LOCK) $(PY) -m lfw.suite.estimate $(if $(findstring --bench-remote,$(LAYERS)),,--no-remote) \
+	$(if $(filter quick,$(PROFILE)),$(LOCK) $(PY) -m lfw.suite.estimate $(if $(findstring --bench-remote,$(LAYERS)),,--no-remote) \
 	  || true)
 	$(LOCK) $(PY) -m pytest benchmarks --bench-profile $(PROFILE) $(LAYERS) --benchmark-autosave $(SKIP_ARGS) $(PYTEST_ARGS)
 	$(PY) -m lfw.report --out reports

@@ -51,9 +51,10 @@ make_bench() {  # a fresh clone's make bench, install and synthetic data include
     (cd "$clone" && env -u LFW_CACHE make bench PYTEST_ARGS=--durations=12 2>&1) | elapsed > "$clone/make-bench.log"
     total=$(( $(date +%s) - start ))
     at() { awk -v pat="$1" 'index($0, pat) { print $1; exit }' "$clone/make-bench.log"; }
-    t_pytest=$(at " -m pytest benchmarks ") t_report=$(at " -m lfw.report ")
+    t_pytest=$(at " -m pytest benchmarks ") t_report=$(at " -m lfw.report ") t_estimate=$(at " -m lfw.suite.estimate")
     echo "wall time of make bench in a fresh clone: $total s"
-    echo "  install (virtualenv, pip from local wheels): $t_pytest s"
+    echo "  install (virtualenv, pip from local wheels): ${t_estimate:-$t_pytest} s"
+    if [ -n "$t_estimate" ]; then echo "  estimate (lfw/suite/estimate.py): $(echo "$t_pytest - $t_estimate" | bc) s"; fi
     echo "  pytest (synthetic data, quick profile, remote layer): $(echo "$t_report - $t_pytest" | bc) s"
     echo "  report: $(echo "$total - $t_report" | bc) s"
     echo "what make bench said before it started (lfw/suite/estimate.py):"
