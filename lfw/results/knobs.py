@@ -56,6 +56,7 @@ FREEZE = Knob("freeze", "gc.freeze before the fork", bool)
 ENTRIES = Knob("entries", "index entries", int)
 METHOD = Knob("method", "thread-map method", str)
 DECODER = Knob("decoder", "image decoder", str)
+COPY = Knob("copy", "host-to-device copy: buffer and memory kind", str)
 # --- a distributed run's (lfw.distributed.record) -----------------------------------------------------------------
 RANK = Knob("rank", "rank (an int, or 'total': the ranks together)", object)
 WORLD_SIZE = Knob("world_size", "ranks", int)

@@ -261,7 +261,8 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
                                           memmap=rotation.ceiling(MEMMAP_CEILING), usable_cores=cores,
                                           capacities=capacities))
         member = own_decoder_member(case.pipeline)
-        record.add(own_decoder_shares(results, per_core=rotation.ceiling(member), member=member, usable_cores=cores))
+        record.add(own_decoder_shares(results, per_core=rotation.ceiling(member), member=member,
+                                      usable_cores=1 if case.on_device else cores))  # one device decodes
         record.add(stage_breakdown(results))
         record.add(counted(results, DECODERS, K.DECODED_IMAGES))
         record.add({KN.DECODER.key: case.pipeline.decoder, K.STORAGE: case.pipeline.storage,
@@ -282,6 +283,8 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
                         "chw", K.OUTPUT: case.pipeline.output})
     if case.step_ms is not None:
         record.add({KN.STEP_MS.key: case.step_ms})
+        record.add(step_record(results))
+    elif case.on_device:  # the decode on the device and the wait for it, inside the pass
         record.add(step_record(results))
     if case.id in rotation.shutdown_errors:  # workers that died on their way out, after their passes completed
         record.add({K.WORKER_SHUTDOWN_ERRORS: rotation.shutdown_errors[case.id]})
