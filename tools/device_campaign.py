@@ -124,8 +124,8 @@ def plan_of(args: argparse.Namespace) -> dict[str, Any]:
         raise LFWError(f"--total-budget must be more than 0 seconds, got {budget:g}")
     from lfw.measure.resources import usable_cores
 
-    workers = parse_counts(args.workers, "--workers", fewest=1) if args.workers else device_worker_counts(
-        usable_cores())
+    asked = args.workers
+    workers = device_worker_counts(usable_cores()) if asked is None else parse_counts(asked, "--workers", fewest=1)
     return {"steps": selected_steps(args.step, args.probe), "workers": workers, "dry_run": small,
             "profile": args.profile or ("smoke" if small else "device"), "total_budget_s": budget,
             "mode": "probe" if args.probe else "dry run" if args.dry_run else "campaign"}
