@@ -57,6 +57,8 @@ REPO = Path(__file__).resolve().parents[1]
 STEPS = {"bandwidth": 20, "decode": 110, "feed": 30, "pin": 60, "workers": 110, "baseline": 190}  # budgets, s
 GROUPS = {"bandwidth": "device-copy", "decode": "device-decode", "feed": "device-feed", "pin": "pin-memory",
           "workers": "workers-transform"}
+TEST_FILES = {"bandwidth": "test_device_copy.py", "decode": "test_device_decode.py", "feed": "test_device_feed.py",
+              "pin": "test_pin_memory.py", "workers": "test_workers_transforms.py"}
 STEP_NAMES = tuple(STEPS)
 BASELINE_STEPS = ("decode", "pin", "workers")  # the cases the gpu baseline holds and its A/A run measures again
 PROBE_STEPS = ("bandwidth", "decode", "feed", "pin", "baseline")  # those with a GPU path
@@ -185,12 +187,13 @@ class Log:
                 timed_out = True
         finally:
             child.stop()  # a finished child is only reaped; Ctrl-C or the budget stops it and its tree
-        code = child.proc.returncode
-        record = {"exit_code": code, "elapsed_s": round(time.monotonic() - t0, 1), "budget_s": round(budget_s, 1)}
+        code, elapsed = child.proc.returncode, time.monotonic() - t0
+        status = "incomplete" if timed_out else "done" if code == 0 else "failed"
+        self.line(f"== {name}: {status} (exit {code}) in {elapsed:.1f} s of {budget_s:.0f} s")
+        record = {"status": status, "exit_code": code, "elapsed_s": round(elapsed, 1), "budget_s": round(budget_s, 1)}
         if timed_out:
-            return {"status": "incomplete", "reason": f"stopped at its budget of {budget_s:.0f} s", **record}
-        reason = {"reason": f"exit {code}: {last[:300]}"} if code else {}
-        return {"status": "done" if code == 0 else "failed", **reason, **record}
+            return {**record, "reason": f"stopped at its budget of {budget_s:.0f} s"}
+        return {**record, "reason": f"exit {code}: {last[:300]}"} if code else record
 
 
 def checked(command: list[str], what: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -272,9 +275,9 @@ def environment(env: dict[str, str], log: Log) -> dict[str, Any]:
 def pytest_argv(plan: dict[str, Any], args: argparse.Namespace, steps: list[str], json_path: Path,
                 junit: Path | None) -> list[str]:
     """One pytest run of ``steps``' cases: the plan's profile and worker counts, saved to ``json_path``."""
-    argv = [sys.executable, "-m", "pytest", "benchmarks", "-q", "-p", "no:cacheprovider", "-p",
-            "pytest_benchmark.plugin", "--bench-profile", plan["profile"], "-k", " or ".join(DEVICE_STEPS[s] for s in
-                                                                                            steps),
+    files = [f"benchmarks/{TEST_FILES[s]}" for s in GROUPS]  # every step's collected, the others' deselected
+    argv = [sys.executable, "-m", "pytest", *files, "-q", "-p", "no:cacheprovider", "-p", "pytest_benchmark.plugin",
+            "--bench-profile", plan["profile"], "-k", " or ".join(DEVICE_STEPS[s] for s in steps),
             "--bench-workers", ",".join(map(str, plan["workers"])), f"--benchmark-json={json_path}"]
     options = {"--bench-feed-pipeline": args.pipeline, "--bench-feed-workers": args.feed_workers,
                "--bench-step-ms": args.step_ms}
@@ -431,8 +434,6 @@ def run_steps(plan: dict[str, Any], args: argparse.Namespace, log: Log, env: dic
         argv = pytest_argv(plan, args, measuring, run_path, work / "steps.xml")
         ran = log.run("measuring run", argv, allowed, env) if allowed >= 1 else {
             "status": "incomplete", "exit_code": None, "reason": "not run: the total budget is spent"}
-        log.line(f"== measuring run: {ran['status']} (exit {ran['exit_code']}) in {ran.get('elapsed_s', 0):.1f} s of "
-                 f"{allowed:.0f} s, pytest's start included")
         for name, row in step_results(run_path, measuring, ran, step_times(work / "steps.xml")).items():
             doc["steps"][name] = {**row, "budget_s": budget[name], "file": run_path.name}
             why = f" ({row['reason']})" if row.get("reason") else ""
