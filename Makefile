@@ -50,7 +50,7 @@ help:
 	@echo "make gate      quick profile + cost and remote layers, gated against benchmarks/baselines/<runner>.json"
 	@echo "make gate-ab   BASE=origin/main and this tree, interleaved pass by pass in process pairs, gated"
 	@echo "make cost      the cost layer alone: instructions per image under valgrind"
-	@echo "make gate-rates KIND=gate|ab-aa|ab-slow|cost-slow RUNS=20: measure the gate's own reliability"
+	@echo "make gate-rates KIND=gate|ab-aa|ab-slow|cost-slow|mem-*|serialized|handover RUNS=20: the gate's reliability"
 	@echo "make baseline  save this runner's baseline (refuses to overwrite; FORCE=1 to replace)"
 	@echo "make device-campaign OUT=<dir> [STEPS=pin,decode]: the GPU machine's campaign (docs/device.md)"
 	@echo "make distributed NPROC=2: torchrun ranks over DistributedSampler shards; per-rank report"

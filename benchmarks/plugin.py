@@ -19,6 +19,7 @@ from benchmarks import helpers as H
 from lfw.data.root import DataSource, resolve_root, screened
 from lfw.errors import LFWError, name_skip_option
 from lfw.measure import machine
+from lfw.measure.cpus import cpu_facts
 from lfw.measure.page_cache import CACHE_MODES
 from lfw.remote.endpoint import LocalS3, local_s3, upload_tree
 from lfw.results import keys as K
@@ -66,6 +67,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[H.USER_DATASET] = user_dataset(spec, bench.skip_bad_images) if spec else None
     except LFWError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The machine's CPUs in one line where the usable cores differ from the logical CPUs or a core runs several
+    threads, and each CPU fact that could not be read (:class:`lfw.measure.cpus.CpuFacts`)."""
+    facts = cpu_facts()
+    return [f"lfw-bench: {line}" for line in (facts.limit_line(), *facts.fallbacks) if line]
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:

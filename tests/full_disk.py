@@ -99,18 +99,18 @@ def verdict_json(folder: Path) -> int:
     return 0
 
 
-def gate_json_report(folder: Path) -> int:
-    """``python -m lfw.gate BASE CURRENT --json-report``: the first file the gate writes."""
+def gate_command(folder: Path) -> int:
+    """``python -m lfw.gate BASE CURRENT``: its verdict.json and gate.md."""
     from lfw.gate.__main__ import main
 
-    return main([str(FIXTURE), str(FIXTURE), "--json-report", str(folder / "report.json"),
-                 "--summary-md", str(folder / "gate.md"), "--verdict-json", str(folder / "verdict.json")])
+    return main([str(FIXTURE), str(FIXTURE), "--summary-md", str(folder / "gate.md"), "--verdict-json",
+                 str(folder / "verdict.json")])
 
 
 def gate_md(folder: Path) -> int:
-    from lfw.gate.summary import write_summary
+    from lfw.gate.summary import write_verdict_page
 
-    write_summary("# a verdict page\n" * 50, folder / "gate.md", environ={})
+    write_verdict_page("# a verdict page\n" * 50, folder / "gate.md", environ={})
     return 0
 
 
@@ -216,7 +216,7 @@ WRITERS: dict[str, Writer] = {
     "autosave": Writer(earlier("0001_earlier.json"), autosave),
     "benchmark-json": Writer(earlier("gate-run.json"), benchmark_json),
     "verdict.json": Writer(earlier("verdict.json"), verdict_json),
-    "gate --json-report": Writer(earlier("report.json", "verdict.json", "gate.md"), gate_json_report),
+    "python -m lfw.gate": Writer(earlier("verdict.json", "gate.md"), gate_command),
     "gate.md": Writer(earlier("gate.md"), gate_md),
     "A/B run file": Writer(earlier("base.json"), ab_run_file),
     "report README.md": Writer(earlier("README.md"), lambda folder: report_page(folder, "README.md")),

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lfw.distributed.record import Coverage, Outcome, records
+from lfw.distributed.gathered import Coverage, GatheredRun, records
 from lfw.measure.loader_config import LoaderConfig
 from lfw.measure.loader_pass import MemoryStats, PassResult
 from lfw.measure.memory import TreeSnapshot
@@ -93,7 +93,7 @@ def all_records() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
               "collective_s": [0.0123456 * (rank + 1)] * ROUNDS,
               "load_s": [0.4 + 0.02 * rank - 0.001 * e for e in range(ROUNDS)]} for rank in range(2)]
     coverage = [Coverage(dataset_size=640, world_size=2, missing=0, duplicates=0, expected_duplicates=0)] * ROUNDS
-    distributed = records(Outcome(ranks, coverage, ["rank 1 waited"]), {"batch_size": 8, "transform": "none"}, 2,
+    distributed = records(GatheredRun(ranks, coverage, ["rank 1 waited"]), {"batch_size": 8, "transform": "none"}, 2,
                           "gloo")
     out: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         "rotated-preset": ({}, preset), "rotated-pipeline": ({}, pipeline), "single": ({}, alone)}

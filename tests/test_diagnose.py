@@ -15,7 +15,7 @@ from PIL import Image
 
 from lfw.data.dataset import LFWDataset
 from lfw.diagnose.__main__ import main
-from lfw.diagnose.events import MAIN_PROCESS, BatchRecord, LoadStamp, TimedCollate, TimedDataset, split_stamp
+from lfw.diagnose.events import MAIN_PROCESS, BatchRecord, LoadStamp, StampCollate, TimedDataset, split_stamp
 from lfw.diagnose.predict import diagnose, worker_gaps
 from lfw.diagnose.simulator import PipelineModel, simulate
 from lfw.diagnose.timeline import Panel, animate_timeline, draw_timeline
@@ -37,7 +37,7 @@ def dataset(tiny_tree: Path) -> LFWDataset:
 
 def test_timed_collate_appends_a_stamp_and_keeps_the_images_first(dataset: LFWDataset) -> None:
     samples = TimedDataset(dataset).__getitems__([0, 1, 2])
-    batch = TimedCollate()(samples)
+    batch = StampCollate()(samples)
     images, stamp = batch[0], batch[-1]
     assert images.shape[0] == 3  # what LoaderPass counts
     assert isinstance(stamp, LoadStamp) and stamp.worker == MAIN_PROCESS and stamp.end >= stamp.start

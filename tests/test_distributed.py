@@ -24,8 +24,8 @@ import torch.distributed as dist
 
 from lfw.data.dataset import LFWDataset
 from lfw.distributed.__main__ import main
+from lfw.distributed.gathered import epoch_coverage, same_order_every_epoch
 from lfw.distributed.rank import measure_rank
-from lfw.distributed.record import epoch_coverage, same_order_every_epoch
 from lfw.measure import LoaderConfig
 from lfw.results import load_run
 

@@ -17,7 +17,6 @@ from lfw.diagnose.__main__ import main
 from lfw.diagnose.feeds import (
     AU_TARGET,
     Feed,
-    accelerators_fed,
     closed_form_fed,
     fed,
     feed_of,
@@ -56,7 +55,7 @@ def test_closed_form_and_simulator_agree_on_constant_loads(workers: int, rate: f
     expected = math.floor(rate * step / (64 * AU_TARGET))
     assert throughput_bound(rate, step) == expected
     assert closed_form_fed(Feed(rate, workers), step) == expected
-    assert accelerators_fed(rate, workers, step) == expected
+    assert fed(Feed(rate, workers), step) == expected
 
 
 @pytest.mark.parametrize(("workers", "handover_ms"), [(0, 0.0), (2, 2.0), (2, 5.0)])
@@ -79,10 +78,10 @@ def test_n_grows_with_step_time_and_rate() -> None:
     steps = [0.01, 0.025, 0.05, 0.1, 0.2]
     rates = [800.0, 1600.0, 3200.0, 6400.0]
     for rate in rates:
-        by_step = [accelerators_fed(rate, 2, s, handover_s=0.002, load_cv=0.15) for s in steps]
+        by_step = [fed(Feed(rate, 2, handover_s=0.002, load_cv=0.15), s) for s in steps]
         assert by_step == sorted(by_step) and by_step[-1] > by_step[0]
     for step in steps[2:]:
-        by_rate = [accelerators_fed(r, 2, step, load_cv=0.15) for r in rates]
+        by_rate = [fed(Feed(r, 2, load_cv=0.15), step) for r in rates]
         assert by_rate == sorted(by_rate) and by_rate[-1] > by_rate[0]
 
 
@@ -96,13 +95,13 @@ def test_variance_and_a_short_run_move_the_simulated_au() -> None:
 
 
 @pytest.mark.parametrize("bad", [
-    lambda: accelerators_fed(0.0, 2, 0.05),
-    lambda: accelerators_fed(math.nan, 2, 0.05),
-    lambda: accelerators_fed(1000.0, -1, 0.05),
-    lambda: accelerators_fed(1000.0, 2, 0.0),
-    lambda: accelerators_fed(1000.0, 2, 0.05, batch=0),
-    lambda: accelerators_fed(1000.0, 2, 0.05, load_cv=-0.1),
-    lambda: accelerators_fed(1000.0, 2, 0.05, target=1.0),
+    lambda: fed(Feed(0.0, 2), 0.05),
+    lambda: fed(Feed(math.nan, 2), 0.05),
+    lambda: fed(Feed(1000.0, -1), 0.05),
+    lambda: fed(Feed(1000.0, 2), 0.0),
+    lambda: fed(Feed(1000.0, 2, batch=0), 0.05),
+    lambda: fed(Feed(1000.0, 2, load_cv=-0.1), 0.05),
+    lambda: fed(Feed(1000.0, 2), 0.05, target=1.0),
     lambda: simulated_au(Feed(1000.0, 2), 0.05, 0),
 ], ids=["rate0", "rate-nan", "workers", "step0", "batch0", "cv", "target", "n0"])
 def test_impossible_figures_are_one_line_errors(bad: object) -> None:

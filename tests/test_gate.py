@@ -271,12 +271,12 @@ def test_new_cases_are_listed(tmp_path: Path, doc: dict[str, Any], capsys: Captu
     assert "new cases, in current only (not gated): 1\n  test_workers_transform[workers3-none]" in out
 
 
-def test_json_report_lists_every_comparison(tmp_path: Path, doc: dict[str, Any]) -> None:
-    out = tmp_path / "report.json"
-    assert gate(tmp_path, doc, doc, "--json-report", str(out)) == 0
-    report = json.loads(out.read_text())
-    assert report["exit_code"] == 0 and len(report["comparisons"]) > 100
-    assert {c["metric"] for c in report["comparisons"]} >= {"instructions_per_image", "efficiency"}
+def test_verdict_json_lists_every_comparison(tmp_path: Path, doc: dict[str, Any]) -> None:
+    out = tmp_path / "verdict.json"
+    assert gate(tmp_path, doc, doc, "--verdict-json", str(out)) == 0
+    verdict = json.loads(out.read_text())
+    assert verdict["exit_code"] == 0 and len(verdict["comparisons"]) > 100
+    assert {c["metric_key"] for c in verdict["comparisons"]} >= {"instructions_per_image", "efficiency"}
 
 
 def broken(field: str) -> Callable[[dict[str, Any]], Any]:

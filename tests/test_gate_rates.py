@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from lfw.gate.__main__ import main as gate_main
 from tests.processes import gone_or_zombie
-from tools.gate_rates import main, run_gate, run_logged
+from tools.gate_rates import gate_record, main, run_gate, run_logged
 
+ROOT = Path(__file__).parent.parent
 MAKEFILE = "gate:\n\t@pwd; cat FILE; exit $(CODE)\n"
 
 
@@ -84,3 +86,36 @@ def test_an_interrupted_try_stops_everything_it_started(tmp_path: Path) -> None:
         signal.signal(signal.SIGINT, previous)
     pid = int(pid_file.read_text())
     assert gone_or_zombie(pid, 30), f"the try's grandchild {pid} outlived the interrupt"  # 30 s: a hang guard
+
+
+def test_a_gate_run_is_recorded_from_its_verdict_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The committed cross-CPU run against the baseline: the one regression, the worst moves, nothing unjudged."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    baseline, current = ROOT / "benchmarks" / "baselines" / "cpu-2core.json", ROOT / "benchmarks" / "gate_rates" / \
+        "cross_cpu" / "2026-11-23-gate-run.json"
+    assert gate_main([str(baseline), str(current), "--verdict-json", str(tmp_path / "verdict.json"), "--summary-md",
+                      str(tmp_path / "gate.md")]) == 1
+    (tmp_path / "make-gate.log").write_text("one\ntwo\n")
+    record = gate_record(tmp_path, 1, 12.34, tmp_path / "make-gate.log")
+    assert record["regressions"] == ["test_decoders[memmap-w0] pil_ceiling_share -0.4024"]
+    worst = {"efficiency": 0.2228, "ttfb_s": 0.1413, "instructions_per_image": -0.0001}
+    assert record["worst_relative_change"] == worst
+    assert record["unjudged"] == {} and record["seconds"] == 12.3 and record["tail"] == ["one", "two"]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_an_injected_kind_runs_its_cases_with_its_sitecustomize_and_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS"):
+        monkeypatch.delenv(name, raising=False)
+    repo = tmp_path / "repo"
+    (repo / "benchmarks" / "gate_rates" / "slow_handover").mkdir(parents=True)
+    (repo / "benchmarks" / "gate_rates" / "slow_handover" / "sitecustomize.py").write_text("# injected\n")
+    (repo / "Makefile").write_text("gate:\n\t@echo \"$(PYTEST_ARGS)|$$LFW_HANDOVER_MS|$$(cat sitecustomize.py)\"\n")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "fake project")
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    record = run_gate(repo, raw, git(repo, "rev-parse", "HEAD"), inject="handover")
+    assert record["tail"][0] == "-k 'test_data_wait'|30|# injected"

@@ -23,7 +23,7 @@ from lfw.gate.metrics import EFFICIENCY, INSTRUCTIONS, PSS_GROWTH
 from lfw.history import history_report, load_history
 from lfw.history.__main__ import main
 from lfw.history.changepoints import exact_steps, noise_sigma, statistical_steps, welch_p
-from lfw.history.store import JUDGED, read_store, record_of
+from lfw.history.store import JUDGED, history_record, read_store
 from lfw.results import keys as K
 from lfw.results import load_run
 
@@ -84,7 +84,7 @@ def test_a_record_holds_the_gate_figures_the_commit_and_the_counted_stack(tmp_pa
     [control] = [b for b in doc["benchmarks"] if b["name"] == "test_leak[control-workers2]"]
     control["extra_info"][K.POSITIVE_CONTROL] = True  # as the suite marks it now
     (tmp_path / "run.json").write_text(json.dumps(doc))
-    record = record_of(load_run(tmp_path / "run.json"))
+    record = history_record(load_run(tmp_path / "run.json"))
     assert record.runner == "cpu-2core" and record.commit.startswith("2d0a354b69") and record.dirty
     assert record.cpu == "Intel(R) Xeon(R) Processor @ 2.80GHz" and record.usable_cores == 2
     assert list(record.stack) == list(K.COUNTED_STACK) and record.stack["torch"] == "2.14.1+cu130"
@@ -184,7 +184,7 @@ def test_bad_sources_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureF
         doc = json.loads(FIXTURE.read_text())
         doc["commit_info"] = {}
         (tmp_path / "nocommit.json").write_text(json.dumps(doc))
-        record_of(load_run(tmp_path / "nocommit.json"))
+        history_record(load_run(tmp_path / "nocommit.json"))
 
 
 def test_unusable_autosaves_are_left_out_and_named(tmp_path: Path) -> None:
@@ -222,5 +222,5 @@ def test_a_full_profile_run_files_a_series_of_its_own(tmp_path: Path) -> None:
     doc.pop("lfw_selection", None)
     full = tmp_path / "full.json"
     full.write_text(json.dumps(doc))
-    assert record_of(load_run(full)).runner == "cpu-2core-full"
-    assert record_of(load_run(FIXTURE)).runner == "cpu-2core"
+    assert history_record(load_run(full)).runner == "cpu-2core-full"
+    assert history_record(load_run(FIXTURE)).runner == "cpu-2core"

@@ -60,11 +60,11 @@ def s3(tiny_tree: Path) -> Iterator[LocalS3]:
 
 @pytest.fixture(autouse=True)
 def clean_proxy(s3: LocalS3) -> Iterator[None]:
-    s3.clear_faults()
+    s3.proxy.ask({"op": "clear-faults"})
     s3.shape(latency_ms=0, jitter=0.2, tail_p=0.01, bandwidth_mbps=0)
     s3.stats(reset=True)
     yield
-    s3.clear_faults()
+    s3.proxy.ask({"op": "clear-faults"})
 
 
 def test_a_command_the_proxy_cannot_read_is_answered_with_an_error_and_the_proxy_answers_on(s3: LocalS3) -> None:

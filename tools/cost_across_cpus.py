@@ -9,23 +9,31 @@ from __future__ import annotations
 
 import sys
 
+from lfw.cli.args import OneLineParser
+from lfw.cli.table import table
+from lfw.errors import cli_entry
 from lfw.results import keys as K
 from lfw.results import load_run
 
 
-def main(baseline: str, current: str) -> None:
-    runs = [load_run(baseline), load_run(current)]
+@cli_entry
+def main(argv: list[str] | None = None) -> int:
+    p = OneLineParser(prog="python tools/cost_across_cpus.py", description=__doc__.splitlines()[0])
+    p.add_argument("first", help="a saved run with the cost layer (the baseline)")
+    p.add_argument("second", help="the run to set beside it")
+    args = p.parse_args(argv)
+    runs = [load_run(args.first), load_run(args.second)]
     for run in runs:
         stack = ", ".join(f"{k} {run.machine.get(k, 'not recorded')}" for k in K.COUNTED_STACK)
         print(f"{run.path}: {run.machine.get('cpu_model')} ({run.datetime}); {stack}")
-    print(f"\n{'case':<18}{'metric':<26}{'first':>16}{'second':>16}{'change':>10}")
     first, second = runs[0].by_key(), runs[1].by_key()
-    for key in sorted(k for k in first if k.startswith("cost/") and k in second):
-        for metric in (K.INSTRUCTIONS_PER_IMAGE, *K.MOVES):
-            a, b = first[key].number(metric), second[key].number(metric)
-            if a is not None and b is not None:
-                print(f"{key:<18}{metric:<26}{a:>16,.1f}{b:>16,.1f}{(b / a - 1) * 100 if a else 0.0:>+9.3f}%")
+    rows = [(key, metric, f"{a:,.1f}", f"{b:,.1f}", f"{(b / a - 1) * 100 if a else 0.0:+.3f}%")
+            for key in sorted(k for k in first if k.startswith("cost/") and k in second)
+            for metric in (K.INSTRUCTIONS_PER_IMAGE, *K.MOVES)
+            if (a := first[key].number(metric)) is not None and (b := second[key].number(metric)) is not None]
+    print("\n" + table(("case", "metric", "first", "second", "change"), rows, right={2, 3, 4}))
+    return 0
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    sys.exit(main())

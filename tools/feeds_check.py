@@ -42,6 +42,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from lfw.cli.args import OneLineParser
+from lfw.cli.table import table
 from lfw.data.root import DataSource, resolve_root
 from lfw.diagnose.contention import Contention, in_loop, measure_contention
 from lfw.diagnose.feeds import (
@@ -194,10 +195,7 @@ def main(argv: list[str] | None = None) -> int:
           f"the loop's prediction within {TOLERANCE_POINTS * 100:g} points of the measured AU")
     print(f"# contention: the loader with no step, then beside a sleep of {PROBE_SHARE:g} x its batch interval alone "
           "(the loop data-bound); hand-over: CPU per batch alone, wall time in the loop")
-    print()
-    print(f"{'pipeline':<24}{'images/s':>9}{'workers':>8}{'hand-over':>11}{'in loop':>10}{'load x':>8}{'step x':>8}"
-          f"{'cv':>6}{'N alone':>8}{'N':>4}{'closed form':>13}{'rate alone':>12}")
-    results = []
+    results, rows = [], []
     step_s = args.step_ms / 1e3
     for setup in setups:
         feed = saved.get(setup.name) or measure_feed(setup, source.path, args.passes, args.quiet)
@@ -205,15 +203,14 @@ def main(argv: list[str] | None = None) -> int:
         loop = in_loop(feed, contention)
         n, points = check(setup, feed, loop, source, args.step_ms, args.batches, args.quiet, args.repeats)
         results.append((setup, n, points))
-        print(f"{setup.label:<24}{feed.rate:>9,.0f}{feed.workers:>8}{feed.handover_s * 1e3:>8.1f} ms"
-              f"{contention.handover_s * 1e3:>7.1f} ms{contention.load_slowdown:>8.3f}{contention.step_slowdown:>8.3f}"
-              f"{feed.load_cv:>6.2f}{fed(feed, step_s):>8}{n:>4}{closed_form_fed(loop, step_s):>13}"
-              f"{throughput_bound(loop.rate, step_s, loop.batch):>12}", flush=True)
-    print()
-    print(f"{'pipeline':<24}{'accelerators':>13}{'step/N':>10}{'predicted AU':>14}{'feed alone':>12}"
-          f"{'measured AU':>13}{'runs':>15}{'points':>8}  agree")
+        rows.append((setup.label, f"{feed.rate:,.0f}", str(feed.workers), f"{feed.handover_s * 1e3:.1f} ms",
+                     f"{contention.handover_s * 1e3:.1f} ms", f"{contention.load_slowdown:.3f}",
+                     f"{contention.step_slowdown:.3f}", f"{feed.load_cv:.2f}", str(fed(feed, step_s)), str(n),
+                     str(closed_form_fed(loop, step_s)), str(throughput_bound(loop.rate, step_s, loop.batch))))
+    print("\n" + table(("pipeline", "images/s", "workers", "hand-over", "in loop", "load x", "step x", "cv", "N alone",
+                        "N", "closed form", "rate alone"), rows, right=range(1, 12)))
     agreed = total = 0
-    confirmed = []
+    confirmed, point_rows = [], []
     worst_alone = worst_loop = 0.0
     for setup, n, points in results:
         for pt in points:
@@ -221,14 +218,16 @@ def main(argv: list[str] | None = None) -> int:
             agreed += pt.agrees
             worst_loop = max(worst_loop, abs(pt.error))
             worst_alone = max(worst_alone, abs(pt.predicted_alone - pt.measured))
-            print(f"{setup.label:<24}{pt.accelerators:>13}{args.step_ms / pt.accelerators:>7.1f} ms"
-                  f"{pt.predicted:>14.1%}{pt.predicted_alone:>12.1%}{pt.measured:>13.1%}"
-                  f"{f'{pt.measured_range[0]:.0%}-{pt.measured_range[1]:.0%}':>15}"
-                  f"{pt.error * 100:>+8.1f}  {'yes' if pt.agrees else 'NO'}")
+            point_rows.append((setup.label, str(pt.accelerators), f"{args.step_ms / pt.accelerators:.1f} ms",
+                               f"{pt.predicted:.1%}", f"{pt.predicted_alone:.1%}", f"{pt.measured:.1%}",
+                               f"{pt.measured_range[0]:.0%}-{pt.measured_range[1]:.0%}", f"{pt.error * 100:+.1f}",
+                               "yes" if pt.agrees else "NO"))
         at_n = [p for p in points if p.accelerators == n]
         above = [p for p in points if p.accelerators == n + 1]
         holds = all(p.measured >= AU_TARGET for p in at_n) and all(p.measured < AU_TARGET for p in above)
         confirmed.append(f"{setup.label} {'yes' if holds else 'no'}")
+    print("\n" + table(("pipeline", "accelerators", "step/N", "predicted AU", "feed alone", "measured AU", "runs",
+                        "points", "agree"), point_rows, right=range(1, 8)))
     print()
     print(f"within {TOLERANCE_POINTS * 100:g} points: {agreed} of {total} points; largest gap {worst_loop * 100:.1f} "
           f"points from the loop's feed, {worst_alone * 100:.1f} from the feed alone")

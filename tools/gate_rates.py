@@ -18,6 +18,12 @@ Kinds:
   worker holds 150 MiB more; every worker copies its dataset's index; persistent workers leak about 6 MiB per
   epoch), against the committed baseline, whatever CPU model recorded it: the gate should exit 1. ``mem-none``:
   the same run with nothing injected, the control: should exit 0.
+- ``serialized``: ``make gate`` of the workers group with every image load behind one machine-wide lock
+  (``benchmarks/gate_rates/serialized_decode/``): the machine gives its cores, the workers cannot use them, so the
+  gate should exit 1 (a lost core is the machine's: ``tools/capacity_runs.sh``).
+- ``handover``: ``make gate`` of the data-wait group with the main process's receive of every batch 30 ms slower
+  (``benchmarks/gate_rates/slow_handover/``): judged in the machine's units, the wait should exceed what the
+  machine's rates predict, whatever its speed: exit 1.
 
 Every run is made from a temporary ``git worktree`` checkout of the commit that was HEAD when the campaign
 started, so edits and commits during a long campaign do not leak into it; raw runs and logs go to
@@ -47,12 +53,14 @@ from lfw.cli.stop import stop_tree
 from lfw.errors import LFWError, cli_entry
 from lfw.gate.ab import ABPlan
 from lfw.gate.thresholds import Thresholds
+from lfw.gate.verdict import VERDICT_PATH, load_verdict
 from lfw.gate.worktree import checkout, resolve, toplevel
 from lfw.results import keys as K
 from lfw.results import knobs as KN
 from lfw.results import load_run
 
-KINDS = ("gate", "ab-aa", "ab-slow", "cost-slow", "mem-none", "mem-worker", "mem-index", "mem-leak")
+KINDS = ("gate", "ab-aa", "ab-slow", "cost-slow", "mem-none", "mem-worker", "mem-index", "mem-leak", "serialized",
+         "handover")
 OUTCOMES = Path("benchmarks/gate_rates")
 RAW = Path(".benchmarks/gate-rates")
 SLOW_DECODE = OUTCOMES / "slow_decode" / "sitecustomize.py"
@@ -61,8 +69,15 @@ MEMORY_INJECTION = OUTCOMES / "memory_regressions" / "sitecustomize.py"
 # start-method group: a spawned worker's share of the library pages depends on what the host process touched
 # before, which a subset of the groups changes (docs/gating-measured.md, "Memory across CPU models").
 MEMORY_CASES = "test_memory_index or test_leak or test_workers_transform"
+# The regressions injected into a gate run: the sitecustomize placed at its checkout's root, its environment, and
+# the cases it runs (-k): the memory kinds, every load behind one lock, a hand-over 30 ms slower per batch.
+INJECTIONS: dict[str, tuple[Path, dict[str, str], str]] = {
+    **{f"mem-{m}": (MEMORY_INJECTION, {"LFW_INJECT_MEMORY": m}, MEMORY_CASES)
+       for m in ("none", "worker", "index", "leak")},
+    "serialized": (OUTCOMES / "serialized_decode" / "sitecustomize.py", {}, "test_workers_transform"),
+    "handover": (OUTCOMES / "slow_handover" / "sitecustomize.py", {"LFW_HANDOVER_MS": "30"}, "test_data_wait")}
 EXPECTED = {"gate": 0, "ab-aa": 0, "ab-slow": 1, "cost-slow": 1, "mem-none": 0, "mem-worker": 1, "mem-index": 1,
-            "mem-leak": 1}
+            "mem-leak": 1, "serialized": 1, "handover": 1}
 
 
 def now() -> str:
@@ -97,18 +112,18 @@ def run_logged(command: Sequence[str], cwd: Path, env: dict[str, str], log: Path
 def gate_record(raw: Path, code: int, seconds: float, log: Path) -> dict[str, Any]:
     """A two-file gate run's outcome: exit code, regressions, the worst change per family, instruction counts."""
     record: dict[str, Any] = {"exit_code": code, "seconds": round(seconds, 1)}
-    report_path, run_path = raw / "gate-report.json", raw / "gate-run.json"
-    if report_path.exists():
-        report = json.loads(report_path.read_text())
-        record["regressions"] = [f"{c['case'].rpartition('::')[2]} {c['metric']} {c['change']:+.4g}"
-                                 for c in report["comparisons"] if c["regressed"]]
+    verdict_path, run_path = raw / VERDICT_PATH.name, raw / "gate-run.json"
+    if verdict_path.exists():
+        verdict = load_verdict(verdict_path)
+        record["regressions"] = [f"{c.case.rpartition('::')[2]} {c.metric_key} {c.change:+.4g}"
+                                 for c in verdict.regressions]
         worst: dict[str, float] = {}
-        for c in report["comparisons"]:
-            worse = -c["change"] if c["metric"] == "efficiency" else c["change"]
-            if c["metric"] in ("efficiency", "ttfb_s", "instructions_per_image"):
-                worst[c["metric"]] = max(worst.get(c["metric"], float("-inf")), worse)
+        for c in verdict.comparisons:
+            worse = -c.change if c.metric_key == "efficiency" else c.change
+            if c.metric_key in ("efficiency", "ttfb_s", "instructions_per_image"):
+                worst[c.metric_key] = max(worst.get(c.metric_key, float("-inf")), worse)
         record["worst_relative_change"] = {k: round(v, 4) for k, v in worst.items()}
-        record["unjudged"] = report.get("unjudged", {})
+        record["unjudged"] = verdict.unjudged
     if run_path.exists():
         run = load_run(run_path)
         record["instructions_per_image"] = {c.knob(KN.TRANSFORM): c.number(K.INSTRUCTIONS_PER_IMAGE)
@@ -142,31 +157,32 @@ def gate_record(raw: Path, code: int, seconds: float, log: Path) -> dict[str, An
 
 def run_gate(repo: Path, raw: Path, commit: str, inject: str = "") -> dict[str, Any]:
     """``make gate`` in a clean worktree of HEAD, with this checkout's virtualenv and data cache; with ``inject``
-    (``none``, ``worker``, ``index``, ``leak``), only the memory groups, with that memory regression injected.
+    (a kind of :data:`INJECTIONS`), only the cases it names, with that regression injected.
 
     ``-o`` marks the virtualenv's install stamp as up to date, so make does not reinstall the project from the
     worktree; pytest (``pythonpath = .``) and ``python -m`` then import the worktree's own ``lfw``.
     """
     venv = repo / ".venv"
-    env = {**os.environ, "GATE_ARGS": f"--json-report {raw / 'gate-report.json'}", "LFW_CACHE": cache(repo)}
+    env = {**os.environ, "GATE_ARGS": f"--verdict-json {raw / VERDICT_PATH.name}", "LFW_CACHE": cache(repo)}
     log = raw / "make-gate.log"
-    args = [f"PYTEST_ARGS=-k '{MEMORY_CASES}'", "LAYERS="] if inject else []
+    injection, injected_env, cases = INJECTIONS[inject] if inject else (None, {}, "")
+    args = [f"PYTEST_ARGS=-k '{cases}'", "LAYERS="] if inject else []
     with checkout(repo, commit) as tree:
-        if inject:  # every process of the run, spawned workers too, imports it first (its docstring)
-            shutil.copy(tree / MEMORY_INJECTION, tree / "sitecustomize.py")
-            env.update({"PYTHONPATH": str(tree), "LFW_INJECT_MEMORY": inject})
+        if injection is not None:  # every process of the run, spawned workers too, imports it first
+            shutil.copy(tree / injection, tree / "sitecustomize.py")
+            env.update({"PYTHONPATH": str(tree), **injected_env})
         code, seconds = run_logged(["make", "-o", str(venv / ".installed"), "gate", f"VENV={venv}", *args], tree,
                                    env, log)
         if (tree / "reports" / "gate-run.json").exists():
             write_atomic(raw / "gate-run.json", (tree / "reports" / "gate-run.json").read_bytes())
     record = gate_record(raw, code, seconds, log)
-    report = raw / "gate-report.json"
-    if inject and report.exists():  # make exits 2 for any failed recipe: the gate's own code says what it found
-        record.update(make_exit_code=code, exit_code=json.loads(report.read_text())["exit_code"])
+    verdict = raw / VERDICT_PATH.name
+    if inject and verdict.exists():  # make exits 2 for any failed recipe: the gate's own code says what it found
+        record.update(make_exit_code=code, exit_code=load_verdict(verdict).exit_code)
     return record
 
 
-def run_ab(repo: Path, raw: Path, commit: str, slow: bool, max_pairs: int) -> dict[str, Any]:
+def run_ab_try(repo: Path, raw: Path, commit: str, slow: bool, max_pairs: int) -> dict[str, Any]:
     """``python -m lfw.gate --ab COMMIT`` from a clean worktree of it (slowed: with the sitecustomize in it)."""
     log = raw / "ab.log"
     with checkout(repo, commit) as tree:
@@ -195,7 +211,7 @@ def run_ab(repo: Path, raw: Path, commit: str, slow: bool, max_pairs: int) -> di
 
 def run_cost_slow(repo: Path, raw: Path, commit: str, baseline: Path) -> dict[str, Any]:
     """The cost layer with the slowed decode on PYTHONPATH, gated against ``baseline`` (a path in HEAD)."""
-    run_json, report = raw / "cost-run.json", raw / "gate-report.json"
+    run_json, verdict_path = raw / "cost-run.json", raw / VERDICT_PATH.name
     with checkout(repo, commit) as tree:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree / SLOW_DECODE.parent), str(tree)]),
                "LFW_SLOW_DECODE": "0.15", "LFW_CACHE": cache(repo)}
@@ -205,13 +221,11 @@ def run_cost_slow(repo: Path, raw: Path, commit: str, baseline: Path) -> dict[st
         if code != 0:
             return {"exit_code": code, "seconds": round(seconds, 1), "error": "the cost benchmarks failed"}
         gate_code, _ = run_logged([sys.executable, "-m", "lfw.gate", str(tree / baseline), str(run_json),
-                                   "--json-report", str(report)], tree, {**os.environ, "PYTHONPATH": str(tree)},
-                                  raw / "gate.log")
-    doc = json.loads(report.read_text())
-    changes = {c["case"].rpartition("::")[2]: round(c["change"], 4) for c in doc["comparisons"]
-               if c["metric"] == "instructions_per_image"}
-    flagged = sorted(c["case"].rpartition("::")[2] for c in doc["comparisons"]
-                     if c["metric"] == "instructions_per_image" and c["regressed"])
+                                   "--verdict-json", str(verdict_path), "--summary-md", str(raw / "gate.md")], tree,
+                                  {**os.environ, "PYTHONPATH": str(tree)}, raw / "gate.log")
+    counts = [c for c in load_verdict(verdict_path).comparisons if c.metric_key == "instructions_per_image"]
+    changes = {c.case.rpartition("::")[2]: round(c.change, 4) for c in counts}
+    flagged = sorted(c.case.rpartition("::")[2] for c in counts if c.regressed)
     return {"exit_code": gate_code, "seconds": round(seconds, 1), "instructions_change": changes, "flagged": flagged}
 
 
@@ -227,10 +241,10 @@ def campaign(kind: str, runs: int, repo: Path, baseline: Path, max_pairs: int, o
         print(f"[{kind} {i}/{runs}] {started}", file=sys.stderr, flush=True)
         if kind == "gate":
             outcome = run_gate(repo, raw, head)
-        elif kind.startswith("mem-"):
-            outcome = run_gate(repo, raw, head, inject=kind.removeprefix("mem-"))
+        elif kind in INJECTIONS:
+            outcome = run_gate(repo, raw, head, inject=kind)
         elif kind in ("ab-aa", "ab-slow"):
-            outcome = run_ab(repo, raw, head, kind == "ab-slow", max_pairs)
+            outcome = run_ab_try(repo, raw, head, kind == "ab-slow", max_pairs)
         else:
             outcome = run_cost_slow(repo, raw, head, baseline)
         record = {"kind": kind, "started": started, "finished": now(), "commit": head, "host": platform.node(),
@@ -272,6 +286,9 @@ def summary(outcomes: Path, baseline: Path | None = None, commit: str | None = N
                         ("mem-worker", "memory groups, every worker 150 MiB more, vs the committed baseline"),
                         ("mem-index", "memory groups, the index copied into every worker, vs the committed baseline"),
                         ("mem-leak", "memory groups, persistent workers leak ~6 MiB/epoch, vs the committed "
+                                     "baseline"),
+                        ("serialized", "workers group, every image load behind one lock, vs the committed baseline"),
+                        ("handover", "data-wait group, the hand-over 30 ms slower per batch, vs the committed "
                                      "baseline")):
         everything = read(kind, outcomes)
         records = [r for r in everything if r["commit"] == commit]
@@ -293,7 +310,7 @@ def summary(outcomes: Path, baseline: Path | None = None, commit: str | None = N
             lines.append(f"  pairs per run {min(pairs)}-{max(pairs)}; "
                          f"{min(minutes):.1f}-{max(minutes):.1f} min per run")
             lines += ab_details(records)
-        if kind.startswith("mem-"):
+        if kind in INJECTIONS:
             lines += [f"  {r['started'][:16]} gate exit {r['exit_code']}: flagged "
                       f"{'; '.join(r.get('regressions', [])) or 'nothing'}" for r in records]
         if kind == "cost-slow":

@@ -16,9 +16,13 @@ in every run of a row (:func:`lfw.gate.compare.host_pair`: the older form where 
 from __future__ import annotations
 
 import sys
+import textwrap
 from collections.abc import Sequence
 from statistics import median
 
+from lfw.cli.args import OneLineParser
+from lfw.cli.table import table
+from lfw.errors import cli_entry
 from lfw.gate.metrics import HOST_SHARED, HOST_USS, MEMORY, PSS_PEAK, Metric, fresh_interpreters
 from lfw.gate.thresholds import Thresholds
 from lfw.results import Case, load_run
@@ -50,8 +54,11 @@ def unjudged(metric: Metric, cases: Sequence[Case]) -> str:
     return ""
 
 
-def main(paths: Sequence[str]) -> None:
-    runs = [load_run(p) for p in paths]
+@cli_entry
+def main(argv: list[str] | None = None) -> int:
+    p = OneLineParser(prog="python tools/memory_across_cpus.py", description=__doc__.splitlines()[0])
+    p.add_argument("runs", nargs="+", help="saved runs, grouped by the CPU model each recorded")
+    runs = [load_run(path) for path in p.parse_args(argv).runs]
     models = list(dict.fromkeys(str(r.machine.get("cpu_model")) for r in runs))
     for r in runs:
         print(f"{r.path}: {r.machine.get('cpu_model')}, commit {str(r.commit.get('id', ''))[:7]}, {r.datetime}")
@@ -60,7 +67,7 @@ def main(paths: Sequence[str]) -> None:
     worst: dict[str, tuple[float, str]] = {}
     for metric in SHOWN:
         print(f"\n{metric.label} ({metric.key}){'' if metric in MEMORY else ', not judged'}")
-        print(f"  {'case':<34}" + "".join(f"{m[:24]:>44}" for m in models[:2]) + f"{'shift':>10}{'min effect':>12}")
+        rows = []
         for key in keys:
             cases = [r.by_key().get(key) for r in runs]
             derived = metric is HOST_USS and any(c is not None and c.number(HOST_USS.key) is None for c in cases)
@@ -68,18 +75,20 @@ def main(paths: Sequence[str]) -> None:
                             and (v := value(c, metric, derived)) is not None] for m in models}
             if not all(by_model[m] for m in models[:2]):
                 continue
-            cells = "".join(f"{'  '.join(f'{v:7.1f}' for v in by_model[m]):>44}" for m in models[:2])
             a, b = median(by_model[models[0]]), median(by_model[models[1]])
             effect = minimum_effect(metric, a, th)
             why = unjudged(metric, [c for c in cases if c is not None])
             if not why and abs(b - a) / effect >= worst.get(metric.key, (0.0, ""))[0]:
                 worst[metric.key] = (abs(b - a) / effect, key)
-            print(f"  {key:<34}{cells}{b - a:>+10.1f}{effect:>12.1f}" + (f"  not judged: {why}" if why else ""))
+            rows.append((key, *("  ".join(f"{v:7.1f}" for v in by_model[m]) for m in models[:2]), f"{b - a:+.1f}",
+                         f"{effect:.1f}", f"not judged: {why}" if why else ""))
+        heads = ("case", *(m[:24] for m in models[:2]), "shift", "min effect", "note")
+        print(textwrap.indent(table(heads, rows, right=range(1, len(heads) - 1)), "  "))
     print("\nlargest |shift| / minimum effect over the cases the gate judges, by figure:")
-    for metric in SHOWN:
-        if metric.key in worst:
-            print(f"  {metric.key:<28}{worst[metric.key][0]:6.2f}  {worst[metric.key][1]}")
+    rows = [(m.key, f"{worst[m.key][0]:.2f}", worst[m.key][1]) for m in SHOWN if m.key in worst]
+    print(textwrap.indent(table(("figure", "|shift| / min effect", "case"), rows, right={1}), "  "))
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main())

@@ -71,18 +71,16 @@ make_bench() {  # a fresh clone's make bench, install and synthetic data include
 table() {  # the cases of one group of a saved run, fastest first, with the extra_info keys named
   $PY -c '
 import sys
+from lfw.cli.table import table
 from lfw.results import load_run
 run = load_run(sys.argv[1])
 keys = sys.argv[3:]
 print("machine: per-core images/s", {k: v for k, v in run.machine.items() if k.startswith("per_core")})
-print("case".ljust(26) + "".join(k.rjust(max(12, len(k) + 1)) for k in keys))
-for case in sorted(run.group(sys.argv[2]), key=lambda c: -(c.number("images_per_s") or 0)):
-    cells = []
-    for k in keys:
-        v = case.number(k)
-        text = "-" if v is None else f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"
-        cells.append(text.rjust(max(12, len(k) + 1)))
-    print(case.label.ljust(26) + "".join(cells))
+def number(v):
+    return "-" if v is None else f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"
+rows = [(c.label, *(number(c.number(k)) for k in keys))
+        for c in sorted(run.group(sys.argv[2]), key=lambda c: -(c.number("images_per_s") or 0))]
+print(table(("case", *keys), rows, right=range(1, len(keys) + 1)))
 ' "$@"
 }
 
@@ -132,6 +130,7 @@ process_pairs() {  # how much two processes of the same code differ, case by cas
     $PY - "$out/ab" <<'EOF'
 import json, math, sys
 from statistics import median
+from lfw.cli.table import table
 from lfw.results import keys as K
 from lfw.results import load_run
 folder = sys.argv[1]
@@ -139,6 +138,7 @@ doc = json.load(open(f"{folder}/verdicts.json"))
 print("\nper case: the pairs' log ratio of images/s (current over base, one per pair of fresh processes), and")
 print("how far the two passes of one process in its quad were apart (|log ratio|), over all pairs and sides")
 sides = {s: {c.label: c for c in load_run(f"{folder}/{s}.json").cases} for s in ("base", "current")}
+rows = []
 for key, logs in doc["log_ratios"].items():
     case, metric = key.split(":")
     if metric != "images_per_s":
@@ -151,9 +151,10 @@ for key, logs in doc["log_ratios"].items():
             two = [r for r, q in zip(rates, pairs) if q == p]
             within.append(abs(math.log(two[0] / two[1])))
     spread = [abs(x) for x in logs]
-    print(f"  {case:16s} between processes: median |log ratio| {median(spread):.3f}, largest {max(spread):.3f} "
-          f"(ratios {math.exp(min(logs)):.3f}-{math.exp(max(logs)):.3f}); within a process: median "
-          f"{median(within):.3f}")
+    rows.append((case, f"{median(spread):.3f}", f"{max(spread):.3f}",
+                 f"{math.exp(min(logs)):.3f}-{math.exp(max(logs)):.3f}", f"{median(within):.3f}"))
+print(table(("case", "between processes: median |log ratio|", "largest", "ratios", "within a process: median"), rows,
+            right={1, 2, 4}))
 EOF
   } > "$STAGE"/runs/process-pairs.txt 2>&1
   rm -rf "$out"

@@ -8,12 +8,12 @@ machine's benchmark lock (``flock /tmp/lfw-cpu.lock``, as ``make`` takes it). Pe
 the start-up wave among the cases with a steady rate, the cases without one and why, the highest steady rate over
 its endpoint ceiling, the best steady rate at the highest latency over the best at 0 ms and its CV over the
 rounds, Little's law's error for the batch and threads cases (or the limit that breaks it), and the run's wall
-time; then the median of each over the runs.
+time; then the median of each over the runs. Exit 2 on bad input (a run without the remote cases), 4 when a run
+fails.
 """
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import subprocess
 import sys
@@ -23,6 +23,9 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from lfw.cli.args import OneLineParser
+from lfw.cli.table import table
+from lfw.errors import LFWError, MeasurementError, cli_entry
 from lfw.measure.machine import cpu_model
 from lfw.report.remote import remote_verdict
 from lfw.results import Case, Run, load_run
@@ -35,7 +38,7 @@ from tools.stamp import commit_label
 LOCK = "/tmp/lfw-cpu.lock"
 
 
-def rate(case: Case) -> float:
+def steady_rate(case: Case) -> float:
     return case.number(K.STEADY_IMAGES_PER_S) or 0.0
 
 
@@ -45,41 +48,43 @@ def figures(run: Run) -> dict[str, Any]:
     steady = [c for c in cases if c.number(K.STEADY_IMAGES_PER_S) is not None]
     verdict = remote_verdict(run)  # the report's pick: the highest steady rate at the top latency and at 0 ms
     if verdict is None or verdict.zero is None:
-        raise SystemExit(f"{run.path}: no remote cases at 0 ms and a higher latency")
+        raise LFWError(f"{run.path}: no remote cases at 0 ms and a higher latency")
     best, zero = verdict.best, verdict.zero
-    over = [rate(c) / (c.number(K.ENDPOINT_CEILING_IMAGES_PER_S) or 1.0) for c in steady]
+    over = [steady_rate(c) / (c.number(K.ENDPOINT_CEILING_IMAGES_PER_S) or 1.0) for c in steady]
     law = {c.label: (c.number(K.LITTLES_LAW_ERROR), c.value(K.REMOTE_LIMIT)) for c in cases
            if c.knob(KN.STRATEGY) in ("batch", "threads")}
+    if all(e is None for e, _ in law.values()):
+        raise LFWError(f"{run.path}: no batch or threads remote case with a Little's law error")
     return {"cases": cases, "fewest": min(int(c.number(K.STEADY_BATCHES) or 0) for c in steady),
             "absent": {c.label: c.value(K.STEADY_ABSENT) or c.value(K.STEADY_INVALID) for c in cases
                        if c not in steady},
-            "over_ceiling": max(over), "best": best, "zero": zero, "kept": rate(best) / rate(zero),
+            "over_ceiling": max(over), "best": best, "zero": zero, "kept": steady_rate(best) / steady_rate(zero),
             "best_cv": coefficient_of_variation(best.rounds(K.STEADY_IMAGES_PER_S)),
             "law": law, "worst_law": max(abs(e) for e, _ in law.values() if e is not None)}
 
 
-def case_table(cases: list[Case]) -> list[str]:
-    head = (f"{'case':<18}{'batches':>8}{'steady':>9}{'cv':>7}{'ceiling':>9}{'share':>7}{'whole':>8}{'ttfb_s':>8}"
-            f"{'in_flight':>10}{'law':>8}{'law_err':>8}  limit")
-    lines = [head]
-    for c in sorted(cases, key=lambda c: (c.knob(LATENCY_MS) or 0, -rate(c))):
+def case_table(cases: list[Case]) -> str:
+    rows = []
+    for c in sorted(cases, key=lambda c: (c.knob(LATENCY_MS) or 0, -steady_rate(c))):
         law, err = c.number(K.LITTLES_LAW_RATE), c.number(K.LITTLES_LAW_ERROR)
-        cv = coefficient_of_variation(c.rounds(K.STEADY_IMAGES_PER_S)) if rate(c) else None
-        lines.append(
-            f"{c.label:<18}{int(c.number(K.STEADY_BATCHES) or 0):>8}{rate(c) or float('nan'):>9.1f}"
-            f"{cv if cv is not None else float('nan'):>7.3f}{c.number(K.ENDPOINT_CEILING_IMAGES_PER_S) or 0:>9.1f}"
-            f"{c.number(K.STEADY_CEILING_SHARE) or float('nan'):>7.3f}{c.number(K.IMAGES_PER_S) or 0:>8.1f}"
-            f"{c.number(K.TTFB_S) or 0:>8.3f}{c.number(K.BUSY_MEAN_IN_FLIGHT) or 0:>10.1f}"
-            f"{law or float('nan'):>8.1f}{err if err is not None else float('nan'):>+8.3f}  {c.value(K.REMOTE_LIMIT)}")
-    return lines
+        cv = coefficient_of_variation(c.rounds(K.STEADY_IMAGES_PER_S)) if steady_rate(c) else None
+        rows.append((c.label, f"{int(c.number(K.STEADY_BATCHES) or 0)}", f"{steady_rate(c) or float('nan'):.1f}",
+                     f"{cv if cv is not None else float('nan'):.3f}",
+                     f"{c.number(K.ENDPOINT_CEILING_IMAGES_PER_S) or 0:.1f}",
+                     f"{c.number(K.STEADY_CEILING_SHARE) or float('nan'):.3f}", f"{c.number(K.IMAGES_PER_S) or 0:.1f}",
+                     f"{c.number(K.TTFB_S) or 0:.3f}", f"{c.number(K.BUSY_MEAN_IN_FLIGHT) or 0:.1f}",
+                     f"{law or float('nan'):.1f}", f"{err if err is not None else float('nan'):+.3f}",
+                     str(c.value(K.REMOTE_LIMIT))))
+    return table(("case", "batches", "steady", "cv", "ceiling", "share", "whole", "ttfb_s", "in_flight", "law",
+                  "law_err", "limit"), rows, right=range(1, 11))
 
 
-def summary(f: dict[str, Any]) -> str:
+def run_summary(f: dict[str, Any]) -> str:
     return (f"fewest batches after the start-up wave (cases with a steady rate): {f['fewest']}; highest steady / "
             f"ceiling: {f['over_ceiling']:.3f}; best at {f['best'].knob(LATENCY_MS):g} ms {f['best'].label} "
-            f"{rate(f['best']):.1f} images/s steady = {f['kept']:.3f} of the best at 0 ms ({f['zero'].label} "
-            f"{rate(f['zero']):.1f}), its CV over rounds {f['best_cv']:.3f}; largest |Little's law error| of the "
-            f"batch and threads cases: {f['worst_law']:.3f}")
+            f"{steady_rate(f['best']):.1f} images/s steady = {f['kept']:.3f} of the best at 0 ms ({f['zero'].label} "
+            f"{steady_rate(f['zero']):.1f}), its CV over rounds {f['best_cv']:.3f}; largest |Little's law error| of "
+            f"the batch and threads cases: {f['worst_law']:.3f}")
 
 
 def run_once(out: Path, number: int, lock: str | None) -> tuple[Path, float]:
@@ -94,17 +99,20 @@ def run_once(out: Path, number: int, lock: str | None) -> tuple[Path, float]:
     print(f"run {number}: {' '.join(tail)} (exit {done.returncode}, wall {wall:.0f} s incl. lock wait)", flush=True)
     if done.returncode != 0:
         sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
-        raise SystemExit(f"run {number} failed")
+        raise MeasurementError(f"run {number} failed (exit {done.returncode}); its output's end is above")
     return path, wall
 
 
+@cli_entry
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tools.remote_runs", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m tools.remote_runs", description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--out", type=Path, default=Path("reports/remote-runs"))
     p.add_argument("--lock", default=LOCK, help="flock this file around each run ('' for none)")
     p.add_argument("--read", nargs="*", type=Path, help="report saved runs instead of running")
     args = p.parse_args(argv)
+    if args.runs < 1 and not args.read:
+        raise LFWError(f"--runs must be 1 or more, got {args.runs}")
     print(f"# {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}, commit {commit_label()}, CPU {cpu_model()}: "
           f"{args.runs if not args.read else len(args.read)} x pytest benchmarks -k remote (quick profile)")
     paths = list(args.read or [])
@@ -118,10 +126,10 @@ def main(argv: list[str] | None = None) -> int:
         f = figures(run)
         found.append(f)
         print(f"\n## run {number} ({path.name}, {run.datetime})")
-        print("\n".join(case_table(f["cases"])))
+        print(case_table(f["cases"]))
         for label, why in f["absent"].items():
             print(f"{label}: no steady rate: {why}")
-        print(summary(f))
+        print(run_summary(f))
     print(f"\n## median of {len(found)} runs")
     print(f"fewest batches after the start-up wave: {median(f['fewest'] for f in found):g}; highest steady / ceiling: "
           f"{median(f['over_ceiling'] for f in found):.3f}; best at the highest latency over the best at 0 ms: "
@@ -129,18 +137,19 @@ def main(argv: list[str] | None = None) -> int:
           f"that best case: {median(f['best_cv'] for f in found):.3f}; largest |Little's law error|: "
           f"{median(f['worst_law'] for f in found):.3f}")
     labels = sorted({c.label for f in found for c in f["cases"]})
-    print(f"{'case':<18}{'steady':>9}{'share':>7}{'whole':>8}{'ttfb_s':>8}{'law_err':>8}  limits")
+    rows = []
     for label in labels:
         mine = [c for f in found for c in f["cases"] if c.label == label]
         errors = [e for c in mine if (e := c.number(K.LITTLES_LAW_ERROR)) is not None]
         shares = [s for c in mine if (s := c.number(K.STEADY_CEILING_SHARE)) is not None]
-        steadies = [rate(c) for c in mine if rate(c)]
-        print(f"{label:<18}{median(steadies) if steadies else float('nan'):>9.1f}"
-              f"{median(shares) if shares else float('nan'):>7.3f}"
-              f"{median(c.number(K.IMAGES_PER_S) or 0 for c in mine):>8.1f}"
-              f"{median(c.number(K.TTFB_S) or 0 for c in mine):>8.3f}"
-              f"{median(errors) if errors else float('nan'):>+8.3f}  "
-              f"{', '.join(sorted({str(c.value(K.REMOTE_LIMIT)) for c in mine}))}")
+        steadies = [steady_rate(c) for c in mine if steady_rate(c)]
+        rows.append((label, f"{median(steadies) if steadies else float('nan'):.1f}",
+                     f"{median(shares) if shares else float('nan'):.3f}",
+                     f"{median(c.number(K.IMAGES_PER_S) or 0 for c in mine):.1f}",
+                     f"{median(c.number(K.TTFB_S) or 0 for c in mine):.3f}",
+                     f"{median(errors) if errors else float('nan'):+.3f}",
+                     ", ".join(sorted({str(c.value(K.REMOTE_LIMIT)) for c in mine}))))
+    print(table(("case", "steady", "share", "whole", "ttfb_s", "law_err", "limits"), rows, right=range(1, 6)))
     return 0
 
 

@@ -15,12 +15,12 @@ independent measurement): ``sum(time in next() that returned a batch) / (end of 
 first next())``. The watcher's own ``data_bound_share`` and 95% interval are printed beside it, with the
 difference in points; a run agrees when they differ by 5 points or less. Each configuration also runs unwatched
 (the raw loader, the same outside timing) to show that the wrapper does not change the loop. Runs alternate
-unwatched and watched, ``--repeats`` pairs per configuration. Exit 0 when every watched run agrees, 1 otherwise.
+unwatched and watched, ``--repeats`` pairs per configuration. Exit 0 when every watched run agrees, 1 otherwise,
+2 on bad input.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -32,8 +32,11 @@ from torch.utils.data import DataLoader, Subset
 from torchvision import models, transforms
 from torchvision.datasets import ImageFolder
 
+from lfw.cli.args import OneLineParser
+from lfw.cli.table import table
 from lfw.data.root import resolve_root
 from lfw.diagnose import watch
+from lfw.errors import LFWError, cli_entry
 from tools.stamp import commit_label
 
 AGREE_POINTS = 5.0
@@ -90,13 +93,17 @@ def trainer(model: nn.Module) -> Callable[[Any], None]:
     return step
 
 
+@cli_entry
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = OneLineParser(prog="python -m tools.watch_check", description=__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=40, help="batches per run (default 40)")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--repeats", type=int, default=3, help="unwatched/watched pairs per configuration (default 3)")
     p.add_argument("--path", default=None, help="LFW folder (default: $LFW_ROOT, else the cached synthetic tree)")
     args = p.parse_args(argv)
+    for flag, least in (("steps", 1), ("batch_size", 1), ("repeats", 1)):
+        if getattr(args, flag) < least:
+            raise LFWError(f"--{flag.replace('_', '-')} must be {least} or more, got {getattr(args, flag)}")
     torch.set_num_threads(1)
     torch.manual_seed(0)
     source = resolve_root(args.path)
@@ -107,11 +114,9 @@ def main(argv: list[str] | None = None) -> int:
           f"configuration; {source.kind} data at {source.path}; torch threads 1; agree: within {AGREE_POINTS:g} "
           "points")
     print("# independent: time in next() over wall time, timed outside the wrapper in the same run")
-    print()
-    print(f"{'configuration':<15}{'pair':>5}{'unwatched':>11}{'independent':>13}{'watch':>8}{'95% CI':>12}"
-          f"{'diff':>8}{'step p50':>10}{'wait p50':>10}{'overhead':>11}  agree")
     agreed = total = 0
     for name, config in CONFIGS.items():
+        rows = []
         data = ImageFolder(str(source.path), transform=config["transform"])
         subset = Subset(data, range(min(len(data), args.steps * args.batch_size)))
         for pair in range(1, args.repeats + 1):
@@ -125,11 +130,12 @@ def main(argv: list[str] | None = None) -> int:
             ok = abs(diff) <= AGREE_POINTS
             agreed += ok
             total += 1
-            ci = f"{s['data_bound_low']:.0%}-{s['data_bound_high']:.0%}"
-            print(f"{name:<15}{pair:>5}{unwatched:>11.1%}{independent:>13.1%}{s['data_bound_share']:>8.1%}"
-                  f"{ci:>12}{diff:>+8.2f}"
-                  f"{s['step_ms_p50']:>7.1f} ms{s['wait_ms_p50']:>7.1f} ms{s['overhead_us_per_step']:>7.1f} us"
-                  f"  {'yes' if ok else 'NO'}", flush=True)
+            rows.append((name, str(pair), f"{unwatched:.1%}", f"{independent:.1%}", f"{s['data_bound_share']:.1%}",
+                         f"{s['data_bound_low']:.0%}-{s['data_bound_high']:.0%}", f"{diff:+.2f}",
+                         f"{s['step_ms_p50']:.1f} ms", f"{s['wait_ms_p50']:.1f} ms",
+                         f"{s['overhead_us_per_step']:.1f} us", "yes" if ok else "NO"))
+        print("\n" + table(("configuration", "pair", "unwatched", "independent", "watch", "95% CI", "diff", "step p50",
+                            "wait p50", "overhead", "agree"), rows, right=range(1, 10)))
         print(f"# {name}: {config['what']}")
         print(f"# verdict of the last run: {w.verdict()}")
     print()

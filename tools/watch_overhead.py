@@ -12,11 +12,12 @@
    alternated over ``--rounds`` rounds; the difference of the loop's time per step and its share of the step.
    The sleep itself varies by tens of microseconds, so this figure is noisier than 1 and 2: the rounds' range
    is printed with it.
+
+Exit 0, 2 on bad input.
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -26,7 +27,9 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from lfw.cli.args import OneLineParser
 from lfw.diagnose import watch
+from lfw.errors import LFWError, cli_entry
 from tools.stamp import commit_label
 
 
@@ -41,7 +44,7 @@ def timed(loop: Iterable[Any], step: Callable[[Any], None] | None = None) -> tup
     return time.perf_counter() - t, n
 
 
-def paired(plain: Callable[[], tuple[float, int]], watched: Callable[[], tuple[float, int]],
+def alternated(plain: Callable[[], tuple[float, int]], watched: Callable[[], tuple[float, int]],
            rounds: int) -> list[float]:
     """Per round: (watched - plain) seconds per step, the two run back to back, order alternated (ABBA)."""
     diffs = []
@@ -54,12 +57,16 @@ def paired(plain: Callable[[], tuple[float, int]], watched: Callable[[], tuple[f
     return diffs
 
 
+@cli_entry
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = OneLineParser(prog="python -m tools.watch_overhead", description=__doc__.split("\n")[0])
     p.add_argument("--items", type=int, default=200_000)
     p.add_argument("--steps", type=int, default=500)
     p.add_argument("--rounds", type=int, default=8)
     args = p.parse_args(argv)
+    for flag in ("items", "steps", "rounds"):
+        if getattr(args, flag) < 1:
+            raise LFWError(f"--{flag} must be 1 or more, got {getattr(args, flag)}")
     torch.set_num_threads(1)
     when = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
     print(f"# {when}, commit {commit_label()}: python -m tools.watch_overhead "
@@ -76,14 +83,14 @@ def main(argv: list[str] | None = None) -> int:
         reported.append(w.summary()["overhead_us_per_step"])
         return out
 
-    d = [x * 1e6 for x in paired(lambda: timed(items), watched_items, args.rounds)]
+    d = [x * 1e6 for x in alternated(lambda: timed(items), watched_items, args.rounds)]
     print(f"1. bookkeeping, {args.items:,} list items, no step: {statistics.median(d):.2f} us per step "
           f"({min(d):.2f}, {max(d):.2f}); the watcher reports {statistics.median(reported):.2f} us of its own")
 
     data = TensorDataset(torch.zeros(64 * 64, 3, 32, 32), torch.zeros(64 * 64, dtype=torch.long))
     loader = DataLoader(data, batch_size=64)
-    d = [x * 1e6 for x in paired(lambda: timed(watch(loader, quiet=True, cuda="off", run=None, instrument=False)),
-                                 lambda: timed(watch(loader, quiet=True, cuda="off", run=None)), args.rounds)]
+    d = [x * 1e6 for x in alternated(lambda: timed(watch(loader, quiet=True, cuda="off", run=None, instrument=False)),
+                                     lambda: timed(watch(loader, quiet=True, cuda="off", run=None)), args.rounds)]
     print(f"2. stamping the load time, {len(loader)} batches of 64 in the main process: "
           f"{statistics.median(d):.2f} us per batch ({min(d):.2f}, {max(d):.2f})")
 
@@ -93,9 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     def sleep(_batch: Any) -> None:
         time.sleep(step_s)
 
-    d = [x * 1e6 for x in paired(lambda: timed(small, sleep),
-                                 lambda: timed(watch(small, quiet=True, cuda="off", run=None), sleep),
-                                 args.rounds)]
+    d = [x * 1e6 for x in alternated(lambda: timed(small, sleep),
+                                     lambda: timed(watch(small, quiet=True, cuda="off", run=None), sleep),
+                                     args.rounds)]
     med = statistics.median(d)
     print(f"3. a loop of {args.steps} steps of 10 ms (a sleep), loader in the main process: {med:.1f} us per step "
           f"({min(d):.1f}, {max(d):.1f}), {med / (step_s * 1e6):.2%} of the step")

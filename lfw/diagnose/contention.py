@@ -53,12 +53,6 @@ class Contention:
         """Load per batch in the loop over load alone; 1 when the loader recorded no load."""
         return self.load_beside_s / self.load_alone_s if self.load_alone_s > 0 else 1.0
 
-    def as_record(self) -> dict[str, float]:
-        """The figures in milliseconds and the two slowdowns, for a text or JSON record."""
-        ms = {name.removesuffix("_s") + "_ms": round(getattr(self, name) * 1e3, 3) for name in FIGURES}
-        return {**ms, "step_slowdown": round(self.step_slowdown, 4), "load_slowdown": round(self.load_slowdown, 4),
-                "batches": self.batches}
-
 
 def in_loop(feed: Feed, contention: Contention) -> Feed:
     """``feed`` with the loop's contention: the step's and the load's slowdowns and, with workers, the wall-time

@@ -2,7 +2,7 @@
 
 A measured batch carries a :class:`LoadStamp` taken inside the worker with :func:`time.perf_counter`
 (``CLOCK_MONOTONIC`` on Linux: one clock for every process, so worker and main-loop times share an axis).
-:class:`TimedDataset`'s ``__getitems__`` notes when a batch starts loading; :class:`TimedCollate` stamps its end
+:class:`TimedDataset`'s ``__getitems__`` notes when a batch starts loading; :class:`StampCollate` stamps its end
 and appends the stamp as the batch's *last* element, so ``batch[0]`` stays the images LoaderPass counts;
 :func:`instrument` stamps any dataset this way (map-style, iterable, or of whole batches).
 """
@@ -124,7 +124,7 @@ class TimedDataset(Wrapping, Dataset):
         return fetch_started(self.dataset, indices, fetch if callable(fetch) else None)
 
 
-class TimedCollate:
+class StampCollate:
     """``inner``, then the batch joined with its :class:`LoadStamp` by ``join`` (``[*batch, stamp]`` by default).
     The start is the :class:`StartedBatch`'s, else the one this process marked (:func:`_mark_start`). Picklable (a
     class, not a closure) so that spawn and forkserver workers can receive it.
@@ -239,7 +239,7 @@ def instrument(dataset: Dataset, batch_size: int) -> tuple[Dataset, Callable[[An
     dataset skips bad files)."""
     inner = collate_skipping if getattr(dataset, "on_error", "raise") == "skip" else default_collate
     if getattr(dataset, "yields_batches", False):
-        return _TimedWholeBatches(dataset), TimedCollate(_whole, _join_whole)
+        return _TimedWholeBatches(dataset), StampCollate(_whole, _join_whole)
     if isinstance(dataset, IterableDataset):
-        return _TimedIterable(dataset, batch_size), TimedCollate(inner)
-    return TimedDataset(dataset), TimedCollate(inner)
+        return _TimedIterable(dataset, batch_size), StampCollate(inner)
+    return TimedDataset(dataset), StampCollate(inner)

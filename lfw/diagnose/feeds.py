@@ -142,15 +142,6 @@ def fed(feed: Feed, step_s: float, *, target: float = AU_TARGET, batches: int = 
     return n
 
 
-def accelerators_fed(rate: float, workers: int, step_s: float, batch: int = BATCH, *, prefetch_factor: int = 2,
-                     handover_s: float = 0.0, load_cv: float = 0.0, target: float = AU_TARGET,
-                     batches: int = STEADY_BATCHES) -> int:
-    """Accelerators that one pipeline measured at ``rate`` images/s with ``workers`` workers keeps at AU >=
-    ``target`` when each steps for ``step_s`` per batch (:func:`fed` on a :class:`Feed`; one-line errors)."""
-    feed = Feed(rate, workers, prefetch_factor, handover_s, load_cv, batch)
-    return fed(feed, step_s, target=target, batches=batches)
-
-
 # --- a run's decoders group ------------------------------------------------------------------------------------
 def feed_of(case: Case) -> Feed | None:
     """A case's :class:`Feed`: its median images/s, workers, prefetch factor and batch size from its config, the
@@ -179,6 +170,7 @@ class FeedRow:
     closed_form: tuple[int, ...]
     throughput: tuple[int, ...]  # the rate alone (throughput_bound)
     decodes: bool  # False for the decode-free memmap reference
+    limit: float | None = None  # its own decoder's limit, images/s (lfw.suite.record.work_limit); None: not measured
 
 
 @dataclass(frozen=True)
@@ -215,7 +207,7 @@ def feeds_table(run: Run, steps_ms: Sequence[float] = STEP_TIMES_MS, *, target: 
         rows.append(FeedRow(case.label, feed, tuple(fed(feed, s, target=target, batches=batches) for s in steps),
                             tuple(closed_form_fed(feed, s, target) for s in steps),
                             tuple(throughput_bound(feed.rate, s, feed.batch, target) for s in steps),
-                            case.value(K.STORAGE) != "memmap"))
+                            case.value(K.STORAGE) != "memmap", case.number(K.OWN_DECODER_IMAGES_PER_S)))
     if not rows:
         return None
     rows.sort(key=lambda r: -r.feed.rate)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from lfw.cli.table import table
 from lfw.diagnose.events import MAIN_PROCESS, BatchRecord
 from lfw.diagnose.feeds import AU_TARGET
 from lfw.diagnose.simulator import PipelineModel, seed_mean, simulate
@@ -227,9 +228,9 @@ class WorkerSweep:
 
     def lines(self) -> list[str]:
         """The table and the recommendation, as printed."""
-        out = [f"{'workers':>8}{'loop steps/s':>14}{'AU':>8}{'loader images/s':>17}"]
-        out += [f"{p.workers:>8}{p.steps_per_s:>14.2f}{p.loop.accelerator_utilization:>8.1%}"
-                f"{p.loader_images_per_s:>17,.0f}" for p in self.points]
+        rows = [(str(p.workers), f"{p.steps_per_s:.2f}", f"{p.loop.accelerator_utilization:.1%}",
+                 f"{p.loader_images_per_s:,.0f}") for p in self.points]
+        out = table(("workers", "loop steps/s", "AU", "loader images/s"), rows, right=range(4)).splitlines()
         train, knee = self.for_training, self.loader_knee
         text = (f"for training: {workers_text(train.workers)} ({train.steps_per_s:.2f} steps/s of the loop, within "
                 f"{LOOP_TOLERANCE:.0%} of its most); the loader alone's knee: {workers_text(knee.workers)} (within "

@@ -350,3 +350,17 @@ def seed_mean(model: PipelineModel, batches: int, figure: Callable[[SimResult], 
     seeds for every model: common random numbers), one run when they do not."""
     runs = range(max(seeds, 1)) if model.load_cv > 0 else range(1)
     return statistics.fmean(figure(simulate(replace(model, seed=s), max_batches=batches)) for s in runs)
+
+
+def pass_data_wait(*, per_core: float, cores: float, workers: int, batch: int, step_s: float, batches: int,
+                   ttfb_s: float, prefetch_factor: int = 2) -> float:
+    """The data-wait fraction one ``LoaderPass`` of ``batches`` batches should show on this machine, from its own
+    rates: each loading process reads a batch at ``per_core`` images/s (one core's rate of the same work, measured
+    beside the pass), slowed where the ``cores`` the machine gave are fewer than the processes; the workers start
+    after ``ttfb_s`` less one load (the start-up the pass measured); the loop steps ``step_s`` per batch. What the
+    measured fraction exceeds this by is the pipeline's own: its hand-over, overlap and serial stages."""
+    processes = max(workers, 1)
+    load = batch / (per_core * min(1.0, cores / processes))
+    model = PipelineModel(workers=workers, load_s=load, step_s=step_s, prefetch_factor=prefetch_factor,
+                          startup_s=max(0.0, ttfb_s - load) if workers else 0.0)
+    return simulate(model, max_batches=batches).data_wait_fraction

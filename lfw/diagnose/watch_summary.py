@@ -3,7 +3,7 @@
 The summary mapping's keys are a contract (tools outside the project read them): ``data_bound_share`` (time in
 ``next()`` over the loop's wall time, 0..1), ``data_bound_low``/``data_bound_high`` (its 95% batch-means interval:
 consecutive steps are not independent), ``steps``, ``wait_ms_p50``/``p95``/``p99``, ``step_ms_p50``/``p95``, and
-the rest documented in :func:`summarize`. The advice follows the simulator's steady state
+the rest documented in :func:`summarize_steps`. The advice follows the simulator's steady state
 (:func:`lfw.diagnose.simulator.workers_to_end_stalls`) and quotes the suite's decoders group when a run exists.
 """
 
@@ -80,7 +80,7 @@ def _pct(values: Sequence[float], q: float) -> float:
     return round(float(np.percentile(np.asarray(values) * 1e3, q)), 3) if values else 0.0
 
 
-def summarize(s: Steps, records: Sequence[BatchRecord], context: dict[str, Any]) -> dict[str, Any]:
+def summarize_steps(s: Steps, records: Sequence[BatchRecord], context: dict[str, Any]) -> dict[str, Any]:
     """The summary mapping. Beside the contract keys (module docstring): ``epochs``, ``wall_s``,
     ``first_wait_ms`` (each epoch's first batch, worker start-up included, mean), ``steady_data_bound_share``
     (each epoch's first step left out), ``clock``, ``workers``, ``load_ms_per_batch`` and ``handover_ms_p50``
@@ -177,7 +177,7 @@ def suite_figures(run: str | Path | None) -> str:
     return f"; the suite's decoders group ({path}) measured images/s: {shown}"
 
 
-def verdict_line(s: dict[str, Any]) -> str:
+def watch_verdict(s: dict[str, Any]) -> str:
     """One line: the share with its interval and clock, the waits, the step, the load, what to try, overhead."""
     interval = (f"95% CI {s['data_bound_low']:.0%}-{s['data_bound_high']:.0%}"
                 if not math.isnan(s["data_bound_low"]) else "no interval under 15 steps")

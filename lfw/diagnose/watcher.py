@@ -7,7 +7,7 @@ Contract (docs/diagnose.md, "Your own training loop", with an example):
   or, with CUDA, on the GPU's (:class:`EventClock`). An epoch's wall time runs from ``iter(loader)`` to the end
   of its last step; the final ``next()`` that ends it is not in it. Each batch is held until the loop asks for
   the next one and released inside that wait ("The batch it holds");
-- the loader is instrumented for the epoch when it can be (:func:`instrument`) and put back when it ends;
+- the loader is instrumented for the epoch when it can be (:func:`instrument_loader`) and put back when it ends;
 - when an epoch ends, the verdict line is printed to stderr unless ``quiet=True``;
 - :meth:`Watch.summary` (keys: :mod:`lfw.diagnose.watch_summary`), :meth:`Watch.record`, :meth:`Watch.save` and
   :meth:`Watch.chart` work at any time, also mid-loop, over the steps seen so far.
@@ -29,8 +29,8 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from lfw.diagnose.events import BatchRecord, LoadStamp, Stamped, StartedBatch, TimedCollate, fetch_started, split_stamp
-from lfw.diagnose.watch_summary import Steps, record_of, summarize, verdict_line
+from lfw.diagnose.events import BatchRecord, LoadStamp, StampCollate, Stamped, StartedBatch, fetch_started, split_stamp
+from lfw.diagnose.watch_summary import Steps, record_of, summarize_steps, watch_verdict
 from lfw.errors import LFWError, check_choice
 from lfw.measure.machine import machine_info
 from lfw.measure.resources import usable_cores
@@ -150,7 +150,7 @@ def why_not(loader: DataLoader) -> str:
     return ""
 
 
-def instrument(loader: DataLoader, undo: ExitStack, enabled: bool = True) -> str:
+def instrument_loader(loader: DataLoader, undo: ExitStack, enabled: bool = True) -> str:
     """Stamp every batch ``loader`` makes until ``undo`` closes (which puts the loader's collate and the dataset's
     attributes back as they were), without rebuilding it; returns why not (:func:`why_not`), empty when it does.
 
@@ -169,7 +169,7 @@ def instrument(loader: DataLoader, undo: ExitStack, enabled: bool = True) -> str
     else:
         undo.callback(vars(dataset).pop, _ATTR, None)
     setattr(dataset, _ATTR, MarkedFetch(dataset))
-    loader.collate_fn = TimedCollate(loader.collate_fn, Stamped)  # the user's collate, then a Stamped
+    loader.collate_fn = StampCollate(loader.collate_fn, Stamped)  # the user's collate, then a Stamped
     return ""
 
 
@@ -227,8 +227,8 @@ class Watch(Generic[T]):
         events = self._events if mode == EVENTS else None
         sync = mode == SYNC
         undo = ExitStack()
-        self.instrumented = (instrument(self.loader, undo, self.instrument) if isinstance(self.loader, DataLoader)
-                             else "not a DataLoader")
+        self.instrumented = (instrument_loader(self.loader, undo, self.instrument)
+                             if isinstance(self.loader, DataLoader) else "not a DataLoader")
         clock = time.perf_counter
         k = len(log.ask)
         log.epoch_starts.append(k)
@@ -305,12 +305,12 @@ class Watch(Generic[T]):
                 for i, times in enumerate(zip(log.ask, log.got, log.handed, log.end, strict=False))]
 
     def summary(self) -> dict[str, Any]:
-        """The figures of the steps so far (:func:`lfw.diagnose.watch_summary.summarize`)."""
-        return summarize(self.steps(), self.records(), self._context())
+        """The figures of the steps so far (:func:`lfw.diagnose.watch_summary.summarize_steps`)."""
+        return summarize_steps(self.steps(), self.records(), self._context())
 
     def verdict(self) -> str:
         """The one-line verdict of the steps so far."""
-        return verdict_line(self.summary())
+        return watch_verdict(self.summary())
 
     def record(self, name: str = "loop") -> dict[str, Any]:
         """One case in the suite's saved-run schema: rounds are the steps' wall times, figures in extra_info."""

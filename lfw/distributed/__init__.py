@@ -2,5 +2,5 @@
 
 ``torchrun --standalone --nproc-per-node=N -m lfw.distributed`` (``make distributed``): every rank measures its
 ``DistributedSampler`` shard (:mod:`lfw.distributed.rank`); rank 0 gathers, prints and saves the run
-(:mod:`lfw.distributed.record`).
+(:mod:`lfw.distributed.gathered`).
 """

@@ -17,7 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from lfw.cli.args import OneLineParser
-from lfw.distributed.record import Outcome, gathered_coverage, lines, next_run_path, same_order_every_epoch, save
+from lfw.distributed.gathered import GatheredRun, gathered_coverage, lines, next_run_path, same_order_every_epoch, save
 from lfw.errors import LFWError, MeasurementError, cli_entry, one_line
 from lfw.suite.profiles import PROFILES
 
@@ -132,7 +132,7 @@ def run_rank(args: argparse.Namespace, rank: int, world: int, local_rank: int) -
             findings.append("every epoch visited the same order: the training loop never calls "
                             "sampler.set_epoch(epoch), so the data is not reshuffled between epochs")
         coverage = gathered_coverage([g["orders"] for g in gathered], len(dataset))
-        outcome = Outcome([{k: v for k, v in g.items() if k != "orders"} for g in gathered], coverage, findings)
+        outcome = GatheredRun([{k: v for k, v in g.items() if k != "orders"} for g in gathered], coverage, findings)
         header = (f"distributed: {world} ranks ({backend}), {args.workers} DataLoader worker(s) per rank, batch "
                   f"{args.batch_size}, transform {args.transform}, {args.epochs} epochs of {len(dataset):,} images "
                   f"({source.kind})")

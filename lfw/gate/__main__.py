@@ -6,18 +6,16 @@ Markdown (:func:`publish`); a usage error writes nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from lfw.cli.args import OneLineParser
-from lfw.cli.saving import write_atomic
 from lfw.errors import EXIT_MEASUREMENT, LFWError, MeasurementError, cli_entry
 from lfw.gate.ab import DEFAULT_CASES, ABPlan, parse_cases, run_ab
 from lfw.gate.bisect import bisect_command
 from lfw.gate.compare import EXIT_INCOMPLETE, compare_runs, different_images
 from lfw.gate.metrics import COST_LAYER
-from lfw.gate.summary import AB_PATH, TWO_FILE_PATH, verdict_markdown, write_summary
+from lfw.gate.summary import AB_PATH, TWO_FILE_PATH, verdict_markdown, write_verdict_page
 from lfw.gate.table import machine_diff_text, render, render_paired
 from lfw.gate.thresholds import RULE_TEXT, Thresholds
 from lfw.gate.verdict import AB, AB_VERDICT_PATH, TWO_FILE, VERDICT_PATH, Verdict
@@ -51,7 +49,7 @@ THRESHOLD_FLAGS = (
     ("worker_floor_mib", "--worker-floor-mib", "MIB", "rise of worker USS or its growth"),
     ("memory_ratio", "--memory-ratio", "FRACTION", "... and of |baseline| x this"),
     ("slope_floor_mib", "--slope-floor-mib", "MIB", "rise of a leak check's median step per epoch"),
-    ("wait_floor", "--wait-floor", "FRACTION", "rise of the data-wait fraction"),
+    ("wait_floor", "--wait-floor", "FRACTION", "rise of the data-wait fraction over its prediction"),
     ("wait_ratio", "--wait-ratio", "FRACTION", "... and of the baseline fraction x this"),
     ("ab_throughput", "--ab-throughput-threshold", "FRACTION", "A/B drop of images/s"),
     ("ab_ttfb", "--ab-ttfb-threshold", "FRACTION", "A/B rise of time to first batch"),
@@ -94,7 +92,6 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "(default .benchmarks/ab/<time>-<base sha>/)")
     o = p.add_argument_group("output")
     o.add_argument("--all", action="store_true", help="print every two-file comparison, not only regressions")
-    o.add_argument("--json-report", type=Path, metavar="PATH", help="also write the two-file report as JSON")
     o.add_argument("--summary-md", type=Path, metavar="PATH",
                    help=f"the verdict as Markdown (default {TWO_FILE_PATH}, A/B {AB_PATH}), written whatever the "
                         "verdict and appended to $GITHUB_STEP_SUMMARY when set")
@@ -112,7 +109,7 @@ def publish(verdict: Verdict, args: argparse.Namespace) -> None:
     summary = args.summary_md or (AB_PATH if verdict.mode == AB else TWO_FILE_PATH)
     default = AB_VERDICT_PATH if verdict.mode == AB else VERDICT_PATH
     verdict.write(args.verdict_json or summary.parent / default.name)
-    write_summary(verdict_markdown(verdict, summary), summary)
+    write_verdict_page(verdict_markdown(verdict, summary), summary)
 
 
 def main_ab(args: argparse.Namespace, th: Thresholds) -> int:
@@ -167,8 +164,6 @@ def main(argv: list[str] | None = None) -> int:
         error = f"--require-cost-layer: the cost layer was not judged: {report.unjudged[COST_LAYER]}"
     verdict = two_file_verdict(report, baseline, current, th, exit_code=2 if error else report.exit_code, error=error)
     print(render(verdict, th, show_all=args.all))
-    if args.json_report:
-        write_atomic(args.json_report, json.dumps(report.to_dict(), indent=2) + "\n")
     publish(verdict, args)
     if error:
         raise LFWError(error)

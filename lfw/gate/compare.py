@@ -99,16 +99,6 @@ class GateReport:
     def case_count(self) -> int:
         return len({c.case for c in self.comparisons})
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"exit_code": self.exit_code, "portable": self.portable, "metrics_note": self.metrics_note,
-                "machine_diffs": {k: list(v) for k, v in self.machine_diffs.items()},
-                "new_cases": self.new_cases,
-                "missing_cases": [{"case": m.case, "why": m.why, "gap": m.gap} for m in self.missing],
-                "unjudged": self.unjudged, "notes": self.notes,
-                "comparisons": [{"case": c.case, "metric": c.metric.key, "baseline": c.baseline,
-                                 "current": c.current, "change": c.change, "rule": c.rule,
-                                 "regressed": c.regressed} for c in self.comparisons]}
-
 
 def different_images(baseline: Run, current: Run) -> str | None:
     """Why two runs that skipped different numbers of unreadable images are not compared; None if as many."""

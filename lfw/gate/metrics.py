@@ -3,7 +3,8 @@
 Families: ``cost`` (counts under callgrind, deterministic, so judged tightly two-file), ``throughput`` and
 ``ttfb`` (wall clock: two-file only gross regressions, since the machine's speed drifts between sessions; A/B
 judges them finely), ``memory``, ``worker-memory`` and ``slope`` (stable between sessions: a floor in MiB and a
-share of the baseline), ``wait`` (the data-wait fraction, which drifts like throughput). What each measures, and
+share of the baseline), ``wait`` (the data-wait fraction over what the machine's own rates predict for it, so
+judged in the machine's units: :func:`data_wait_excess`). What each measures, and
 why tree USS growth and RSS are not gated: docs/gating.md, "The layers".
 
 Memory is judged as what a loader adds (:data:`MEMORY`); the host process before the pass, the tree's absolute
@@ -19,7 +20,7 @@ from typing import Literal
 
 from lfw.results import Case
 from lfw.results import keys as K
-from lfw.results.knobs import START_METHOD
+from lfw.results.knobs import BATCH_SIZE, NUM_WORKERS, PREFETCH_FACTOR, START_METHOD, STEP_MS
 
 Kind = Literal["relative", "absolute"]
 Family = Literal["cost", "throughput", "ttfb", "memory", "worker-memory", "slope", "wait"]
@@ -40,6 +41,9 @@ class Metric:
     # an older baseline is still judged on it.
     derived: Callable[[Case], float | None] | None = None
     layer: Layer | None = None  # the two-file layer, where it is not its family's (LAYER_OF)
+    # A figure the gate derives from each round of a case (never saved): its per-round values, [] where the case
+    # lacks what it needs.
+    computed: Callable[[Case], list[float]] | None = None
 
     @property
     def label(self) -> str:
@@ -52,6 +56,8 @@ class Metric:
     def rounds_of(self, case: Case) -> list[float]:
         """The metric's per-round values in ``case``, or the single value :attr:`derived` from older keys; ``[]``
         when the case has neither."""
+        if self.computed is not None:
+            return self.computed(case)
         values = case.rounds(self.key)
         if values or self.derived is None:
             return values
@@ -111,7 +117,28 @@ WORKER_USS = Metric(K.WORKER_USS_END_MIB, "absolute", "worker-memory")
 WORKER_USS_GROWTH = Metric(K.WORKER_USS_GROWTH_MIB, "absolute", "worker-memory")
 LEAK_STEP_USS = Metric(K.MEDIAN_STEP_USS, "absolute", "slope")
 LEAK_STEP_PSS = Metric(K.MEDIAN_STEP_PSS, "absolute", "slope")
-DATA_WAIT = Metric(K.DATA_WAIT_FRACTION, "absolute", "wait")
+
+
+def data_wait_excess(case: Case) -> list[float]:
+    """Each round's data-wait fraction over the fraction the machine's own rates of that round predict
+    (:func:`lfw.diagnose.simulator.pass_data_wait`: the single-core rate of the same work, the cores the round's
+    capacity gave, the pass's first batch): a slower machine waits more, and the excess stays the pipeline's.
+    ``[]`` for a case without a data-wait fraction or without those rates."""
+    measured, per_core, ttfb = (case.rounds(k) for k in (K.DATA_WAIT_FRACTION, K.PER_CORE_IMAGES_PER_S, K.TTFB_S))
+    step_ms, batches = case.knob(STEP_MS), case.number(K.BATCHES)
+    capacity = case.rounds(K.PARALLEL_CAPACITY) or [case.number(K.USABLE_CORES) or 1.0] * len(measured)
+    if not measured or step_ms is None or not batches or not len(per_core) == len(ttfb) == len(capacity) == len(
+            measured):
+        return []
+    from lfw.diagnose.simulator import pass_data_wait  # imports torch: only where a data-wait case is judged
+
+    workers, batch = case.knob(NUM_WORKERS) or 0, case.knob(BATCH_SIZE) or 1
+    return [m - pass_data_wait(per_core=rate, cores=cores, workers=workers, batch=batch, step_s=step_ms / 1e3,
+                               batches=int(batches), ttfb_s=first, prefetch_factor=case.knob(PREFETCH_FACTOR) or 2)
+            for m, rate, cores, first in zip(measured, per_core, capacity, ttfb, strict=True)]
+
+
+DATA_WAIT = Metric(K.DATA_WAIT_EXCESS, "absolute", "wait", computed=data_wait_excess)
 
 # Metrics a group's cases are not judged on two-file, with the reason the gate prints.
 GROUP_EXCLUDED: dict[tuple[str | None, str], str] = {

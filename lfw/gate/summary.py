@@ -172,7 +172,7 @@ def two_file_sections(v: Verdict) -> list[Block]:
     return blocks
 
 
-def write_summary(text: str, path: Path, environ: Mapping[str, str] = os.environ) -> list[Path]:
+def write_verdict_page(text: str, path: Path, environ: Mapping[str, str] = os.environ) -> list[Path]:
     """Write the page to ``path`` and append it to ``$GITHUB_STEP_SUMMARY`` when set; the paths written."""
     written = [write_atomic(path, text)]
     step = environ.get(STEP_SUMMARY_ENV)

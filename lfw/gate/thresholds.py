@@ -26,8 +26,9 @@ decision rule
                  than --memory-floor-mib AND --memory-ratio x |baseline|; worker USS and its growth: likewise
                  with --worker-floor-mib; leak check step per epoch: --slope-floor-mib. The host process
                  before the pass is not judged (a change beyond the floor is a note).
-    data wait    fraction of a training loop spent waiting: higher by more than --wait-floor AND
-                 --wait-ratio x baseline
+    data wait    fraction of a training loop spent waiting, over what the run's own rates predict for it
+                 (the simulator, from the same round's single-core rate and parallel capacity, so a slower
+                 machine is not a regression): higher by more than --wait-floor AND --wait-ratio x baseline
     A layer that cannot be judged (no instruction counts in a run, valgrind missing) is named on its own line;
     --require-cost-layer turns that into exit 2.
 
@@ -67,7 +68,7 @@ class Thresholds:
     memory_ratio: float = 0.25
     worker_floor_mib: float = 64.0
     slope_floor_mib: float = 4.0  # the leak check's own threshold (lfw.measure.leak.LEAK_THRESHOLD_MIB_PER_EPOCH)
-    wait_floor: float = 0.25
+    wait_floor: float = 0.15  # over the prediction: unchanged code moved it by +0.05 at most (gating-measured)
     wait_ratio: float = 0.50
     ab_throughput: float = 0.05
     ab_ttfb: float = 0.25

@@ -168,7 +168,7 @@ def run_identity(run: Run) -> str:
     return str(run.datetime) if run.datetime else "sha256:" + file_sha256(run.path)[:16]
 
 
-def record_of(run: Run, runner: str | None = None) -> HistoryRecord:
+def history_record(run: Run, runner: str | None = None) -> HistoryRecord:
     """The history record of a loaded run (``runner`` overrides its runner class). Raises :class:`LFWError` for a
     run without a commit id, a bad ``runner`` name, a runner class that cannot be told, or an incomplete run."""
     if run.stopped_early:
@@ -219,7 +219,7 @@ class Appended:
 def append_run(run_path: Path, store: Path, runner: str | None = None) -> Appended:
     """Append the record of the run at ``run_path`` to ``store/<runner class>.jsonl`` unless that commit and run
     are there already. The file is only ever appended to: one line, written whole, ending in a newline."""
-    record = record_of(load_run(run_path), runner)
+    record = history_record(load_run(run_path), runner)
     path = store / f"{record.runner}.jsonl"
     if any(r.identity == record.identity for r in read_store(path)):
         return Appended(path, record, False)
@@ -276,7 +276,7 @@ def load_history(source: Path) -> History:
         records = []
         for path in saved:
             try:
-                records.append(record_of(load_run(path)))
+                records.append(history_record(load_run(path)))
             except LFWError as exc:
                 notes.append(f"left out {path}: {exc}")
         what = f"{len(saved)} autosaved runs under {source}"

@@ -24,7 +24,6 @@ SOURCE = """\
 void lfw_start(void) { CALLGRIND_START_INSTRUMENTATION; }
 void lfw_stop(void) { CALLGRIND_STOP_INSTRUMENTATION; }
 void lfw_dump(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
-int lfw_on_valgrind(void) { return RUNNING_ON_VALGRIND; }
 """
 
 
@@ -87,10 +86,6 @@ class Requests:
     def __init__(self, library: Path) -> None:
         self._lib = ctypes.CDLL(str(library))
         self._lib.lfw_dump.argtypes = [ctypes.c_char_p]
-
-    @property
-    def on_valgrind(self) -> bool:
-        return bool(self._lib.lfw_on_valgrind())
 
     def start(self) -> None:
         self._lib.lfw_start()

@@ -1,5 +1,5 @@
-"""What a measurement depends on (library builds, usable cores, torch's threads, the data), recorded beside every
-result as pytest-benchmark's ``machine_info``; the gate warns when it differs."""
+"""What a measurement depends on (library builds, the CPUs this process may use, torch's threads, the data),
+recorded beside every result as pytest-benchmark's ``machine_info``; the gate warns when it differs."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ import torch
 from PIL import features
 
 from lfw.measure.callgrind import valgrind_version
-from lfw.measure.resources import Limits, MiB, usable_cores
+from lfw.measure.ceiling import PROBE
+from lfw.measure.cpus import cpu_facts, usable_cores
+from lfw.measure.resources import Limits, MiB
+from lfw.results import keys as K
 
 
 def jpeg_library() -> str:
@@ -93,7 +96,8 @@ def cpu_model() -> str:
 
 
 def machine_info() -> dict[str, Any]:
-    """Library versions, decoder, cores, threads, memory and accelerator of this process's machine."""
+    """Library versions, decoder, the CPUs (:class:`lfw.measure.cpus.CpuFacts`), torch's threads, memory and
+    accelerator of this process's machine."""
     import torchvision  # here, not at import: lfw.measure stays importable without torchvision
 
     return {
@@ -106,8 +110,8 @@ def machine_info() -> dict[str, Any]:
         "numpy": np.__version__,
         "jpeg_library": jpeg_library(),
         "simplejpeg": package_version("simplejpeg"),
-        "usable_cores": usable_cores(),
-        "logical_cpus": os.cpu_count(),
+        **cpu_facts().machine_info(),
+        K.CAPACITY_PROBE: PROBE,
         "torch_num_threads": torch.get_num_threads(),
         "total_memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
         "valgrind": valgrind_version(),

@@ -16,6 +16,7 @@ from typing import Any
 import psutil
 import torch
 
+from lfw.measure.cpus import usable_cores
 from lfw.measure.memory import SHM
 from lfw.measure.moves import batch_bytes
 
@@ -29,14 +30,6 @@ FDS_SPARE = 16
 # A forked worker's private memory beyond its batches: an allowance well above the worker USS the groups record.
 WORKER_PRIVATE_BYTES = 128 * MiB
 SHM_SPARE = MiB  # tmpfs rounds every segment up to pages; keep a little room
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (affinity and cgroup-pinned sets respected), not the machine's total."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ class Measured:
     warmup: list[PassResult] = field(default_factory=list)  # the untimed warm-up rounds' passes (a cold first epoch)
     error: str | None = None  # why the member stopped (one line); its rounds are then dropped
     machine_failure: bool = False  # the error was the machine's (shared memory, open files, a killed worker)
+    seconds: float = 0.0  # wall time of its timed rounds' whole measure() calls (set-up and finish included)
 
 
 @dataclass
@@ -96,6 +97,7 @@ class Rotation:
                     if measured[key].error is not None or (warming and key in self.warm):
                         continue  # a member in ``warm`` has had its warm-up pass
                     member = self.members[key]
+                    started = time.perf_counter()
                     try:
                         result = getattr(member, "warm_up", member.measure)() if warming else member.measure()
                     except Exception as exc:
@@ -106,6 +108,7 @@ class Rotation:
                     if not warming:
                         measured[key].results.append(result)
                         measured[key].positions.append(position)
+                        measured[key].seconds += time.perf_counter() - started
                     else:
                         measured[key].warmup.append(result)
                     if progress is not None:

@@ -53,9 +53,6 @@ class LocalS3:
     def fault(self, kind: str, count: int = 1, match: str = "") -> None:
         self.proxy.ask({"op": "fault", "kind": kind, "count": count, "match": match})
 
-    def clear_faults(self) -> None:
-        self.proxy.ask({"op": "clear-faults"})
-
     def stats(self, reset: bool = True) -> dict[str, Any]:
         """What crossed the proxy since the last reset (requests, bytes, latencies, in flight)."""
         return self.proxy.ask({"op": "stats", "reset": reset})

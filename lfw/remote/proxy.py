@@ -12,7 +12,6 @@ standard input (``configure``, ``fault``, ``clear-faults``, ``stats`` with ``res
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import math
@@ -25,6 +24,9 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from lfw.cli.args import OneLineParser
+from lfw.errors import LFWError, cli_entry
 
 CHUNK = 64 * 1024
 FAULT_KINDS = ("503", "500", "reset", "stall")
@@ -349,12 +351,15 @@ async def _call(proxy: Proxy, message: Any) -> dict[str, Any]:
         return {"error": f"bad command {json.dumps(message)}: {exc}"}
 
 
+@cli_entry
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lfw.remote.proxy", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m lfw.remote.proxy", description=__doc__.splitlines()[0])
     parser.add_argument("--upstream", required=True, help="HOST:PORT of the S3 endpoint")
     parser.add_argument("--seed", type=int, default=0, help="seed of the injected jitter and tail")
     args = parser.parse_args(argv)
     host, _, port = args.upstream.rpartition(":")
+    if not (host and port.isdigit()):
+        raise LFWError(f"--upstream must be HOST:PORT, got {args.upstream!r}")
     asyncio.run(serve((host, int(port)), args.seed))
     return 0
 

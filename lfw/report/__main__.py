@@ -17,7 +17,7 @@ from lfw.history import history_report
 from lfw.report.console import console
 from lfw.report.html_page import write_html
 from lfw.report.page import write_summary
-from lfw.report.render import build_report, check_output
+from lfw.report.render import build_report, check_report_folder
 from lfw.report.verdict import shown_verdict
 from lfw.results import latest_run, load_run
 
@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = args.runs or [latest_run(args.storage)]
     runs = [load_run(p) for p in paths]
     base, current = (runs[0], runs[1]) if len(runs) == 2 else (None, runs[0])
-    check_output(args.out, [run.path for run in runs])  # before the gate may be run to write its verdict there
+    check_report_folder(args.out, [run.path for run in runs])  # before the gate may be run to write its verdict there
     shown = shown_verdict(args.out, paths[-1], paths[0] if base is not None else None, args.verdict)
     if args.history:  # drawn first, so the HTML page's history section shows it
         print(history_report(args.history, args.out).summary)

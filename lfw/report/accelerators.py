@@ -20,7 +20,7 @@ TITLE = "Accelerators fed at AU >= 90%"
 
 def headline(table: FeedsTable) -> str:
     """``at <step> ms per step, `<pipeline>` feeds <N> accelerators`` (with what holds it below the rate alone)."""
-    from lfw.diagnose.feeds import HEADLINE_STEP_MS
+    from lfw.diagnose.feeds import HEADLINE_STEP_MS, throughput_bound
 
     step = HEADLINE_STEP_MS if HEADLINE_STEP_MS in table.steps_ms else table.steps_ms[-1]
     best = table.best(step)
@@ -33,6 +33,10 @@ def headline(table: FeedsTable) -> str:
         held = (f"the main process's hand-over of {best.feed.handover_s * 1e3:.1f} ms per batch"
                 if best.closed_form[i] < alone else "uneven load times and in-order delivery")
         text += f" (its {best.feed.rate:,.0f} images/s alone would feed {alone}; held to {n} by {held})"
+    if best.limit and best.limit > best.feed.rate:  # the headroom: what reaching its own decoder's limit would feed
+        at_limit = throughput_bound(best.limit, step / 1e3, best.feed.batch, table.target)
+        text += (f"; at its own decoder's limit ({best.limit:,.0f} images/s on this machine) the rate alone would "
+                 f"feed {at_limit}")
     return text
 
 

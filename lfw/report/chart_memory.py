@@ -105,7 +105,7 @@ def growth_chart(run: Run) -> Figure | None:
     return fig
 
 
-def epoch_series(case: Case) -> dict[str, list[float]]:
+def leak_series(case: Case) -> dict[str, list[float]]:
     """The leak check's end-of-epoch memory series (:data:`lfw.results.keys.EPOCH_SERIES`), MiB, those the case has."""
     found = {}
     for key in K.EPOCH_SERIES:
@@ -118,7 +118,7 @@ def epoch_series(case: Case) -> dict[str, list[float]]:
 def leak_chart(run: Run, group: str = "leak") -> Figure | None:
     """The leak group's per-epoch memory series as growth since epoch 1 (so levels far apart share an axis):
     colour per case, line style per series, the recorded slope in the legend."""
-    cases = [c for c in run.group(group) if epoch_series(c)]
+    cases = [c for c in run.group(group) if leak_series(c)]
     if not cases:
         return None
     fig, (ax,) = new_figure(11.0, 5.2)
@@ -126,7 +126,7 @@ def leak_chart(run: Run, group: str = "leak") -> Figure | None:
     colours = colour_map(c.name for c in cases)
     styles = ["-", "--", ":", "-."]
     for case in cases:
-        for i, (key, values) in enumerate(epoch_series(case).items()):
+        for i, (key, values) in enumerate(leak_series(case).items()):
             slope = case.number(K.SLOPE_OF[key])
             ax.plot(range(1, len(values) + 1), [v - values[0] for v in values], marker="o", linewidth=1.8,
                     color=colours[case.name], linestyle=styles[i % len(styles)],

@@ -30,7 +30,7 @@ def startup_cases(run: Run, group: str = GROUP) -> list[Case]:
             if c.number(K.PICKLED_DATASET_BYTES) is not None and c.rounds(K.TTFB_S)]
 
 
-def series_of(cases: Sequence[Case]) -> dict[tuple[str, int], list[Case]]:
+def by_start_method(cases: Sequence[Case]) -> dict[tuple[str, int], list[Case]]:
     """Cases by (start method, workers), each ordered by pickled size; keys fork, forkserver, spawn first."""
     series: dict[tuple[str, int], list[Case]] = {}
     for case in cases:
@@ -66,7 +66,7 @@ def startup_chart(run: Run) -> Figure | None:
     cases = startup_cases(run)
     if not cases:
         return None
-    series = series_of(cases)
+    series = by_start_method(cases)
     colours = colour_map(dict.fromkeys([*METHOD_ORDER, *(m for m, _ in series)]))
     worker_counts = sorted({w for _, w in series})
     fig, (ax,) = new_figure(11.0, 5.6)

@@ -33,6 +33,8 @@ def console(report: Report) -> str:
     out = [f"INCOMPLETE RUN: {f.incomplete}", ""] if f.incomplete else []
     out += [f"SKIPPED IMAGES: {f.skipped_images}", ""] if f.skipped_images else []
     out += [table(COLUMNS, rows, right=range(2, len(COLUMNS))), ""]
+    if f.machine is not None:
+        out.append(f"CPUs: {f.machine}")
     if f.best is not None:
         out.append(f"best: {f.best.label} ({f.best.group}) {f.best.number(K.IMAGES_PER_S) or 0:,.0f} img/s"
                    + (f", efficiency {f.best.number(K.EFFICIENCY):.0%}" if f.best.number(K.EFFICIENCY) else ""))
@@ -47,6 +49,10 @@ def console(report: Report) -> str:
     if f.knees:
         out.append("recommended num_workers (paired ratio to the best per worker count):")
         out += [f"  {_dataset_label(report, k.transform)}: {k.verdict()}  [{k.evidence()}]" for k in f.knees]
+    if f.worker_limits:
+        out.append("what limits each worker count (cores busy / given):")
+        out += [f"  {_dataset_label(report, t)}: " + "; ".join(f"{w} {limit.short()}" for w, _, limit in counts)
+                for t, counts in f.worker_limits.items()]
     if f.one_count:
         out.append(f"no num_workers recommendation for {', '.join(f.one_count)}: one worker count measured")
     if f.unfinished:

@@ -15,7 +15,9 @@ from lfw.report.remote import RemoteVerdict, remote_verdict
 from lfw.results import Case, Run
 from lfw.results import keys as K
 from lfw.results import knobs as KN
+from lfw.results.limits import Limiter, left_out_limit, machine_line, what_limits
 from lfw.results.ratios import ratio_cv
+from lfw.results.recommend import GROUP as WORKERS_GROUP
 from lfw.results.recommend import Recommendation, recommendations, scaling_cases
 
 CV_WARN = 0.10  # pyperf warns when the standard deviation exceeds 10% of the mean
@@ -47,6 +49,9 @@ class Findings:
     one_count: tuple[str, ...] = ()  # transforms measured at a single worker count: no knee to recommend
     skipped_images: str | None = None  # the unreadable images the run left out, in words (skipped_images_text)
     peers: PeerRows = (None, [])  # DataLoader's best of the peers group and each peer at its best (peer_rows)
+    machine: str | None = None  # the CPUs and the capacity the rotations measured, in one line (machine_line)
+    # Per transform of the workers group, each worker count measured or left out and what limits it (worker_limits)
+    worker_limits: dict[str, list[tuple[int, Case | None, Limiter]]] = field(default_factory=dict)
 
 
 def case_cells(case: Case, missing: str) -> list[str]:
@@ -142,6 +147,23 @@ def skipped_images_text(run: Run) -> str | None:
             "and the gate compares it only with a run that skipped as many")
 
 
+def worker_limits(run: Run) -> dict[str, list[tuple[int, Case | None, Limiter]]]:
+    """What limits each worker count of the workers group, per transform (:func:`lfw.results.limits.what_limits`),
+    a count the machine could not run included as a resource (its case None)."""
+    found: dict[str, list[tuple[int, Case | None, Limiter]]] = {
+        t: [(c.knob(KN.NUM_WORKERS, 0), c, what_limits(c)) for c in cases] for t, cases in scaling_cases(run).items()}
+    prefix = f"{WORKERS_GROUP}/"
+    if not any(k.startswith(prefix) and o.limit for k, o in (run.selection.outcomes.items() if run.selection else ())):
+        return found
+    from lfw.suite.matrix import GROUPS  # imports torch: only for a run that left a worker count out
+
+    for case in GROUPS[WORKERS_GROUP].cases:
+        limit = left_out_limit(run, prefix + case.id)
+        if limit is not None and case.transform in found:
+            found[case.transform].append((case.config.num_workers, None, limit))
+    return {t: sorted(rows, key=lambda row: row[0]) for t, rows in found.items()}
+
+
 def find(run: Run, verdicts: list[CaseVerdict] | None = None) -> Findings:
     """The headline numbers; a group that did not finish (a case failed or never ran) gives no recommendation."""
     regressions = [v for v in verdicts or [] if v.label == "regressed"]
@@ -152,4 +174,4 @@ def find(run: Run, verdicts: list[CaseVerdict] | None = None) -> Findings:
     one_count = tuple(t for t, cases in scaling_cases(run).items() if len(cases) == 1)
     return Findings(best_case(run.cases), knees, largest_growth(run), cv_spread(run.cases), paired_cv(run),
                     regressions, leak_slopes(run), pipeline, remote, run.incomplete, unfinished, left_out(run),
-                    one_count, skipped_images_text(run), peer_rows(run))
+                    one_count, skipped_images_text(run), peer_rows(run), machine_line(run), worker_limits(run))

@@ -24,7 +24,9 @@ from lfw.results import keys as K
 
 HISTORY = "history"  # <out>/history/*.png: trend charts across saved runs, drawn by the history command
 IMAGE_PREFERENCE = (".png", ".svg")  # what an <img> shows when a chart was written in several (one is, always)
-MACHINE_KEYS = ("runner_class", "cpu", "usable_cores", "logical_cpus", "total_memory_gib", "python", "torch",
+MACHINE_KEYS = ("runner_class", "cpu", "usable_cores", "logical_cpus", "cpu_limit", "affinity_cpus", "cpu_quota",
+                "physical_cores", "threads_per_core", "numa_nodes", "cpu_governor", "cpu_fallbacks",
+                "total_memory_gib", "python", "torch",
                 "torchvision", "pillow", "numpy", "jpeg_library", "torch_num_threads", "cuda_available",
                 "cuda_device", "shm_total_mib", "open_files_limit", "memory_limit_mib", "bench_profile", "cache_mode",
                 "dataset_kind", "dataset_files", "worker_cap")
@@ -52,6 +54,8 @@ def findings_section(report: Report) -> Section:
     items: list[str | Item] = []
     if f.skipped_images:
         items.append(f"**Skipped images:** {f.skipped_images}.")
+    if f.machine is not None:
+        items.append(f"**The machine's CPUs:** {f.machine}.")
     if f.best is not None:
         eff = f.best.number(K.EFFICIENCY)
         eff_text = (f"efficiency {eff:.0%} of its ceiling {f.best.number(K.CEILING_IMAGES_PER_S) or 0:,.0f} "
@@ -69,6 +73,14 @@ def findings_section(report: Report) -> Section:
                           f"its {level}):",
                           [Table(("transform", "recommended workers", "best (images/s)",
                                   "ratio to the best per worker count"), rows, right=(1, 2))]))
+    if f.worker_limits:
+        limit_rows = [(t, str(w), f"{case.number(K.IMAGES_PER_S) or 0:,.0f}" if case is not None else "-",
+                       f"**{limit.kind}**", limit.text.partition(": ")[2] or limit.text)
+                      for t, counts in f.worker_limits.items() for w, case, limit in counts]
+        items.append(Item("**What limits each worker count** (cores busy from the tree's CPU time, cores given from "
+                          "the parallel capacity measured in the same rounds; docs/methodology.md, \"One limit\"):",
+                          [Table(("transform", "workers", "images/s", "limited by", "measured"), limit_rows,
+                                 right=(1, 2))]))
     if f.one_count:
         items.append(f"**No num_workers recommendation** for {', '.join(f.one_count)}: one worker count was "
                      "measured (see [Left out on this machine](#left-out-on-this-machine)).")

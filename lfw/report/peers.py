@@ -2,7 +2,7 @@
 
 Each peer's fastest uint8 case is judged on its paired ratio (:func:`lfw.results.ratios.ratio`) against
 :data:`~lfw.stats.variation.KNEE_TOLERANCE` (:func:`standing`); what limits it comes from its own measurements
-(:func:`limit_of`).
+(:func:`lfw.results.limits.what_limits`).
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ from lfw.cli.sections import Table
 from lfw.results import Case, Run
 from lfw.results import keys as K
 from lfw.results import knobs as KN
-from lfw.results.knobs import NUM_WORKERS
+from lfw.results.limits import what_limits
 from lfw.results.ratios import Ratio, ratio
 from lfw.stats.variation import KNEE_TOLERANCE
 
 GROUP = "peers"
 DATALOADER = "dataloader"
-SMALL = 0.10  # idle cores or CPU overhead below this share is not what limits a peer
 Standing = Literal["faster", "slower", "within 5%", "unresolved", "unpaired"]
 
 
@@ -46,24 +45,6 @@ def standing(r: Ratio | None, tolerance: float = KNEE_TOLERANCE) -> Standing:
     if r.low >= 1 - tolerance and r.high <= 1 + tolerance:
         return "within 5%"
     return "unresolved"
-
-
-def limit_of(case: Case) -> str:
-    """What limits ``case``, in words, from its measured utilization, CPU per image and its decoder's own rate."""
-    used = case.number(K.CPU_UTILIZATION)
-    cpu = case.number(K.CPU_MS_PER_IMAGE)
-    per_core = case.number(K.OWN_DECODER_PER_CORE)
-    decoder = 1e3 / per_core if per_core else None
-    idle = 1 - used if used is not None else None
-    if idle is not None and idle > SMALL:
-        return (f"idle cores: {used:.0%} of the cores busy (a serial stage, the GIL or the hand-over; "
-                f"{case.value(K.PARALLELISM, case.knob(NUM_WORKERS))} {case.value(K.PEER_KNOB) or 'workers'})")
-    if cpu is not None and decoder is not None and cpu / decoder - 1 > SMALL:
-        return (f"CPU beside its decoder: {cpu:.3f} ms per image against {decoder:.3f} for the decoder alone "
-                f"(+{cpu / decoder - 1:.0%}: hand-over, conversion, Python)")
-    if decoder is not None:
-        return f"its decoder: {cpu or 0:.3f} ms per image against {decoder:.3f} alone, cores {used or 0:.0%} busy"
-    return f"cores {used or 0:.0%} busy; its decoder cannot run alone here (docs/peers.md)"
 
 
 def peer_cases(run: Run) -> dict[str, list[Case]]:
@@ -95,7 +76,7 @@ def peer_rows(run: Run) -> PeerRows:
             continue
         case = fastest(cases)
         r = ratio(case, best)
-        rows.append(PeerRow(peer, case, r, standing(r), limit_of(case)))
+        rows.append(PeerRow(peer, case, r, standing(r), what_limits(case).text))
     return best, sorted(rows, key=lambda row: -(row.case.number(K.IMAGES_PER_S) or 0.0))
 
 

@@ -1,9 +1,9 @@
 """The decoders group read for its answer: the fastest pipeline, how close it gets, and what stops it.
 
-Its share of ``cores`` x its own decoder's single-core rate (``own_decoder_share``) splits into two measured
-factors: idle cores (``1 - utilization``) and CPU overhead (``cpu_per_image / decoder_cpu_per_image - 1``); runs
-saved before the own-decoder member fall back to the same decoder's ``-w0`` case. Memory bandwidth is judged by
-the decode-free memmap ceiling of the same rotation.
+Its share of its own decoder's limit (``own_decoder_share``, :func:`lfw.suite.record.work_limit`) and what limits
+it (:func:`lfw.results.limits.what_limits`: the machine, the main process, the decoder or idle cores, with the CPU
+per image over the same decoder alone); runs saved before the own-decoder member fall back to the same decoder's
+``-w0`` case. Memory bandwidth is judged by the decode-free memmap ceiling of the same rotation.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from lfw.results import Case, Run
 from lfw.results import keys as K
 from lfw.results import knobs as KN
 from lfw.results.knobs import NUM_WORKERS
+from lfw.results.limits import loaders, what_limits
 from lfw.results.ratios import share_text
 
 GROUP = "decoders"
-SMALL = 0.10  # a factor that costs less than this share of the rate is not what stops the pipeline
 STAGE_LABELS = {"read": "read (open + bytes)", "receive": "receive (main process)"}  # the others: their names
 
 
@@ -67,24 +67,8 @@ class PipelineVerdict:
         return self.utilization / (1 + self.overhead)
 
     def limit(self) -> str:
-        """What stops the pipeline, in one sentence built from the measured factors."""
-        idle = 1 - self.utilization if self.utilization is not None else None
-        overhead = self.overhead
-        workers = self.best.knob(NUM_WORKERS) or 0
-        threads = int(self.best.value(K.THREADS) or 0)
-        if idle is None or overhead is None:
-            return "not measured (no CPU accounting or no single-core rate of the same decoder in this run)"
-        lost_idle, lost_overhead = idle, 1 - 1 / (1 + overhead) if overhead > 0 else 0.0
-        if max(lost_idle, lost_overhead) < SMALL:
-            return "decode: the cores are busy decoding (idle and overhead both under 10%)"
-        if lost_idle >= lost_overhead:
-            where = ("one thread by design" if workers == 0 and threads == 0 else
-                     "the GIL and the main loop between the decode threads" if workers == 0 else
-                     "the main process, which receives and hands on every batch")
-            return f"idle cores: {idle:.0%} of the cores' time unused ({where})"
-        what = ("IPC: pickling and shared-memory copies of every batch between workers and the main process"
-                if workers else "thread hand-offs and collation")
-        return f"CPU overhead: {overhead:+.0%} CPU per image over the same decoder alone ({what})"
+        """What stops the pipeline (:func:`lfw.results.limits.what_limits`, against the same decoder alone)."""
+        return what_limits(self.best, self.decoder_cpu_ms).text
 
     def memory_bandwidth(self) -> str:
         share = self.best.number(K.MEMMAP_CEILING_SHARE)
@@ -100,11 +84,12 @@ class PipelineVerdict:
     def own_text(self) -> str:
         """The share of its own decoder's limit, with the limit spelt out so a reader can check it."""
         b = self.best
-        per_core, decoder = b.number(K.OWN_DECODER_PER_CORE), b.knob(KN.DECODER)
-        if per_core and b.number(K.OWN_DECODER_SHARE) is not None:
-            return (f"{share_text(b, K.OWN_DECODER_SHARE)} of its own decoder's limit ({self.cores} usable cores x "
-                    f"{per_core:,.0f} images/s, the {decoder} decode's single-core rate in the same "
-                    f"rounds = {self.cores * per_core:,.0f})")
+        per_core, decoder, limit = b.number(K.OWN_DECODER_PER_CORE), b.knob(KN.DECODER), b.number(
+            K.OWN_DECODER_IMAGES_PER_S)
+        if per_core and limit and b.number(K.OWN_DECODER_SHARE) is not None:
+            return (f"{share_text(b, K.OWN_DECODER_SHARE)} of its own decoder's limit ({limit:,.0f} images/s: the "
+                    f"{decoder} decode's single-core rate in the same rounds, {per_core:,.0f} images/s, x the cores "
+                    f"the rounds' capacity gave, at most its {loaders(b)} loading processes)")
         own = self.own_ceiling_share
         if own is not None and self.reference is not None:
             return f"{own:.0%} of {self.cores} x its own decoder's single-core rate (`{self.reference.label}`)"
@@ -127,7 +112,7 @@ class PipelineVerdict:
         pil = b.number(K.PIL_CEILING_IMAGES_PER_S) or 0.0
         return (f"`{b.label}`: {b.number(K.IMAGES_PER_S) or 0.0:,.0f} images/s (median of "
                 f"{len(b.rounds(K.IMAGES_PER_S))} rounds), {self.own_text()}; {share_text(b, K.PIL_CEILING_SHARE)} "
-                f"of the PIL path's limit ({pil:,.0f} images/s: its single-core rate x the cores the rounds measured)."
+                f"of the PIL path's limit ({pil:,.0f} images/s, the same way)."
                 f"{self.stage_text()} What stops it: {self.limit()}; {self.memory_bandwidth()}.")
 
 

@@ -152,7 +152,7 @@ def chart_specs(report: Report) -> list[ChartSpec]:
     return specs
 
 
-def check_output(out: Path, inputs: list[Path]) -> None:
+def check_report_folder(out: Path, inputs: list[Path]) -> None:
     """Refuse an output folder that is a file, or that would overwrite an input (inputs are never touched)."""
     if out.exists() and not out.is_dir():
         raise LFWError(f"--out {out} is a file; give a folder for the report")
@@ -168,7 +168,7 @@ def build_report(run: Run, out: Path, base: Run | None = None, formats: tuple[st
     """Draw every chart the run supports into ``out`` (created), and the comparison when ``base`` is given, coloured
     by ``verdict``'s labels (the gate's, already matched to these runs: :mod:`lfw.report.verdict`); list them in
     ``out/charts.json``, which the gate's page links (:func:`lfw.gate.summary.charts_drawn`)."""
-    check_output(out, [run.path, *([base.path] if base else [])])
+    check_report_folder(out, [run.path, *([base.path] if base else [])])
     out.mkdir(parents=True, exist_ok=True)
     report = Report(run, out, base)
     if base is not None:

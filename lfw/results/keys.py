@@ -94,12 +94,32 @@ STEADY_INVALID = metric("steady_invalid", "why no steady rate is shown")  # abov
 WAIT_P50_MS, WAIT_P95_MS, WAIT_P99_MS = (metric(f"wait_{p}_ms", f"wait for a batch, {p}", unit="ms", better="lower")
                                          for p in ("p50", "p95", "p99"))
 DATA_WAIT_FRACTION = metric("data_wait_fraction", "data-wait fraction", digits=4, better="lower")
+# Derived by the gate from each round (lfw.gate.metrics.data_wait_excess), never saved: the fraction over the one the
+# machine's own rates of that round predict.
+DATA_WAIT_EXCESS = metric("data_wait_excess", "data-wait over what the machine's rates predict", digits=4,
+                          better="lower")
 WORKERS = setting("workers", "worker processes (older records)")
 USABLE_CORES = machine("usable_cores", "usable cores")
 PER_CORE_IMAGES_PER_S = metric("per_core_images_per_s", "single-core ceiling", **RATE)
 CEILING_IMAGES_PER_S = metric("ceiling_images_per_s", "ceiling", **RATE)
 EFFICIENCY = metric("efficiency", "efficiency", **SHARE, fmt="{:.1%}")
 PARALLEL_CAPACITY = machine("parallel_capacity", "cores the machine gave: N x t_1 / t_N of a fixed workload", digits=3)
+# How the capacity was measured (machine_info): runs whose probes differ read different capacities of one machine.
+CAPACITY_PROBE = machine("capacity_probe", "how the parallel capacity was measured")
+# The same at N = the physical cores, where a core runs two threads or more: what the second thread adds.
+PHYSICAL_CAPACITY = machine("physical_capacity", "cores the machine gave at N = its physical cores", digits=3)
+
+# --- the machine's CPUs (lfw.measure.cpus), read once per run: in machine_info, and the usable cores per case --------
+LOGICAL_CPUS = machine("logical_cpus", "logical CPUs")
+AFFINITY_CPUS = machine("affinity_cpus", "CPUs of the affinity set")  # the kernel's list form, 0-3,8
+CPU_QUOTA = machine("cpu_quota", "cgroup CPU quota, cores")  # None: no quota set (or none readable)
+CPU_QUOTA_SOURCE = machine("cpu_quota_source", "where the quota was read")
+PHYSICAL_CORES = machine("physical_cores", "physical cores of the affinity set")
+THREADS_PER_CORE = machine("threads_per_core", "threads per core")
+NUMA_NODES = machine("numa_nodes", "NUMA nodes")
+CPU_GOVERNOR = machine("cpu_governor", "frequency governor")
+CPU_LIMIT = machine("cpu_limit", "why the usable cores differ from the logical CPUs")  # None where they do not
+CPU_FALLBACKS = machine("cpu_fallbacks", "CPU facts that could not be read, and what was assumed")
 
 # --- CPU of one pass (lfw.measure.loader_pass.PassResult): where the cores went ----------------------------------
 CPU_UTILIZATION = metric("cpu_utilization", "tree CPU seconds over wall seconds x usable cores", digits=4)
@@ -284,7 +304,7 @@ COUNTED_STACK = ("valgrind", "python", "torch", "torchvision", "pillow", "jpeg_l
 MACHINE_IDENTITY = ("runner_class", "cpu_model", USABLE_CORES)
 # What changes the numbers: the gate names each that differs between two runs (lfw.gate.compare).
 MACHINE_COMPARED = (*MACHINE_IDENTITY, "torch", "pillow", "jpeg_library", "dataset_kind", "dataset_files",
-                    "bench_profile", CACHE_MODE, VALGRIND)
+                    "bench_profile", CACHE_MODE, VALGRIND, CAPACITY_PROBE)
 
 # Keys older saved runs hold that nothing writes now (their knobs are read from params: lfw.results.knobs).
 RETIRED = frozenset(("gc_frozen", "map_method", "map_decoder"))

@@ -57,7 +57,7 @@ ENTRIES = Knob("entries", "index entries", int)
 METHOD = Knob("method", "thread-map method", str)
 DECODER = Knob("decoder", "image decoder", str)
 COPY = Knob("copy", "host-to-device copy: buffer and memory kind", str)
-# --- a distributed run's (lfw.distributed.record) -----------------------------------------------------------------
+# --- a distributed run's (lfw.distributed.gathered) -----------------------------------------------------------
 RANK = Knob("rank", "rank (an int, or 'total': the ranks together)", object)
 WORLD_SIZE = Knob("world_size", "ranks", int)
 
@@ -71,7 +71,7 @@ def saved_form(params: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[di
     The knobs leave the record for ``params``: those it names, and those of its LoaderConfig dict (``config``,
     kept for its other settings only); every knob of :data:`KNOBS` is in ``params``, None where the case has none.
     The record's value replaces the one ``params`` held (the record says what ran). Keys of ``params`` that are not
-    knobs are kept: :func:`unknown_params` finds them.
+    knobs are kept (:data:`BY_KEY` does not hold them).
     """
     extra = dict(record)
     found = {k: extra.pop(k) for k in list(extra) if k in BY_KEY}
@@ -82,11 +82,6 @@ def saved_form(params: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[di
         if rest:  # settings of a run that are not a case's knobs (a distributed run's epochs)
             extra[K.CONFIG] = rest
     return {**dict.fromkeys(BY_KEY), **params, **found}, extra
-
-
-def unknown_params(params: Mapping[str, Any]) -> list[str]:
-    """The keys of a case's ``params`` that :data:`KNOBS` does not describe."""
-    return [k for k in params if k not in BY_KEY]
 
 
 def legacy_knob(params: Mapping[str, Any], extra: Mapping[str, Any], key: str) -> Any:

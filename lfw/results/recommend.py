@@ -66,7 +66,7 @@ def scaling_cases(run: Run) -> dict[str, list[Case]]:
     return {t: sorted(cs, key=lambda c: c.knob(NUM_WORKERS, 0)) for t, cs in by_transform.items()}
 
 
-def standing(r: Ratio | None, tolerance: float) -> Standing:
+def standing_to_best(r: Ratio | None, tolerance: float) -> Standing:
     if r is None:
         return "unpaired"
     if r.low >= 1 - tolerance:
@@ -87,7 +87,7 @@ def recommend(transform: str, cases: Iterable[Case], tolerance: float = KNEE_TOL
             candidates.append(Candidate(case.knob(NUM_WORKERS, 0), case, None, "best"))
             continue
         r = ratio(case, best_case)
-        candidates.append(Candidate(case.knob(NUM_WORKERS, 0), case, r, standing(r, tolerance)))
+        candidates.append(Candidate(case.knob(NUM_WORKERS, 0), case, r, standing_to_best(r, tolerance)))
     best = next(c for c in candidates if c.standing == "best")
     if any(c.standing == "unpaired" for c in candidates):  # no paired rounds: the knee by medians
         knee = candidates[first_within([c.case.number(K.IMAGES_PER_S) or 0.0 for c in candidates], tolerance)]

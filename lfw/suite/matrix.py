@@ -76,6 +76,18 @@ class LoaderCase:
                      start_method=self.config.start_method, device=self.on_device,
                      lfw_only=self.lfw_only, latency_ms=self.remote.latency_ms if self.remote is not None else None)
 
+    @property
+    def parallelism(self) -> int:
+        """The processes or threads the case's work runs in: a peer's knob; a decode on the device, one; a pipeline's
+        loading processes x its decode threads; else its loading processes (the workers, or the main process). A
+        limit counts no more cores than this (:func:`lfw.suite.record.work_limit`)."""
+        if self.peer is not None:
+            return self.peer.parallelism
+        if self.on_device:  # one device decodes, whatever reads the bytes
+            return 1
+        threads = self.pipeline.threads if self.pipeline is not None else 0
+        return max(self.config.num_workers, 1) * max(threads, 1)
+
     def pass_images(self, profile: Profile) -> int:
         """Images in one pass: the case's own count, else the profile's pass length scaled by the transform's cost."""
         if self.images is not None:  # whole batches, no more than the profile's synthetic tree holds

@@ -9,7 +9,6 @@ pass and replies ``{"case", "images", "batches", "wall_s", "ttfb_s", "images_per
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -18,7 +17,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import lfw
-from lfw.errors import LFWError, one_line
+from lfw.cli.args import OneLineParser
+from lfw.errors import LFWError, cli_entry, one_line
 from lfw.suite.profiles import PROFILES
 
 PROTOCOL = 1
@@ -73,10 +73,12 @@ def serve(root: Path, profile_name: str, case_ids: Sequence[str], inp: TextIO, o
     return 0
 
 
+@cli_entry
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lfw.suite.pass_server", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m lfw.suite.pass_server", description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, required=True, help="the image folder both sides read")
-    parser.add_argument("--profile", default="quick", help="benchmark profile: pass lengths (default quick)")
+    parser.add_argument("--profile", default="quick", choices=tuple(PROFILES),
+                        help="benchmark profile: pass lengths (default quick)")
     parser.add_argument("cases", nargs="+", help="case ids from lfw.suite.matrix (workers2-none, bs256, ...)")
     args = parser.parse_args(argv)
     return serve(args.root, args.profile, args.cases, sys.stdin, sys.stdout)

@@ -28,11 +28,12 @@ from lfw.suite.profiles import PEERS, Profile
 from lfw.suite.runner import ENDPOINT_CEILING, MEMMAP_CEILING, GroupRotation, own_decoder_member
 
 
-def parallel_cores(workers: int, usable_cores: int, capacities: Sequence[float] | None, rounds: int) -> list[float]:
-    """Cores a case with ``workers`` can use in each round: ``min(max(workers, 1), usable_cores)``, and, with the
-    rounds' measured parallel capacity (:mod:`lfw.measure.ceiling`), no more than the machine gave (never
-    below one core: a single process always has one)."""
-    wanted = min(max(workers, 1), usable_cores)
+def parallel_cores(parallelism: int, usable_cores: int, capacities: Sequence[float] | None,
+                   rounds: int) -> list[float]:
+    """Cores a case whose work runs in ``parallelism`` processes or threads can use in each round:
+    ``min(max(parallelism, 1), usable_cores)``, and, with the rounds' measured parallel capacity
+    (:mod:`lfw.measure.ceiling`), no more than the machine gave (never below one core: one process always has one)."""
+    wanted = min(max(parallelism, 1), usable_cores)
     if capacities is None:
         return [float(wanted)] * rounds
     if len(capacities) != rounds:
@@ -40,15 +41,25 @@ def parallel_cores(workers: int, usable_cores: int, capacities: Sequence[float] 
     return [max(1.0, min(float(wanted), c)) for c in capacities]
 
 
-def ceiling_shares(results: Sequence[PassResult], per_core: Sequence[float], cores: Sequence[float], *,
-                   ceiling_key: str, share_key: str, kept: Kept = "both") -> dict[str, Any]:
-    """Round r's ceiling, ``per_core[r] x cores[r]``, under ``ceiling_key`` (``kept`` as :func:`summarize`'s), and
-    round r's rate over it under ``share_key``: a ratio paired by round."""
-    if len(per_core) != len(results):
-        raise ValueError(f"{len(per_core)} ceilings for {len(results)} rounds: they must be paired by round")
-    ceilings = [c * n for c, n in zip(per_core, cores, strict=True)]
-    return {**summarize(ceiling_key, ceilings, kept=kept),
-            **summarize(share_key, [r.images_per_s / c for r, c in zip(results, ceilings, strict=True)])}
+def work_limit(per_core: Sequence[float], *, parallelism: int, usable_cores: int,
+               capacities: Sequence[float] | None) -> list[float]:
+    """What a case's work can reach on this machine in each round: the single-core rate of that work measured in
+    the same round (``per_core``: a preset's ceiling sweep, a decoder alone, the PIL path, the memmap) x the cores
+    the round's parallel capacity gave, no more than the case's own ``parallelism`` (:func:`parallel_cores`).
+    Every figure a record calls a ceiling, a limit or a share of one is taken against this (docs/methodology.md,
+    "One limit")."""
+    cores = parallel_cores(parallelism, usable_cores, capacities, len(per_core))
+    return [rate * n for rate, n in zip(per_core, cores, strict=True)]
+
+
+def limit_shares(results: Sequence[PassResult], limits: Sequence[float], *, ceiling_key: str, share_key: str,
+                 kept: Kept = "both") -> dict[str, Any]:
+    """Round r's limit (:func:`work_limit`) under ``ceiling_key`` (``kept`` as :func:`summarize`'s), and round r's
+    rate over it under ``share_key``: a ratio paired by round."""
+    if len(limits) != len(results):
+        raise ValueError(f"{len(limits)} ceilings for {len(results)} rounds: they must be paired by round")
+    return {**summarize(ceiling_key, limits, kept=kept),
+            **summarize(share_key, [r.images_per_s / c for r, c in zip(results, limits, strict=True)])}
 
 
 def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | None = None,
@@ -100,10 +111,10 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
     if capacities is not None:
         record.measure(K.PARALLEL_CAPACITY, capacities)
     if ceilings and workers is not None and usable_cores:
-        cores = parallel_cores(workers, usable_cores, capacities, len(results))
         record.measure(K.PER_CORE_IMAGES_PER_S, ceilings)
-        record.add(ceiling_shares(results, ceilings, cores, ceiling_key=K.CEILING_IMAGES_PER_S,
-                                  share_key=K.EFFICIENCY, kept="summary"))
+        limits = work_limit(ceilings, parallelism=workers, usable_cores=usable_cores, capacities=capacities)
+        record.add(limit_shares(results, limits, ceiling_key=K.CEILING_IMAGES_PER_S, share_key=K.EFFICIENCY,
+                                kept="summary"))
     return record
 
 
@@ -145,11 +156,12 @@ def peer_record(case: LoaderCase, rotation: GroupRotation, *, cores: int) -> Cas
     can run alone, and what it is: the peer, its knob and value, its output and layout."""
     assert case.peer is not None
     spec, results = case.peer, rotation.measured[case.id].results
-    record = pass_record(results, workers=case.config.num_workers, usable_cores=cores,
-                         capacities=rotation.capacities())
+    capacities = rotation.capacities()
+    record = pass_record(results, workers=case.config.num_workers, usable_cores=cores, capacities=capacities)
     member = decoder_member(spec)
     if member is not None and member in rotation.measured:
-        record.add(own_decoder_shares(results, per_core=rotation.ceiling(member), member=member, usable_cores=cores))
+        record.add(own_decoder_shares(results, per_core=rotation.ceiling(member), member=member,
+                                      parallelism=case.parallelism, usable_cores=cores, capacities=capacities))
     return record.add({KN.PEER.key: spec.peer, K.PEER_KNOB: spec.knob, K.PARALLELISM: spec.parallelism,
                        K.OUTPUT: spec.output, K.PEER_DECODER: member})
 
@@ -174,28 +186,30 @@ def steady_record(results: Sequence[PassResult]) -> dict[str, Any]:
 
 
 def machine_ceiling_shares(results: Sequence[PassResult], *, pil: Sequence[float], memmap: Sequence[float],
-                           usable_cores: int, capacities: Sequence[float] | None = None) -> dict[str, Any]:
-    """A decode pipeline's rate as a share of the machine's two ceilings, round by round: ``pil`` and ``memmap``, the
-    single-core rates of the PIL path and of the decoded memmap in the same rounds of the rotation, times the
-    machine's cores (:func:`parallel_cores` of ``usable_cores`` and ``capacities``, whatever the case's own
-    parallelism)."""
-    cores = parallel_cores(usable_cores, usable_cores, capacities, len(results))
-    return {**ceiling_shares(results, pil, cores, ceiling_key=K.PIL_CEILING_IMAGES_PER_S,
-                             share_key=K.PIL_CEILING_SHARE),
-            **ceiling_shares(results, memmap, cores, ceiling_key=K.MEMMAP_CEILING_IMAGES_PER_S,
-                             share_key=K.MEMMAP_CEILING_SHARE)}
+                           parallelism: int, usable_cores: int,
+                           capacities: Sequence[float] | None = None) -> dict[str, Any]:
+    """A decode pipeline's rate as a share of the machine's two reference limits, round by round (:func:`work_limit`
+    of ``pil`` and ``memmap``, the single-core rates of the PIL path and of the decoded memmap in the same rounds,
+    at the pipeline's ``parallelism``)."""
+    def limit(per_core: Sequence[float]) -> list[float]:
+        return work_limit(per_core, parallelism=parallelism, usable_cores=usable_cores, capacities=capacities)
+
+    return {**limit_shares(results, limit(pil), ceiling_key=K.PIL_CEILING_IMAGES_PER_S, share_key=K.PIL_CEILING_SHARE),
+            **limit_shares(results, limit(memmap), ceiling_key=K.MEMMAP_CEILING_IMAGES_PER_S,
+                           share_key=K.MEMMAP_CEILING_SHARE)}
 
 
-def own_decoder_shares(results: Sequence[PassResult], *, per_core: Sequence[float], member: str,
-                       usable_cores: int) -> dict[str, Any]:
-    """A pipeline's rate over ``usable_cores`` x its own decoder's single-core rate (``per_core``, measured by
-    ``member`` in the same rounds), round by round (docs/decoders.md). The limit is the usable cores', not lowered by
-    the round's measured capacity: the share says how close the pipeline gets to every core decoding."""
+def own_decoder_shares(results: Sequence[PassResult], *, per_core: Sequence[float], member: str, parallelism: int,
+                       usable_cores: int, capacities: Sequence[float] | None = None) -> dict[str, Any]:
+    """A pipeline's rate over its own decoder's limit, round by round: :func:`work_limit` of that decoder's
+    single-core rate (``per_core``, measured by ``member`` in the same rounds) at the pipeline's ``parallelism``
+    (docs/decoders.md)."""
     if usable_cores < 1:
         raise ValueError(f"usable cores must be 1 or more, got {usable_cores}")
+    limits = work_limit(per_core, parallelism=parallelism, usable_cores=usable_cores, capacities=capacities)
     return {K.OWN_DECODER: member, **summarize(K.OWN_DECODER_PER_CORE, per_core),
-            **ceiling_shares(results, per_core, [usable_cores] * len(results), kept="summary",
-                             ceiling_key=K.OWN_DECODER_IMAGES_PER_S, share_key=K.OWN_DECODER_SHARE)}
+            **limit_shares(results, limits, kept="summary", ceiling_key=K.OWN_DECODER_IMAGES_PER_S,
+                           share_key=K.OWN_DECODER_SHARE)}
 
 
 def stage_breakdown(results: Sequence[PassResult]) -> dict[str, Any]:
@@ -257,12 +271,13 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
         record = peer_record(case, rotation, cores=cores)
     elif case.pipeline is not None:  # a faster decoder may beat the PIL path's ceiling: shares, no efficiency
         record = pass_record(results, workers=workers, usable_cores=cores, capacities=capacities)
+        parallelism = case.parallelism
         record.add(machine_ceiling_shares(results, pil=rotation.ceiling(f"ceiling-{case.transform}"),
-                                          memmap=rotation.ceiling(MEMMAP_CEILING), usable_cores=cores,
-                                          capacities=capacities))
+                                          memmap=rotation.ceiling(MEMMAP_CEILING), parallelism=parallelism,
+                                          usable_cores=cores, capacities=capacities))
         member = own_decoder_member(case.pipeline)
         record.add(own_decoder_shares(results, per_core=rotation.ceiling(member), member=member,
-                                      usable_cores=1 if case.on_device else cores))  # one device decodes
+                                      parallelism=parallelism, usable_cores=cores, capacities=capacities))
         record.add(stage_breakdown(results))
         record.add(counted(results, DECODERS, K.DECODED_IMAGES))
         record.add({KN.DECODER.key: case.pipeline.decoder, K.STORAGE: case.pipeline.storage,
@@ -271,6 +286,8 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
     else:
         record = pass_record(results, ceilings=rotation.ceiling(f"ceiling-{case.transform}"), workers=workers,
                              usable_cores=cores, capacities=capacities)
+    if (physical := rotation.capacities(K.PHYSICAL_CAPACITY)) is not None:  # a core runs several threads
+        record.measure(K.PHYSICAL_CAPACITY, physical)
     if case.count_index:
         record.add(counted(results, INDEX_KINDS, K.INDEX_SEEN))
     record.add(description(transform=case.transform, index=case.index, cache_mode=cache_mode, profile=profile,

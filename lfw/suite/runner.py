@@ -24,6 +24,7 @@ from lfw.data.dataset import LFWDataset
 from lfw.data.index import INDEX_KINDS, path_at
 from lfw.errors import LFWError, one_line
 from lfw.measure.ceiling import CeilingSweep, ParallelCapacity, spread_indices
+from lfw.measure.cpus import cpu_facts
 from lfw.measure.loader_pass import LoaderPass, sleep_step
 from lfw.measure.page_cache import evict, warm
 from lfw.measure.resources import Limits, loader_need, shortfall
@@ -186,11 +187,12 @@ class GroupRotation:
         """A ceiling member's rate in each round."""
         return [r.images_per_s for r in self.measured[member].results]
 
-    def capacities(self) -> list[float] | None:
-        """The cores the machine gave in each round, when the group measured them."""
-        if CAPACITY not in self.measured:
+    def capacities(self, key: str = K.PARALLEL_CAPACITY) -> list[float] | None:
+        """The cores the machine gave in each round (at N = the usable cores; ``K.PHYSICAL_CAPACITY``: at N = the
+        physical cores), when the group measured them."""
+        if CAPACITY not in self.measured or not all(key in r.extra for r in self.measured[CAPACITY].results):
             return None
-        return [r.extra[K.PARALLEL_CAPACITY] for r in self.measured[CAPACITY].results]
+        return [r.extra[key] for r in self.measured[CAPACITY].results]
 
     def per_core_rates(self) -> dict[str, float]:
         """Median single-core rate of each ceiling (``none``, ``uint8``, ``memmap``...): a machine fact."""
@@ -237,8 +239,8 @@ class GroupRunner:
             alone = P.decoder_member(spec)
             if alone is not None and alone not in members:  # a peer's decoder alone (its own_decoder_share)
                 members[alone] = _peer_decoder_sweep(spec, self.datasets.root, self.profile)
-        if any(c.config.num_workers > 1 and c.remote is None for c in cases):  # cores the machine gives
-            members[CAPACITY] = ParallelCapacity(self.cores)
+        if any(c.parallelism > 1 and c.remote is None for c in cases):  # cores the machine gives
+            members[CAPACITY] = ParallelCapacity(self.cores, cpu_facts().physical_cores, cpu_facts().quota)
         if any(c.remote is not None for c in cases):  # remote: the endpoint's own zero-latency ceiling
             s3 = self._endpoint()
             members[ENDPOINT_CEILING] = EndpointCeiling(
@@ -281,7 +283,10 @@ class GroupRunner:
         with self.progress(rotation.passes, f"rotation {group.name}") if self.progress else nullcontext() as bar:
             measured = rotation.run(progress=(lambda _key: bar.update()) if bar is not None else None)
         info = {"group": group.name, "members": list(members), "rounds": rounds,
-                "warmup_rounds": rotation.warmup_rounds, "seed": self.seed}
+                "warmup_rounds": rotation.warmup_rounds, "seed": self.seed,
+                "seconds": round(sum(m.seconds for m in measured.values()), 3)}  # the timed rounds, every member
+        if CAPACITY in measured:  # what the capacity probe cost of them
+            info["capacity_seconds"] = round(measured[CAPACITY].seconds, 3)
         errors = {key: m.runner.shutdown_errors for key, m in members.items()
                   if isinstance(m, LoaderMember) and m.runner.shutdown_errors}
         facts = {key: m.facts() for key, m in members.items() if isinstance(m, P.PeerMember)}

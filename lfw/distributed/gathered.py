@@ -71,7 +71,7 @@ def same_order_every_epoch(orders: Sequence[Sequence[int]]) -> bool:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class GatheredRun:
     """Everything rank 0 reports: per-rank summaries, the straggler, coverage per epoch, findings."""
 
     ranks: list[dict[str, Any]]
@@ -104,7 +104,7 @@ def rank_rates(summary: Mapping[str, Any]) -> list[float]:
     return [i / w if w > 0 else 0.0 for i, w in zip(summary["images"], summary["wall_s"], strict=True)]
 
 
-def lines(outcome: Outcome, header: str) -> list[str]:
+def lines(outcome: GatheredRun, header: str) -> list[str]:
     """The printed result: one row per rank, then the straggler, the total, coverage and findings."""
     rows = []
     for r in outcome.ranks:
@@ -127,7 +127,7 @@ def lines(outcome: Outcome, header: str) -> list[str]:
     return out
 
 
-def records(outcome: Outcome, config: Mapping[str, Any], world_size: int, backend: str) -> list[dict[str, Any]]:
+def records(outcome: GatheredRun, config: Mapping[str, Any], world_size: int, backend: str) -> list[dict[str, Any]]:
     """One pytest-benchmark case per rank (rounds = epochs) and one for the ranks' total, each record a
     :class:`~lfw.results.record.CaseRecord`."""
 
@@ -163,7 +163,7 @@ def next_run_path(folder: Path, world_size: int) -> Path:
     return folder / f"{max(numbers, default=0) + 1:04d}_distributed-w{world_size}-{stamp}.json"
 
 
-def save(outcome: Outcome, path: Path, config: Mapping[str, Any], world_size: int, backend: str,
+def save(outcome: GatheredRun, path: Path, config: Mapping[str, Any], world_size: int, backend: str,
          machine: Mapping[str, Any]) -> Path:
     """The run as pytest-benchmark JSON at ``path`` (no commit: torchrun's ranks run outside pytest)."""
     return write_run(path, records(outcome, config, world_size, backend), machine=machine, commit={},

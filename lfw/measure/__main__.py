@@ -1,0 +1,60 @@
+"""``python -m lfw.measure``: the machine as the suite sees it, before a benchmark runs on it.
+
+Prints the CPU facts every run records (:class:`lfw.measure.cpus.CpuFacts`: usable cores, quota, affinity,
+physical cores and threads per core, NUMA nodes, governor, and what could not be read) and measures the parallel
+capacity ``--rounds`` times (:class:`lfw.measure.ceiling.ParallelCapacity`, as each rotation does): its median,
+lowest and highest, and what one probe costs. ``--hold-gib`` first fills that much memory in this process, to show
+the probe does not depend on how large the process is. Exit codes: 0 done, 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+from lfw.cli.args import OneLineParser
+from lfw.cli.table import table
+from lfw.errors import LFWError, cli_entry
+from lfw.measure.ceiling import PROBE, ParallelCapacity
+from lfw.measure.cpus import cpu_facts
+from lfw.results import keys as K
+
+
+def parser() -> OneLineParser:
+    p = OneLineParser(prog="python -m lfw.measure", description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=15, help="capacity probes to run (default 15)")
+    p.add_argument("--hold-gib", type=float, default=0.0, help="fill this much memory in this process first")
+    return p
+
+
+@cli_entry
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.rounds < 1 or args.hold_gib < 0:
+        raise LFWError("--rounds must be 1 or more and --hold-gib 0 or more")
+    held = bytearray(int(args.hold_gib * 2**30))
+    held[::4096] = b"\x01" * len(range(0, len(held), 4096))  # every page touched: resident, not just reserved
+    facts = cpu_facts()
+    info = facts.machine_info()
+    print(table(("fact", "value"), [(K.FACTS[k].label, str(v)) for k, v in info.items()]))
+    probe = ParallelCapacity(facts.usable_cores, facts.physical_cores, facts.quota)
+    readings: dict[str, list[float]] = {}
+    seconds = []
+    for _ in range(args.rounds):
+        started = time.perf_counter()
+        result = probe.measure()
+        seconds.append(time.perf_counter() - started)
+        for key, value in result.extra.items():
+            readings.setdefault(key, []).append(value)
+    print(f"\nparallel capacity ({PROBE}; {args.rounds} probes, {len(held) / 2**30:.1f} GiB held, "
+          f"{probe.work_s * 1e3:.0f} ms of work per thread):")
+    rows = [(K.FACTS[key].label, f"{statistics.median(v):.3f}", f"{min(v):.3f}", f"{max(v):.3f}")
+            for key, v in readings.items()]
+    print(table(("at", "median", "lowest", "highest"), rows, right=(1, 2, 3)))
+    print(f"one probe: {statistics.median(seconds) * 1e3:.1f} ms (median)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
