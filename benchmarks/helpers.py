@@ -123,6 +123,17 @@ def end_session(session: pytest.Session, stop: RunStop, saving: Saving) -> None:
         session.exitstatus = saving.exit_code
 
 
+def add_device_options(group: Any) -> None:
+    """The options of the worker counts and of the device layer (docs/device.md)."""
+    group.addoption("--bench-workers", metavar="LIST", help="measure only these worker counts (0 always), e.g. 0,2,8")
+    group.addoption("--bench-stand-in", action="store_true",
+                    help="without CUDA, run the GPU members on the CPU, marked 'cpu stand-in' (the device dry run)")
+    group.addoption("--bench-feed-pipeline", default="decoder=simplejpeg,batching=slots",
+                    help="the device-feed case's decode pipeline: a spec or a decoders case id")
+    group.addoption("--bench-feed-workers", type=int, help="the device-feed case's workers (default half the cores)")
+    group.addoption("--bench-step-ms", type=float, default=20.0, help="the device-feed case's GPU step, ms (20)")
+
+
 def bench_session(config: pytest.Config) -> Session:
     """What this session can and chose to run: its options (``--bench-*``, ``-k``) and this machine. A profile
     that selects its cases (``device``) gives the ``-k`` when the run names none. Raises LFWError on a bad

@@ -46,13 +46,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--bench-dataset", metavar="MODULE:FACTORY", help="run the knob groups on your own Dataset")
     group.addoption(SKIP_OPTION, action="store_true", help="find unreadable images first and leave them out "
                     "of the run (recorded; the gate compares it only with a run that skipped as many)")
-    group.addoption("--bench-workers", metavar="LIST", help="measure only these worker counts (0 always), e.g. 0,2,8")
-    group.addoption("--bench-stand-in", action="store_true",
-                    help="without CUDA, run the GPU members on the CPU, marked 'cpu stand-in' (the device dry run)")
-    group.addoption("--bench-feed-pipeline", default="decoder=simplejpeg,batching=slots",
-                    help="the device-feed case's decode pipeline: a spec or a decoders case id")
-    group.addoption("--bench-feed-workers", type=int, help="the device-feed case's workers (default half the cores)")
-    group.addoption("--bench-step-ms", type=float, default=20.0, help="the device-feed case's GPU step, ms (20)")
+    H.add_device_options(group)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -40,15 +40,15 @@ def copies(bench: Session, dataset_factory: Any) -> dict[str, tuple[int, list[fl
     return {key: (nbytes[key.rpartition("-")[0]], values) for key, values in rates.items()}
 
 
-@pytest.mark.parametrize(KN.COPY.key, COPIES)
-def test_device_copy(request: pytest.FixtureRequest, benchmark: Any, bench: Session, copy: str) -> None:
+@pytest.mark.parametrize(KN.CASE.key, COPIES)
+def test_device_copy(request: pytest.FixtureRequest, benchmark: Any, bench: Session, case: str) -> None:
     H.narrow_unless(request.config, Needs(layer=DEVICE, device=True))
     measured = request.getfixturevalue("copies")
-    nbytes, rates = measured[copy]
+    nbytes, rates = measured[case]
     with pass_clock.replaying([nbytes / (rate * 1e9) for rate in rates]) as next_copy:
         benchmark.pedantic(next_copy, rounds=len(rates), iterations=1, warmup_rounds=0)
     peak = max(measured[PEAK][1])
-    record = CaseRecord().add({K.ROUNDS: len(rates), K.COPY_BYTES: nbytes, K.COPY_PINNED: copy.endswith("-pinned"),
+    record = CaseRecord().add({K.ROUNDS: len(rates), K.COPY_BYTES: nbytes, K.COPY_PINNED: case.endswith("-pinned"),
                                K.H2D_PEAK_GB_S: round(peak, 3),
                                K.MEASURED_ON: "cuda" if bench.gpu_device == "cuda" else STAND_IN})
     record.measure(K.H2D_GB_S, rates)
