@@ -200,10 +200,11 @@ baseline: $(STAMP)
 report: $(STAMP)
 	$(PY) -m lfw.report --out reports
 
-# The GPU machine's campaign (docs/device.md): pin_memory, copy bandwidth, a fed GPU step, the gpu baseline and an A/A
-# gate, then GPU decode and workers, each step within its budget, 540 s in all; at most 8 files into OUT.
-# CAMPAIGN_ARGS=--dry-run runs every step's code on the CPU. No install step: the machine may have no network (the
-# campaign installs .whl/ itself); the project's venv is used where there is one.
+# The GPU machine's campaign (docs/device.md): the device profile (copies, the decode rotation with the GPU decode,
+# a fed GPU step, pin_memory, the workers curve) as one pytest run, saved as the gpu baseline and gated A/A, each step
+# within its budget, 540 s in all; at most 8 files into OUT. CAMPAIGN_ARGS=--dry-run runs every step on the CPU. No
+# install step: the machine may have no network (the campaign installs .whl/ itself); the project's venv is used
+# where there is one.
 STEPS ?=
 CAMPAIGN_ARGS ?=
 CAMPAIGN_PY = $(if $(wildcard $(PY)),$(PY),python3)

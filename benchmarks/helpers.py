@@ -20,6 +20,7 @@ import pytest
 import torch
 from tqdm import tqdm
 
+from lfw.cli.args import parse_counts
 from lfw.data.root import DataSource, tree_stats
 from lfw.measure import LoaderConfig, LoaderPass
 from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S
@@ -35,7 +36,7 @@ from lfw.suite.profiles import PROFILES
 from lfw.suite.record import knob_params, rotated_record, single_record
 from lfw.suite.runner import Datasets, GroupRotation, GroupRunner, dataset_files
 from lfw.suite.saving import Saving
-from lfw.suite.skips import Needs, Session, layers_on, skip_reason, worker_cap
+from lfw.suite.skips import STAND_IN, Needs, Session, layers_on, skip_reason, worker_cap
 from lfw.suite.user_dataset import SKIP_OPTION
 
 PASS_CLOCK = "lfw.measure.rotation.pass_clock"
@@ -122,14 +123,34 @@ def end_session(session: pytest.Session, stop: RunStop, saving: Saving) -> None:
         session.exitstatus = saving.exit_code
 
 
+def add_device_options(group: Any) -> None:
+    """The options of the worker counts and of the device layer (docs/device.md)."""
+    group.addoption("--bench-workers", metavar="LIST", help="measure only these worker counts (0 always), e.g. 0,2,8")
+    group.addoption("--bench-stand-in", action="store_true",
+                    help="without CUDA, run the GPU members on the CPU, marked 'cpu stand-in' (the device dry run)")
+    group.addoption("--bench-feed-pipeline", default="decoder=simplejpeg,batching=slots",
+                    help="the device-feed case's decode pipeline: a spec or a decoders case id")
+    group.addoption("--bench-feed-workers", type=int, help="the device-feed case's workers (default half the cores)")
+    group.addoption("--bench-step-ms", type=float, default=20.0, help="the device-feed case's GPU step, ms (20)")
+
+
 def bench_session(config: pytest.Config) -> Session:
-    """What this session can and chose to run: its options (``--bench-*``, ``-k``) and this machine."""
+    """What this session can and chose to run: its options (``--bench-*``, ``-k``) and this machine. A profile
+    that selects its cases (``device``) gives the ``-k`` when the run names none. Raises LFWError on a bad
+    ``--bench-workers``."""
     profile = PROFILES[config.getoption("--bench-profile")]
+    if profile.keyword and not config.option.keyword:
+        config.option.keyword = profile.keyword  # pytest deselects by it, and the saved selection says so
     layers = layers_on(profile, cost=config.getoption("--bench-cost"), remote=config.getoption("--bench-remote"),
                        peers=config.getoption("--bench-peers"), keyword=config.getoption("keyword") or "")
-    return Session(profile, layers, usable_cores(), torch.cuda.is_available(),
+    cores, asked = usable_cores(), config.getoption("--bench-workers")
+    workers = parse_counts(asked, "--bench-workers", fewest=1) if asked else (
+        profile.worker_counts(cores) if profile.worker_counts else None)
+    return Session(profile, layers, cores, torch.cuda.is_available(),
                    user_dataset=config.getoption("--bench-dataset"),
-                   cache_mode=config.getoption("--bench-cache-mode"), skip_bad_images=config.getoption(SKIP_OPTION))
+                   cache_mode=config.getoption("--bench-cache-mode"), skip_bad_images=config.getoption(SKIP_OPTION),
+                   stand_in=config.getoption("--bench-stand-in"),
+                   workers=None if workers is None else tuple(sorted({0, *workers})))
 
 
 def selection(config: pytest.Config) -> Selection:
@@ -315,9 +336,11 @@ def record_rotated(request: pytest.FixtureRequest, benchmark: Any, bench: Sessio
                                    case_params=case.params)
     with pass_clock.replaying([r.wall_s for r in mine.results]) as next_pass:
         benchmark.pedantic(next_pass, rounds=len(mine.results), iterations=1, warmup_rounds=0)
-    device = "cuda" if case.copy_to_cuda and torch.cuda.is_available() else "cpu"
+    device = "cuda" if (case.copy_to_cuda or case.on_device) and torch.cuda.is_available() else "cpu"
     info = rotated_record(case, rotation, profile=bench.profile, cache_mode=bench.cache_mode, cores=bench.cores,
                           device=device)
+    if case.on_device:  # a GPU member: where it really ran
+        info[K.MEASURED_ON] = "cuda" if device == "cuda" else STAND_IN
     record(benchmark, info)
     return info
 

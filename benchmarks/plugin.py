@@ -46,6 +46,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--bench-dataset", metavar="MODULE:FACTORY", help="run the knob groups on your own Dataset")
     group.addoption(SKIP_OPTION, action="store_true", help="find unreadable images first and leave them out "
                     "of the run (recorded; the gate compares it only with a run that skipped as many)")
+    H.add_device_options(group)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -54,9 +55,9 @@ def pytest_configure(config: pytest.Config) -> None:
     H.STOPS.append(config.stash[H.STOP])  # pytest_keyboard_interrupt is given no config to find it in
     H.interrupt_on_sigterm(config.stash[H.STOP])
     config.add_cleanup(partial(name_skip_option, name_skip_option(SKIP_HINT)))  # what corrupt-image errors name
-    bench = config.stash[H.BENCH_SESSION] = H.bench_session(config)
-    spec = bench.user_dataset
     try:
+        bench = config.stash[H.BENCH_SESSION] = H.bench_session(config)
+        spec = bench.user_dataset
         config.stash[H.USER_DATASET] = user_dataset(spec, bench.skip_bad_images) if spec else None
     except LFWError as exc:
         raise pytest.UsageError(str(exc)) from None

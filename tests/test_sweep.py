@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from lfw.cli.args import parse_counts
 from lfw.diagnose.__main__ import main
-from lfw.diagnose.predict import SweepPoint, WorkerSweep, parse_counts, steady_steps_per_s
+from lfw.diagnose.predict import SweepPoint, WorkerSweep, steady_steps_per_s
 from lfw.diagnose.training import Measurement
 from lfw.errors import LFWError
 from lfw.measure import LoaderConfig, PassResult

@@ -1,24 +1,25 @@
-"""The device campaign: one command that measures what only a GPU machine can, step by step, within a time budget.
+"""The device campaign: the suite's ``device`` profile on a bare GPU machine without a network, within a time budget.
 
-    python3 tools/device_campaign.py --out DIR [--step NAME ...] [--workers 0,2,8,16] [--dry-run | --probe]
-    make device-campaign OUT=DIR [STEPS=pin,bandwidth] [CAMPAIGN_ARGS=...]
+    python3 tools/device_campaign.py --out DIR [--step NAME ...] [--workers LIST] [--dry-run | --probe]
+    make device-campaign OUT=DIR [STEPS=pin,decode] [CAMPAIGN_ARGS=...]
 
-Made for a bare GPU machine without network whose own Python holds torch, torchvision and the suite's other
-common packages: it raises its soft limit of open files to the hard one, installs the wheels of ``.whl/``
-(``bash tools/device_wheels.sh`` fetches them elsewhere) into a private folder beside the preinstalled torch
-(``pip install --no-index --no-deps --target``), records the versions and the machine's limits, makes the
-synthetic LFW tree in ``$LFW_CACHE`` (default ``.cache/lfw-bench``) and runs the steps of
-:data:`tools.device_context.STEPS` in that order (the GPU steps first), each stopped when it outruns its own budget
-or what is left of ``--total-budget`` (marked ``incomplete``, its figures kept). Steps run in the command's own
-process group: a command cut from outside leaves nothing running.
+What it measures is the suite's own (docs/device.md): ``pytest benchmarks --bench-profile device``, the device
+layer's groups (host-to-device copies, the decode rotation with the GPU decode, a fed GPU step), ``pin_memory`` and
+the workers curve at the worker counts the usable cores give, run, recorded and reported like any other run. This
+command keeps only what such a machine needs: it raises its soft limit of open files, installs the wheels of
+``.whl/`` (``bash tools/device_wheels.sh`` makes them elsewhere) into a private folder beside the preinstalled torch,
+records the versions and limits, makes the synthetic tree, runs the measuring steps (:data:`STEPS`: each a ``-k`` of
+that one pytest run, :data:`lfw.suite.profiles.DEVICE_STEPS`) within the sum of their budgets, and the ``baseline``
+step: that run saved as this runner class's baseline (``benchmarks/baselines/gpu.json``), a second run of its
+pin_memory, decode and workers cases and an A/A ``python -m lfw.gate`` of it against the baseline. A step past
+its budget is stopped (its run saved marked incomplete); the whole command stops within ``--total-budget``.
 
-Without CUDA a GPU step is skipped with a one-line reason. ``--dry-run`` runs every step's real code on the smoke
-tree, one round, the GPU paths on a CPU stand-in whose figures are marked ``cpu stand-in`` (and the baseline in a
-scratch folder). ``--probe`` is the dry run on the GPU machine, for the steps with a GPU path: a step without CUDA
-fails it (docs/device.md). At most :data:`~tools.device_context.MAX_OUT_FILES` files go into DIR:
-``campaign.json`` (versions, limits and every step's status and figures, merged with an earlier ``campaign.json``
-there), ``campaign.log`` (everything printed) and the steps' own runs; ``tools/device_charts.py DIR...`` draws
-them elsewhere.
+``--dry-run``: the smoke tree, every step, the GPU members on the CPU stand-in (``--bench-stand-in``, marked
+``cpu stand-in``), the baseline in a scratch folder. ``--probe``: the dry run of the steps with a GPU path on the GPU
+machine, failing without CUDA. DIR receives at most 8 files: ``campaign.json`` (version 2: versions, limits, every
+step's status, seconds and headline figures; merged with an earlier one there), ``campaign.log``, the run
+(``device.json``; ``device-2.json``... when DIR has one), the baseline (``gpu*.json``) and ``gate.md``;
+``python -m lfw.report DIR/device.json`` draws it.
 
 Exit codes: 0 every step done or skipped; 2 bad input; 3 a step outran its budget (incomplete); 4 a step failed;
 130 interrupted.
@@ -34,44 +35,47 @@ if __package__ in (None, ""):  # run as a script (python3 tools/device_campaign.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
-import signal
+import contextlib
+import json
+import queue
+import resource
+import shutil
+import subprocess
 import tempfile
 import time
 from typing import Any
 
-from lfw.cli.args import OneLineParser
+from lfw.cli.args import OneLineParser, parse_counts
+from lfw.cli.child import Child
+from lfw.cli.saving import write_atomic
 from lfw.errors import LFWError, cli_entry
-from tools.device_context import (
-    CAMPAIGN_JSON,
-    DATA_BUDGET_S,
-    DEFAULT_WORKERS,
-    DRY_RUN_WORKERS,
-    PROBE_BUDGET_S,
-    STEP_LIMIT_S,
-    STEP_NAMES,
-    STEPS,
-    TOTAL_BUDGET_S,
-    parse_workers,
-    profile_named,
-    step_spec,
-)
-from tools.device_headlines import headlines
-from tools.device_run import (
-    Log,
-    check_out,
-    environment,
-    install_wheels,
-    load_campaign,
-    machine_limits,
-    raise_open_files_limit,
-    run_child,
-    save_campaign,
-)
+from lfw.gate.worktree import sigterm_as_interrupt
+from lfw.suite.profiles import DEVICE_STEPS, PROFILES, device_worker_counts
 
 REPO = Path(__file__).resolve().parents[1]
-EXIT_INCOMPLETE, EXIT_FAILED = 3, 4
-# The probe's steps: those with a GPU path, decode first (the one nvJPEG path: the step most likely to fail there).
-PROBE_STEPS = tuple(sorted((s.name for s in STEPS if s.uses_gpu), key=lambda name: name != "decode"))
+# In the order one pytest run measures them (its test files' order), GPU first; then the baseline, which needs them.
+STEPS = {"bandwidth": 20, "decode": 110, "feed": 30, "pin": 60, "workers": 110, "baseline": 190}  # budgets, s
+GROUPS = {"bandwidth": "device-copy", "decode": "device-decode", "feed": "device-feed", "pin": "pin-memory",
+          "workers": "workers-transform"}
+TEST_FILES = {"bandwidth": "test_device_copy.py", "decode": "test_device_decode.py", "feed": "test_device_feed.py",
+              "pin": "test_pin_memory.py", "workers": "test_workers_transforms.py"}
+STEP_NAMES = tuple(STEPS)
+BASELINE_STEPS = ("decode", "pin", "workers")  # the cases the gpu baseline holds and its A/A run measures again
+PROBE_STEPS = ("bandwidth", "decode", "feed", "pin", "baseline")  # those with a GPU path
+STEP_LIMIT_S, TOTAL_BUDGET_S, PROBE_BUDGET_S, DATA_BUDGET_S, GRACE_S = 540.0, 540.0, 120.0, 90.0, 20.0
+CHECK_TIMEOUT_S = 120.0  # the wheels' install, the versions, nvidia-smi: a hang there is an error, not a wait
+MAX_OUT_FILES, VERSION, STAND_IN = 8, 2, "cpu stand-in"
+EXIT_INCOMPLETE, EXIT_FAILED, GATE_REGRESSION = 3, 4, 1
+CAMPAIGN_JSON, CAMPAIGN_LOG, GATE_MD = "campaign.json", "campaign.log", "gate.md"
+OWN_FILES = ("campaign.json", "campaign.log", "gate.md", "device*.json", "gpu*.json")
+VERSIONS_CODE = """import json, torch
+from lfw.measure.machine import machine_info, package_version
+info = {**machine_info(), "torch_cuda_build": torch.version.cuda, "cuda": torch.cuda.is_available()}
+info.update({n: package_version(n) for n in ("pytest", "pytest-benchmark", "simplejpeg", "torchdata", "ruptures")})
+print(json.dumps(info, default=str))"""
+SHOWN = ("python", "torch", "torchvision", "numpy", "pytest", "pytest-benchmark", "torch_cuda_build", "cuda_device",
+         "cuda_driver", "nvidia_smi", "cpu_model", "usable_cores", "total_memory_gib", "runner_class")
+NVIDIA_SMI_QUERY = "name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,24 +84,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, help="folder for the campaign's files (8 at most)")
     p.add_argument("--step", action="append", default=None, metavar="NAME",
                    help=f"run only this step (repeatable, or comma-separated): {', '.join(STEP_NAMES)}")
-    p.add_argument("--workers", default=None, help="worker counts (default 0,2,8,16; dry run and probe 0,2)")
-    p.add_argument("--profile", default=None, help="smoke, quick or full (default full; dry run and probe smoke)")
+    p.add_argument("--workers", default=None, help="worker counts (default 0, 2, half and all of the usable cores)")
+    p.add_argument("--profile", default=None, choices=sorted(PROFILES),
+                   help="the data and rounds (default device; dry run and probe smoke)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true",
-                      help="every step's code on tiny data, one round; GPU paths on a CPU stand-in without a GPU")
-    mode.add_argument("--probe", action="store_true",
-                      help=f"the dry run of the steps with a GPU path ({', '.join(PROBE_STEPS)}), failing without "
-                           f"CUDA; total budget {PROBE_BUDGET_S:g} s")
+                      help="every step on tiny data, one round; GPU members on the CPU stand-in without a GPU")
+    mode.add_argument("--probe", action="store_true", help=f"the dry run of {', '.join(PROBE_STEPS)}, failing "
+                      f"without CUDA; total budget {PROBE_BUDGET_S:g} s")
     p.add_argument("--total-budget", type=float, default=None, metavar="S",
                    help=f"seconds for the whole command (default {TOTAL_BUDGET_S:g}; probe {PROBE_BUDGET_S:g})")
     p.add_argument("--step-budget", type=float, default=None, metavar="S",
                    help=f"seconds for each step instead of its own budget (at most {STEP_LIMIT_S:g})")
     p.add_argument("--wheels", type=Path, default=REPO / ".whl", help="wheels to install first (default .whl/)")
     p.add_argument("--site", type=Path, default=None, help="where the wheels go (default: a temporary folder)")
-    p.add_argument("--pipeline", default="decoder=simplejpeg,batching=slots",
-                   help="the feed step's decode pipeline: a spec or a decoders case id")
-    p.add_argument("--feed-workers", type=int, default=None, help="the feed step's workers (default min(8, cores))")
-    p.add_argument("--step-ms", type=float, default=20.0, help="the feed step's GPU step in ms (default 20)")
+    p.add_argument("--pipeline", default=None, help="the feed step's decode pipeline: a spec or a decoders case id")
+    p.add_argument("--feed-workers", type=int, default=None, help="the feed step's workers (default half the cores)")
+    p.add_argument("--step-ms", type=float, default=None, help="the feed step's GPU step in ms (default 20)")
     p.add_argument("--force", action="store_true", help="let the baseline step replace an existing baseline")
     return p
 
@@ -107,114 +110,393 @@ def selected_steps(asked: list[str] | None, probe: bool = False) -> list[str]:
     if not asked:
         return list(PROBE_STEPS if probe else STEP_NAMES)
     names = {n.strip() for a in asked for n in a.split(",") if n.strip()}
-    for name in names:
-        step_spec(name)  # an unknown name is a one-line error
+    unknown = sorted(names - set(STEP_NAMES))
+    if unknown:
+        raise LFWError(f"unknown step {unknown[0]!r}; choose from: {', '.join(STEP_NAMES)}")
     return [n for n in STEP_NAMES if n in names]
-
-
-def child_argv(step: str, args: argparse.Namespace, fragment: Path, work: Path, profile: str,
-               workers: tuple[int, ...]) -> list[str]:
-    argv = [sys.executable, "-m", "tools.device_steps", step, "--fragment", str(fragment), "--out", str(args.out),
-            "--work", str(work), "--profile", profile, "--workers", ",".join(map(str, workers)),
-            "--pipeline", args.pipeline, "--step-ms", str(args.step_ms)]
-    if args.feed_workers is not None:
-        argv += ["--feed-workers", str(args.feed_workers)]
-    flags = {"--dry-run": args.dry_run or args.probe, "--require-cuda": args.probe, "--force": args.force}
-    return argv + [flag for flag, on in flags.items() if on]
-
-
-def step_env(args: argparse.Namespace, site: Path, log: Log, doc: dict[str, Any]) -> dict[str, str]:
-    """The steps' environment: the wheels installed into ``site`` on their path, the data cache, pinned threads;
-    records the wheels and the versions in ``doc``."""
-    env = dict(os.environ)
-    env.setdefault("LFW_CACHE", str(REPO / ".cache" / "lfw-bench"))
-    env.setdefault("OMP_NUM_THREADS", "1")
-    env.setdefault("MKL_NUM_THREADS", "1")
-    env["PYTHONUNBUFFERED"] = "1"
-    doc["wheels"] = install_wheels(args.wheels, site, log)
-    paths = (str(site) if doc["wheels"].get("installed") else "", str(REPO), env.get("PYTHONPATH", ""))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
-    doc["environment"] = environment(env, log)
-    return env
-
-
-def run_steps(args: argparse.Namespace, steps: list[str], plan: dict[str, Any], env: dict[str, str], log: Log,
-              doc: dict[str, Any], tmp: Path, deadline: float) -> None:
-    """Each step in turn within its budget and what is left of the total; ``doc`` saved after each."""
-    for name in steps:
-        doc.setdefault("steps", {})[name] = {"status": "interrupted", "reason": "the campaign was stopped"}
-        spec = step_spec(name)
-        left = deadline - time.monotonic()
-        budget = min(args.step_budget or spec.budget_s, STEP_LIMIT_S, left)
-        if budget < 1:
-            result: dict[str, Any] = {"status": "incomplete",
-                                      "reason": f"not run: the command's total budget ({plan['total_budget_s']:g} s) "
-                                                "is spent"}
-        else:
-            work = tmp / f"{name}-work"
-            work.mkdir(exist_ok=True)
-            fragment = tmp / f"{name}.json"
-            result = run_child(child_argv(name, args, fragment, work, plan["profile"], plan["workers"]), budget,
-                               env, log, name, fragment)
-        doc["steps"][name] = {"gpu": spec.gpu, "what": spec.what, **result}
-        reason = f" ({result['reason']})" if result.get("reason") else ""
-        log.line(f"== {name}: {result['status']}{reason} in {result.get('elapsed_s', 0):.1f} s of {budget:.0f} s")
-        for line in headlines(name, doc["steps"][name]):
-            log.line(line)
-        save_campaign(args.out, doc)
-        check_out(args.out)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt  # SIGTERM (a command cut at its limit) stops the running step as Ctrl-C does
 
 
 def plan_of(args: argparse.Namespace) -> dict[str, Any]:
     """What this command will do: its steps, worker counts, profile, mode and total budget (checked)."""
     small = args.dry_run or args.probe
-    budget = args.total_budget if args.total_budget is not None else (PROBE_BUDGET_S if args.probe
-                                                                       else TOTAL_BUDGET_S)
+    budget = args.total_budget if args.total_budget is not None else PROBE_BUDGET_S if args.probe else TOTAL_BUDGET_S
     if args.step_budget is not None and not 0 < args.step_budget <= STEP_LIMIT_S:
         raise LFWError(f"--step-budget must be between 0 and {STEP_LIMIT_S:g} seconds, got {args.step_budget:g}")
     if budget <= 0:
         raise LFWError(f"--total-budget must be more than 0 seconds, got {budget:g}")
-    workers = parse_workers(args.workers) if args.workers else (DRY_RUN_WORKERS if small else DEFAULT_WORKERS)
-    return {"steps": selected_steps(args.step, args.probe), "workers": workers,
-            "profile": profile_named(args.profile or ("smoke" if small else "full")).name,
-            "mode": "probe" if args.probe else "dry run" if args.dry_run else "campaign", "dry_run": small,
-            "total_budget_s": budget}
+    from lfw.measure.resources import usable_cores
+
+    asked = args.workers
+    workers = device_worker_counts(usable_cores()) if asked is None else parse_counts(asked, "--workers", fewest=1)
+    return {"steps": selected_steps(args.step, args.probe), "workers": workers, "dry_run": small,
+            "profile": args.profile or ("smoke" if small else "device"), "total_budget_s": budget,
+            "mode": "probe" if args.probe else "dry run" if args.dry_run else "campaign"}
+
+
+def check_out(out: Path) -> None:
+    """Refuse a folder holding anything the campaign does not write, or more than 8 files (a device command brings
+    back 8 at most); a ``.<name>.*.partial`` file a stopped write left (:func:`write_atomic`) is removed."""
+    for partial in out.glob(".*.partial"):
+        partial.unlink(missing_ok=True)
+    entries = sorted(out.iterdir())
+    foreign = [e.name for e in entries if e.is_dir() or not any(e.match(p) for p in OWN_FILES)]
+    if foreign:
+        raise LFWError(f"{out} holds {', '.join(foreign)}, which the campaign does not write; give it an empty folder")
+    if len(entries) > MAX_OUT_FILES:
+        raise LFWError(f"{out} holds {len(entries)} files; a device command brings back {MAX_OUT_FILES} at most")
+
+
+def load_campaign(path: Path) -> dict[str, Any]:
+    """An earlier ``campaign.json`` of this folder (commands into one folder add up their steps), else a new one."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"version": VERSION, "steps": {}}
+    if not isinstance(doc, dict) or doc.get("version") != VERSION:
+        raise LFWError(f"{path} is not a campaign file of version {VERSION}; give another --out")
+    return doc
+
+
+class Log:
+    """``campaign.log``: the campaign's lines, also on stdout; the children's output goes there too (:meth:`run`)."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / CAMPAIGN_LOG
+
+    def line(self, text: str) -> None:
+        print(text, flush=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+
+    def run(self, name: str, argv: list[str], budget_s: float, env: dict[str, str]) -> dict[str, Any]:
+        """``argv`` for at most ``budget_s`` (:class:`~lfw.cli.child.Child`: its stdout here, its stderr into the
+        log); past it, asked to stop and :data:`GRACE_S` later killed with everything it started. Its status:
+        ``done``, ``failed`` (with the last line) or ``incomplete``; ``exit_code``, ``elapsed_s``, ``budget_s``."""
+        self.line(f"== {name}: budget {budget_s:.0f} s\n$ {' '.join(argv)}")
+        t0, last, timed_out = time.monotonic(), "no output", False
+        child = Child(name, argv, log=self.path, cwd=REPO, env=env, grace_s=0.0, term_grace_s=GRACE_S)
+        try:
+            while (left := t0 + budget_s - time.monotonic()) > 0:
+                with contextlib.suppress(queue.Empty):
+                    line = child.lines.get(timeout=min(left, 1.0))
+                    if line is None:
+                        break
+                    self.line(line.rstrip("\n"))
+                    last = line.strip() or last
+            else:
+                timed_out = True
+        finally:
+            child.stop()  # a finished child is only reaped; Ctrl-C or the budget stops it and its tree
+        code, elapsed = child.proc.returncode, time.monotonic() - t0
+        status = "incomplete" if timed_out else "done" if code == 0 else "failed"
+        self.line(f"== {name}: {status} (exit {code}) in {elapsed:.1f} s of {budget_s:.0f} s")
+        record = {"status": status, "exit_code": code, "elapsed_s": round(elapsed, 1), "budget_s": round(budget_s, 1)}
+        if timed_out:
+            return {**record, "reason": f"stopped at its budget of {budget_s:.0f} s"}
+        return {**record, "reason": f"exit {code}: {last[:300]}"} if code else record
+
+
+def checked(command: list[str], what: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(command, capture_output=True, text=True, check=False, env=env, timeout=CHECK_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise LFWError(f"{what} took more than {CHECK_TIMEOUT_S:g} s: {' '.join(command[:4])} ...") from None
+
+
+def install_wheels(folder: Path, site: Path, log: Log) -> dict[str, Any]:
+    """Install every wheel of ``folder`` this Python can use into ``site``, offline and without dependencies (the
+    preinstalled torch stays); wheels for another Python are named and left out."""
+    from packaging.tags import sys_tags
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    def here(wheel: Path) -> bool:
+        with contextlib.suppress(InvalidWheelFilename):
+            return not parse_wheel_filename(wheel.name)[3].isdisjoint(sys_tags())
+        return False
+
+    found = sorted(folder.glob("*.whl")) if folder.is_dir() else []
+    wheels = [w for w in found if here(w)]
+    if len(wheels) < len(found):
+        log.line(f"wheels: {len(found) - len(wheels)} in {folder} are for another Python than this "
+                 f"{sys.implementation.name} {sys.version_info.major}.{sys.version_info.minor}: left out")
+    if not wheels:
+        log.line(f"wheels: none to install from {folder} (packages the suite imports must already be installed)")
+        return {"installed": False, "folder": str(folder)}
+    command = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+               "--no-cache-dir", "--upgrade", "--target", str(site), *map(str, wheels)]
+    log.line("$ " + " ".join(command))
+    done = checked(command, "installing the wheels")
+    if done.returncode != 0:
+        raise LFWError(f"installing the wheels of {folder} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    return {"installed": True, "folder": str(folder), "site": str(site), "wheels": [w.name for w in wheels]}
+
+
+def limits(soft_before: int) -> dict[str, Any]:
+    """What the steps may use as they start: /dev/shm, open files (soft before it was raised, now, hard), memory."""
+    import psutil
+
+    from lfw.measure.resources import Limits, MiB
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    shm = Limits.read()
+    return {"shm_total_mib": None if shm.shm_total is None else shm.shm_total // MiB,
+            "shm_free_mib": None if shm.shm_free is None else shm.shm_free // MiB, "open_files_soft_before":
+            soft_before, "open_files_soft": soft, "open_files_hard": hard,
+            "mem_available_mib": psutil.virtual_memory().available // MiB}
+
+
+def raise_open_files() -> int:
+    """The soft limit of open files raised to the hard one (workers cost the main process several descriptors
+    each); returns the soft limit before."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:  # unlimited: the kernel's own ceiling for one process
+        with contextlib.suppress(OSError, ValueError):
+            hard = int(Path("/proc/sys/fs/nr_open").read_text())
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    return soft
+
+
+def environment(env: dict[str, str], log: Log) -> dict[str, Any]:
+    """Versions and machine facts as the steps see them (their ``PYTHONPATH``), and ``nvidia-smi``'s."""
+    done = checked([sys.executable, "-c", VERSIONS_CODE], "reading the versions", env=env)
+    if done.returncode != 0:
+        raise LFWError(f"the suite does not import on this machine: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    info: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    smi = shutil.which("nvidia-smi")
+    query = checked([smi, f"--query-gpu={NVIDIA_SMI_QUERY}", "--format=csv,noheader"], "nvidia-smi") if smi else None
+    info["nvidia_smi"] = "not found" if query is None else query.stdout.strip() or query.stderr.strip()[:200]
+    info["executable"] = sys.executable
+    for key in SHOWN:
+        log.line(f"{key}: {info.get(key)}")
+    return info
+
+
+def pytest_argv(plan: dict[str, Any], args: argparse.Namespace, steps: list[str], json_path: Path,
+                junit: Path | None) -> list[str]:
+    """One pytest run of ``steps``' cases: the plan's profile and worker counts, saved to ``json_path``."""
+    files = [f"benchmarks/{TEST_FILES[s]}" for s in GROUPS]  # every step's collected, the others' deselected
+    argv = [sys.executable, "-m", "pytest", *files, "-q", "-p", "no:cacheprovider", "-p", "pytest_benchmark.plugin",
+            "--bench-profile", plan["profile"], "-k", " or ".join(DEVICE_STEPS[s] for s in steps),
+            "--bench-workers", ",".join(map(str, plan["workers"])), f"--benchmark-json={json_path}"]
+    options = {"--bench-feed-pipeline": args.pipeline, "--bench-feed-workers": args.feed_workers,
+               "--bench-step-ms": args.step_ms}
+    argv += [f"{flag}={value}" for flag, value in options.items() if value is not None]
+    argv += ["--bench-stand-in"] if args.dry_run else []
+    return argv + ([f"--junitxml={junit}", "-o", "junit_duration_report=total"] if junit else [])
+
+
+def step_times(junit: Path) -> dict[str, float]:
+    """Seconds per step from pytest's JUnit report: its test files' cases, set-up and tear-down included (a group's
+    rotation runs in its first case)."""
+    import xml.etree.ElementTree as ET
+
+    files = {step: DEVICE_STEPS[step].strip("()").split()[0] for step in GROUPS}
+    times = dict.fromkeys(files, 0.0)
+    with contextlib.suppress(OSError, ET.ParseError):
+        for case in ET.parse(junit).iter("testcase"):
+            for step, test in files.items():
+                if case.get("name", "").startswith(test + "[") or case.get("name") == test:
+                    times[step] += float(case.get("time") or 0.0)
+    return {step: round(t, 1) for step, t in times.items()}
+
+
+def step_results(run_path: Path, steps: list[str], ran: dict[str, Any], times: dict[str, float]) -> dict[str, Any]:
+    """Each measuring step's status from the saved run (:class:`lfw.results.Selection`): ``failed`` when a case
+    failed, ``incomplete`` when the run was stopped before all its cases ran, ``skipped`` when none ran (why),
+    else ``done``; its seconds, where its figures were measured and its cases' headline figures."""
+    from lfw.results import load_run
+
+    if not run_path.exists():
+        return {s: {**ran, "status": "failed" if ran["status"] != "incomplete" else "incomplete",
+                    "reason": ran.get("reason", "the run saved nothing")} for s in steps}
+    run = load_run(run_path)
+    selection = run.selection
+    out = {}
+    for step in steps:
+        group = GROUPS[step]
+        outcomes = {k: o for k, o in (selection.outcomes.items() if selection else ()) if k.startswith(group + "/")}
+        not_run = [k for k in (selection.not_run if selection else ()) if k.startswith(group + "/")]
+        cases = run.group(group)
+        failed = [o.reason for o in outcomes.values() if o.status == "failed"]
+        row: dict[str, Any] = {"elapsed_s": times.get(step, 0.0), "exit_code": ran["exit_code"]}
+        if failed:
+            row.update(status="failed", reason=failed[0])
+        elif not_run:
+            row.update(status="incomplete", reason=f"{len(not_run)} of its cases did not run: {ran.get('reason')}")
+        elif not cases:
+            row.update(status="skipped", reason=next((o.reason for o in outcomes.values()), "no case selected"))
+        else:
+            row["status"] = "done"
+        places = {c.extra.get("measured_on") for c in cases} - {None}
+        row["measured_on"] = STAND_IN if STAND_IN in places else "cuda" if "cuda" in places else "cpu"
+        row["cases"] = {c.name: {k: c.extra[k] for k in HEADLINE_KEYS if k in c.extra} for c in cases}
+        out[step] = row
+    return out
+
+
+HEADLINE_KEYS = ("images_per_s", "own_decoder_share", "cpu_ms_per_image", "main_cpu_share", "cpu_utilization",
+                 "efficiency", "h2d_ms_per_batch", "h2d_gb_s", "h2d_share_of_peak", "au_measured", "au_predicted",
+                 "prediction_error", "step_output_finite", "measured_on")
+
+
+def headlines(name: str, step: dict[str, Any]) -> list[str]:
+    """A line per case of a finished step, each figure beside its limit; the stand-in's say so."""
+    mark = f"[{STAND_IN}] " if step.get("measured_on") == STAND_IN else ""
+    lines = []
+    for case, f in step.get("cases", {}).items():
+        if "h2d_gb_s" in f:
+            text = f"{f['h2d_gb_s']:,.1f} GB/s ({f['h2d_share_of_peak']:.0%} of the measured peak)"
+        elif "au_measured" in f:
+            text = f"AU measured {f['au_measured']:.1%}, simulated {f['au_predicted']:.1%} (ceiling 100%)"
+        else:
+            limit = (f"{f['own_decoder_share']:.0%} of its own decoder's limit" if "own_decoder_share" in f else
+                     f"efficiency {f['efficiency']:.2f}" if "efficiency" in f else "no limit measured")
+            text = f"{f.get('images_per_s', 0):,.0f} img/s, {limit}, {f.get('cpu_ms_per_image', 0):.3f} CPU ms/img"
+        lines.append(f"   {mark}{case}: {text}")
+    return lines
+
+
+def baseline_target(runner: str, plan: dict[str, Any], work: Path, force: bool) -> Path:
+    """Where this runner class's baseline goes: ``benchmarks/baselines/<runner>.json`` (never over one without
+    ``--force``), or a scratch folder in a dry run or a probe: their baseline is never one to commit."""
+    target = (work / "baselines" if plan["dry_run"] else REPO / "benchmarks" / "baselines") / f"{runner}.json"
+    if target.exists() and not force and not plan["dry_run"]:
+        raise LFWError(f"{target.relative_to(REPO)} exists; refresh it deliberately with --force "
+                       "(make baseline FORCE=1)")
+    return target
+
+
+def whole(run_path: Path, steps: list[str]) -> bool:
+    """Whether a saved run can stand as the baseline: not stopped, no case failed, every baseline step's cases in."""
+    from lfw.results import load_run
+
+    if not run_path.exists():
+        return False
+    run = load_run(run_path)
+    selection = run.selection
+    return (selection is not None and run.incomplete is None and set(BASELINE_STEPS) <= set(steps)
+            and not any(o.status == "failed" for o in selection.outcomes.values()))
+
+
+def step_baseline(plan: dict[str, Any], args: argparse.Namespace, log: Log, env: dict[str, str], run_path: Path,
+                  work: Path, budget_s: float, runner: str) -> dict[str, Any]:
+    """The measuring run saved as this runner's baseline (else a run of the baseline's cases made here), then a
+    second run of the baseline's cases and ``python -m lfw.gate`` of it against the baseline (A/A: exit 0; a dry
+    run's is recorded, not judged: two one-round smoke runs)."""
+    t0 = time.monotonic()
+    if not plan["dry_run"] and not runner.startswith("gpu"):
+        return {"status": "skipped", "reason": f"runner class is {runner}, not gpu (no CUDA device, or set LFW_RUNNER)"}
+    target = baseline_target(runner, plan, work, args.force)
+    row: dict[str, Any] = {"budget_s": round(budget_s, 1), "baseline": str(target), "scratch": plan["dry_run"],
+                           "from_run": whole(run_path, plan["steps"])}
+    source = run_path if row["from_run"] else work / "baseline-run.json"
+    left = lambda: budget_s - (time.monotonic() - t0)  # noqa: E731
+    if not row["from_run"]:
+        made = log.run("baseline run", pytest_argv(plan, args, list(BASELINE_STEPS), source, None), left(), env)
+        if made["status"] != "done" or not whole(source, list(BASELINE_STEPS)):
+            return {**row, **made, "status": "failed" if made["status"] == "failed" else "incomplete",
+                    "reason": made.get("reason", "the baseline's run is not whole: nothing saved")}
+    write_atomic(target, source.read_bytes(), exclusive=not (args.force or plan["dry_run"]))
+    if not plan["dry_run"]:
+        shutil.copyfile(target, args.out / target.name)
+    gate_run = work / "gate-run.json"
+    again = log.run("A/A run", pytest_argv(plan, args, list(BASELINE_STEPS), gate_run, None), left(), env)
+    if not gate_run.exists() or again["status"] == "incomplete":
+        return {**row, **again, "status": again["status"] if again["status"] == "incomplete" else "failed",
+                "reason": again.get("reason", "the A/A run saved nothing"),
+                "elapsed_s": round(time.monotonic() - t0, 1)}
+    gate = log.run("A/A gate", [sys.executable, "-m", "lfw.gate", str(target), str(gate_run), "--summary-md",
+                                str(args.out / GATE_MD), "--verdict-json", str(work / "verdict.json")], left(), env)
+    code = gate["exit_code"]
+    row.update(gate_exit=code, aa_passed=code == 0, aa_judged=not plan["dry_run"],
+               elapsed_s=round(time.monotonic() - t0, 1), exit_code=code)
+    ok = code == 0 or (code == GATE_REGRESSION and plan["dry_run"])
+    verdict = "passed" if code == 0 else "recorded, not judged" if ok else "FAILED"
+    row["status"], row["headline"] = ("done" if ok else "failed"), f"A/A gate exit {code} ({verdict})"
+    return row if ok else {**row, "reason": f"the A/A gate exited {code}: see {GATE_MD}"}
+
+
+def run_steps(plan: dict[str, Any], args: argparse.Namespace, log: Log, env: dict[str, str], doc: dict[str, Any],
+              work: Path, deadline: float) -> None:
+    """The measuring steps as one pytest run within the sum of their budgets, then the baseline; ``doc`` saved
+    after each."""
+    steps = plan["steps"]
+    measuring = [s for s in steps if s != "baseline"]
+    budget = {s: min(args.step_budget or STEPS[s], STEP_LIMIT_S) for s in steps}
+    run_path = next(p for n in range(1, 100) if not (p := args.out / f"device{'' if n == 1 else f'-{n}'}.json")
+                    .exists())
+    for name in steps:
+        doc["steps"][name] = {"status": "interrupted", "reason": "the campaign was stopped"}
+    if measuring:
+        left = deadline - time.monotonic()
+        allowed = min(sum(budget[s] for s in measuring), left)
+        argv = pytest_argv(plan, args, measuring, run_path, work / "steps.xml")
+        ran = log.run("measuring run", argv, allowed, env) if allowed >= 1 else {
+            "status": "incomplete", "exit_code": None, "reason": "not run: the total budget is spent"}
+        for name, row in step_results(run_path, measuring, ran, step_times(work / "steps.xml")).items():
+            doc["steps"][name] = {**row, "budget_s": budget[name], "file": run_path.name}
+            why = f" ({row['reason']})" if row.get("reason") else ""
+            log.line(f"== {name}: {row['status']}{why} in {row.get('elapsed_s', 0):.1f} s of {budget[name]:.0f} s")
+            for line in headlines(name, row) if row["status"] == "done" else []:
+                log.line(line)
+        write_atomic(args.out / CAMPAIGN_JSON, json.dumps(doc, indent=2, default=str) + "\n")
+    if "baseline" in steps:
+        left = min(budget["baseline"], deadline - time.monotonic())
+        runner = doc.get("environment", {}).get("runner_class", "?")
+        row = step_baseline(plan, args, log, env, run_path, work, left, runner) if left >= 1 else {
+            "status": "incomplete", "reason": "not run: the total budget is spent"}
+        doc["steps"]["baseline"] = row
+        log.line(f"== baseline: {row['status']} ({row.get('reason') or row.get('headline')}) in "
+                 f"{row.get('elapsed_s', 0):.1f} s of {budget['baseline']:.0f} s")
+        write_atomic(args.out / CAMPAIGN_JSON, json.dumps(doc, indent=2, default=str) + "\n")
 
 
 @cli_entry
 def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _interrupt)
     plan = plan_of(args)
     deadline = started + plan["total_budget_s"]
-    steps = plan["steps"]
-    soft_before, _ = raise_open_files_limit()
+    soft_before = raise_open_files()
     args.out.mkdir(parents=True, exist_ok=True)
     check_out(args.out)
     doc = load_campaign(args.out / CAMPAIGN_JSON)
-    with Log(args.out) as log, tempfile.TemporaryDirectory(prefix="lfw-campaign-") as tmp:
-        doc["limits"] = machine_limits(soft_before)
+    log = Log(args.out)
+    with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="lfw-campaign-") as tmp:
+        work = Path(tmp)
+        doc["limits"] = limits(soft_before)
         log.line("limits: " + ", ".join(f"{k} {v}" for k, v in doc["limits"].items()))
-        env = step_env(args, args.site or Path(tmp) / "site", log, doc)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+        env.setdefault("LFW_CACHE", str(REPO / ".cache" / "lfw-bench"))
+        doc["wheels"] = install_wheels(args.wheels, args.site or work / "site", log)
+        paths = (str(args.site or work / "site") if doc["wheels"]["installed"] else "", str(REPO),
+                 env.get("PYTHONPATH", ""))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+        doc["environment"] = environment(env, log)
         doc["run"] = plan
-        save_campaign(args.out, doc)
-        data = run_child([sys.executable, "-m", "lfw.data.cache", "--profile", plan["profile"]],
-                         min(DATA_BUDGET_S, max(1.0, deadline - time.monotonic())), env, log, "data")
+        if "baseline" in plan["steps"]:  # an existing baseline is bad input: said before anything is measured
+            baseline_target(doc["environment"].get("runner_class", "?"), plan, work, args.force)
+        if plan["mode"] == "probe" and not doc["environment"].get("cuda"):
+            for name in plan["steps"]:
+                doc["steps"][name] = {"status": "failed", "reason": "the probe needs a CUDA device: none here"}
+            write_atomic(args.out / CAMPAIGN_JSON, json.dumps(doc, indent=2, default=str) + "\n")
+            log.line("probe: no CUDA device (torch.cuda.is_available() is False): every step failed")
+            return EXIT_FAILED
+        tree = next(n for n, p in PROFILES.items() if p.synthetic_images == PROFILES[plan["profile"]].synthetic_images)
+        data = log.run("data", [sys.executable, "-m", "lfw.data.cache", "--profile", tree],
+                       min(DATA_BUDGET_S, max(1.0, deadline - time.monotonic())), env)
         if data["status"] != "done":
             raise LFWError(f"the synthetic LFW tree could not be made: {data.get('reason')}")
         try:
-            run_steps(args, steps, plan, env, log, doc, Path(tmp), deadline)
-        except KeyboardInterrupt:
-            save_campaign(args.out, doc)  # the running step is marked interrupted
-            raise
-        statuses = [doc["steps"][n]["status"] for n in steps]
-        log.line(f"{plan['mode']}: " + ", ".join(f"{n} {s}" for n, s in zip(steps, statuses, strict=True))
-                 + f"; {time.monotonic() - started:.0f} s of {plan['total_budget_s']:g}")
+            run_steps(plan, args, log, env, doc, work, deadline)
+        finally:
+            write_atomic(args.out / CAMPAIGN_JSON, json.dumps(doc, indent=2, default=str) + "\n")
+    statuses = [doc["steps"][n]["status"] for n in plan["steps"]]
+    if plan["mode"] == "probe":  # a GPU path the probe could not take is its finding
+        statuses = ["failed" if s == "skipped" else s for s in statuses]
+    log.line(f"{plan['mode']}: " + ", ".join(f"{n} {s}" for n, s in zip(plan["steps"], statuses, strict=True))
+             + f"; {time.monotonic() - started:.0f} s of {plan['total_budget_s']:g}")
     check_out(args.out)
     if "failed" in statuses:
         return EXIT_FAILED

@@ -49,9 +49,9 @@ from typing import Any
 
 from lfw.cli.args import OneLineParser
 from lfw.cli.saving import append_atomic, write_atomic
+from lfw.cli.stop import stop_tree
 from lfw.errors import LFWError, cli_entry
 from lfw.gate.ab import ABPlan
-from lfw.gate.counting import kill_group
 from lfw.gate.thresholds import Thresholds
 from lfw.gate.verdict import VERDICT_PATH, load_verdict
 from lfw.gate.worktree import checkout, resolve, toplevel
@@ -104,7 +104,7 @@ def run_logged(command: Sequence[str], cwd: Path, env: dict[str, str], log: Path
         try:
             code = proc.wait()
         except BaseException:
-            kill_group(proc)
+            stop_tree([proc], 5.0, ask_all=True, group=True)
             raise
     return code, time.perf_counter() - started
 

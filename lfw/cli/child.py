@@ -13,16 +13,19 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from lfw.cli.stop import Stopped, stop_tree
 from lfw.errors import LFWError, MeasurementError
 
 
 class Child:
     """``command``, started at once; stderr to ``log``, else its last lines kept for errors. ``failure``: what an
-    ``{"error": ...}`` answer raises; ``grace_s``: how long :meth:`stop` waits for an exit on end of input."""
+    ``{"error": ...}`` answer raises; ``grace_s``: how long :meth:`stop` waits for an exit on end of input, and
+    ``term_grace_s`` after asking it to end before killing what is left of its tree."""
 
     def __init__(self, name: str, command: list[str], *, log: Path | None = None, cwd: Path | None = None,
-                 env: dict[str, str] | None = None, failure: type[LFWError] = LFWError, grace_s: float = 5.0) -> None:
-        self.name, self.log, self.failure, self.grace_s = name, log, failure, grace_s
+                 env: dict[str, str] | None = None, failure: type[LFWError] = LFWError, grace_s: float = 5.0,
+                 term_grace_s: float = 5.0) -> None:
+        self.name, self.log, self.failure, self.grace_s, self.term_grace_s = name, log, failure, grace_s, term_grace_s
         self._log = log.open("a") if log is not None else None
         try:
             self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -96,16 +99,16 @@ class Child:
         self.send(message)
         return self.receive(timeout_s, what)
 
-    def stop(self) -> None:
-        """Close stdin (the child exits on EOF), then terminate, then kill: it never outlives this call."""
+    def stop(self) -> Stopped:
+        """Close stdin (the child exits on EOF), then stop its tree (:func:`lfw.cli.stop.stop_tree`): neither it
+        nor a process it started outlives this call. Returns what had to be asked and killed."""
         if self.proc.stdin is not None:
             with suppress(OSError):
                 self.proc.stdin.close()
-        for action, wait_s in ((lambda: None, self.grace_s), (self.proc.terminate, 5.0), (self.proc.kill, 5.0)):
-            action()
-            with suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=wait_s)
-                break
+        with suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=self.grace_s)
+        stopped = stop_tree([self.proc], self.term_grace_s)
         for stream in (self.proc.stdout, self.proc.stderr, self._log):
             if stream is not None:
                 stream.close()
+        return stopped

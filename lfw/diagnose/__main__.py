@@ -15,11 +15,11 @@ from typing import Any
 import torch
 from torch.utils.data import Subset
 
-from lfw.cli.args import OneLineParser
+from lfw.cli.args import OneLineParser, parse_counts
 from lfw.data.dataset import LFWDataset
 from lfw.data.root import DataSource, resolve_root
 from lfw.data.transforms import PRESETS
-from lfw.diagnose.predict import Diagnosis, diagnose, parse_counts, sweep, workers_text
+from lfw.diagnose.predict import Diagnosis, diagnose, sweep, workers_text
 from lfw.diagnose.simulator import PipelineModel, simulate
 from lfw.diagnose.timeline import Panel, animate_timeline, draw_timeline
 from lfw.diagnose.training import (

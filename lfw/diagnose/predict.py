@@ -244,22 +244,6 @@ class WorkerSweep:
         return [*out, text]
 
 
-def parse_counts(text: str) -> tuple[int, ...]:
-    """``"0,1,2,4"`` as worker counts; one line naming the value that is not one."""
-    counts = []
-    for part in text.split(","):
-        try:
-            count = int(part)
-        except ValueError:
-            raise LFWError(f"--sweep-workers takes worker counts separated by commas, e.g. 0,1,2,4; "
-                           f"got {text!r}") from None
-        if count < 0:
-            raise LFWError(f"--sweep-workers counts must be 0 or more, got {count}")
-        counts.append(count)
-    counts = sorted(set(counts))
-    if len(counts) < 2:
-        raise LFWError(f"--sweep-workers needs 2 or more distinct counts, got {text!r}")
-    return tuple(counts)
 
 
 def sweep(counts: Sequence[int], measure_at: Callable[[int, bool], Measurement]) -> WorkerSweep:

@@ -7,14 +7,12 @@ raises :class:`CannotCount`; a crash or timeout is a :class:`~lfw.errors.Measure
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from lfw.cli.stop import stop_tree
 from lfw.errors import EXIT_USAGE, LFWError, MeasurementError
 from lfw.gate.compare import Comparison, judge
 from lfw.gate.metrics import COUNTED, INSTRUCTIONS
@@ -22,6 +20,7 @@ from lfw.gate.thresholds import Thresholds
 from lfw.measure.cost import last_line
 
 COST_MODULE = Path("lfw") / "measure" / "cost.py"
+GRACE_S = 5.0  # for a stopped count to end before its process group is killed
 Counts = dict[str, dict[str, float]]  # case -> metric key -> count per image
 
 
@@ -61,7 +60,7 @@ def run_counts(commands: Mapping[str, tuple[list[str], Path, dict[str, str]]], t
                                        "stopped") from None
     finally:
         for proc in procs.values():
-            kill_group(proc)  # valgrind and its child too, on an interrupt as well
+            stop_tree([proc], GRACE_S, ask_all=True, group=True)  # valgrind and its child too, on an interrupt
     for who, (out, err) in outputs.items():
         code = procs[who].returncode
         if code == EXIT_USAGE:
@@ -79,11 +78,3 @@ def judge_counts(base: Counts, current: Counts, th: Thresholds) -> list[Comparis
         out += [judge(f"test_cost[{preset}]", m, [theirs[m.key]], [mine[m.key]], th)
                 for m in COUNTED if m.key in mine and m.key in theirs]
     return out
-
-
-def kill_group(proc: subprocess.Popen[str]) -> None:
-    """Stop a process started with ``start_new_session=True`` and its whole group, politely first."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):  # SIGKILL also ends members the leader left behind
-        with contextlib.suppress(ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, sig)
-            proc.wait(timeout=5)

@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,13 +27,14 @@ import numpy as np
 import psutil
 import torch
 
+from lfw.cli.stop import stop_tree
 from lfw.errors import LFWError, check_choice
 
 KNOBS = ("threads", "workers")  # what a peer's parallelism counts: threads of this process, or worker processes
 OUTPUTS = ("uint8", "float")
 LAYOUTS = ("chw", "hwc-view")  # contiguous (B, 3, H, W), or a (B, 3, H, W) view of channels-last memory
 PEER_TIMEOUT_S = 60.0  # the longest wait for one batch (the cold first batch of a spawned worker included)
-STOP_GRACE_S = 2.0  # how long a process the peer left behind gets after SIGTERM
+STOP_GRACE_S = 2.0  # how long a process the peer left behind gets to end when asked
 
 
 @dataclass(frozen=True)
@@ -351,13 +352,8 @@ class PeerLoader:
                 problems.append("a batch it never delivered holds a thread of this process (a daemon)")
             self._feeder = None
         self._adopt()
-        left = [psutil.Process(pid) for pid in self.worker_pids()]
-        for proc in left:
-            with suppress(psutil.Error):
-                proc.terminate()
-        for proc in psutil.wait_procs(left, STOP_GRACE_S)[1]:  # those still alive after the grace period
-            with suppress(psutil.Error):
-                proc.kill()
+        left = self.worker_pids()
+        stop_tree(left, STOP_GRACE_S)
         if left:
             problems.append(f"{len(left)} of its processes outlived its shutdown and were stopped by signal")
         self._owned.clear()

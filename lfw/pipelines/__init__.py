@@ -3,8 +3,9 @@
 A :class:`Pipeline` names one way of getting LFW from storage into a batch (docs/decoders.md): its ``decoder``
 (:mod:`lfw.pipelines.decoders`), ``storage`` (loose ``files``, ``tar`` shards, a decoded ``memmap``), decode
 ``threads`` per loading process, ``output`` (``uint8``, ``float``, or ``deferred``: normalized per batch by the
-consumer) and ``batching`` (``items`` collated by the DataLoader, or reusable shared-memory ``slots``,
-:mod:`lfw.pipelines.slots`). :meth:`Pipeline.dataset` is an ordinary dataset, measured by
+consumer) and ``batching`` (``items`` collated by the DataLoader, reusable shared-memory ``slots``,
+:mod:`lfw.pipelines.slots`, or ``device``: the files' bytes, decoded per batch by the consumer on the accelerator,
+:mod:`lfw.pipelines.device_decode`). :meth:`Pipeline.dataset` is an ordinary dataset, measured by
 :class:`~lfw.measure.LoaderPass` like every other configuration."""
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from lfw.data.dataset import OnError
 from lfw.errors import LFWError, check_choice
 from lfw.pipelines.datasets import DecodedMemmap, JpegFiles, TarShards, normalize
 from lfw.pipelines.decoders import DECODERS
+from lfw.pipelines.device_decode import JpegByteBatches, decode_step
 from lfw.pipelines.slots import SlotBatches
 from lfw.pipelines.storage import decoded_memmap, tar_shards
 
 STORAGES = ("files", "tar", "memmap")
 PIPELINE_OUTPUTS = ("uint8", "float", "deferred")
-BATCHINGS = ("items", "slots")
+BATCHINGS = ("items", "slots", "device")
 IMAGES_PER_SHARD = 128  # a pass of 1,024 images reads 8 shards: 4 per worker with 2 workers
 
 
@@ -48,15 +50,22 @@ class Pipeline:
         if self.batching == "slots" and (self.storage, self.threads, self.output, self.size) != ("files", 0, "uint8",
                                                                                                 None):
             raise LFWError("slot batches decode loose files to uint8 at their own size, one image at a time")
+        if self.batching == "device" and (self.decoder, self.storage, self.threads, self.output, self.size) != (
+                "tvio", "files", 0, "uint8", None):
+            raise LFWError("a decode on the device reads loose files and decodes them with torchvision (tvio) to uint8")
         if self.threads and self.storage != "files":
             raise LFWError("decode threads apply to loose files only (tar shards stream, a memmap does not decode)")
 
     def dataset(self, root: str | os.PathLike[str], images: int | None = None, on_error: OnError = "raise",
-                batch_size: int = 64) -> TarShards | DecodedMemmap | JpegFiles | SlotBatches | Subset[Any]:
-        """A sized dataset over the first ``images`` images of the tree at ``root`` (all when None). Slot batches are
-        batches of ``batch_size`` (the DataLoader runs with ``batch_size=None``) and stop at the first bad file."""
+                batch_size: int = 64) -> TarShards | DecodedMemmap | JpegFiles | SlotBatches | JpegByteBatches | \
+            Subset[Any]:
+        """A sized dataset over the first ``images`` images of the tree at ``root`` (all when None). Slot batches and
+        the device's byte batches are batches of ``batch_size`` (the DataLoader runs with ``batch_size=None``); slot
+        batches stop at the first bad file."""
         if self.batching == "slots":
             return SlotBatches(root, self.decoder, batch_size, images)
+        if self.batching == "device":
+            return JpegByteBatches(root, batch_size, images)
         loaded = "uint8" if self.output == "deferred" else self.output
         if self.storage == "tar":
             shards = tar_shards(root, IMAGES_PER_SHARD, images)
@@ -69,7 +78,10 @@ class Pipeline:
         return Subset(data, range(min(images, len(data)))) if images is not None else data
 
     def consumer_step(self) -> Callable[[Any], None] | None:
-        """With ``output="deferred"``: the per-batch normalization the consumer does (the pass's ``step``)."""
+        """With ``output="deferred"``: the per-batch normalization the consumer does (the pass's ``step``); with
+        ``batching="device"``: the decode on the accelerator."""
+        if self.batching == "device":
+            return decode_step()
         if self.output != "deferred":
             return None
 
@@ -83,5 +95,5 @@ class Pipeline:
         """``simplejpeg-files-t2``-style words for tables (the case id adds the worker count)."""
         words = (self.decoder if self.storage != "memmap" else "memmap", "tar" if self.storage == "tar" else "",
                  f"t{self.threads}" if self.threads else "", f"r{self.size}" if self.size else "",
-                 self.output if self.output != "uint8" else "", "slots" if self.batching == "slots" else "")
+                 self.output if self.output != "uint8" else "", "" if self.batching == "items" else self.batching)
         return "-".join(word for word in words if word)

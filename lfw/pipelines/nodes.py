@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from torch.utils.data import Dataset, default_collate
 
+from lfw.cli.stop import stop_tree
 from lfw.data.collate import collate_skipping
 from lfw.errors import LFWError, check_choice
 from lfw.measure.loader_config import DEFAULT_TIMEOUT_S, START_METHODS, die_with_parent
@@ -25,7 +26,7 @@ from lfw.measure.loader_config import DEFAULT_TIMEOUT_S, START_METHODS, die_with
 MapMethod = Literal["thread", "process"]
 MAP_METHODS: tuple[MapMethod, ...] = ("thread", "process")
 WATCH_INTERVAL_S = 0.5  # how often a pass checks its worker processes and its batch timeout
-STOP_GRACE_S = 2.0  # how long a worker process that outlived torchdata's own shutdown gets after SIGTERM
+STOP_GRACE_S = 2.0  # how long a worker process that outlived torchdata's own shutdown gets to end when asked
 THREAD_JOIN_S = 5.0  # how long the reader and ordering threads get to see the stop event (they poll every 0.1 s)
 
 
@@ -174,18 +175,13 @@ class NodesPass(Iterator[Any]):
         shutdown = getattr(it, "_shutdown", None)
         if callable(shutdown):
             shutdown()
-        problems = []
-        for proc in map_processes(self._mapper):
-            if proc.is_alive():
-                proc.terminate()
-                proc.join(STOP_GRACE_S)
-                if proc.is_alive():
-                    proc.kill()
-                    proc.join()
-                problems.append(f"map worker {proc.pid} outlived the pipeline's shutdown and was stopped by signal")
-            else:
-                proc.join()  # reap it
-        return problems + [f"pipeline thread {t.name} still running after the pipeline stopped" for t in self.threads()]
+        procs = map_processes(self._mapper)
+        alive = [proc for proc in procs if proc.is_alive()]
+        stop_tree(alive, STOP_GRACE_S)  # the stragglers, and any process they started; the rest reaped below
+        for proc in procs:
+            proc.join()
+        forced = [f"map worker {proc.pid} outlived the pipeline's shutdown and was stopped by signal" for proc in alive]
+        return forced + [f"pipeline thread {t.name} still running after the pipeline stopped" for t in self.threads()]
 
     def _release(self) -> None:
         """Let go of the stopped pipeline now, as torchdata's ``reset()`` does (else a later fork inherits it and

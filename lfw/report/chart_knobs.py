@@ -27,6 +27,7 @@ METRICS = {
     K.IMAGES_PER_S: ("images/s (higher is better)", 1.0),
     K.TTFB_S: ("time to first batch, ms (lower is better)", 1000.0),
     K.DATA_WAIT_FRACTION: ("share of the pass spent waiting for data, %", 100.0),
+    K.H2D_GB_S: ("host-to-device copy, GB/s (higher is better)", 1.0),
 }
 DEFAULT_METRICS = (K.IMAGES_PER_S, K.TTFB_S)
 
@@ -118,12 +119,15 @@ def knob_chart(run: Run, group: str, key: str, *, xlabel: str, title: str, numer
 
 
 def group_overview(run: Run, group: str | None) -> Figure | None:
-    """A group without its own chart: bars per case of images/s, time to first batch, and data wait if recorded."""
+    """A group without its own chart: bars per case of images/s and time to first batch where recorded, and data wait
+    or copy rate if every case has it."""
     cases = run.group(group)
     if not cases:
         return None
-    metrics = [*DEFAULT_METRICS, *(m for m in METRICS if m not in DEFAULT_METRICS
-                                   and all(c.number(m) is not None for c in cases))]
+    metrics = [*(m for m in DEFAULT_METRICS if any(c.number(m) is not None for c in cases)),
+               *(m for m in METRICS if m not in DEFAULT_METRICS and all(c.number(m) is not None for c in cases))]
+    if not metrics:
+        return None
     fig, axes = new_figure(6.0 * len(metrics), bar_height(len(cases)), ncols=len(metrics))
     keys = varying_keys(cases)
     labels = [describe(c, keys) for c in cases]

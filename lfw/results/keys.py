@@ -347,3 +347,24 @@ PEER_PSS_MIB, PEER_USS_MIB, PEER_PSS_ADDED_MIB, PEER_USS_ADDED_MIB = (
     metric(f"alone_{m}{a}_mib", f"tree {m.upper()}{a.replace('_', ' ')} alone", **MIB, better="lower")
     for a in ("", "_added") for m in ("pss", "uss"))
 MEMORY_ALONE_ERROR = metric("alone_error", "why the memory alone was not measured")  # the rotation's figures stand
+
+# --- the device layer (docs/device.md): host-to-device copies, the GPU decode, a GPU step fed by a pipeline --------
+MEASURED_ON = machine("measured_on", "where a GPU member ran")  # "cuda", or "cpu stand-in" without a CUDA device
+COPY_BYTES = setting("copy_bytes", "bytes of one copy", unit="B", fmt="{:,.0f}")
+COPY_PINNED = setting("copy_pinned", "copied from pinned memory")
+GB_S = {"unit": "GB/s", "digits": 3, "fmt": "{:,.1f}"}  # 10^9 bytes per second, on the device's clock
+H2D_GB_S = metric("h2d_gb_s", "host-to-device copy rate (CUDA events)", **GB_S, better="higher")
+H2D_PEAK_GB_S = metric("h2d_peak_gb_s", "measured copy peak: the best pinned 256 MiB copy of the run", **GB_S)
+H2D_SHARE_OF_PEAK = metric("h2d_share_of_peak", "copy rate over the measured peak", **SHARE)
+STEP_MS_TARGET = setting("step_ms_target", "GPU step asked for", unit="ms")
+MATMULS_PER_STEP = setting("matmuls_per_step", "bf16 products per step, calibrated")
+MATMUL_SIZE = setting("matmul_size", "side of the step's square matrices")
+MS_PER_MATMUL = metric("ms_per_matmul", "one product, calibrated (median of 10)", unit="ms", digits=4)
+STEP_OUTPUT_FINITE = metric("step_output_finite", "the step's products stayed finite")
+AU_MEASURED = metric("au_measured", "accelerator utilization, measured", **SHARE)
+AU_PREDICTED = metric("au_predicted", "accelerator utilization the simulator predicts from the same pass", **SHARE)
+BATCHES_PER_S = metric("batches_per_s", "batches/s of the fed step, measured", digits=3)
+BATCHES_PER_S_PREDICTED = metric("batches_per_s_predicted", "batches/s the model predicts", digits=3)
+PREDICTION_ERROR = metric("prediction_error", "measured over predicted batches/s, minus 1", digits=4)
+BOTTLENECK = metric("bottleneck", "what limits the fed step (lfw.diagnose)")
+RECOMMENDATION = metric("recommendation", "what to change first (lfw.diagnose)")

@@ -50,7 +50,7 @@ STRATEGY = Knob("strategy", "remote read strategy", str)
 LATENCY_MS = Knob("latency_ms", "injected first-byte latency (ms)", float)
 PEER = Knob("peer", "loader project", str)
 # --- a benchmark's own parametrized choices --------------------------------------------------------------------
-CASE = Knob("case", "leak check case", str)
+CASE = Knob("case", "the benchmark's own case (the leak check's, a host-to-device copy's)", str)
 LAYOUT = Knob("layout", "index layout", str)
 FREEZE = Knob("freeze", "gc.freeze before the fork", bool)
 ENTRIES = Knob("entries", "index entries", int)

@@ -16,12 +16,13 @@ from lfw.errors import LFWError
 from lfw.measure.ceiling import spread_indices
 from lfw.measure.loader_config import START_METHODS, LoaderConfig
 from lfw.measure.loader_pass import DEFAULT_MEMORY_INTERVAL_S, STEADY_MIN_BATCHES
+from lfw.measure.resources import usable_cores
 from lfw.peers.contract import PeerSpec
 from lfw.pipelines import Pipeline
 from lfw.remote.bench import CONCURRENCY, RemoteCase
 from lfw.results import knobs as KN
 from lfw.results.knobs import Knob
-from lfw.suite.profiles import PEERS, REMOTE, Profile
+from lfw.suite.profiles import DEVICE, PEERS, REMOTE, Profile, device_workers
 from lfw.suite.skips import Needs
 
 WORKER_COUNTS = (0, 1, 2, 4, 8, 12, 16)  # counts above twice the usable cores are narrowed
@@ -65,22 +66,25 @@ class LoaderCase:
     count_index: bool = False
     peer: PeerSpec | None = None
     layer: str | None = None  # the layer the case belongs to besides its own kind (the peers group's references)
+    on_device: bool = False  # its step runs on the accelerator (a GPU decode), or on the CPU stand-in where allowed
 
     def needs(self) -> Needs:
         """What the case needs to run (:func:`lfw.suite.skips.skip_reason` decides against a session)."""
         layer = REMOTE if self.remote is not None else self.layer
         return Needs(workers=self.config.num_workers, layer=layer, cores=self.peer.parallelism if self.peer else 0,
                      full_only=self.full_only, not_quick=self.not_quick, cuda=self.needs_cuda,
-                     start_method=self.config.start_method,
+                     start_method=self.config.start_method, device=self.on_device,
                      lfw_only=self.lfw_only, latency_ms=self.remote.latency_ms if self.remote is not None else None)
 
     @property
     def parallelism(self) -> int:
-        """The processes or threads the case's work runs in: a peer's knob; a pipeline's loading processes x its
-        decode threads; else its loading processes (the workers, or the main process). A limit counts no more cores
-        than this (:func:`lfw.suite.record.work_limit`)."""
+        """The processes or threads the case's work runs in: a peer's knob; a decode on the device, one; a pipeline's
+        loading processes x its decode threads; else its loading processes (the workers, or the main process). A
+        limit counts no more cores than this (:func:`lfw.suite.record.work_limit`)."""
         if self.peer is not None:
             return self.peer.parallelism
+        if self.on_device:  # one device decodes, whatever reads the bytes
+            return 1
         threads = self.pipeline.threads if self.pipeline is not None else 0
         return max(self.config.num_workers, 1) * max(threads, 1)
 
@@ -204,6 +208,25 @@ def _decoders() -> Group:
         for case_id, pipeline, workers, quick in cases), rounds_quick=5, warmup_rounds=1)
 
 
+DEVICE_PIPELINES = (("pil", Pipeline("pil")), ("tvio", Pipeline("tvio")), ("simplejpeg", Pipeline("simplejpeg")),
+                    ("simplejpeg-slots", Pipeline("simplejpeg", batching="slots")))
+GPU_DECODE = Pipeline("tvio", batching="device")
+
+
+def _device_decode(counts: tuple[int, ...]) -> Group:
+    """The device layer's decode rotation (docs/device.md): the CPU decode pipelines and slot batches at ``counts``
+    workers (:func:`~lfw.suite.profiles.device_workers`: half and all of the usable cores) beside the GPU decode
+    (workers read the bytes, the main process decodes each batch on the device) at those counts and 0. One epoch per
+    pass, uint8; workers not persistent, so one configuration's are alive at a time."""
+    cases = [(f"{name}-w{w}", pipeline, w) for name, pipeline in DEVICE_PIPELINES for w in counts]
+    cases += [(f"gpu-decode-w{w}", GPU_DECODE, w) for w in (0, *counts)]
+    return Group("device-decode", (KN.PIPELINE.key,), tuple(
+        LoaderCase("device-decode", case_id, {KN.PIPELINE.key: case_id}, LoaderConfig(batch_size=64, num_workers=w),
+                   "uint8", epoch_images=True, pipeline=pipeline, memory_interval_s=None, lfw_only=LFW_FILES,
+                   layer=DEVICE, on_device=pipeline.batching == "device")
+        for case_id, pipeline, w in cases), rounds_quick=3, warmup_rounds=1)
+
+
 REMOTE_LATENCIES_MS = (0, 5, 20, 50, 100)  # quick judges 0 and 100 (REMOTE_QUICK); 50 runs in full only
 REMOTE_WORKERS = (0, 2, 4)
 REMOTE_BATCH = 32
@@ -319,6 +342,7 @@ GROUPS: dict[str, Group] = {g.name: g for g in (
                    memory_interval_s=interval, mark_start=mark, lfw_only=LFW_FILES, not_quick=QUICK_BUDGET)
         for name, (interval, mark) in SAMPLING.items()), rounds_quick=3),
     _decoders(),
+    _device_decode(device_workers(usable_cores())),
     _remote(),
     _peers(),
 )}

@@ -1,11 +1,14 @@
 """Benchmark profiles: how much data and how many rounds each run spends (docs/methodology.md).
 
 ``smoke`` runs every case once on a tiny tree (``make test``); ``quick``, the default, the knobs the
-recommendation and the quick gate rest on, held to a time budget; ``full`` the nightly matrix on full-size LFW.
-A *layer* (``cost``, ``remote``, ``peers``) is a family of costly cases a profile runs always or when asked."""
+recommendation and the quick gate rest on, held to a time budget; ``full`` the nightly matrix on full-size LFW;
+``device`` what a GPU machine runs (docs/device.md): the device layer, ``pin_memory`` and the workers curve, at the
+worker counts of :func:`device_workers`. A *layer* (``cost``, ``remote``, ``peers``, ``device``) is a family of
+costly cases a profile runs always or when asked."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from lfw.data import SYNTHETIC_SIZES as TREE  # images per profile name
@@ -25,6 +28,8 @@ class Profile:
     layers: frozenset[str]  # layers this profile always runs (LAYERS); others join when asked for
     remote_limits: tuple[float, int] | None = None  # (most latency ms, most workers) of the remote cases run
     budgeted: bool = False  # held to a wall-time budget: cases marked not_quick wait for smoke and full
+    keyword: str | None = None  # the cases it runs (a pytest -k) when the run names none; None: every case
+    worker_counts: Callable[[int], tuple[int, ...]] | None = None  # the only counts it measures, from the usable cores
 
     def pass_images(self, transform: str = "none") -> int:
         """Images in one pass of ``transform``: ``images_per_pass`` scaled by the transform's cost."""
@@ -40,11 +45,30 @@ class Profile:
 PASS_SCALE = {"none": 1.0, "simple": 1.0, "heavy": 0.25, "uint8": 2.0}
 
 
-COST, REMOTE, PEERS = "cost", "remote", "peers"
-LAYERS = (COST, REMOTE, PEERS)
+COST, REMOTE, PEERS, DEVICE = "cost", "remote", "peers", "device"
+LAYERS = (COST, REMOTE, PEERS)  # the layers smoke and full run always; the device layer runs in the device profile
+
+
+def device_workers(cores: int) -> tuple[int, ...]:
+    """The device layer's worker counts: half and all of the usable cores (8 and 16 on 16 cores)."""
+    return tuple(sorted({max(1, cores // 2), max(1, cores)}))
+
+
+def device_worker_counts(cores: int) -> tuple[int, ...]:
+    """The device profile's worker counts: 0 and 2 (the workers curve's start, the pin_memory cases) and
+    :func:`device_workers`, so 0, 2, 8 and 16 on 16 cores and 0, 1 and 2 on 2."""
+    return tuple(sorted({0, 2, *device_workers(cores)}))
+
+
+# What the device campaign's steps run, as pytest -k expressions (tools/device_campaign.py): the device layer's
+# groups, pin_memory, and the workers curve of the two presets the quick profile crosses with every count.
+DEVICE_STEPS = {"pin": "test_pin_memory", "bandwidth": "test_device_copy", "feed": "test_device_feed",
+                "decode": "test_device_decode", "workers": "(test_workers_transform and (none or uint8))"}
 
 PROFILES = {
     "smoke": Profile("smoke", TREE["smoke"], 1, 64, 16, False, 20_000, 3, 4, frozenset(LAYERS), remote_limits=(20, 2)),
     "quick": Profile("quick", TREE["quick"], 5, 512, 96, False, 1_000_000, 5, 16, frozenset(), budgeted=True),
     "full": Profile("full", TREE["full"], 7, 2_048, 300, True, 2_000_000, 8, 16, frozenset(LAYERS)),
+    "device": Profile("device", TREE["full"], 3, 2_048, 300, False, 1_000_000, 5, 16, frozenset({DEVICE}),
+                      keyword=" or ".join(DEVICE_STEPS.values()), worker_counts=device_worker_counts),
 }

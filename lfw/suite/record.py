@@ -301,6 +301,8 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
     if case.step_ms is not None:
         record.add({KN.STEP_MS.key: case.step_ms})
         record.add(step_record(results))
+    elif case.on_device:  # the decode on the device and the wait for it, inside the pass
+        record.add(step_record(results))
     if case.id in rotation.shutdown_errors:  # workers that died on their way out, after their passes completed
         record.add({K.WORKER_SHUTDOWN_ERRORS: rotation.shutdown_errors[case.id]})
     return record.as_extra_info()

@@ -32,6 +32,7 @@ from lfw.measure.rotation import LoaderMember, Measured, Member, Rotation
 from lfw.measure.stages import IndexCountingCollate, StageClock, TimedCollate, stage_clock_of
 from lfw.peers.contract import PassImages, PeerSpec
 from lfw.pipelines import Pipeline
+from lfw.pipelines.device_decode import DeviceDecodeSweep, JpegByteBatches
 from lfw.remote.bench import EndpointCeiling, EpochOrder, RemoteMember
 from lfw.remote.dataset import S3LFW
 from lfw.remote.endpoint import LocalS3
@@ -45,13 +46,17 @@ CEILING = "ceiling-"
 MEMMAP_CEILING = "ceiling-memmap"
 ENDPOINT_CEILING = "ceiling-endpoint"
 CAPACITY = "capacity"
+DEVICE_DECODE_CEILING = "ceiling-decode-device"
 
 
 def own_decoder_member(pipeline: Pipeline) -> str:
-    """The member holding a pipeline's own decoder's single-core rate: ``ceiling-memmap`` for the memmap, else
+    """The member holding a pipeline's own decoder's single-core rate: ``ceiling-memmap`` for the memmap,
+    ``ceiling-decode-device`` for a decode on the device (the device's own rate), else
     ``ceiling-decode-<decoder>[-r<size>][-float]`` (loose files, one image at a time, no DataLoader)."""
     if pipeline.storage == "memmap":
         return MEMMAP_CEILING
+    if pipeline.batching == "device":
+        return DEVICE_DECODE_CEILING
     name = P.DECODE_CEILING + pipeline.decoder
     if pipeline.size:
         name += f"-r{pipeline.size}"
@@ -225,6 +230,9 @@ class GroupRunner:
             members[MEMMAP_CEILING] = CeilingSweep(memmap, ceiling_indices(len(memmap), self.profile, "uint8"))
             for pipeline in dict.fromkeys(c.pipeline for c in cases if c.pipeline is not None):
                 key = own_decoder_member(pipeline)
+                if key == DEVICE_DECODE_CEILING and key not in members:  # the device decoder alone, on one pass
+                    members[key] = DeviceDecodeSweep(JpegByteBatches(self.datasets.root,
+                                                                     images=self.profile.pass_images("uint8")))
                 if key not in members:  # each decoder's own single-core rate (own_decoder_share)
                     members[key] = _own_decoder_sweep(pipeline, self.datasets.root, self.profile)
         for spec in dict.fromkeys(c.peer for c in cases if c.peer is not None):

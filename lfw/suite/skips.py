@@ -12,13 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lfw.peers import versions as peer_versions
-from lfw.suite.profiles import COST, PEERS, PROFILES, REMOTE, Profile
+from lfw.suite.profiles import COST, DEVICE, PEERS, PROFILES, REMOTE, Profile
 
 LAYER_HINTS = {
     COST: "the cost layer (instruction counts under valgrind) runs with --bench-cost",
     REMOTE: "the remote layer (a local S3 endpoint) runs with --bench-remote or -k remote (make remote)",
     PEERS: "the peers layer (the loaders users switch to) runs with --bench-peers or -k peers (make peers)",
+    DEVICE: "the device layer (host-to-device copies, GPU decode, a fed GPU step) runs with -k device (make "
+            "device-campaign)",
 }
+STAND_IN = "cpu stand-in"  # where a GPU member ran without a CUDA device, when the run allows it (--bench-stand-in)
 
 
 def worker_cap(cores: int) -> int:
@@ -28,12 +31,15 @@ def worker_cap(cores: int) -> int:
 
 def layers_on(profile: Profile, *, cost: bool = False, remote: bool = False, peers: bool = False,
               keyword: str = "") -> frozenset[str]:
-    """The layers a session runs: the profile's own, those asked for by flag, and one a ``-k`` names."""
+    """The layers a session runs: the profile's own, those asked for by flag, and one a ``-k`` names (the device
+    layer only so, or in the device profile)."""
     asked = {COST} if cost else set()
     if remote or REMOTE in keyword:
         asked.add(REMOTE)
     if peers or PEERS in keyword:
         asked.add(PEERS)
+    if DEVICE in keyword:
+        asked.add(DEVICE)
     return profile.layers | asked
 
 
@@ -48,6 +54,8 @@ class Session:
     user_dataset: str | None = None  # MODULE:FACTORY when the suite runs on a user's dataset
     cache_mode: str = "warm"  # page cache before each pass: warm (read once, ahead) or cold (evicted)
     skip_bad_images: bool = False  # unreadable images found first and left out (--bench-skip-bad-images)
+    stand_in: bool = False  # without CUDA, GPU members run on the CPU stand-in, marked so (--bench-stand-in)
+    workers: tuple[int, ...] | None = None  # the only worker counts measured (0 always); None: every count
     start_methods: tuple[str, ...] = field(default_factory=lambda: tuple(multiprocessing.get_all_start_methods()))
 
     def machine_facts(self) -> dict[str, Any]:
@@ -55,6 +63,11 @@ class Session:
         layer on, the versions of the loaders it measured."""
         peers = {"peers": peer_versions()} if PEERS in self.layers else {}
         return {**peers, "bench_profile": self.profile.name, "cache_mode": self.cache_mode}
+
+    @property
+    def gpu_device(self) -> str | None:
+        """Where a GPU member runs: ``cuda``, ``cpu`` for the stand-in, or None where it cannot run."""
+        return "cuda" if self.cuda else "cpu" if self.stand_in else None
 
 
 @dataclass(frozen=True)
@@ -71,6 +84,7 @@ class Needs:
     lfw_only: str | None = None
     latency_ms: float | None = None  # a remote case's injected latency (the smoke profile runs the low ones)
     cores: int = 0  # usable cores a peer's knob needs (its threads or worker processes; not its helper threads)
+    device: bool = False  # a GPU member: runs on CUDA, or on the CPU stand-in where the session allows it
 
 
 def skip_reason(needs: Needs, session: Session) -> str | None:
@@ -86,6 +100,12 @@ def skip_reason(needs: Needs, session: Session) -> str | None:
                 f"(2 x {session.cores} usable cores)")
     if needs.cuda and not session.cuda:
         return "needs a CUDA device to copy to; this machine has none (torch.cuda.is_available() is False)"
+    if needs.device and session.gpu_device is None:
+        return ("needs a CUDA device; this machine has none (torch.cuda.is_available() is False; --bench-stand-in "
+                f"runs it on the {STAND_IN}, marked so)")
+    if session.workers is not None and needs.workers not in session.workers:
+        counts = ", ".join(map(str, session.workers))
+        return f"workers{needs.workers}: this run measures workers {counts} ({profile.name} profile or --bench-workers)"
     if needs.start_method is not None and needs.start_method not in session.start_methods:
         return f"start method {needs.start_method} is not available on this platform"
     if needs.lfw_only and session.user_dataset:
