@@ -157,7 +157,7 @@ def test_a_round_in_which_the_machine_gave_one_core_keeps_its_efficiency() -> No
 
 
 def test_parallel_capacity_measures_a_workload_no_code_under_test_runs() -> None:
-    result = ParallelCapacity(2).measure()
+    result = ParallelCapacity([0, 1]).measure()
     assert result.images == 2 and result.wall_s > 0 and result.extra["parallel_capacity"] > 0
     assert "physical_capacity" not in result.extra
 

@@ -2,9 +2,10 @@
 
 Prints the CPU facts every run records (:class:`lfw.measure.cpus.CpuFacts`: usable cores, quota, affinity,
 physical cores and threads per core, NUMA nodes, governor, and what could not be read) and measures the parallel
-capacity ``--rounds`` times (:class:`lfw.measure.ceiling.ParallelCapacity`, as each rotation does): its median,
-lowest and highest, and what one probe costs. ``--hold-gib`` first fills that much memory in this process, to show
-the probe does not depend on how large the process is. Exit codes: 0 done, 2 bad arguments.
+capacity ``--rounds`` times (:class:`lfw.measure.ceiling.ParallelCapacity`, as each rotation does, at the
+window ``--window-ms`` of its N threads): its median, lowest and highest, and what one probe costs.
+``--hold-gib`` first fills that much memory in this process, to show the probe does not depend on how large the
+process is. Exit codes: 0 done, 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from lfw.cli.args import OneLineParser
 from lfw.cli.table import table
 from lfw.errors import LFWError, cli_entry
-from lfw.measure.ceiling import PROBE, ParallelCapacity
+from lfw.measure.ceiling import PROBE, WORK_S, ParallelCapacity
 from lfw.measure.cpus import cpu_facts
 from lfw.results import keys as K
 
@@ -25,20 +26,22 @@ def parser() -> OneLineParser:
     p = OneLineParser(prog="python -m lfw.measure", description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=15, help="capacity probes to run (default 15)")
     p.add_argument("--hold-gib", type=float, default=0.0, help="fill this much memory in this process first")
+    p.add_argument("--window-ms", type=float, default=WORK_S * 1e3,
+                   help=f"the N threads' window (default {WORK_S * 1e3:g}, a rotation's shortest)")
     return p
 
 
 @cli_entry
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.rounds < 1 or args.hold_gib < 0:
-        raise LFWError("--rounds must be 1 or more and --hold-gib 0 or more")
+    if args.rounds < 1 or args.hold_gib < 0 or args.window_ms <= 0:
+        raise LFWError("--rounds must be 1 or more, --hold-gib 0 or more and --window-ms more than 0")
     held = bytearray(int(args.hold_gib * 2**30))
     held[::4096] = b"\x01" * len(range(0, len(held), 4096))  # every page touched: resident, not just reserved
     facts = cpu_facts()
     info = facts.machine_info()
     print(table(("fact", "value"), [(K.FACTS[k].label, str(v)) for k, v in info.items()]))
-    probe = ParallelCapacity(facts.usable_cores, facts.physical_cores, facts.quota)
+    probe = ParallelCapacity.of(facts, facts.usable_cores, args.window_ms / 1e3)
     readings: dict[str, list[float]] = {}
     seconds = []
     for _ in range(args.rounds):
@@ -48,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         for key, value in result.extra.items():
             readings.setdefault(key, []).append(value)
     print(f"\nparallel capacity ({PROBE}; {args.rounds} probes, {len(held) / 2**30:.1f} GiB held, "
-          f"{probe.work_s * 1e3:.0f} ms of work per thread):")
+          f"a window of {probe.window_s * 1e3:.0f} ms for N threads):")
     rows = [(K.FACTS[key].label, f"{statistics.median(v):.3f}", f"{min(v):.3f}", f"{max(v):.3f}")
             for key, v in readings.items()]
     print(table(("at", "median", "lowest", "highest"), rows, right=(1, 2, 3)))

@@ -3,13 +3,16 @@ them is paired by round.
 
 :class:`CeilingSweep`: how fast one core reads, decodes and transforms these files without a DataLoader (the
 single-core rate every limit multiplies: :func:`lfw.suite.record.work_limit`). :class:`ParallelCapacity`: how
-many cores the machine gives right now, ``capacity = N x t_1 / t_N`` of a fixed workload that no code under test
-runs, in threads started before the clock and released together, at ``N = usable_cores`` (and at the physical
-cores where a core runs two threads): docs/methodology.md, "The machine"."""
+many cores the machine gives right now: the work N threads do in a short window on a fixed workload that no code
+under test runs, each pinned to its own CPU, started before the clock and released together, over one thread's, at
+``N = usable_cores`` (and at the physical cores where a core runs two threads): docs/methodology.md, "The
+machine"."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -17,16 +20,20 @@ from functools import cache
 
 import torch
 
-from lfw.measure.cpus import Quota
+from lfw.measure.cpus import CpuFacts, Quota
 from lfw.measure.loader_pass import PassResult
 from lfw.results import keys as K
 
-# The capacity's fixed workload: PBKDF2-HMAC-SHA256 of a constant, one call that holds no lock of the interpreter
-# (hashlib releases the GIL around it) and touches no memory, in threads of this process started and waiting before
-# the clock, so the probe times neither a fork nor a page copied on write, however large the process.
-PROBE = "threads released together, PBKDF2-SHA256"  # machine_info's capacity_probe: what this module measures
-WORK_S = 0.010  # a thread's work, about: a hundred times a wake-up's latency, ~1% of a typical rotation round
-QUOTA_PERIODS = 3  # under a CPU quota below N cores: the N threads' work spans about this many quota periods
+# The capacity's fixed workload: PBKDF2-HMAC-SHA256 of a constant, calls that hold no lock of the interpreter
+# (hashlib releases the GIL around them) and touch no memory, in threads of this process each pinned to its own CPU,
+# started and waiting before the clock: the probe times neither a fork, nor a page copied on write, nor a thread
+# waiting to be moved to an idle CPU, however large the process.
+PROBE = "pinned threads released together, PBKDF2-SHA256 in a window"  # machine_info's capacity_probe
+WORK_S = 0.010  # the shortest window the N threads work in: a hundred times a wake-up's latency
+MAX_WINDOW_S = 0.100  # the longest: beyond it the probe's reading moves no more than the machine does
+COST_SHARE = 0.015  # of the time since the probe's previous call (a round of its rotation) that it spends
+CALLS = 10  # calls per window for one thread alone: a call straddling the window's end, or starved, is short
+QUOTA_PERIODS = 2  # under a CPU quota below N cores: the N threads' window spans this many of its periods
 
 
 class CeilingSweep:
@@ -61,10 +68,10 @@ def spread_indices(images: int, count: int) -> list[int]:
 
 
 @cache
-def work_iterations(seconds: float = WORK_S) -> int:
+def work_iterations(seconds: float) -> int:
     """PBKDF2 iterations that take about ``seconds`` on one core here: found once per process (a fixed workload
     within a run, so every round's capacity is a ratio of the same work)."""
-    iterations = 1024
+    iterations = 256
     while True:
         t0 = time.perf_counter()
         _work(iterations)
@@ -78,57 +85,98 @@ def _work(iterations: int) -> None:
     hashlib.pbkdf2_hmac("sha256", b"lfw-bench", b"parallel-capacity", iterations)
 
 
-def timed_together(threads: int, iterations: int) -> float:
-    """Seconds from the first of ``threads`` threads starting its work to the last one ending it: the threads are
-    started and wait at a barrier before any clock runs, then each does ``iterations`` of the workload."""
-    starts, ends = [0.0] * threads, [0.0] * threads
-    barrier = threading.Barrier(threads)
+def _pin(cpu: int | None) -> None:
+    """Pin the calling thread to ``cpu`` (Linux: affinity is per thread); elsewhere, or refused, run unpinned."""
+    if cpu is not None:
+        with contextlib.suppress(AttributeError, OSError):
+            os.sched_setaffinity(0, {cpu})
+
+
+def rates_together(cpus: Sequence[int | None], iterations: int, window_s: float) -> list[float]:
+    """Each thread's rate in a window of ``window_s`` seconds, in calls of ``iterations`` per second: one thread per
+    entry of ``cpus`` (pinned to it), all started and waiting at a barrier before any clock runs; the window opens
+    when the barrier releases them, and each thread calls the workload until it closes (the call that straddles the
+    end counts for the part of it inside the window, at that call's own speed)."""
+    calls: list[list[tuple[float, float]]] = [[] for _ in cpus]
+    opened = [0.0]
+    barrier = threading.Barrier(len(cpus), action=lambda: opened.__setitem__(0, time.perf_counter()))
 
     def run(i: int) -> None:
+        _pin(cpus[i])
         barrier.wait()
-        starts[i] = time.perf_counter()
-        _work(iterations)
-        ends[i] = time.perf_counter()
+        mine, closes = calls[i], opened[0] + window_s
+        while (start := time.perf_counter()) < closes:
+            _work(iterations)
+            mine.append((start, time.perf_counter()))
 
-    workers = [threading.Thread(target=run, args=(i,), name=f"lfw-capacity-{i}") for i in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    return max(ends) - min(starts)
+    threads = [threading.Thread(target=run, args=(i,), name=f"lfw-capacity-{i}") for i in range(len(cpus))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    begin, end = opened[0], opened[0] + window_s
+    return [sum(max(0.0, min(b, end) - max(a, begin)) / (b - a) for a, b in mine if b > a) / window_s
+            for mine in calls]
 
 
-def capacity(threads: int, one: float, many: float) -> float:
-    """Cores given: ``threads x t_1 / t_N`` (``threads`` where the N-thread time is not positive)."""
-    return threads * one / many if many > 0 else float(threads)
+def capacity(one: float, many: Sequence[float]) -> float:
+    """Cores given: the N threads' rates together over one thread's alone (N where one thread did nothing)."""
+    return sum(many) / one if one > 0 else float(len(many))
 
 
 class ParallelCapacity:
-    """A rotation member: each ``measure()`` gives the round's parallel capacity in ``extra`` (``threads x t_1 /
-    t_N`` of the fixed workload at N = the usable cores, no more than a CPU ``quota``) and, where ``physical`` is
-    fewer (a core runs two threads), the same at N = ``physical``. Under a quota below N cores each thread works
-    for :data:`QUOTA_PERIODS` of the quota's periods' worth, so the N threads span several of them (a group is
-    throttled a period at a time). Its ``wall_s`` is the whole probe's."""
+    """A rotation member: each ``measure()`` gives the round's parallel capacity in ``extra``: the rates of threads
+    on ``cpus`` (one per usable core, each pinned) together over one thread's alone (on the first of them, once
+    before and once after, averaged, which cancels a drift), in windows (:func:`rates_together`), no more than a
+    CPU ``quota``; and, on ``physical`` (one CPU per physical core) where those are fewer (a core runs two threads),
+    the same at N = the physical cores.
 
-    def __init__(self, threads: int, physical: int | None = None, quota: Quota | None = None) -> None:
-        self.threads = max(1, threads)
-        self.physical = physical if physical is not None and 1 <= physical < self.threads else None
+    The probe spends about :data:`COST_SHARE` of the time since its previous call (a round of its rotation): the
+    N threads' window is that share over the probe's windows, between :data:`WORK_S` and :data:`MAX_WINDOW_S` (or
+    ``window_s``, fixed); under a quota below N cores it spans :data:`QUOTA_PERIODS` of the quota's periods (a
+    group is throttled a period at a time; one thread alone is not). Its ``wall_s`` is the whole probe's."""
+
+    def __init__(self, cpus: Sequence[int | None], physical: Sequence[int | None] | None = None,
+                 quota: Quota | None = None, window_s: float | None = None) -> None:
+        self.cpus = list(cpus) or [None]
+        self.physical = list(physical) if physical and len(physical) < len(self.cpus) else None
         self.quota = quota
-        self.work_s = WORK_S
-        if quota is not None and quota.cores < self.threads:
-            self.work_s = max(WORK_S, QUOTA_PERIODS * quota.period_s * quota.cores / self.threads)
+        self.fixed = window_s
+        self.floor = WORK_S
+        if quota is not None and quota.cores < len(self.cpus):
+            self.floor = max(WORK_S, QUOTA_PERIODS * quota.period_s)
+        self.window_s = max(self.floor, window_s or 0.0)  # the N threads' window of the latest call
+        self._last_end: float | None = None
+
+    @classmethod
+    def of(cls, facts: CpuFacts, threads: int, window_s: float | None = None) -> ParallelCapacity:
+        """The probe of ``threads`` threads on this machine's CPUs (:meth:`CpuFacts.spread`), and at its physical
+        cores where a core runs two threads."""
+        physical = facts.spread(facts.physical_cores) if facts.smt and facts.physical_cores else None
+        return cls(facts.spread(threads), physical, facts.quota, window_s)
+
+    def _window(self, now: float) -> float:
+        if self.fixed is not None or self._last_end is None:
+            return max(self.floor, self.fixed or 0.0)
+        windows = 2 + (self.physical is not None)  # the N threads', the physical cores', the two singles' halves
+        return max(self.floor, min(MAX_WINDOW_S, COST_SHARE * (now - self._last_end) / windows))
 
     def measure(self) -> PassResult:
-        iterations = work_iterations(self.work_s)
         t0 = time.perf_counter()
-        one = timed_together(1, iterations)
-        extra = {K.PARALLEL_CAPACITY: self._given(self.threads, one, timed_together(self.threads, iterations))}
-        if self.physical is not None:
-            extra[K.PHYSICAL_CAPACITY] = self._given(self.physical, one, timed_together(self.physical, iterations))
-        return PassResult(images=self.threads, batches=0, wall_s=time.perf_counter() - t0, ttfb_s=0.0, extra=extra)
+        window = self.window_s = self._window(t0)
+        iterations, alone = work_iterations(WORK_S / CALLS), window / 2
+        first = rates_together(self.cpus[:1], iterations, alone)[0]
+        many = rates_together(self.cpus, iterations, window)
+        physical = rates_together(self.physical, iterations, window) if self.physical is not None else None
+        one = (first + rates_together(self.cpus[:1], iterations, alone)[0]) / 2  # before and after: a drift cancels
+        extra = {K.PARALLEL_CAPACITY: self._given(one, many)}
+        if physical is not None:
+            extra[K.PHYSICAL_CAPACITY] = self._given(one, physical)
+        self._last_end = time.perf_counter()
+        return PassResult(images=len(self.cpus), batches=0, wall_s=self._last_end - t0, ttfb_s=0.0, extra=extra)
 
-    def _given(self, threads: int, one: float, many: float) -> float:
-        measured = capacity(threads, one, many)
+    def _given(self, one: float, many: Sequence[float]) -> float:
+        measured = capacity(one, many)
         return min(measured, self.quota.cores) if self.quota is not None else measured
 
     def close(self) -> None:

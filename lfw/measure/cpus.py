@@ -155,20 +155,20 @@ def read_quota(root: Path = Path("/")) -> tuple[Quota | None, str | None]:
     return tightest, None
 
 
-def read_topology(root: Path, cpus: frozenset[int]) -> tuple[int | None, int | None]:
-    """Physical cores and the most threads of one core among ``cpus`` (sysfs siblings lists, each limited to
-    ``cpus``); (None, None) where no CPU's topology can be read."""
+def read_cores(root: Path, cpus: frozenset[int]) -> tuple[frozenset[int], ...] | None:
+    """The physical cores among ``cpus``, each as the set of its threads in ``cpus`` (sysfs siblings lists), in the
+    order of their lowest CPU; None where no CPU's topology can be read."""
     cores: set[frozenset[int]] = set()
     for cpu in cpus:
         base = _under(root, f"/sys/devices/system/cpu/cpu{cpu}/topology")
         text = _read(base / "core_cpus_list") or _read(base / "thread_siblings_list")
         if text is None:
-            return None, None
+            return None
         try:
             cores.add(parse_cpu_list(text) & cpus or frozenset({cpu}))
         except ValueError:
-            return None, None
-    return len(cores), max(len(c) for c in cores)
+            return None
+    return tuple(sorted(cores, key=min))
 
 
 def read_numa_nodes(root: Path, cpus: frozenset[int]) -> int | None:
@@ -194,8 +194,7 @@ class CpuFacts:
     logical_cpus: int
     affinity: frozenset[int]
     quota: Quota | None
-    physical_cores: int | None
-    threads_per_core: int | None
+    cores: tuple[frozenset[int], ...] | None  # the physical cores of the affinity set, each its threads (read_cores)
     numa_nodes: int | None
     governor: str | None
     fallbacks: tuple[str, ...] = ()
@@ -216,11 +215,27 @@ class CpuFacts:
         quota, missing = read_quota(root)
         if missing:
             fallbacks.append(missing)
-        physical, threads = read_topology(root, affinity)
-        if physical is None:
+        cores = read_cores(root, affinity)
+        if cores is None:
             fallbacks.append("CPU topology not read (no sysfs topology): physical cores and threads per core unknown")
-        return cls(logical, affinity, quota, physical, threads, read_numa_nodes(root, affinity),
-                   read_governor(root, affinity), tuple(fallbacks))
+        return cls(logical, affinity, quota, cores, read_numa_nodes(root, affinity), read_governor(root, affinity),
+                   tuple(fallbacks))
+
+    @property
+    def physical_cores(self) -> int | None:
+        return len(self.cores) if self.cores is not None else None
+
+    @property
+    def threads_per_core(self) -> int | None:
+        """The most threads of one core within the affinity set."""
+        return max(len(c) for c in self.cores) if self.cores else None
+
+    def spread(self, count: int) -> list[int]:
+        """``count`` CPUs of the affinity set, one per core before any core's second thread (cycling where
+        ``count`` is larger): where the probe's threads run (:class:`lfw.measure.ceiling.ParallelCapacity`)."""
+        cores = self.cores or tuple(frozenset({cpu}) for cpu in sorted(self.affinity))
+        order = [sorted(core)[i] for i in range(max(len(c) for c in cores)) for core in cores if i < len(core)]
+        return [order[i % len(order)] for i in range(count)]
 
     @property
     def usable_cores(self) -> int:

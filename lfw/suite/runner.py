@@ -240,7 +240,7 @@ class GroupRunner:
             if alone is not None and alone not in members:  # a peer's decoder alone (its own_decoder_share)
                 members[alone] = _peer_decoder_sweep(spec, self.datasets.root, self.profile)
         if any(c.parallelism > 1 and c.remote is None for c in cases):  # cores the machine gives
-            members[CAPACITY] = ParallelCapacity(self.cores, cpu_facts().physical_cores, cpu_facts().quota)
+            members[CAPACITY] = ParallelCapacity.of(cpu_facts(), self.cores)
         if any(c.remote is not None for c in cases):  # remote: the endpoint's own zero-latency ceiling
             s3 = self._endpoint()
             members[ENDPOINT_CEILING] = EndpointCeiling(
