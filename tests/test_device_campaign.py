@@ -22,6 +22,7 @@ import pytest
 import torch
 
 from lfw.errors import LFWError
+from lfw.results import load_run
 from lfw.suite.matrix import GROUPS as MATRIX
 from lfw.suite.profiles import DEVICE_STEPS
 from tests.processes import gone_or_zombie
@@ -116,6 +117,9 @@ def test_step_statuses_come_from_the_saved_run_and_its_junit_times(tmp_path: Pat
     rows = C.step_results(FIXTURE_RUN, ["bandwidth", "pin"], ran, times)
     assert rows["pin"]["status"] == "done" and rows["pin"]["cases"]["test_pin_memory[nopin]"]["images_per_s"] > 0
     assert rows["bandwidth"]["status"] == "skipped" and rows["pin"]["measured_on"] == "cpu"
+    assert rows["pin"]["cases"]["test_pin_memory[nopin]"]["limited_by"].startswith(("the machine", "the decoder",
+                                                                                   "idle cores", "the main"))
+    assert rows["bandwidth"]["cpus"].startswith(f"{load_run(FIXTURE_RUN).machine['usable_cores']} usable")
     stopped = {"status": "incomplete", "exit_code": -15, "reason": "stopped at its budget of 3 s"}
     assert C.step_results(tmp_path / "none.json", ["pin"], stopped, {})["pin"]["status"] == "incomplete"
 
@@ -123,11 +127,15 @@ def test_step_statuses_come_from_the_saved_run_and_its_junit_times(tmp_path: Pat
 def test_headlines_say_each_figure_beside_its_limit_and_mark_the_stand_in() -> None:
     step = {"measured_on": C.STAND_IN, "cases": {
         "copy": {"h2d_gb_s": 50.0, "h2d_share_of_peak": 0.9}, "fed": {"au_measured": 0.97, "au_predicted": 0.98},
-        "decode": {"images_per_s": 1000.0, "own_decoder_share": 0.5, "cpu_ms_per_image": 1.0}}}
+        "decode": {"images_per_s": 1000.0, "own_decoder_share": 0.5, "cpu_ms_per_image": 1.0,
+                   "limited_by": "the machine: 1.95 of the 1.97 cores the machine gave busy"}},
+        "cpus": "2 usable cores of 2 logical CPUs"}
     lines = C.headlines("decode", step)
-    assert lines == [f"   [{C.STAND_IN}] copy: 50.0 GB/s (90% of the measured peak)",
+    assert lines == ["   CPUs: 2 usable cores of 2 logical CPUs",
+                     f"   [{C.STAND_IN}] copy: 50.0 GB/s (90% of the measured peak)",
                      f"   [{C.STAND_IN}] fed: AU measured 97.0%, simulated 98.0% (ceiling 100%)",
-                     f"   [{C.STAND_IN}] decode: 1,000 img/s, 50% of its own decoder's limit, 1.000 CPU ms/img"]
+                     f"   [{C.STAND_IN}] decode: 1,000 img/s, 50% of its own decoder's limit, 1.000 CPU ms/img; "
+                     "limited by the machine: 1.95 of the 1.97 cores the machine gave busy"]
     assert not any(C.STAND_IN in line for line in C.headlines("decode", {**step, "measured_on": "cuda"}))
 
 

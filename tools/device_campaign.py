@@ -306,6 +306,7 @@ def step_results(run_path: Path, steps: list[str], ran: dict[str, Any], times: d
     failed, ``incomplete`` when the run was stopped before all its cases ran, ``skipped`` when none ran (why),
     else ``done``; its seconds, where its figures were measured and its cases' headline figures."""
     from lfw.results import load_run
+    from lfw.results.limits import machine_line, what_limits
 
     if not run_path.exists():
         return {s: {**ran, "status": "failed" if ran["status"] != "incomplete" else "incomplete",
@@ -330,8 +331,11 @@ def step_results(run_path: Path, steps: list[str], ran: dict[str, Any], times: d
             row["status"] = "done"
         places = {c.extra.get("measured_on") for c in cases} - {None}
         row["measured_on"] = STAND_IN if STAND_IN in places else "cuda" if "cuda" in places else "cpu"
-        row["cases"] = {c.name: {k: c.extra[k] for k in HEADLINE_KEYS if k in c.extra} for c in cases}
+        row["cases"] = {c.name: {**{k: c.extra[k] for k in HEADLINE_KEYS if k in c.extra},
+                                 "limited_by": what_limits(c).text} for c in cases}
         out[step] = row
+    if (cpus := machine_line(run)) is not None:
+        out[steps[0]]["cpus"] = cpus  # the machine, once: usable cores, threads per core, capacity measured
     return out
 
 
@@ -341,7 +345,8 @@ HEADLINE_KEYS = ("images_per_s", "own_decoder_share", "cpu_ms_per_image", "main_
 
 
 def headlines(name: str, step: dict[str, Any]) -> list[str]:
-    """A line per case of a finished step, each figure beside its limit; the stand-in's say so."""
+    """A line per case of a finished step, each figure beside its limit and what limits it (the machine's CPUs
+    first, on the first step); the stand-in's say so."""
     mark = f"[{STAND_IN}] " if step.get("measured_on") == STAND_IN else ""
     lines = []
     for case, f in step.get("cases", {}).items():
@@ -352,9 +357,10 @@ def headlines(name: str, step: dict[str, Any]) -> list[str]:
         else:
             limit = (f"{f['own_decoder_share']:.0%} of its own decoder's limit" if "own_decoder_share" in f else
                      f"efficiency {f['efficiency']:.2f}" if "efficiency" in f else "no limit measured")
-            text = f"{f.get('images_per_s', 0):,.0f} img/s, {limit}, {f.get('cpu_ms_per_image', 0):.3f} CPU ms/img"
+            text = (f"{f.get('images_per_s', 0):,.0f} img/s, {limit}, {f.get('cpu_ms_per_image', 0):.3f} CPU ms/img; "
+                    f"limited by {f.get('limited_by', 'not measured')}")
         lines.append(f"   {mark}{case}: {text}")
-    return lines
+    return [f"   CPUs: {step['cpus']}"] * ("cpus" in step) + lines
 
 
 def baseline_target(runner: str, plan: dict[str, Any], work: Path, force: bool) -> Path:
