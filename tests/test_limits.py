@@ -114,3 +114,10 @@ def test_the_accelerators_headline_says_what_its_own_decoders_limit_would_feed()
     row = FeedRow("simplejpeg-w2", Feed(3000.0, 2), (2,), (2,), (2,), True, limit=8000.0)
     text = headline(FeedsTable((50.0,), 0.9, (row,)))
     assert text.endswith("at its own decoder's limit (8,000 images/s on this machine) the rate alone would feed 6")
+
+
+def test_a_run_of_the_earlier_probe_counts_its_usable_cores_as_given() -> None:
+    busy_twelve = case(workers=16, usable_cores=16, cpu_utilization=0.785, parallel_capacity=5.65)
+    assert what_limits(busy_twelve).kind == "machine"  # 12.56 busy of 5.65 "given": the earlier probe read low
+    older = what_limits(busy_twelve, trusted=False)
+    assert older.kind == "idle cores" and older.text.startswith("idle cores: 12.56 of the 16 usable cores busy")

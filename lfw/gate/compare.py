@@ -277,13 +277,13 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
             continue
         for metric in metrics:
             b, c = metric.rounds_of(b_case), metric.rounds_of(c_case)
+            if group_excludes(c_case.group, metric) and (b or c or c_case.rounds(metric.source)):
+                skipped_by_group.setdefault((c_case.group, metric), []).append(name)
+                continue
             if not b and not c:
                 continue  # not measured by this case
             if metric in HOST_SHARED and (fresh_interpreters(c_case) or fresh_interpreters(b_case)):
                 interpreters.append(name)
-                continue
-            if group_excludes(c_case.group, metric):
-                skipped_by_group.setdefault((c_case.group, metric), []).append(name)
                 continue
             if too_few_rounds(metric, min(len(b), len(c))):
                 few_rounds.append(name)
@@ -301,7 +301,7 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
         report.notes.append(f"not judged, the {len(ref_cases)} cases of group {ref_group}: "
                             f"{reference_group(ref_group)}")
     for (group, metric), skipped in skipped_by_group.items():
-        report.notes.append(f"{metric.key} not judged for the {len(skipped)} cases of group {group}: "
+        report.notes.append(f"{metric.source or metric.key} not judged for the {len(skipped)} cases of group {group}: "
                             f"{group_excludes(group, metric)}")
     if interpreters:
         names = ", ".join(short_name(n) for n in dict.fromkeys(interpreters))

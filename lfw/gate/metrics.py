@@ -44,6 +44,7 @@ class Metric:
     # A figure the gate derives from each round of a case (never saved): its per-round values, [] where the case
     # lacks what it needs.
     computed: Callable[[Case], list[float]] | None = None
+    source: str = ""  # the saved key a computed figure derives from: what its notes name and exemptions match
 
     @property
     def label(self) -> str:
@@ -93,7 +94,21 @@ PIL_SHARE = Metric(K.PIL_CEILING_SHARE, "relative", "throughput")
 # Remote cases: what crossed the proxy per image, deterministic, so under the cost threshold.
 REQUESTS = Metric(K.REQUESTS_PER_IMAGE, "relative", "cost", layer="requests")
 BOUND_SHARE = Metric(K.REMOTE_BOUND_SHARE, "relative", "throughput")
-TTFB = Metric(K.TTFB_S, "relative", "ttfb")
+TTFB = Metric(K.TTFB_S, "relative", "ttfb")  # A/B: the two sides' passes alternate on one machine
+
+
+def ttfb_in_core_images(case: Case) -> list[float]:
+    """Each round's time to first batch x the single-core rate of the same work in that round (the preset's ceiling,
+    or a pipeline's own decoder): the images one core loads meanwhile. A machine at half the speed takes twice as
+    long and loads half as fast, so the product stays; a slower start-up raises it anywhere. ``[]`` for a case
+    without both."""
+    ttfb = case.rounds(K.TTFB_S)
+    per_core = case.rounds(K.PER_CORE_IMAGES_PER_S) or case.rounds(K.OWN_DECODER_PER_CORE)
+    return [t * rate for t, rate in zip(ttfb, per_core, strict=True)] if ttfb and len(per_core) == len(ttfb) else []
+
+
+# Two files: time to first batch in the machine's units (ttfb_in_core_images), the relative ttfb threshold.
+TTFB_UNITS = Metric(K.TTFB_CORE_IMAGES, "relative", "ttfb", computed=ttfb_in_core_images, source=K.TTFB_S)
 # Memory: what a pass adds to the process tree, apart from its host process; what each holds and whether it ports
 # across CPU models: docs/gating.md, "2. Memory".
 PSS_GROWTH = Metric(K.PSS_GROWTH_MIB, "absolute", "memory")
@@ -164,7 +179,7 @@ def fresh_interpreters(case: Case) -> bool:
 
 # Two files from the same runner class: every layer; from different machines, all but time to first batch.
 # The counted metrics are judged in either set only where the counted stack matches (lfw.gate.compare).
-SAME_MACHINE = (*COUNTED, REQUESTS, EFFICIENCY, PIL_SHARE, BOUND_SHARE, TTFB, *MEMORY, DATA_WAIT)
+SAME_MACHINE = (*COUNTED, REQUESTS, EFFICIENCY, PIL_SHARE, BOUND_SHARE, TTFB_UNITS, *MEMORY, DATA_WAIT)
 PORTABLE = (*COUNTED, REQUESTS, EFFICIENCY, PIL_SHARE, BOUND_SHARE, *MEMORY, DATA_WAIT)
 # Pass-interleaved A/B: the wall-clock figures the two-file gate cannot judge finely.
 AB = (IMAGES_PER_S, TTFB)
@@ -189,5 +204,6 @@ def reference_group(group: str | None) -> str | None:
 
 
 def group_excludes(group: str | None, metric: Metric) -> str | None:
-    """Why the gate never judges ``metric`` for cases of ``group`` (:data:`GROUP_EXCLUDED`); None when it does."""
-    return GROUP_EXCLUDED.get((group, metric.key))
+    """Why the gate never judges ``metric`` (or the saved key it derives from) for cases of ``group``
+    (:data:`GROUP_EXCLUDED`); None when it does."""
+    return GROUP_EXCLUDED.get((group, metric.source or metric.key))

@@ -15,7 +15,7 @@ from lfw.report.remote import RemoteVerdict, remote_verdict
 from lfw.results import Case, Run
 from lfw.results import keys as K
 from lfw.results import knobs as KN
-from lfw.results.limits import Limiter, left_out_limit, machine_line, what_limits
+from lfw.results.limits import Limiter, capacity_trusted, left_out_limit, machine_line, what_limits
 from lfw.results.ratios import ratio_cv
 from lfw.results.recommend import GROUP as WORKERS_GROUP
 from lfw.results.recommend import Recommendation, recommendations, scaling_cases
@@ -150,8 +150,10 @@ def skipped_images_text(run: Run) -> str | None:
 def worker_limits(run: Run) -> dict[str, list[tuple[int, Case | None, Limiter]]]:
     """What limits each worker count of the workers group, per transform (:func:`lfw.results.limits.what_limits`),
     a count the machine could not run included as a resource (its case None)."""
+    trusted = capacity_trusted(run)
     found: dict[str, list[tuple[int, Case | None, Limiter]]] = {
-        t: [(c.knob(KN.NUM_WORKERS, 0), c, what_limits(c)) for c in cases] for t, cases in scaling_cases(run).items()}
+        t: [(c.knob(KN.NUM_WORKERS, 0), c, what_limits(c, trusted=trusted)) for c in cases]
+        for t, cases in scaling_cases(run).items()}
     prefix = f"{WORKERS_GROUP}/"
     if not any(k.startswith(prefix) and o.limit for k, o in (run.selection.outcomes.items() if run.selection else ())):
         return found

@@ -14,7 +14,7 @@ from lfw.cli.sections import Table
 from lfw.results import Case, Run
 from lfw.results import keys as K
 from lfw.results import knobs as KN
-from lfw.results.limits import what_limits
+from lfw.results.limits import capacity_trusted, what_limits
 from lfw.results.ratios import Ratio, ratio
 from lfw.stats.variation import KNEE_TOLERANCE
 
@@ -76,7 +76,7 @@ def peer_rows(run: Run) -> PeerRows:
             continue
         case = fastest(cases)
         r = ratio(case, best)
-        rows.append(PeerRow(peer, case, r, standing(r), what_limits(case).text))
+        rows.append(PeerRow(peer, case, r, standing(r), what_limits(case, trusted=capacity_trusted(run)).text))
     return best, sorted(rows, key=lambda row: -(row.case.number(K.IMAGES_PER_S) or 0.0))
 
 

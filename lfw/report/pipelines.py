@@ -14,7 +14,7 @@ from lfw.results import Case, Run
 from lfw.results import keys as K
 from lfw.results import knobs as KN
 from lfw.results.knobs import NUM_WORKERS
-from lfw.results.limits import loaders, what_limits
+from lfw.results.limits import capacity_trusted, loaders, what_limits
 from lfw.results.ratios import share_text
 
 GROUP = "decoders"
@@ -37,6 +37,7 @@ class PipelineVerdict:
     best: Case
     cores: int
     reference: Case | None  # the same decoder and storage in the main process, one thread (older runs)
+    trusted: bool = True  # its run's capacity measured by the present probe (lfw.results.limits.capacity_trusted)
 
     @property
     def utilization(self) -> float | None:
@@ -68,7 +69,7 @@ class PipelineVerdict:
 
     def limit(self) -> str:
         """What stops the pipeline (:func:`lfw.results.limits.what_limits`, against the same decoder alone)."""
-        return what_limits(self.best, self.decoder_cpu_ms).text
+        return what_limits(self.best, self.decoder_cpu_ms, self.trusted).text
 
     def memory_bandwidth(self) -> str:
         share = self.best.number(K.MEMMAP_CEILING_SHARE)
@@ -134,4 +135,4 @@ def pipeline_verdict(run: Run) -> PipelineVerdict | None:
         return None
     best = max(cases, key=lambda c: c.number(K.IMAGES_PER_S) or 0.0)
     cores = int(best.number(K.USABLE_CORES) or 1)
-    return PipelineVerdict(best, cores, reference_for(best, cases))
+    return PipelineVerdict(best, cores, reference_for(best, cases), capacity_trusted(run))

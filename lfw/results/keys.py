@@ -87,6 +87,10 @@ IMAGES_PER_S = metric("images_per_s", "images/s", **RATE, better="higher")
 IMAGES_PER_S_CV = metric("images_per_s_cv", "CV of images/s", digits=4, better="lower", fmt="{:.1%}")
 WALL_S = metric("wall_s", "wall time of a pass", unit="s", better="lower")
 TTFB_S = metric("ttfb_s", "time to first batch", unit="s", better="lower", fmt="{:,.1f}", scale=1e3, shown="ms")
+# Derived by the gate from each round (lfw.gate.metrics.ttfb_in_core_images), never saved: the first batch in the
+# machine's units.
+TTFB_CORE_IMAGES = metric("ttfb_core_images", "time to first batch x the single-core rate", unit="images",
+                          better="lower", fmt="{:,.0f}")
 STEADY_IMAGES_PER_S = metric("steady_images_per_s", "steady images/s", **RATE, better="higher")  # or STEADY_ABSENT
 STEADY_BATCHES = metric("steady_batches", "fewest batches after the start-up wave a round's steady rate rests on")
 STEADY_ABSENT = metric("steady_absent", "why no steady rate")  # too few batches after the start-up wave

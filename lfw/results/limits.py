@@ -49,22 +49,32 @@ def loaders(case: Case) -> int:
     return max(case.knob(NUM_WORKERS) or 0, 1) * max(threads, 1)
 
 
-def cores_given(case: Case) -> float | None:
-    """The cores the machine gave the case's rounds: their parallel capacity (median), else the usable cores."""
-    capacity = case.number(K.PARALLEL_CAPACITY)
+def capacity_trusted(run: Run) -> bool:
+    """Whether ``run``'s parallel capacity was measured by the present probe (``capacity_probe`` recorded): the
+    earlier one timed its own forks and read low, so cores given are then taken as the usable cores."""
+    return K.CAPACITY_PROBE in run.machine
+
+
+def cores_given(case: Case, trusted: bool = True) -> float | None:
+    """The cores the machine gave the case's rounds: their parallel capacity (median) where ``trusted``, else the
+    usable cores."""
+    capacity = case.number(K.PARALLEL_CAPACITY) if trusted else None
     return capacity if capacity is not None else case.number(K.USABLE_CORES)
 
 
-def what_limits(case: Case, decoder_ms: float | None = None) -> Limiter:
-    """What limits ``case``, from its CPU accounting, its capacity and the CPU per image of the same work alone in
-    one process (``decoder_ms``; else its own decoder's single-core rate, or its preset's single-core ceiling)."""
-    utilization, usable, given = case.number(K.CPU_UTILIZATION), case.number(K.USABLE_CORES), cores_given(case)
+def what_limits(case: Case, decoder_ms: float | None = None, trusted: bool = True) -> Limiter:
+    """What limits ``case``, from its CPU accounting, its capacity (``trusted``: :func:`capacity_trusted` of its
+    run) and the CPU per image of the same work alone in one process (``decoder_ms``; else its own decoder's
+    single-core rate, or its preset's single-core ceiling)."""
+    utilization, usable, given = case.number(K.CPU_UTILIZATION), case.number(K.USABLE_CORES), cores_given(case,
+                                                                                                          trusted)
     if utilization is None or not usable or not given:
         return Limiter("not measured", "not measured (no CPU accounting in this record)")
     busy, n = utilization * usable, loaders(case)
     workers = case.knob(NUM_WORKERS) or 0
     main = (case.number(K.MAIN_CPU_SHARE) or 0.0) * busy
-    of = f"{busy:.2f} of the {given:.2f} cores the machine gave busy"
+    of = f"{busy:.2f} of the {given:.2f} cores the machine gave busy" if trusted else (
+        f"{busy:.2f} of the {usable:.0f} usable cores busy")
     per_core = case.number(K.OWN_DECODER_PER_CORE) or case.number(K.PER_CORE_IMAGES_PER_S)
     alone = decoder_ms if decoder_ms is not None else (1e3 / per_core if per_core else None)
     cpu_ms = case.number(K.CPU_MS_PER_IMAGE)
