@@ -137,6 +137,7 @@ def test_headlines_say_each_figure_beside_its_limit_and_mark_the_stand_in() -> N
                      f"   [{C.STAND_IN}] decode: 1,000 img/s, 50% of its own decoder's limit, 1.000 CPU ms/img; "
                      "limited by the machine: 1.95 of the 1.97 cores the machine gave busy"]
     assert not any(C.STAND_IN in line for line in C.headlines("decode", {**step, "measured_on": "cuda"}))
+    assert C.headlines("pin", {"measured_on": "cpu", "cases": {}}) == []  # the CPUs are named on the first step only
 
 
 def test_out_folder_refuses_foreign_files_and_more_than_eight(tmp_path: Path) -> None:

@@ -360,7 +360,7 @@ def headlines(name: str, step: dict[str, Any]) -> list[str]:
             text = (f"{f.get('images_per_s', 0):,.0f} img/s, {limit}, {f.get('cpu_ms_per_image', 0):.3f} CPU ms/img; "
                     f"limited by {f.get('limited_by', 'not measured')}")
         lines.append(f"   {mark}{case}: {text}")
-    return [f"   CPUs: {step['cpus']}"] * ("cpus" in step) + lines
+    return ([f"   CPUs: {step['cpus']}"] if "cpus" in step else []) + lines
 
 
 def baseline_target(runner: str, plan: dict[str, Any], work: Path, force: bool) -> Path:
