@@ -91,14 +91,15 @@ def test_an_interrupted_try_stops_everything_it_started(tmp_path: Path) -> None:
 def test_a_gate_run_is_recorded_from_its_verdict_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The committed cross-CPU run against the baseline: the one regression, the worst moves, nothing unjudged."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    baseline, current = ROOT / "benchmarks" / "baselines" / "cpu-2core.json", ROOT / "benchmarks" / "gate_rates" / \
-        "cross_cpu" / "2026-11-23-gate-run.json"
+    runs = ROOT / "benchmarks" / "gate_rates" / "cross_cpu"
+    baseline, current = runs / "baseline-xeon-2026-11-23.json", runs / "2026-11-23-gate-run.json"
     assert gate_main([str(baseline), str(current), "--verdict-json", str(tmp_path / "verdict.json"), "--summary-md",
                       str(tmp_path / "gate.md")]) == 1
     (tmp_path / "make-gate.log").write_text("one\ntwo\n")
     record = gate_record(tmp_path, 1, 12.34, tmp_path / "make-gate.log")
     assert record["regressions"] == ["test_decoders[memmap-w0] pil_ceiling_share -0.4024"]
-    worst = {"efficiency": 0.2228, "ttfb_s": 0.1413, "instructions_per_image": -0.0001}
+    worst = {"efficiency": 0.2228, "ttfb_core_images": 0.1742, "data_wait_excess": 0.0251,
+             "instructions_per_image": -0.0001}
     assert record["worst_relative_change"] == worst
     assert record["unjudged"] == {} and record["seconds"] == 12.3 and record["tail"] == ["one", "two"]
 
