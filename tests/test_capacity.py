@@ -32,6 +32,22 @@ def test_threads_released_together_keep_one_threads_rate_each_when_their_work_ov
     assert capacity(one, rates_together([None] * 4, 1, 0.2)) == pytest.approx(4.0, rel=0.3)
 
 
+def test_a_thread_that_wakes_late_is_not_a_core_the_machine_withheld(sleeping_work: None,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window opens once every thread has begun: a released thread its idle CPU wakes 5 calls late (a halted
+    vCPU) still reads as a core; timed from the barrier's release it would read 1.5."""
+    class LateWake(threading.Barrier):
+        def wait(self, timeout: float | None = None) -> int:
+            index = super().wait(timeout)
+            if threading.current_thread().name.endswith("-1"):
+                time.sleep(5 * CALL_S)
+            return index
+
+    monkeypatch.setattr(ceiling.threading, "Barrier", LateWake)
+    one = rates_together([None], 1, 0.2)[0]
+    assert capacity(one, rates_together([None, None], 1, 0.2)) == pytest.approx(2.0, rel=0.15)
+
+
 def test_a_workload_that_serializes_reads_one(monkeypatch: pytest.MonkeyPatch) -> None:
     lock = threading.Lock()
 

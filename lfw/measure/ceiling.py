@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import threading
 import time
@@ -33,6 +34,7 @@ WORK_S = 0.010  # the shortest window the N threads work in: a hundred times a w
 MAX_WINDOW_S = 0.100  # the longest: beyond it the probe's reading moves no more than the machine does
 COST_SHARE = 0.015  # of the time since the probe's previous call (a round of its rotation) that it spends
 CALLS = 10  # calls per window for one thread alone: a call straddling the window's end, or starved, is short
+WAKE_LIMIT_S = 0.25  # the longest the window waits for a released thread to begin (a hang guard; ms in practice)
 QUOTA_PERIODS = 2  # under a CPU quota below N cores: the N threads' window spans this many of its periods
 
 
@@ -94,18 +96,31 @@ def _pin(cpu: int | None) -> None:
 
 def rates_together(cpus: Sequence[int | None], iterations: int, window_s: float) -> list[float]:
     """Each thread's rate in a window of ``window_s`` seconds, in calls of ``iterations`` per second: one thread per
-    entry of ``cpus`` (pinned to it), all started and waiting at a barrier before any clock runs; the window opens
-    when the barrier releases them, and each thread calls the workload until it closes (the call that straddles the
-    end counts for the part of it inside the window, at that call's own speed)."""
+    entry of ``cpus`` (pinned to it), all started and waiting at a barrier before any clock runs. The window opens
+    when the last of them has begun its first call, so the time an idle CPU takes to wake a released thread (ms on a
+    virtual machine whose vCPU the host had halted) is not counted as a core the machine withheld; each thread calls
+    the workload until it closes (the call that straddles either end counts for its part inside the window, at that
+    call's own speed). A thread that has not begun within :data:`WAKE_LIMIT_S` is counted for what it did."""
     calls: list[list[tuple[float, float]]] = [[] for _ in cpus]
-    opened = [0.0]
-    barrier = threading.Barrier(len(cpus), action=lambda: opened.__setitem__(0, time.perf_counter()))
+    began: list[float | None] = [None] * len(cpus)
+    barrier = threading.Barrier(len(cpus))
+
+    def opens() -> float | None:  # when every thread has begun, or the wait for the rest gave up; None: not yet
+        known = [t for t in began if t is not None]
+        if not known:
+            return None
+        return min(max(known) if len(known) == len(began) else math.inf, min(known) + WAKE_LIMIT_S)
 
     def run(i: int) -> None:
         _pin(cpus[i])
         barrier.wait()
-        mine, closes = calls[i], opened[0] + window_s
-        while (start := time.perf_counter()) < closes:
+        began[i] = time.perf_counter()
+        mine = calls[i]
+        while True:
+            start = time.perf_counter()
+            opened = opens()
+            if opened is not None and start >= opened + window_s:
+                break
             _work(iterations)
             mine.append((start, time.perf_counter()))
 
@@ -114,7 +129,8 @@ def rates_together(cpus: Sequence[int | None], iterations: int, window_s: float)
         thread.start()
     for thread in threads:
         thread.join()
-    begin, end = opened[0], opened[0] + window_s
+    begin = opens() or 0.0
+    end = begin + window_s
     return [sum(max(0.0, min(b, end) - max(a, begin)) / (b - a) for a, b in mine if b > a) / window_s
             for mine in calls]
 
