@@ -48,6 +48,12 @@ def test_a_thread_that_wakes_late_is_not_a_core_the_machine_withheld(sleeping_wo
     assert capacity(one, rates_together([None, None], 1, 0.2)) == pytest.approx(2.0, rel=0.15)
 
 
+def test_the_capacity_is_never_more_than_its_threads() -> None:
+    """One thread alone slowed by another process on its CPU makes the ratio read above N: it is capped at N."""
+    assert capacity(0.5, [1.0, 1.0]) == 2.0 and capacity(1.0, [0.9, 0.4]) == pytest.approx(1.3)
+    assert capacity(0.0, [0.3, 0.3]) == 2.0
+
+
 def test_a_workload_that_serializes_reads_one(monkeypatch: pytest.MonkeyPatch) -> None:
     lock = threading.Lock()
 

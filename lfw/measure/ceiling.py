@@ -136,8 +136,9 @@ def rates_together(cpus: Sequence[int | None], iterations: int, window_s: float)
 
 
 def capacity(one: float, many: Sequence[float]) -> float:
-    """Cores given: the N threads' rates together over one thread's alone (N where one thread did nothing)."""
-    return sum(many) / one if one > 0 else float(len(many))
+    """Cores given: the N threads' rates together over one thread's alone, no more than N (a reading above N is one
+    thread alone slowed by something else on its CPU, not cores the machine gave; N where one thread did nothing)."""
+    return min(sum(many) / one, float(len(many))) if one > 0 else float(len(many))
 
 
 class ParallelCapacity:
