@@ -85,11 +85,11 @@ class PipelineVerdict:
     def own_text(self) -> str:
         """The share of its own decoder's limit, with the limit spelt out so a reader can check it."""
         b = self.best
-        per_core, decoder, limit = b.number(K.OWN_DECODER_PER_CORE), b.knob(KN.DECODER), b.number(
+        per_core, member, limit = b.number(K.OWN_DECODER_PER_CORE), b.value(K.OWN_DECODER), b.number(
             K.OWN_DECODER_IMAGES_PER_S)
         if per_core and limit and b.number(K.OWN_DECODER_SHARE) is not None:
             return (f"{share_text(b, K.OWN_DECODER_SHARE)} of its own decoder's limit ({limit:,.0f} images/s: the "
-                    f"{decoder} decode's single-core rate in the same rounds, {per_core:,.0f} images/s, x the cores "
+                    f"single-core rate of `{member}` in the same rounds, {per_core:,.0f} images/s, x the cores "
                     f"the rounds' capacity gave, at most its {loaders(b)} loading processes)")
         own = self.own_ceiling_share
         if own is not None and self.reference is not None:
