@@ -14,12 +14,14 @@
 #                  load through LFWDataset)
 #   half           a busy process at the same priority pinned to each core: every core at about half its rate,
 #                  gated against this date's healthy run (the workers and data-wait groups)
-#   half-handover  the same, with the hand-over 30 ms slower per batch (benchmarks/gate_rates/slow_handover/)
+#   half-handover  the same, with the hand-over 30 ms slower per batch (benchmarks/gate_rates/slow_handover/: a sleep)
+#   half-copy      the same, with the hand-over copying every batch 8 times (benchmarks/gate_rates/copy_handover/: work)
 #   half-gate      the whole make gate with a busy process on each core, against base=RUN.json (a make gate run
 #                  of unchanged code on this machine at full speed, copied beside it as full.json)
 # The quota runs need root and cgroup v1's cpu controller at /sys/fs/cgroup/cpu (the group is removed after).
-# Runs, logs and the gate's output go to benchmarks/gate_rates/capacity/<date>/; a summary line per run to stdout.
-# Usage: bash tools/capacity_runs.sh [probe|healthy|one-core|quota|hog|serialized|half|half-handover ...]
+# Runs, logs and the gate's output go to benchmarks/gate_rates/capacity/<date>/ (out=DIR sets another); a summary
+# line per run to stdout.
+# Usage: bash tools/capacity_runs.sh [probe|healthy|one-core|quota|hog|serialized|half|half-handover|half-copy ...]
 #        (default: all of those, in that order);  base=RUN.json bash tools/capacity_runs.sh half-gate
 set -u
 cd "$(dirname "$0")/.."
@@ -28,7 +30,7 @@ cd "$(dirname "$0")/.."
 if [ -z "${LFW_CAPACITY_LOCKED:-}" ] && command -v flock > /dev/null; then
   LFW_CAPACITY_LOCKED=1 exec flock /tmp/lfw-cpu.lock bash "$0" "$@"
 fi
-out=benchmarks/gate_rates/capacity/$(date -u +%F)
+out=${out:-benchmarks/gate_rates/capacity/$(date -u +%F)}
 mkdir -p "$out"
 py=.venv/bin/python
 select='workers_transform or decoders or data_wait'
@@ -98,6 +100,8 @@ for name in ${@:-probe healthy one-core quota hog serialized half half-handover}
     half) select='workers_transform or data_wait' base=$out/healthy.json measure half hogs 0 0,1 ;;
     half-handover) select='workers_transform or data_wait' base=$out/healthy.json \
       measure half-handover hogs 0 0,1 env "$(injected slow_handover)" ;;
+    half-copy) select='workers_transform or data_wait' base=$out/healthy.json \
+      measure half-copy hogs 0 0,1 env "$(injected copy_handover)" ;;
     half-gate)
       test -f "${base:-}" || { echo "error: half-gate needs base=RUN.json (a make gate run at full speed)" >&2; exit 2; }
       cp "$base" "$out/full.json"

@@ -22,8 +22,9 @@ Kinds:
   (``benchmarks/gate_rates/serialized_decode/``): the machine gives its cores, the workers cannot use them, so the
   gate should exit 1 (a lost core is the machine's: ``tools/capacity_runs.sh``).
 - ``handover``: ``make gate`` of the data-wait group with the main process's receive of every batch 30 ms slower
-  (``benchmarks/gate_rates/slow_handover/``): judged in the machine's units, the wait should exceed what the
-  machine's rates predict, whatever its speed: exit 1.
+  (``benchmarks/gate_rates/slow_handover/``, a sleep): judged in the machine's units, the wait should exceed what
+  the machine's rates predict: exit 1. ``handover-copy``: the receive copies every batch 8 times
+  (``benchmarks/gate_rates/copy_handover/``, work that slows with the machine): exit 1.
 
 Every run is made from a temporary ``git worktree`` checkout of the commit that was HEAD when the campaign
 started, so edits and commits during a long campaign do not leak into it; raw runs and logs go to
@@ -60,7 +61,7 @@ from lfw.results import knobs as KN
 from lfw.results import load_run
 
 KINDS = ("gate", "ab-aa", "ab-slow", "cost-slow", "mem-none", "mem-worker", "mem-index", "mem-leak", "serialized",
-         "handover")
+         "handover", "handover-copy")
 OUTCOMES = Path("benchmarks/gate_rates")
 RAW = Path(".benchmarks/gate-rates")
 SLOW_DECODE = OUTCOMES / "slow_decode" / "sitecustomize.py"
@@ -75,9 +76,10 @@ INJECTIONS: dict[str, tuple[Path, dict[str, str], str]] = {
     **{f"mem-{m}": (MEMORY_INJECTION, {"LFW_INJECT_MEMORY": m}, MEMORY_CASES)
        for m in ("none", "worker", "index", "leak")},
     "serialized": (OUTCOMES / "serialized_decode" / "sitecustomize.py", {}, "test_workers_transform"),
-    "handover": (OUTCOMES / "slow_handover" / "sitecustomize.py", {"LFW_HANDOVER_MS": "30"}, "test_data_wait")}
+    "handover": (OUTCOMES / "slow_handover" / "sitecustomize.py", {"LFW_HANDOVER_MS": "30"}, "test_data_wait"),
+    "handover-copy": (OUTCOMES / "copy_handover" / "sitecustomize.py", {"LFW_HANDOVER_COPIES": "8"}, "test_data_wait")}
 EXPECTED = {"gate": 0, "ab-aa": 0, "ab-slow": 1, "cost-slow": 1, "mem-none": 0, "mem-worker": 1, "mem-index": 1,
-            "mem-leak": 1, "serialized": 1, "handover": 1}
+            "mem-leak": 1, "serialized": 1, "handover": 1, "handover-copy": 1}
 
 
 def now() -> str:
@@ -294,7 +296,9 @@ def summary(outcomes: Path, baseline: Path | None = None, commit: str | None = N
                                      "baseline"),
                         ("serialized", "workers group, every image load behind one lock, vs the committed baseline"),
                         ("handover", "data-wait group, the hand-over 30 ms slower per batch, vs the committed "
-                                     "baseline")):
+                                     "baseline"),
+                        ("handover-copy", "data-wait group, the hand-over copying every batch 8 times, vs the "
+                                          "committed baseline")):
         everything = read(kind, outcomes)
         records = [r for r in everything if r["commit"] == commit]
         others = sorted({r["commit"][:10] for r in everything} - {commit[:10] if commit else ""})
