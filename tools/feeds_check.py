@@ -6,24 +6,13 @@ with the contention the loop adds measured and put into the model.
     python -m tools.feeds_check --pipeline pil-tar-w2 --step-ms 25          # another pipeline, another step
     python -m tools.feeds_check --run benchmarks/baselines/cpu-2core.json   # rates from a saved run instead
 
-For each pipeline (a decoders case id, or a spec such as ``decoder=simplejpeg,threads=2``):
-
-1. its rate: a warm-up pass and ``--passes`` timed passes of 4,096 images (four of the quick decoders epochs) through
-   :class:`~lfw.measure.LoaderPass` with the case's LoaderConfig, persistent workers as in the suite; the images/s
-   median, the main process's CPU per batch (the hand-over) and the rate's CV over the passes. With ``--run``
-   the same three figures come from the run's decoders case instead (:func:`lfw.diagnose.feeds.feed_of`);
-2. the contention (:func:`lfw.diagnose.contention.measure_contention`): the workers' load per batch with no
-   step and in a loop whose sleep is half the pipeline's batch interval alone (data-bound: the workers load flat
-   out, as at N + 1), the hand-over there in wall time, and that sleep alone and in the loop; the loop's feed
-   (:func:`lfw.diagnose.contention.in_loop`) is the rate over the loader's slowdown, with that hand-over;
-3. N, the accelerators the loop's feed keeps at AU >= 90% at ``--step-ms`` (:func:`lfw.diagnose.feeds.fed`),
-   beside the closed form, the rate-alone bound and N from the feed alone (the table's figure);
-4. the simulated AU at N and N + 1 consumers over the measured run's steps, from the loop's feed and from the
-   feed alone (no contention, CPU time as the hand-over);
-5. the measured AU: ``lfw.diagnose``'s measurement path (:func:`lfw.diagnose.training.measure_pipeline`) with a
-   sleep of ``step / N`` (and ``step / (N + 1)``) per batch, ``--batches`` batches after an untimed warm-up epoch
-   (the model's rate is a steady one: workers started, buffers touched), ``--repeats`` runs (the median AU,
-   with the runs' range: a run of a second moves with the machine).
+For each pipeline (a decoders case id, or a spec such as ``decoder=simplejpeg,threads=2``): its rate (a warm-up
+pass and ``--passes`` timed passes of :data:`RATE_IMAGES` images through :class:`~lfw.measure.LoaderPass`, or the
+saved run's decoders case with ``--run``), its contention beside a sleep of :data:`PROBE_SHARE` of its batch
+interval alone (:func:`lfw.diagnose.contention.measure_contention`), N, the accelerators the loop's feed keeps at
+AU >= 90% at ``--step-ms`` (:func:`lfw.diagnose.feeds.fed`), then the AU simulated and measured
+(:func:`lfw.diagnose.training.measure_pipeline`, ``--repeats`` runs of ``--batches`` batches) at N and N + 1
+consumers of ``step / N`` each; docs/diagnose.md ("The check") explains each step.
 
 It prints plain text to stdout (progress bars go to stderr) and exits 0 when every point's prediction from the
 loop's feed is within 3 points of the measured AU, 1 when one is not, 2 on bad input.
@@ -159,8 +148,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--path", default=None, help="LFW folder (default: $LFW_ROOT, else the cached synthetic tree)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     return p
-
-
 
 
 def _check_args(args: argparse.Namespace) -> None:
