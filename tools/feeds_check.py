@@ -153,12 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _check_args(args: argparse.Namespace) -> None:
     if not (math.isfinite(args.step_ms) and args.step_ms > 0):
         raise LFWError(f"--step-ms must be a positive number of milliseconds, got {args.step_ms:g}")
-    if args.batches < 2:
-        raise LFWError(f"--batches must be 2 or more (AU leaves the first step out), got {args.batches}")
-    if args.repeats < 1:
-        raise LFWError(f"--repeats must be 1 or more, got {args.repeats}")
-    if args.passes < 1:
-        raise LFWError(f"--passes must be 1 or more, got {args.passes}")
+    for flag, least, why in (("batches", 2, " (AU leaves the first step out)"), ("repeats", 1, ""), ("passes", 1, "")):
+        if getattr(args, flag) < least:
+            raise LFWError(f"--{flag} must be {least} or more{why}, got {getattr(args, flag)}")
 
 
 @cli_entry
