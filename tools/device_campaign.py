@@ -3,23 +3,16 @@
     python3 tools/device_campaign.py --out DIR [--step NAME ...] [--workers LIST] [--dry-run | --probe]
     make device-campaign OUT=DIR [STEPS=pin,decode] [CAMPAIGN_ARGS=...]
 
-What it measures is the suite's own (docs/device.md): ``pytest benchmarks --bench-profile device``, the device
-layer's groups (host-to-device copies, the decode rotation with the GPU decode, a fed GPU step), ``pin_memory`` and
-the workers curve at the worker counts the usable cores give, run, recorded and reported like any other run. This
-command keeps only what such a machine needs: it raises its soft limit of open files, installs the wheels of
-``.whl/`` (``bash tools/device_wheels.sh`` makes them elsewhere) into a private folder beside the preinstalled torch,
-records the versions and limits, makes the synthetic tree, runs the measuring steps (:data:`STEPS`: each a ``-k`` of
-that one pytest run, :data:`lfw.suite.profiles.DEVICE_STEPS`) within the sum of their budgets, and the ``baseline``
-step: that run saved as this runner class's baseline (``benchmarks/baselines/gpu.json``), a second run of its
-pin_memory, decode and workers cases and an A/A ``python -m lfw.gate`` of it against the baseline. A step past
-its budget is stopped (its run saved marked incomplete); the whole command stops within ``--total-budget``.
-
-``--dry-run``: the smoke tree, every step, the GPU members on the CPU stand-in (``--bench-stand-in``, marked
-``cpu stand-in``), the baseline in a scratch folder. ``--probe``: the dry run of the steps with a GPU path on the GPU
-machine, failing without CUDA. DIR receives at most 8 files: ``campaign.json`` (version 2: versions, limits, every
-step's status, seconds and headline figures; merged with an earlier one there), ``campaign.log``, the run
-(``device.json``; ``device-2.json``... when DIR has one), the baseline (``gpu*.json``) and ``gate.md``;
-``python -m lfw.report DIR/device.json`` draws it.
+It raises its soft limit of open files, installs the wheels of ``.whl/`` (``bash tools/device_wheels.sh``) into a
+private folder beside the preinstalled torch, records the versions and limits, makes the synthetic tree, runs the
+measuring steps (:data:`STEPS`, each a ``-k`` of one ``pytest benchmarks --bench-profile device`` run) within the
+sum of their budgets, then the ``baseline`` step: that run saved as ``benchmarks/baselines/gpu.json``, a second run
+of its cases and an A/A ``python -m lfw.gate`` against it (docs/device.md). A step past its budget is stopped, its
+run saved marked incomplete; the whole command stops within ``--total-budget``. ``--dry-run``: the smoke tree,
+the GPU members on the CPU stand-in (marked ``cpu stand-in``), the baseline in a scratch folder; ``--probe``: the
+dry run of the steps with a GPU path, failing without CUDA. DIR receives at most 8 files: ``campaign.json``
+(version 2, merged with an earlier one there), ``campaign.log``, the run (``device.json``, ``device-2.json``...),
+the baseline (``gpu*.json``) and ``gate.md``.
 
 Exit codes: 0 every step done or skipped; 2 bad input; 3 a step outran its budget (incomplete); 4 a step failed;
 130 interrupted.
@@ -238,9 +231,8 @@ def limits(soft_before: int) -> dict[str, Any]:
     from lfw.measure.resources import Limits, MiB
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    shm = Limits.read()
-    return {"shm_total_mib": None if shm.shm_total is None else shm.shm_total // MiB,
-            "shm_free_mib": None if shm.shm_free is None else shm.shm_free // MiB, "open_files_soft_before":
+    shm = Limits.read().machine_info()
+    return {"shm_total_mib": shm["shm_total_mib"], "shm_free_mib": shm["shm_free_mib"], "open_files_soft_before":
             soft_before, "open_files_soft": soft, "open_files_hard": hard,
             "mem_available_mib": psutil.virtual_memory().available // MiB}
 

@@ -1,18 +1,11 @@
 #!/usr/bin/env bash
 # The packages the suite imports that a GPU machine's own Python lacks, as CPython 3.12 manylinux wheels in .whl/,
-# for a machine without network: it installs them beside its preinstalled torch with
-#
-#   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-#
-# (tools/device_campaign.py does this itself). The list is what `pytest benchmarks` imports beyond such a machine's
-# torch, torchvision, numpy, scipy, matplotlib, psutil, tqdm and pytest: simplejpeg (decode pipelines),
-# memory-profiler (memory timelines), torchdata (the thread-map group) and ruptures (change points), at the versions
-# this project's constraints pin; and pytest-benchmark 5.3 with its py-cpuinfo2, put before the machine's own:
-# pytest-benchmark 5.2 and older read pytest's node._nodeid, which pytest 9 removed (every benchmark then errors).
-# The remote layer's moto, boto3 and flask stay behind: its cases skip there, saying so. Any Python with pip makes them (PY=..., default the project's .venv where there is one, else
-# python3): pip downloads for CPython 3.12 whatever runs it. Idempotent; refuses two versions of one package (the
-# offline install stops on them), a folder over 60 MiB, and a travelling tree over 64 MiB (the checkout's tracked
-# and unignored files plus the folder: what a device command carries). Usage: bash tools/device_wheels.sh [FOLDER]
+# for a machine without network (tools/device_campaign.py installs them beside its preinstalled torch; which ones
+# and why: docs/device.md, "Wheels"; the remote layer's moto, boto3 and flask stay behind, its cases skip there,
+# saying so). Any Python with pip makes them (PY=..., default the project's .venv where there is one, else python3).
+# Idempotent; refuses (exit 2) two versions of one package, a folder over 60 MiB, and a travelling tree over 64 MiB
+# (the checkout's tracked and unignored files plus the folder).
+#   Usage: bash tools/device_wheels.sh [FOLDER]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-.whl}

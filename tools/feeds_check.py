@@ -6,24 +6,13 @@ with the contention the loop adds measured and put into the model.
     python -m tools.feeds_check --pipeline pil-tar-w2 --step-ms 25          # another pipeline, another step
     python -m tools.feeds_check --run benchmarks/baselines/cpu-2core.json   # rates from a saved run instead
 
-For each pipeline (a decoders case id, or a spec such as ``decoder=simplejpeg,threads=2``):
-
-1. its rate: a warm-up pass and ``--passes`` timed passes of 4,096 images (four of the quick decoders epochs) through
-   :class:`~lfw.measure.LoaderPass` with the case's LoaderConfig, persistent workers as in the suite; the images/s
-   median, the main process's CPU per batch (the hand-over) and the rate's CV over the passes. With ``--run``
-   the same three figures come from the run's decoders case instead (:func:`lfw.diagnose.feeds.feed_of`);
-2. the contention (:func:`lfw.diagnose.contention.measure_contention`): the workers' load per batch with no
-   step and in a loop whose sleep is half the pipeline's batch interval alone (data-bound: the workers load flat
-   out, as at N + 1), the hand-over there in wall time, and that sleep alone and in the loop; the loop's feed
-   (:func:`lfw.diagnose.contention.in_loop`) is the rate over the loader's slowdown, with that hand-over;
-3. N, the accelerators the loop's feed keeps at AU >= 90% at ``--step-ms`` (:func:`lfw.diagnose.feeds.fed`),
-   beside the closed form, the rate-alone bound and N from the feed alone (the table's figure);
-4. the simulated AU at N and N + 1 consumers over the measured run's steps, from the loop's feed and from the
-   feed alone (no contention, CPU time as the hand-over);
-5. the measured AU: ``lfw.diagnose``'s measurement path (:func:`lfw.diagnose.training.measure_pipeline`) with a
-   sleep of ``step / N`` (and ``step / (N + 1)``) per batch, ``--batches`` batches after an untimed warm-up epoch
-   (the model's rate is a steady one: workers started, buffers touched), ``--repeats`` runs (the median AU,
-   with the runs' range: a run of a second moves with the machine).
+For each pipeline (a decoders case id, or a spec such as ``decoder=simplejpeg,threads=2``): its rate (a warm-up
+pass and ``--passes`` timed passes of :data:`RATE_IMAGES` images through :class:`~lfw.measure.LoaderPass`, or the
+saved run's decoders case with ``--run``), its contention beside a sleep of :data:`PROBE_SHARE` of its batch
+interval alone (:func:`lfw.diagnose.contention.measure_contention`), N, the accelerators the loop's feed keeps at
+AU >= 90% at ``--step-ms`` (:func:`lfw.diagnose.feeds.fed`), then the AU simulated and measured
+(:func:`lfw.diagnose.training.measure_pipeline`, ``--repeats`` runs of ``--batches`` batches) at N and N + 1
+consumers of ``step / N`` each; docs/diagnose.md ("The check") explains each step.
 
 It prints plain text to stdout (progress bars go to stderr) and exits 0 when every point's prediction from the
 loop's feed is within 3 points of the measured AU, 1 when one is not, 2 on bad input.
@@ -161,17 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-
-
 def _check_args(args: argparse.Namespace) -> None:
     if not (math.isfinite(args.step_ms) and args.step_ms > 0):
         raise LFWError(f"--step-ms must be a positive number of milliseconds, got {args.step_ms:g}")
-    if args.batches < 2:
-        raise LFWError(f"--batches must be 2 or more (AU leaves the first step out), got {args.batches}")
-    if args.repeats < 1:
-        raise LFWError(f"--repeats must be 1 or more, got {args.repeats}")
-    if args.passes < 1:
-        raise LFWError(f"--passes must be 1 or more, got {args.passes}")
+    for flag, least, why in (("batches", 2, " (AU leaves the first step out)"), ("repeats", 1, ""), ("passes", 1, "")):
+        if getattr(args, flag) < least:
+            raise LFWError(f"--{flag} must be {least} or more{why}, got {getattr(args, flag)}")
 
 
 @cli_entry

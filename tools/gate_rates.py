@@ -2,29 +2,11 @@
 
 ``python -m tools.gate_rates KIND --runs N`` (``make gate-rates``) appends one JSON line per run to
 ``benchmarks/gate_rates/<KIND>.jsonl`` (append-only: earlier outcomes are never rewritten), and
-``python -m tools.gate_rates summary`` prints the rates docs/gating.md quotes, from those files only.
-
-Kinds:
-
-- ``gate``: ``make gate`` on unchanged code against the committed baseline (quick profile, cost layer, two-file
-  rule): should exit 0. Each run's instruction counts and recommended worker counts are recorded too.
-- ``ab-aa``: ``python -m lfw.gate --ab HEAD`` from a clean checkout of HEAD: both sides the same code, should
-  exit 0 (3, "noisy: rerun", counts as a miss).
-- ``ab-slow``: the same, with the current side's JPEG decode made ~15% slower by
-  ``benchmarks/gate_rates/slow_decode/sitecustomize.py`` placed at the root of its checkout: should exit 1.
-- ``cost-slow``: the cost layer with the slowed decode against the committed baseline: should flag it.
-- ``mem-worker``, ``mem-index``, ``mem-leak``: ``make gate`` of the groups memory regressions show in
-  (``MEMORY_CASES``) with one injected by ``benchmarks/gate_rates/memory_regressions/sitecustomize.py`` (every
-  worker holds 150 MiB more; every worker copies its dataset's index; persistent workers leak about 6 MiB per
-  epoch), against the committed baseline, whatever CPU model recorded it: the gate should exit 1. ``mem-none``:
-  the same run with nothing injected, the control: should exit 0.
-- ``serialized``: ``make gate`` of the workers group with every image load behind one machine-wide lock
-  (``benchmarks/gate_rates/serialized_decode/``): the machine gives its cores, the workers cannot use them, so the
-  gate should exit 1 (a lost core is the machine's: ``tools/capacity_runs.sh``).
-- ``handover``: ``make gate`` of the data-wait group with the main process's receive of every batch 30 ms slower
-  (``benchmarks/gate_rates/slow_handover/``, a sleep): judged in the machine's units, the wait should exceed what
-  the machine's rates predict: exit 1. ``handover-copy``: the receive copies every batch 8 times
-  (``benchmarks/gate_rates/copy_handover/``, work that slows with the machine): exit 1.
+``python -m tools.gate_rates summary`` prints the rates docs/gating.md quotes, from those files only. Each kind
+(:data:`KINDS`: what it runs and the exit it should give) is ``make gate`` against the committed baseline, the
+A/B gate of HEAD against itself, or either with a regression injected by a ``sitecustomize.py`` under
+``benchmarks/gate_rates/`` placed at the root of its checkout (:data:`INJECTIONS`); an A/B's "noisy: rerun"
+(exit 3) counts as a miss.
 
 Every run is made from a temporary ``git worktree`` checkout of the commit that was HEAD when the campaign
 started, so edits and commits during a long campaign do not leak into it; raw runs and logs go to
@@ -60,8 +42,21 @@ from lfw.results import keys as K
 from lfw.results import knobs as KN
 from lfw.results import load_run
 
-KINDS = ("gate", "ab-aa", "ab-slow", "cost-slow", "mem-none", "mem-worker", "mem-index", "mem-leak", "serialized",
-         "handover", "handover-copy")
+# Each kind: the exit its runs should give, and what it runs (the summary's label of its line).
+KINDS: dict[str, tuple[int, str]] = {
+    "gate": (0, "make gate, unchanged code vs the committed baseline"),
+    "ab-aa": (0, "A/B, both sides HEAD (A/A)"),
+    "ab-slow": (1, "A/B, current side's decode ~15% slower"),
+    "cost-slow": (1, "cost layer, decode ~15% slower, vs the committed baseline"),
+    "mem-none": (0, "memory groups, nothing injected (control), vs the committed baseline"),
+    "mem-worker": (1, "memory groups, every worker 150 MiB more, vs the committed baseline"),
+    "mem-index": (1, "memory groups, the index copied into every worker, vs the committed baseline"),
+    "mem-leak": (1, "memory groups, persistent workers leak ~6 MiB/epoch, vs the committed baseline"),
+    "serialized": (1, "workers group, every image load behind one lock, vs the committed baseline"),
+    "handover": (1, "data-wait group, the hand-over 30 ms slower per batch (a sleep), vs the committed baseline"),
+    "handover-copy": (1, "data-wait group, the hand-over copying every batch 8 times, vs the committed baseline"),
+}
+EXPECTED = {kind: expected for kind, (expected, _) in KINDS.items()}
 OUTCOMES = Path("benchmarks/gate_rates")
 RAW = Path(".benchmarks/gate-rates")
 SLOW_DECODE = OUTCOMES / "slow_decode" / "sitecustomize.py"
@@ -78,8 +73,6 @@ INJECTIONS: dict[str, tuple[Path, dict[str, str], str]] = {
     "serialized": (OUTCOMES / "serialized_decode" / "sitecustomize.py", {}, "test_workers_transform"),
     "handover": (OUTCOMES / "slow_handover" / "sitecustomize.py", {"LFW_HANDOVER_MS": "30"}, "test_data_wait"),
     "handover-copy": (OUTCOMES / "copy_handover" / "sitecustomize.py", {"LFW_HANDOVER_COPIES": "8"}, "test_data_wait")}
-EXPECTED = {"gate": 0, "ab-aa": 0, "ab-slow": 1, "cost-slow": 1, "mem-none": 0, "mem-worker": 1, "mem-index": 1,
-            "mem-leak": 1, "serialized": 1, "handover": 1, "handover-copy": 1}
 
 
 def now() -> str:
@@ -89,10 +82,6 @@ def now() -> str:
 def cache(repo: Path) -> str:
     """This checkout's data cache (as the Makefile sets it), shared by the temporary checkouts."""
     return os.environ.get("LFW_CACHE") or str(repo / ".cache" / "lfw-bench")
-
-
-def append(kind: str, record: dict[str, Any], outcomes: Path) -> None:
-    append_atomic(outcomes / f"{kind}.jsonl", json.dumps(record, sort_keys=True) + "\n")
 
 
 def run_logged(command: Sequence[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[int, float]:
@@ -256,7 +245,7 @@ def campaign(kind: str, runs: int, repo: Path, baseline: Path, max_pairs: int, o
             outcome = run_cost_slow(repo, raw, head, baseline)
         record = {"kind": kind, "started": started, "finished": now(), "commit": head, "host": platform.node(),
                   "expected_exit": EXPECTED[kind], "raw": str(raw.relative_to(repo)), **outcome}
-        append(kind, record, outcomes)
+        append_atomic(outcomes / f"{kind}.jsonl", json.dumps(record, sort_keys=True) + "\n")
         print(f"[{kind} {i}/{runs}] exit {outcome['exit_code']} (expected {EXPECTED[kind]})", file=sys.stderr,
               flush=True)
 
@@ -286,19 +275,7 @@ def summary(outcomes: Path, baseline: Path | None = None, commit: str | None = N
     """
     commit = commit or campaign_commit(outcomes)
     lines = [f"campaign of commit {commit}"]
-    for kind, label in (("gate", "make gate, unchanged code vs the committed baseline"),
-                        ("ab-aa", "A/B, both sides HEAD (A/A)"), ("ab-slow", "A/B, current side's decode ~15% slower"),
-                        ("cost-slow", "cost layer, decode ~15% slower, vs the committed baseline"),
-                        ("mem-none", "memory groups, nothing injected (control), vs the committed baseline"),
-                        ("mem-worker", "memory groups, every worker 150 MiB more, vs the committed baseline"),
-                        ("mem-index", "memory groups, the index copied into every worker, vs the committed baseline"),
-                        ("mem-leak", "memory groups, persistent workers leak ~6 MiB/epoch, vs the committed "
-                                     "baseline"),
-                        ("serialized", "workers group, every image load behind one lock, vs the committed baseline"),
-                        ("handover", "data-wait group, the hand-over 30 ms slower per batch, vs the committed "
-                                     "baseline"),
-                        ("handover-copy", "data-wait group, the hand-over copying every batch 8 times, vs the "
-                                          "committed baseline")):
+    for kind, (_, label) in KINDS.items():
         everything = read(kind, outcomes)
         records = [r for r in everything if r["commit"] == commit]
         others = sorted({r["commit"][:10] for r in everything} - {commit[:10] if commit else ""})
@@ -323,9 +300,8 @@ def summary(outcomes: Path, baseline: Path | None = None, commit: str | None = N
             lines += [f"  {r['started'][:16]} gate exit {r['exit_code']}: flagged "
                       f"{'; '.join(r.get('regressions', [])) or 'nothing'}" for r in records]
         if kind == "cost-slow":
-            for r in records:
-                lines.append(f"  instructions per image change: {r.get('instructions_change')}; "
-                             f"flagged {r.get('flagged')}")
+            lines += [f"  instructions per image change: {r.get('instructions_change')}; flagged {r.get('flagged')}"
+                      for r in records]
     return "\n".join(lines)
 
 
@@ -403,9 +379,10 @@ def ab_details(records: list[dict[str, Any]]) -> list[str]:
 
 @cli_entry
 def main(argv: list[str] | None = None) -> int:
+    kinds = [f"  {kind} (exit {expected}): {label}" for kind, (expected, label) in KINDS.items()]
     parser = OneLineParser(prog="python -m tools.gate_rates", description=__doc__.splitlines()[0],
-                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog="\n".join(
-                               __doc__.splitlines()[2:]))
+                           formatter_class=argparse.RawDescriptionHelpFormatter,
+                           epilog="\n".join([*__doc__.splitlines()[2:], "kinds:", *kinds]))
     parser.add_argument("kind", choices=(*KINDS, "summary"))
     parser.add_argument("--runs", type=int, default=20, help="runs to add (default 20)")
     parser.add_argument("--baseline", type=Path, default=Path("benchmarks/baselines/cpu-2core.json"),

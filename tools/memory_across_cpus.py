@@ -2,15 +2,11 @@
 
     python tools/memory_across_cpus.py RUN.json [RUN.json ...] > docs/runs/memory-across-cpus.txt
 
-For every case that records memory and every memory figure the gate judges or reports (the host before the pass,
-what the pass adds, the absolute tree peak), it prints each run's value grouped by CPU model, the spread within a
-CPU model and the shift of the medians between the first two CPU models, against the gate's minimum effect for
-that case (the larger of the floor and the share of the baseline). A figure ports when its shift stays well under
-the minimum effect in every case the gate judges it for (the rule behind :data:`lfw.gate.metrics.PORTABLE`;
-docs/gating.md, "Memory"); a row the gate does not judge (a positive control, the tree PSS of a case whose workers
-are fresh interpreters) is marked and left out of the summary. Older runs that lack a figure the pass now records
-get it derived as the gate derives it (:meth:`lfw.gate.metrics.Metric.rounds_of`); the host is read the same way
-in every run of a row (:func:`lfw.gate.compare.host_pair`: the older form where any run lacks the newer).
+For every case that records memory and every memory figure the gate judges or reports (:data:`SHOWN`), each run's
+value grouped by CPU model and the shift of the medians between the first two CPU models, against the gate's
+minimum effect for that case; a row the gate does not judge (:func:`unjudged`) is marked and left out of the
+summary (docs/gating-measured.md, "Memory across CPU models"). A figure older runs lack is derived as the gate
+derives it (:meth:`lfw.gate.metrics.Metric.rounds_of`; the host: :func:`lfw.gate.compare.host_pair`).
 """
 
 from __future__ import annotations

@@ -12,11 +12,11 @@ PY=.venv/bin/python
 export LFW_CACHE="${LFW_CACHE:-$PWD/.cache/lfw-bench}" OMP_NUM_THREADS=1
 mkdir -p docs/runs
 # Each output is written outside the tree and moved into docs/ when its recording has succeeded, so the runs it
-# records see a clean checkout (a file half-written into docs/runs/ made every autosave of the run
-# "uncommitted-changes"), and a recording that fails or is interrupted leaves the committed output as it was.
+# records see a clean checkout (a file half-written into docs/runs/ made every autosave "uncommitted-changes"), and
+# a recording that fails or is interrupted leaves the committed output as it was. $out: each recording's scratch.
 STAGE=$(mktemp -d)
 mkdir -p "$STAGE/runs"
-trap 'rm -rf "$STAGE"' EXIT
+trap 'rm -rf "$STAGE" "${out:-}"' EXIT
 stamp() { echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD): $*"; }
 
 per_core() {  # the machine's speed when a run was made: per-core images/s of its ceilings, from the newest autosave
@@ -43,7 +43,7 @@ if pending.strip():
 }
 
 make_bench() {  # a fresh clone's make bench, install and synthetic data included: wall time by phase, the summary
-  clone=$(mktemp -d)/lfw-bench
+  clone=$out/lfw-bench
   git clone -q . "$clone"
   { stamp "git clone, then make bench in the clone (virtualenv and install, synthetic data, quick profile and remote layer, report; PYTEST_ARGS=--durations=12)"
     echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(env -u OMP_NUM_THREADS nproc) usable cores"
@@ -69,7 +69,6 @@ make_bench() {  # a fresh clone's make bench, install and synthetic data include
     echo "decode pipelines of that run, stage by stage (tools/stage_table.py):"
     (cd "$clone" && PY=.venv/bin/python && $PY tools/stage_table.py && per_core)
   } > "$STAGE"/runs/make-bench.txt
-  rm -rf "$(dirname "$clone")"
 }
 
 table() {  # the cases of one group of a saved run, fastest first, with the extra_info keys named
@@ -89,7 +88,6 @@ print(table(("case", *keys), rows, right=range(1, len(keys) + 1)))
 }
 
 bench_dataset() {  # the suite on a user's own dataset: torchvision's ImageFolder over the quick profile's tree
-  out=$(mktemp -d)
   { stamp "pytest benchmarks --bench-dataset examples.imagefolder:faces -k \"workers or batch\" (quick profile)"
     start=$(date +%s)
     $PY -m pytest benchmarks --bench-dataset examples.imagefolder:faces -k "workers or batch" -q -p no:cacheprovider \
@@ -97,22 +95,18 @@ bench_dataset() {  # the suite on a user's own dataset: torchvision's ImageFolde
     echo "wall time: $(( $(date +%s) - start )) s"
     $PY -m lfw.report "$out/run.json" --out "$out/report" --format png | grep -v -e '^ *$'
   } > "$STAGE"/runs/bench-dataset.txt 2>&1
-  rm -rf "$out"
 }
 
 remote() {  # the remote layer (quick), five runs: steady rates, their ceiling, Little's law, the limit per case
-  out=$(mktemp -d)
   $PY -m tools.remote_runs --runs 5 --out "$out" > "$STAGE"/runs/remote.txt 2>&1
   { echo
     echo "# python -m lfw.report on the last run (run-5.json): its summary line and the chart docs/remote-cpu-2core.png"
     $PY -m lfw.report "$out/run-5.json" --out "$out/report" --format png | grep -e "^remote storage" -e "^CV"
   } >> "$STAGE"/runs/remote.txt 2>&1
   cp "$out/report/remote.png" "$STAGE"/remote-cpu-2core.png
-  rm -rf "$out"
 }
 
 decoders() {  # every decode pipeline (full profile: full-size LFW, 7 rounds) against the two ceilings
-  out=$(mktemp -d)
   { stamp "pytest benchmarks -k decoders --bench-profile full (13,233 images, passes of 4,096, 7 rounds)"
     start=$(date +%s)
     $PY -m pytest benchmarks -k decoders --bench-profile full -q -p no:cacheprovider \
@@ -123,11 +117,9 @@ decoders() {  # every decode pipeline (full profile: full-size LFW, 7 rounds) ag
     $PY -m lfw.report "$out/decoders.json" --out "$out/report" --format png | grep -e "^fastest" -e "^CV"
   } > "$STAGE"/runs/decoders.txt 2>&1
   cp "$out/report/decoders.png" "$STAGE"/decoders-cpu-2core.png
-  rm -rf "$out"
 }
 
 process_pairs() {  # how much two processes of the same code differ, case by case (an A/A A/B run)
-  out=$(mktemp -d)
   { stamp "python -m lfw.gate --ab HEAD, both sides the same commit, 10 process pairs"
     $PY -m lfw.gate --ab HEAD -k "workers0-uint8, workers0-none, workers2-none, workers2-uint8" \
         --min-pairs 10 --max-pairs 10 --ab-out "$out/ab" 2>/dev/null || true
@@ -161,7 +153,6 @@ print(table(("case", "between processes: median |log ratio|", "largest", "ratios
             right={1, 2, 4}))
 EOF
   } > "$STAGE"/runs/process-pairs.txt 2>&1
-  rm -rf "$out"
 }
 
 cost() {  # the cost layer's own run: instructions per image of each preset, and how long valgrind takes
@@ -182,14 +173,12 @@ diagnose() {  # measured vs simulated batches/s of a training loop
 }
 
 distributed() {  # two ranks against one, the same per-rank configuration
-  out=$(mktemp -d)
   { for n in 2 1; do
       stamp "torchrun --standalone --nproc-per-node=$n -m lfw.distributed --workers 1 --epochs 3"
       $PY -m torch.distributed.run --standalone --nproc-per-node="$n" -m lfw.distributed --workers 1 --epochs 3 \
           --out "$out/w$n.json" 2>/dev/null
     done
   } > "$STAGE"/runs/distributed.txt
-  rm -rf "$out"
 }
 
 peers() {  # make peers (the peers extra installed once before): its wall time, the Peers table and the verdicts
@@ -260,7 +249,8 @@ interrupted() {  # Ctrl-C during make bench: what it leaves behind, and what mak
 }
 
 faults() {  # a full disk during an autosave; a tree with 50 truncated files through make bench, the report and the gate
-  disk=$(mktemp -d) bad=$(mktemp -d)
+  disk=$out/disk bad=$out/bad
+  mkdir "$disk" "$bad"
   { stamp "an autosave into a folder with 12 KB free (root: unshare -m, a 96 KB tmpfs on the storage folder)"
     unshare -m sh -c '
       mount -t tmpfs -o size=96k tmpfs "$1"
@@ -303,25 +293,23 @@ print({k: r.machine[k] for k in ("dataset_path", "dataset_files", "skipped_image
       --verdict-json "$disk/verdict.json" || status=$?
     echo "gate exit status: $status"
   } > "$STAGE"/runs/faults.txt 2>&1
-  rm -rf "$disk" "$bad"
 }
 
 device_dryrun() {  # the device campaign's dry run: every step's code on the CPU; PY312=<python 3.12> runs it again
   { for py in "$PY" ${PY312:-}; do
       stamp "$py tools/device_campaign.py --dry-run --out <fresh folder> (.whl/ from tools/device_wheels.sh)"
       echo "# machine: $(lscpu | sed -n 's/^Model name: *//p'), $(env -u OMP_NUM_THREADS nproc) usable cores, no GPU:" \
-        "the GPU paths ran on" \
-        "the CPU stand-in; figures are of the 160-image smoke tree, one round, and not GPU figures"
+        "the GPU paths ran on the CPU stand-in; figures are of the 160-image smoke tree, one round, and not GPU figures"
       echo "# $py's own pytest-benchmark, before .whl/ goes first: $("$py" -c \
         'import importlib.metadata as m; print(m.version("pytest-benchmark"))')"
-      out=$(mktemp -d) && rmdir "$out"
+      dry=$(mktemp -d) && rmdir "$dry"
       start=$(date +%s.%N) status=0
-      "$py" tools/device_campaign.py --dry-run --out "$out" > /tmp/lfw-dryrun.log 2>&1 || status=$?
+      "$py" tools/device_campaign.py --dry-run --out "$dry" > /tmp/lfw-dryrun.log 2>&1 || status=$?
       tr '\r' '\n' < /tmp/lfw-dryrun.log | grep -a -e '^limits' -e '^python' -e '^torch' -e '^numpy' -e '^pytest' \
         -e '^usable_cores' -e '^wheels' -e '^== ' -e '^   ' -e '^dry run' | grep -v '^ *$'
       echo "# exit status: $status; wall time: $(echo "$(date +%s.%N) - $start" | bc | cut -d. -f1) s"
-      echo "# files written: $(ls "$out" | tr '\n' ' ')"
-      rm -rf "$out"
+      echo "# files written: $(ls "$dry" | tr '\n' ' ')"
+      rm -rf "$dry"
       echo
     done
   } > "$STAGE"/runs/device-dryrun.txt 2>&1
@@ -329,7 +317,8 @@ device_dryrun() {  # the device campaign's dry run: every step's code on the CPU
 
 for what in "${@:-make-bench bench-dataset remote decoders process-pairs cost diagnose distributed}"; do
   for one in $what; do
+    out=$(mktemp -d)
     "${one//-/_}"  # a failure stops the script here (set -e): nothing of this recording reaches docs/
-    cp -r "$STAGE/." docs/ && rm -rf "${STAGE:?}"/* && mkdir -p "$STAGE/runs"
+    cp -r "$STAGE/." docs/ && rm -rf "${STAGE:?}"/* "$out" && mkdir -p "$STAGE/runs"
   done
 done

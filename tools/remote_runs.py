@@ -3,13 +3,10 @@
     python -m tools.remote_runs --runs 5 --out reports/remote-runs > docs/runs/remote.txt
     python -m tools.remote_runs --read reports/remote-runs/run-*.json     # figures of runs already saved
 
-Each run is ``pytest benchmarks -k remote --benchmark-json=...`` (the quick profile's remote cases), behind the
-machine's benchmark lock (``flock /tmp/lfw-cpu.lock``, as ``make`` takes it). Per run: the fewest batches after
-the start-up wave among the cases with a steady rate, the cases without one and why, the highest steady rate over
-its endpoint ceiling, the best steady rate at the highest latency over the best at 0 ms and its CV over the
-rounds, Little's law's error for the batch and threads cases (or the limit that breaks it), and the run's wall
-time; then the median of each over the runs. Exit 2 on bad input (a run without the remote cases), 4 when a run
-fails.
+Each run is ``pytest benchmarks -k remote --benchmark-json=...`` (the quick profile's remote cases) behind the
+machine's benchmark lock (``flock /tmp/lfw-cpu.lock``, as ``make`` takes it). Per run: its cases' table and the
+figures of the remote layer's steady-state contract (:func:`figures`; docs/remote.md); then the median of each over
+the runs. Exit 2 on bad input (a run without the remote cases), 4 when a run fails.
 """
 
 from __future__ import annotations
@@ -27,7 +24,7 @@ from lfw.cli.args import OneLineParser
 from lfw.cli.table import table
 from lfw.errors import LFWError, MeasurementError, cli_entry
 from lfw.measure.machine import cpu_model
-from lfw.report.remote import remote_verdict
+from lfw.report.remote import remote_cases, remote_verdict
 from lfw.results import Case, Run, load_run
 from lfw.results import keys as K
 from lfw.results import knobs as KN
@@ -43,8 +40,10 @@ def steady_rate(case: Case) -> float:
 
 
 def figures(run: Run) -> dict[str, Any]:
-    """The contract's figures of one run of the remote group."""
-    cases = [c for c in run.group("remote") if c.knob(LATENCY_MS) is not None]
+    """The contract's figures of one run of the remote group: the fewest batches after the start-up wave, the cases
+    without a steady rate and why, the highest steady rate over its endpoint ceiling, the best steady rate at the
+    highest latency over the best at 0 ms and its CV, Little's law's error of the batch and threads cases."""
+    cases = remote_cases(run)
     steady = [c for c in cases if c.number(K.STEADY_IMAGES_PER_S) is not None]
     verdict = remote_verdict(run)  # the report's pick: the highest steady rate at the top latency and at 0 ms
     if verdict is None or verdict.zero is None:

@@ -2,21 +2,12 @@
 
     flock /tmp/lfw-cpu.lock python -m tools.watch_check > docs/runs/watch-check.txt
 
-The loop is an ordinary torchvision training loop written here, not the project's: an ``ImageFolder`` over the
-LFW tree, a model, SGD, reading the loss every step. Two configurations:
-
-- ``data-bound``: heavy augmentation (random resized crop to 224, flip, colour jitter, rotation) in 1 worker and
-  a two-layer CNN: the step waits for every batch;
-- ``compute-bound``: a resize to 64 pixels in 1 worker and torchvision's ResNet-18 (1 thread): the worker is
-  ahead and the step sets the pace.
-
-Each run wraps the loader with ``watch`` and iterates it by hand, timing every ``next()`` from outside (the
-independent measurement): ``sum(time in next() that returned a batch) / (end of the last step - before the
-first next())``. The watcher's own ``data_bound_share`` and 95% interval are printed beside it, with the
-difference in points; a run agrees when they differ by 5 points or less. Each configuration also runs unwatched
-(the raw loader, the same outside timing) to show that the wrapper does not change the loop. Runs alternate
-unwatched and watched, ``--repeats`` pairs per configuration. Exit 0 when every watched run agrees, 1 otherwise,
-2 on bad input.
+The loop is an ordinary torchvision training loop written here, not the project's (an ``ImageFolder``, a model,
+SGD), in two configurations (:data:`CONFIGS`): data-bound and compute-bound. Each watched run times every
+``next()`` from outside the wrapper (time in next() over the loop's wall time) beside the watcher's own
+``data_bound_share``; it agrees within :data:`AGREE_POINTS` points. Unwatched runs of the same loop alternate with
+the watched ones, ``--repeats`` pairs per configuration (docs/diagnose.md, "Does it read the loop right?"). Exit 0
+when every watched run agrees, 1 otherwise, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -52,8 +43,6 @@ CONFIGS: dict[str, dict[str, Any]] = {
                       "model": lambda classes: models.resnet18(num_classes=classes),
                       "what": "resize to 64 px, 1 worker; ResNet-18"},
 }
-
-
 
 
 def timed_loop(batches: Iterable[Any], step: Callable[[Any], None]) -> float:

@@ -2,16 +2,10 @@
 
     flock /tmp/lfw-cpu.lock python -m tools.watch_overhead > docs/runs/watch-overhead.txt
 
-1. Bookkeeping: a loop over ``--items`` plain list items with no step, watched and unwatched (no loader, so
-   nothing to instrument, host clock), alternated over ``--rounds`` rounds; the difference per item, median of
-   rounds. Beside it, what the watcher itself reports (``overhead_us_per_step``: its own time between the batch's
-   arrival and handing it over).
-2. Instrumentation: a DataLoader over in-memory tensors in the main process (batch 64, ``num_workers=0``),
-   watched with and without stamping the load time per batch, alternated; the difference per batch.
-3. In a loop: ``--steps`` steps of a 10 ms step (a sleep) over the in-memory loader, watched and unwatched,
-   alternated over ``--rounds`` rounds; the difference of the loop's time per step and its share of the step.
-   The sleep itself varies by tens of microseconds, so this figure is noisier than 1 and 2: the rounds' range
-   is printed with it.
+1. bookkeeping: a loop over ``--items`` plain list items, watched and unwatched, beside the watcher's own
+   ``overhead_us_per_step``; 2. instrumentation: an in-memory DataLoader watched with and without stamping the load
+   time per batch; 3. a loop of ``--steps`` 10 ms sleeps, watched and unwatched. Each pair alternated over
+   ``--rounds`` rounds: the difference per step, median of rounds with their range (docs/diagnose.md, "Overhead").
 
 Exit 0, 2 on bad input.
 """
