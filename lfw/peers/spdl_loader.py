@@ -88,8 +88,7 @@ class SpdlFiles:
 
     def __getitem__(self, i: int) -> torch.Tensor:
         io = library("spdl.io")
-        tensor: torch.Tensor = io.to_torch(io.load_image(self.images.paths[i], filter_desc=RGB24))
-        return tensor
+        return io.to_torch(io.load_image(self.images.paths[i], filter_desc=RGB24))
 
 
 build = SpdlLoader  # build(spec, images): the adapter's loader (lfw.peers)
