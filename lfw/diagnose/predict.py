@@ -244,8 +244,6 @@ class WorkerSweep:
         return [*out, text]
 
 
-
-
 def sweep(counts: Sequence[int], measure_at: Callable[[int, bool], Measurement]) -> WorkerSweep:
     """A point per count: ``measure_at(count, with_step)`` measures the loop (True) and the loader alone."""
     return WorkerSweep(tuple(SweepPoint(n, measure_at(n, True), measure_at(n, False)) for n in counts))
