@@ -113,13 +113,12 @@ def closed_form_fed(feed: Feed, step_s: float, target: float = AU_TARGET) -> int
     return max(0, math.floor(bound + _EPS))
 
 
-def simulated_au(feed: Feed, step_s: float, accelerators: int, batches: int = STEADY_BATCHES,
-                 seeds: int = SEEDS) -> float:
+def simulated_au(feed: Feed, step_s: float, accelerators: int, batches: int = STEADY_BATCHES) -> float:
     """AU of ``accelerators`` fed by ``feed``, simulated over ``batches`` steps (first step excluded); the mean
-    over ``seeds`` seeds when load times vary, one run when they do not."""
+    over :data:`~lfw.diagnose.simulator.SEEDS` seeds when load times vary, one run when they do not."""
     if batches < 2:
         raise LFWError(f"AU needs at least 2 simulated steps (the first is excluded), got {batches}")
-    return seed_mean(feed.model(step_s, accelerators), batches, lambda r: 1.0 - r.steady_data_wait_fraction, seeds)
+    return seed_mean(feed.model(step_s, accelerators), batches, lambda r: 1.0 - r.steady_data_wait_fraction, SEEDS)
 
 
 def fed(feed: Feed, step_s: float, *, target: float = AU_TARGET, batches: int = STEADY_BATCHES) -> int:
