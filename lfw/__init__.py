@@ -1,13 +1,7 @@
 """lfw-bench: measure the PyTorch DataLoader on Labeled Faces in the Wild.
 
 Layout: floors, lowest first (:data:`LAYERS`); a module imports its own folder and the folders below it, never
-one above (a unit test reads every import of the package and keeps it so). At the bottom the one-line errors
-(:mod:`lfw.errors`) and what every command-line tool and chart shares (:mod:`lfw.cli`); then statistics and the
-saved-run model (:mod:`lfw.stats`, :mod:`lfw.results`); data (:mod:`lfw.data`); the one measurement primitive
-(:mod:`lfw.measure`); pipelines and the remote reader built on it; the loaders users switch to, behind one
-contract (:mod:`lfw.peers`); the suite engine (:mod:`lfw.suite`); and the
-tools on top: :mod:`lfw.distributed`, :mod:`lfw.diagnose`, :mod:`lfw.gate`, :mod:`lfw.history` and
-:mod:`lfw.report`, which may read all of them. The exercise's CLI (``python -m lfw``) stands above every floor.
+one above (tests/test_layers.py). What each floor holds: docs/methodology.md, "Inside the library".
 
 The top-level names are imported lazily: tools that only read JSON (the gate, the report) start without
 paying for torch's import.

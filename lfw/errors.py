@@ -1,10 +1,9 @@
 """User-facing errors: one line that names the problem and the fix, and an exit code that says whose it is.
 
 Every command-line entry point wraps its ``main`` with :func:`cli_entry`: ``error: <message>`` on stderr, never a
-traceback, and exit 2 (:data:`EXIT_USAGE`) for wrong input, 4 (:data:`EXIT_MEASUREMENT`) when the machine failed,
-not the input (:class:`MeasurementError`, a killed worker, a full ``/dev/shm``), 130 when interrupted: the list
-is in docs/cli.md ("Exit codes"). :func:`one_line` digs a worker's message back out of PyTorch's re-wrapping, and
-:func:`private_tmpdir` keeps the ``pymp-*`` folders a killed worker leaves from outliving the command.
+traceback, and exit 2 (:data:`EXIT_USAGE`), 4 (:data:`EXIT_MEASUREMENT`) or 130 (docs/cli.md, "Exit codes").
+:func:`one_line` digs a worker's message back out of PyTorch's re-wrapping, and :func:`private_tmpdir` keeps the
+``pymp-*`` folders a killed worker leaves from outliving the command.
 """
 
 from __future__ import annotations

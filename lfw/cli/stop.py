@@ -1,11 +1,5 @@
-"""Stopping processes, one way for every caller: a helper child, a step past its budget, a count's valgrind, the
-workers a pipeline or a peer left behind.
-
-:func:`stop_tree` asks the given processes to end (SIGTERM), waits up to a grace period for them, then kills
-(SIGKILL) whatever is still running of them and of every process seen below them (or in their process group),
-looked up before the ask and again after the grace; it reaps the handles it was given and returns the process ids it
-asked and those it had to kill, for the caller to report. It never raises for a process already gone.
-"""
+"""Stopping processes, one way for every caller (:func:`stop_tree`): a helper child, a step past its budget, a
+count's valgrind, the workers a pipeline or a peer left behind. It never raises for a process already gone."""
 
 from __future__ import annotations
 
@@ -94,8 +88,9 @@ def _reap(handle: Handle, timeout_s: float) -> None:
 def stop_tree(handles: Iterable[Handle], grace_s: float, *, ask_all: bool = False, group: bool = False) -> Stopped:
     """End ``handles`` (a ``Popen``, a ``multiprocessing`` process, a ``psutil.Process`` or a pid) and what they
     started: SIGTERM to each of them (``ask_all``: also to every process below them), up to ``grace_s`` for them to
-    end, then SIGKILL to whatever is left of them and of every process below them (``group``: also in the process
-    group each leads, e.g. one started with ``start_new_session=True``, whose members outlive their leader).
+    end, then SIGKILL to whatever is left of them and of every process below them, looked up before the ask and
+    again after the grace (``group``: also in the process group each leads, e.g. one started with
+    ``start_new_session=True``, whose members outlive their leader).
     Handles are reaped; the returned :class:`Stopped` says who was asked and who was killed."""
     handles = list(handles)
     roots = [p for p in map(_process, handles) if p is not None]

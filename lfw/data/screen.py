@@ -1,10 +1,9 @@
 """Unreadable images found once, before a run, and left out of it: what every entry point's skip option does.
 
-Every image is read once in this process before anything is timed, so every case of the run reads the same
-images; the run records how many were left out and which (:meth:`Screening.facts`, in ``machine_info``). An LFW
-tree is screened with :func:`~lfw.data.dataset.pil_loader` and, when some fail, read through a cached *view*: person
-folders of links to the readable images only (one view per tree, keyed by its files' names, sizes and times). A
-user's own dataset is screened item by item (:func:`find_unreadable`). Why and how: docs/faults.md."""
+Every image is read once in this process before anything is timed; the run records how many were left out and
+which (:meth:`Screening.facts`, in ``machine_info``). An LFW tree that has some is read through a cached *view* of
+links to the readable images; a user's own dataset is screened item by item (:func:`find_unreadable`). Why and how:
+docs/faults.md, "A corrupt image can be skipped from every entry point"."""
 
 from __future__ import annotations
 

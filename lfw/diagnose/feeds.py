@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lfw.diagnose.simulator import SEEDS, PipelineModel, check_loader, seed_mean
@@ -114,24 +113,22 @@ def closed_form_fed(feed: Feed, step_s: float, target: float = AU_TARGET) -> int
     return max(0, math.floor(bound + _EPS))
 
 
-def simulated_au(feed: Feed, step_s: float, accelerators: int, batches: int = STEADY_BATCHES,
-                 seeds: int = SEEDS) -> float:
+def simulated_au(feed: Feed, step_s: float, accelerators: int, batches: int = STEADY_BATCHES) -> float:
     """AU of ``accelerators`` fed by ``feed``, simulated over ``batches`` steps (first step excluded); the mean
-    over ``seeds`` seeds when load times vary, one run when they do not."""
+    over :data:`~lfw.diagnose.simulator.SEEDS` seeds when load times vary, one run when they do not."""
     if batches < 2:
         raise LFWError(f"AU needs at least 2 simulated steps (the first is excluded), got {batches}")
-    return seed_mean(feed.model(step_s, accelerators), batches, lambda r: 1.0 - r.steady_data_wait_fraction, seeds)
+    return seed_mean(feed.model(step_s, accelerators), batches, lambda r: 1.0 - r.steady_data_wait_fraction, SEEDS)
 
 
-def fed(feed: Feed, step_s: float, *, target: float = AU_TARGET, batches: int = STEADY_BATCHES,
-        seeds: int = SEEDS) -> int:
+def fed(feed: Feed, step_s: float, *, target: float = AU_TARGET, batches: int = STEADY_BATCHES) -> int:
     """The largest N whose simulated AU (:func:`simulated_au`) is at least ``target``; 0 when even one
     accelerator falls below it. The search starts at the closed form and walks down, then up, one N at a time."""
     _check_step(step_s, target)
 
     @functools.cache
     def au(n: int) -> float:
-        return simulated_au(feed, step_s, n, batches, seeds)
+        return simulated_au(feed, step_s, n, batches)
 
     n = max(closed_form_fed(feed, step_s, target), 1)
     while n > 0 and au(n) < target:
@@ -194,21 +191,20 @@ class FeedsTable:
         return max(decoding, key=lambda r: (r.fed[i], r.feed.rate)) if decoding else None
 
 
-def feeds_table(run: Run, steps_ms: Sequence[float] = STEP_TIMES_MS, *, target: float = AU_TARGET,
-                batches: int = STEADY_BATCHES) -> FeedsTable | None:
+def feeds_table(run: Run) -> FeedsTable | None:
     """The table over the run's decoders group (every case with a rate, the memmap reference included, fastest
-    first); None when the run has no such case."""
+    first) at :data:`STEP_TIMES_MS` and :data:`AU_TARGET`; None when the run has no such case."""
     rows = []
     for case in run.group(DECODERS_GROUP):
         feed = feed_of(case)
         if feed is None:
             continue
-        steps = [ms / 1e3 for ms in steps_ms]
-        rows.append(FeedRow(case.label, feed, tuple(fed(feed, s, target=target, batches=batches) for s in steps),
-                            tuple(closed_form_fed(feed, s, target) for s in steps),
-                            tuple(throughput_bound(feed.rate, s, feed.batch, target) for s in steps),
+        steps = [ms / 1e3 for ms in STEP_TIMES_MS]
+        rows.append(FeedRow(case.label, feed, tuple(fed(feed, s) for s in steps),
+                            tuple(closed_form_fed(feed, s) for s in steps),
+                            tuple(throughput_bound(feed.rate, s, feed.batch) for s in steps),
                             case.value(K.STORAGE) != "memmap", case.number(K.OWN_DECODER_IMAGES_PER_S)))
     if not rows:
         return None
     rows.sort(key=lambda r: -r.feed.rate)
-    return FeedsTable(tuple(steps_ms), target, tuple(rows))
+    return FeedsTable(STEP_TIMES_MS, AU_TARGET, tuple(rows))

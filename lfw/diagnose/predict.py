@@ -3,9 +3,8 @@
 The per-worker load time is the mean of the workers' own stamps (each worker's first batch left out: its warm-up),
 which holds the contention for cores at that worker count, plus the median idle gap between two batches of one
 worker when the second was already handed to it (:func:`worker_gaps`). ``transfer_s`` is the median hand-over
-(:func:`handover_times`), ``startup_s`` when the first worker started loading. The worker count for training
-(:class:`WorkerSweep`) is measured: a pass of the loop and of the loader alone per count (docs/diagnose.md, "The
-worker count for training").
+(:func:`handover_times`), ``startup_s`` when the first worker started loading. The worker count for training:
+:class:`WorkerSweep` (docs/diagnose.md, "The worker count for training").
 """
 
 from __future__ import annotations
@@ -242,8 +241,6 @@ class WorkerSweep:
             text += ("; they differ: the loop needs the batches sooner than the loader's knee supplies them "
                      "(each step waits on the hand-over)")
         return [*out, text]
-
-
 
 
 def sweep(counts: Sequence[int], measure_at: Callable[[int, bool], Measurement]) -> WorkerSweep:

@@ -126,11 +126,6 @@ def _legend(fig: Figure) -> None:
     fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=7, frameon=False)
 
 
-def _t_max(panels: Sequence[Panel]) -> float:
-    ends = [t for p in panels for r in p.records for t in (r.step_end, r.load_end) if not math.isnan(t)]
-    return max(ends, default=1.0) * 1.02
-
-
 def _draw(fig: Figure, axes: np.ndarray, panels: Sequence[Panel], title: str, until: float,
           t_max: float) -> None:
     """Draw every panel up to ``until`` (``t_max`` for the whole run; unfinished intervals end there)."""
@@ -157,7 +152,8 @@ def _laid_out(panels: Sequence[Panel], out: str | Path, title: str) -> tuple[Pat
     fig = Figure(figsize=(7 * len(panels), sum(heights) + 1.8))
     FigureCanvasAgg(fig)
     axes = fig.subplots(3, len(panels), squeeze=False, gridspec_kw={"height_ratios": heights}, sharex=True)
-    t_max = _t_max(panels)
+    ends = [t for p in panels for r in p.records for t in (r.step_end, r.load_end) if not math.isnan(t)]
+    t_max = max(ends, default=1.0) * 1.02
     _draw(fig, axes, panels, title, t_max, t_max)
     fig.tight_layout(rect=(0, LEGEND_SPACE, 1, 1))
     return out, fig, axes, t_max

@@ -212,13 +212,10 @@ class Watch(Generic[T]):
         self._events: EventClock | None = None
         self.make_event: Callable[[], Event] = cuda_event  # replaceable: tests attribute with fake events
 
-    def __iter__(self) -> Iterator[T]:
-        return self._epoch()
-
     def __len__(self) -> int:
         return len(self.loader)
 
-    def _epoch(self) -> Iterator[T]:
+    def __iter__(self) -> Iterator[T]:
         log = self._log
         mode = resolve_mode(self.cuda)
         self.clock = mode

@@ -1,11 +1,10 @@
 """Rank 0's view of a distributed run: per-rank figures, the straggler, coverage, and the saved JSON.
 
-The straggler ratio is taken on load time, per epoch (why: :mod:`lfw.distributed.rank`). Coverage is checked on
-the indices each rank's sampler yielded, gathered to rank 0 (no process group needed): with ``drop_last=False``
-a DistributedSampler pads the epoch with ``world * ceil(N / world) - N`` repeated indices; any other duplicate,
-or an index missing from the union, is a failure, and epochs in the same order mean ``sampler.set_epoch`` is
-never called. The JSON is pytest-benchmark's format (one case per rank, its rounds the epochs, plus the ranks'
-total), written through :mod:`lfw.results`, so ``python -m lfw.report`` and ``python -m lfw.gate`` read it.
+The straggler ratio is taken on load time, per epoch; coverage on the indices each rank's sampler yielded (with
+``drop_last=False`` a DistributedSampler pads the epoch with ``world * ceil(N / world) - N`` repeated indices;
+any other duplicate or a missing index fails, as do epochs in the same order): docs/distributed.md. The JSON is
+pytest-benchmark's (one case per rank, its rounds the epochs, plus the ranks' total), written through
+:mod:`lfw.results`.
 """
 
 from __future__ import annotations

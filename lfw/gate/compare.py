@@ -95,10 +95,6 @@ class GateReport:
             return 1
         return EXIT_INCOMPLETE if self.gaps or not self.comparisons else 0
 
-    @property
-    def case_count(self) -> int:
-        return len({c.case for c in self.comparisons})
-
 
 def different_images(baseline: Run, current: Run) -> str | None:
     """Why two runs that skipped different numbers of unreadable images are not compared; None if as many."""

@@ -187,7 +187,6 @@ AB = (IMAGES_PER_S, TTFB)
 # What the gate judges, each metric once, in the gate's order (SAME_MACHINE, then A/B's images/s): the one list the
 # two-file comparison (lfw.gate.compare) and the history (lfw.history.store) both read.
 JUDGED: tuple[Metric, ...] = tuple(dict.fromkeys((*SAME_MACHINE, *AB)))
-JUDGED_BY_KEY: dict[str, Metric] = {m.key: m for m in JUDGED}
 WALL_CLOCK_MIN_ROUNDS = 3  # a single round (start-method in quick) has no median to speak of: not judged
 COST_LAYER = "cost layer"  # the layer of the counted metrics (COUNTED), named as such in every verdict
 

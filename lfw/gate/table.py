@@ -42,13 +42,6 @@ def fmt_delta(kind: str, unit: str, change: float) -> str:
     return f"{change:+.1f}{unit}" if "MiB" in unit else f"{change:+.3f}"
 
 
-def thresholds_line(th: Thresholds) -> str:
-    return (f"minimum effects: cost +{th.cost:.0%}, efficiency -{th.efficiency:.0%}, time to first batch "
-            f"+{th.ttfb:.0%}, memory +{th.memory_floor_mib:g} MiB and {th.memory_ratio:.0%}, worker memory "
-            f"+{th.worker_floor_mib:g} MiB, leak step +{th.slope_floor_mib:g} MiB/epoch, wait +{th.wait_floor:g} "
-            f"and {th.wait_ratio:.0%}")
-
-
 def machine_diff_text(report: GateReport) -> str:
     """The machine_info keys that matter and differ, ``key (baseline -> current)``; empty when none do."""
     return ", ".join(f"{k} ({b!r} -> {c!r})" for k, (b, c) in report.machine_diffs.items())
@@ -56,7 +49,7 @@ def machine_diff_text(report: GateReport) -> str:
 
 def verdict_line(report: GateReport) -> str:
     """The two-file verdict in one line; "no regression" only when comparisons ran and nothing is missing."""
-    summary = f"{len(report.comparisons)} comparisons in {report.case_count} cases"
+    summary = f"{len(report.comparisons)} comparisons in {len({c.case for c in report.comparisons})} cases"
     if report.regressions:
         return f"REGRESSED: {len(report.regressions)} of {summary}"
     if not report.comparisons:
@@ -93,7 +86,10 @@ def with_verdicts(rows: Sequence[Row], cells: list[tuple[str, ...]]) -> list[tup
 
 def render(v: Verdict, th: Thresholds, *, show_all: bool = False) -> str:
     """The two-file gate's text, from its verdict (machine-info warnings go to stderr separately)."""
-    out = [v.setup, thresholds_line(th)]
+    out = [v.setup, f"minimum effects: cost +{th.cost:.0%}, efficiency -{th.efficiency:.0%}, time to first batch "
+                    f"+{th.ttfb:.0%}, memory +{th.memory_floor_mib:g} MiB and {th.memory_ratio:.0%}, worker memory "
+                    f"+{th.worker_floor_mib:g} MiB, leak step +{th.slope_floor_mib:g} MiB/epoch, wait "
+                    f"+{th.wait_floor:g} and {th.wait_ratio:.0%}"]
     out += [f"not judged: {layer}: {why}" for layer, why in v.unjudged.items()]
     if v.new_cases:
         out.append(f"new cases, in current only (not gated): {len(v.new_cases)}")

@@ -1,9 +1,7 @@
 """``history_report(SOURCE, OUT)``: charts of every judged metric against commits, change points, a text summary.
 
-One PNG per runner class and metric family: a panel per metric, each case a line over the runs in commit order,
-the cases with a change point coloured and named. The summary names each change point with its first commit, the
-commit before it and the step, or says "no change point" ("too few runs" where the statistical rule cannot judge):
-never a step the rule did not find. What each shows: docs/history.md, "Charts and the summary".
+One PNG per runner class and metric family, a panel per metric; the summary names each change point the rules
+found, never a step they did not. What each shows: docs/history.md, "Charts and the summary".
 """
 
 from __future__ import annotations

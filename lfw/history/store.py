@@ -1,9 +1,8 @@
 """The history store: one compact JSON line per saved run, in ``<store>/<runner class>.jsonl``, append-only.
 
-Each line holds, per case, the median over rounds of what the gate judges (:func:`judged_rounds`), and what
-places the run: commit, date, machine and counted stack. A run is identified by its commit and its date, so
-appending one already present changes nothing. The line's fields: docs/history.md, "The store". A folder of
-autosaved runs (``.benchmarks/``) is a history too: :func:`load_history` reads either.
+Each line holds, per case, the median over rounds of what the gate judges (:func:`judged_rounds`), and what places
+the run; appending a run already present changes nothing. The line's fields: docs/history.md, "The store". A folder
+of autosaved runs (``.benchmarks/``) is a history too: :func:`load_history` reads either.
 """
 
 from __future__ import annotations

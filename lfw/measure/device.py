@@ -21,14 +21,6 @@ STAND_IN_MATMUL_SIZE = 256  # on the CPU stand-in: a product of a few ms on one 
 LARGE_COPY_BYTES = 256 * 2**20  # the buffer whose best pinned copy is the machine's measured copy peak
 
 
-def cuda_missing() -> str | None:
-    """Why the GPU measurements cannot run on this machine, in one line; None when a CUDA device is there."""
-    if not torch.cuda.is_available():
-        cuda = torch.version.cuda or "none (a CPU-only build)"
-        return f"no CUDA device (torch {torch.__version__}, built with CUDA {cuda}; torch.cuda.is_available() is False)"
-    return None
-
-
 def accelerator() -> str:
     """Where a GPU member runs: ``cuda``, else ``cpu`` (the stand-in, for a run that allows one)."""
     return "cuda" if torch.cuda.is_available() else "cpu"

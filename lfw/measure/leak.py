@@ -155,14 +155,12 @@ class LeakReport:
         }
 
 
-def leak_check(loader: DataLoader, epochs: int, *, threshold: float = LEAK_THRESHOLD_MIB_PER_EPOCH,
-               memory_interval_s: float = LEAK_MEMORY_INTERVAL_S,
-               timed: Callable[[LoaderPass], object] | None = None) -> LeakReport:
+def leak_check(loader: DataLoader, epochs: int, *, timed: Callable[[LoaderPass], object] | None = None) -> LeakReport:
     """Run ``epochs`` whole epochs of ``loader`` through :class:`LoaderPass` (``timed(runner)`` first when given,
     the rest untimed) and judge the series; workers are stopped at the end."""
     if loader.num_workers > 0 and not loader.persistent_workers:
         raise LFWError("leak check needs persistent_workers=True: fresh workers every epoch hide a worker leak")
-    runner = LoaderPass(loader, len(loader), memory_interval_s=memory_interval_s)
+    runner = LoaderPass(loader, len(loader), memory_interval_s=LEAK_MEMORY_INTERVAL_S)
     try:
         if timed is not None:
             timed(runner)
@@ -174,4 +172,4 @@ def leak_check(loader: DataLoader, epochs: int, *, threshold: float = LEAK_THRES
         runner.close(stop_workers=True)
     results = runner.results[-epochs:]
     series = epoch_series(results)
-    return LeakReport(results, series, leak_verdict(series, threshold))
+    return LeakReport(results, series, leak_verdict(series))

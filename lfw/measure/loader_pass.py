@@ -22,7 +22,7 @@ from torch.utils.data import DataLoader
 
 from lfw.errors import LFWError, one_line
 from lfw.measure.memory import TreeSampler, TreeSnapshot, tree_snapshot
-from lfw.measure.stages import RECEIVE, StageClock, StageTotals
+from lfw.measure.stages import StageClock, StageTotals
 from lfw.measure.torch_compat import (
     drop_persistent_workers,
     iterator_prefetch_factor,
@@ -364,7 +364,7 @@ class LoaderPass:
         self._exhausted = batches >= len(self.loader)
         stages = None
         if self.stages is not None:
-            self.stages.add_main_seconds(RECEIVE, max(0.0, next_cpu - self.stages.main_thread_seconds()))
+            self.stages.add_receive(next_cpu)
             stages = self.stages.totals()
         result = PassResult(images=sum(sizes), batches=batches, wall_s=wall, ttfb_s=ttfb, waits_s=waits,
                             steps_s=steps, events=events, t0=t0, started_unix=started_unix,

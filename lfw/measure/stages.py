@@ -114,14 +114,12 @@ class StageClock:
         with _lock:
             self._array[base + _COUNTS + self.counts.index(name)] += n
 
-    def add_main_seconds(self, stage: str, seconds: float) -> None:
-        """Add ``seconds`` to ``stage`` of the main thread's row (the pass's own ``receive`` time)."""
+    def add_receive(self, next_cpu_s: float) -> None:
+        """Add to the main thread's ``receive`` stage what of ``next_cpu_s`` (its CPU inside ``next()`` since the
+        last :meth:`reset`) no timed stage of that thread claimed: the pass's own hand-over time."""
+        base = MAIN_THREAD * self.columns
         with _lock:
-            self._array[MAIN_THREAD * self.columns + STAGES.index(stage)] += seconds
-
-    def main_thread_seconds(self) -> float:
-        """CPU seconds the main thread has spent in timed stages since the last :meth:`reset`."""
-        return sum(self._array[MAIN_THREAD * self.columns: MAIN_THREAD * self.columns + _IMAGES])
+            self._array[base + STAGES.index(RECEIVE)] += max(0.0, next_cpu_s - sum(self._array[base:base + _IMAGES]))
 
     def reset(self) -> None:
         """Zero every row (before a pass; no worker may be loading from this dataset then)."""

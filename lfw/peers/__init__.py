@@ -25,8 +25,7 @@ def adapter(peer: str) -> ModuleType:
 
 def missing(peer: str) -> str | None:
     """Why ``peer`` cannot run here, in one line naming what is missing and how to get it; None when it can."""
-    why: str | None = adapter(peer).missing()
-    return why
+    return adapter(peer).missing()
 
 
 def distributions() -> tuple[str, ...]:

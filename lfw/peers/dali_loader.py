@@ -1,9 +1,6 @@
-"""NVIDIA DALI on its CPU backend, configured as its documentation shows for image classification (docs/peers.md).
-
-``fn.readers.file`` -> ``fn.decoders.image(device="cpu")`` -> ``DALIGenericIterator``; the pipeline is built for
-each pass, inside the clock (kept, it would decode the next epoch unseen). Batches are ``(B, H, W, 3)``, handed out
-as a ``(B, 3, H, W)`` view; the float case normalizes in the pipeline (``fn.crop_mirror_normalize``).
-``num_threads`` is the knob. Its decoder cannot run alone here (nvImageCodec needs a CUDA runtime)."""
+"""NVIDIA DALI on its CPU backend, configured as its documentation shows for image classification (docs/peers.md:
+the pipeline, the knob, why it is built each pass and why its decoder cannot run alone). Batches are
+``(B, H, W, 3)``, handed out as a ``(B, 3, H, W)`` view; the float case normalizes in the pipeline."""
 
 from __future__ import annotations
 

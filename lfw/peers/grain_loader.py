@@ -1,9 +1,6 @@
-"""Grain: a ``MapDataset`` over the pass's images, ending in ``batch``, in either of Grain's parallel engines.
-
-The map decodes with simplejpeg (:mod:`lfw.peers.grain_map`); ``threads`` reads through
-``ReadOptions(num_threads=N)`` in this process, ``processes`` through ``mp_prefetch`` (spawned workers). Each pass
-makes a new iterator, inside the clock (docs/peers.md). Batches are ``(B, H, W, 3)`` arrays, handed out as a
-``(B, 3, H, W)`` view; the float case normalizes in the pipeline (:class:`~lfw.peers.grain_map.NormalizeBatch`)."""
+"""Grain: a ``MapDataset`` over the pass's images, ending in ``batch``, in either of Grain's parallel engines
+(``threads`` or ``processes``: docs/peers.md), decoded with simplejpeg (:mod:`lfw.peers.grain_map`). Batches are
+``(B, H, W, 3)`` arrays, handed out as a ``(B, 3, H, W)`` view; the float case normalizes in the pipeline."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """LitData: ``optimize()`` into its chunk format once, then ``StreamingDataset`` + ``StreamingDataLoader`` from
-local disk, as LitData's README shows.
-
-Items are ``{"image", "label", "index"}`` (the JPEG's own bytes, decoded by ``torchvision.io.decode_jpeg``), in
-chunks of :func:`~lfw.peers.contract.images_per_shard` items; ``num_workers`` is the knob, persistent workers.
-:func:`convert` is timed and cached per tree, and puts back what ``optimize()`` changes in the process
-(:func:`~lfw.peers.contract.process_kept`)."""
+local disk, as LitData's README shows (docs/peers.md). Items are ``{"image", "label", "index"}`` (the JPEG's own
+bytes), in chunks of :func:`~lfw.peers.contract.images_per_shard` items; :func:`convert` is timed and cached per
+tree, and puts back what ``optimize()`` changes in the process (:func:`~lfw.peers.contract.process_kept`)."""
 
 from __future__ import annotations
 

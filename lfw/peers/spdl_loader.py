@@ -1,10 +1,7 @@
-"""SPDL (``spdl-io``, ``spdl-core``): its own pipeline builder and thread pool, batch decode per batch of paths.
-
-The shape of SPDL's ``image_dataloading`` example: ``PipelineBuilder`` aggregating indices into batches, each
-decoded by ``spdl.io.load_image_batch`` (FFmpeg, ``rgb24``) on ``num_threads`` threads (the knob), a pipeline per
-epoch, built inside the clock (docs/peers.md). Batches are ``(B, H, W, 3)``, handed out as a ``(B, 3, H, W)`` view.
-SPDL needs FFmpeg's shared libraries (:func:`missing` says how to get them); its decoder alone is
-:class:`SpdlFiles`."""
+"""SPDL (``spdl-io``, ``spdl-core``): its own pipeline builder and thread pool, batch decode per batch of paths, in
+the shape of SPDL's ``image_dataloading`` example (docs/peers.md). Batches are ``(B, H, W, 3)``, handed out as a
+``(B, 3, H, W)`` view. SPDL needs FFmpeg's shared libraries (:func:`missing` says how to get them); its decoder
+alone is :class:`SpdlFiles`."""
 
 from __future__ import annotations
 
@@ -88,8 +85,7 @@ class SpdlFiles:
 
     def __getitem__(self, i: int) -> torch.Tensor:
         io = library("spdl.io")
-        tensor: torch.Tensor = io.to_torch(io.load_image(self.images.paths[i], filter_desc=RGB24))
-        return tensor
+        return io.to_torch(io.load_image(self.images.paths[i], filter_desc=RGB24))
 
 
 build = SpdlLoader  # build(spec, images): the adapter's loader (lfw.peers)

@@ -1,8 +1,6 @@
-"""WebDataset: the suite's own tar shards through ``wds.WebDataset`` and ``wds.WebLoader``, as its docs show.
-
-``WebDataset(shards).decode("torchrgb8").map(ToItem).batched(batch_size)`` read by ``WebLoader(num_workers=N,
-persistent_workers=True)``: each worker reads whole shards (:func:`lfw.pipelines.storage.tar_shards`, at least as
-many as workers); the label is the member's person folder. The one-off conversion is the shards' build."""
+"""WebDataset: the suite's own tar shards (:func:`lfw.pipelines.storage.tar_shards`, at least as many as workers)
+through ``wds.WebDataset`` and ``wds.WebLoader``, as its docs show (docs/peers.md); the label is the member's
+person folder. The one-off conversion is the shards' build."""
 
 from __future__ import annotations
 

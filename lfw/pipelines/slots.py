@@ -1,9 +1,8 @@
 """Batches decoded straight into reusable shared-memory slots: the transfer between processes is a slot number.
 
-Items of :class:`SlotBatches` are whole batches (``batch_size=None``): each loading process decodes into a ring of
-``ring`` batch buffers made once, and a worker returns a :class:`SlotBatch` of a few numbers (its rings the first
-time, :func:`receive_slot`). The main process gets ``(images, labels)``, views of the slot: ``images``
-(B, 3, H, W) channels-last, ``labels`` int64 (docs/decoders.md, "Slot batches").
+Items of :class:`SlotBatches` are whole batches (``batch_size=None``; docs/decoders.md, "Slot batches"): a worker
+returns a :class:`SlotBatch` of a few numbers (its rings the first time, :func:`receive_slot`); the main process
+gets ``(images, labels)``, views of the slot: ``images`` (B, 3, H, W) channels-last, ``labels`` int64.
 
 Contract: the slot is reused ``ring`` batches later; with ``prefetch_factor`` P a ring of P + 2 leaves one spare
 (:meth:`~lfw.measure.LoaderConfig.build` refuses a smaller one); a consumer keeping a batch longer ``clone()``s it.

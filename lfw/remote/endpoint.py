@@ -76,8 +76,7 @@ def local_s3(seed: int = 0) -> Iterator[LocalS3]:
             child.stop()
 
 
-def upload_tree(settings: S3Settings, root: str | os.PathLike[str], images: int | None = None,
-                threads: int = 8) -> int:
+def upload_tree(settings: S3Settings, root: str | os.PathLike[str], images: int | None = None) -> int:
     """Create the bucket and put the first ``images`` JPEGs of the tree (all when None) under ``settings.prefix``.
 
     Returns the number of objects written. Keys keep LFW's layout: ``<prefix>/<Person>/<Person>_0001.jpg``.
@@ -92,5 +91,5 @@ def upload_tree(settings: S3Settings, root: str | os.PathLike[str], images: int 
         key = f"{settings.prefix}/{Path(path).relative_to(scan.image_root).as_posix()}"
         client.put_object(Bucket=settings.bucket, Key=key, Body=Path(path).read_bytes())
 
-    thread_map(put, paths, max_workers=threads, unit="obj", desc=f"uploading LFW to s3://{settings.bucket}")
+    thread_map(put, paths, max_workers=8, unit="obj", desc=f"uploading LFW to s3://{settings.bucket}")
     return len(paths)

@@ -24,12 +24,6 @@ STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"))  # per worker count,
 MIB = 2**20
 
 
-def startup_cases(run: Run, group: str = GROUP) -> list[Case]:
-    """Cases of ``group`` that recorded a pickled dataset size and at least one time to first batch."""
-    return [c for c in run.group(group)
-            if c.number(K.PICKLED_DATASET_BYTES) is not None and c.rounds(K.TTFB_S)]
-
-
 def by_start_method(cases: Sequence[Case]) -> dict[tuple[str, int], list[Case]]:
     """Cases by (start method, workers), each ordered by pickled size; keys fork, forkserver, spawn first."""
     series: dict[tuple[str, int], list[Case]] = {}
@@ -63,7 +57,7 @@ def _size_ticks(ax: Axes, cases: Sequence[Case]) -> None:
 
 def startup_chart(run: Run) -> Figure | None:
     """TTFB against pickled dataset MiB per start method x workers; None without a startup case with a size."""
-    cases = startup_cases(run)
+    cases = [c for c in run.group(GROUP) if c.number(K.PICKLED_DATASET_BYTES) is not None and c.rounds(K.TTFB_S)]
     if not cases:
         return None
     series = by_start_method(cases)

@@ -21,15 +21,6 @@ GROUP = "decoders"
 STAGE_LABELS = {"read": "read (open + bytes)", "receive": "receive (main process)"}  # the others: their names
 
 
-def largest_stage(case: Case) -> tuple[str, float] | None:
-    """The stage with the most CPU per image, and its ms; None when the case timed no stages."""
-    stages = case.extra.get(K.STAGE_MS_PER_IMAGE)
-    if not isinstance(stages, dict) or not stages:
-        return None
-    name = max(stages, key=lambda s: float(stages[s]))
-    return name, float(stages[name])
-
-
 @dataclass(frozen=True)
 class PipelineVerdict:
     """The fastest pipeline of a run's decoders group and the measured reasons it stops where it does."""
@@ -40,10 +31,6 @@ class PipelineVerdict:
     trusted: bool = True  # its run's capacity measured by the present probe (lfw.results.limits.capacity_trusted)
 
     @property
-    def utilization(self) -> float | None:
-        return self.best.number(K.CPU_UTILIZATION)
-
-    @property
     def decoder_cpu_ms(self) -> float | None:
         """CPU ms per image of the decoder alone: from its own single-core rate, else the reference case's."""
         per_core = self.best.number(K.OWN_DECODER_PER_CORE)
@@ -52,20 +39,17 @@ class PipelineVerdict:
         return self.reference.number(K.CPU_MS_PER_IMAGE) if self.reference is not None else None
 
     @property
-    def overhead(self) -> float | None:
-        """Extra CPU per image over the same decoder alone (0.25: a quarter more)."""
-        mine, alone = self.best.number(K.CPU_MS_PER_IMAGE), self.decoder_cpu_ms
-        return mine / alone - 1 if mine and alone else None
-
-    @property
     def own_ceiling_share(self) -> float | None:
-        """Rate over ``cores`` x the same decoder's single-core rate: measured, else utilization / (1 + overhead)."""
+        """Rate over ``cores`` x the same decoder's single-core rate: measured, else the CPU utilization over the CPU
+        per image relative to the same decoder alone's."""
         measured = self.best.number(K.OWN_DECODER_SHARE)
         if measured is not None:
             return measured
-        if self.utilization is None or self.overhead is None:
+        utilization = self.best.number(K.CPU_UTILIZATION)
+        mine, alone = self.best.number(K.CPU_MS_PER_IMAGE), self.decoder_cpu_ms
+        if utilization is None or not mine or not alone:
             return None
-        return self.utilization / (1 + self.overhead)
+        return utilization / (mine / alone)
 
     def limit(self) -> str:
         """What stops the pipeline (:func:`lfw.results.limits.what_limits`, against the same decoder alone)."""
@@ -97,11 +81,13 @@ class PipelineVerdict:
         return "its own decoder's limit not measured"
 
     def stage_text(self) -> str:
-        """The largest stage and how well the timed stages add up to the measured CPU per image."""
-        largest = largest_stage(self.best)
-        if largest is None:
+        """The stage with the most CPU per image and how well the timed stages add up to the measured CPU per image;
+        empty when the case timed no stages."""
+        stages = self.best.extra.get(K.STAGE_MS_PER_IMAGE)
+        if not isinstance(stages, dict) or not stages:
             return ""
-        name, ms = largest
+        name = max(stages, key=lambda s: float(stages[s]))
+        ms = float(stages[name])
         total = self.best.number(K.CPU_MS_PER_IMAGE) or 0.0
         coverage = self.best.number(K.STAGE_COVERAGE)
         added = f"; the timed stages add up to {share_text(self.best, K.STAGE_COVERAGE)} of it" if coverage else ""

@@ -36,9 +36,6 @@ class RemoteVerdict:
     to_zero: Ratio | None  # best / zero on the steady rate, paired by round
     serial: Case | None  # one request at a time, 2 workers, at ``latency_ms``
 
-    def hidden(self) -> bool | None:
-        return None if self.to_zero is None else self.to_zero.estimate >= HIDDEN
-
     def sentence(self) -> str:
         b = self.best
         workers = b.knob(NUM_WORKERS) or 0
@@ -66,7 +63,7 @@ class RemoteVerdict:
         if b.value(K.REMOTE_LIMIT):
             text += f"; limited by the {b.value(K.REMOTE_LIMIT)}"
         if self.to_zero is not None and self.zero is not None:
-            verdict = "hidden" if self.hidden() else "not hidden"
+            verdict = "hidden" if self.to_zero.estimate >= HIDDEN else "not hidden"
             text += (f"; {self.to_zero.text()} of the best at 0 ms (`{self.zero.label}`, {rate(self.zero):,.1f} "
                      f"images/s steady; paired by round): {verdict}")
         if self.serial is not None:

@@ -4,10 +4,8 @@ schema every benchmark case writes (:mod:`lfw.results.keys`), as one typed, vers
 
 from lfw.results.model import (
     AUTOSAVE_NAME,
-    SAVE_DATA_HINT,
     Case,
     Outcome,
-    Pairing,
     Run,
     Selection,
     case_key,
@@ -16,12 +14,10 @@ from lfw.results.model import (
     load_run,
     pair_cases,
     parse_run,
-    parse_selection,
     short_name,
     write_run,
 )
 from lfw.results.record import SCHEMA_VERSION, CaseRecord, summarize
 
-__all__ = ["AUTOSAVE_NAME", "SAVE_DATA_HINT", "SCHEMA_VERSION", "Case", "CaseRecord", "Outcome", "Pairing", "Run",
-           "Selection", "case_key", "case_record", "latest_run", "load_run", "pair_cases", "parse_run",
-           "parse_selection", "short_name", "summarize", "write_run"]
+__all__ = ["AUTOSAVE_NAME", "SCHEMA_VERSION", "Case", "CaseRecord", "Outcome", "Run", "Selection", "case_key",
+           "case_record", "latest_run", "load_run", "pair_cases", "parse_run", "short_name", "summarize", "write_run"]

@@ -1,16 +1,11 @@
 """``python -m lfw.suite.estimate [--no-remote]``: about how long ``make bench`` will take on this machine, in one
 line, said before it starts.
 
-The committed ``docs/runs/make-bench.txt`` (``bash tools/record.sh make-bench``) holds a fresh clone's ``make
-bench``: the wall time of its pytest phase (synthetic data included) and its report, the remote layer's share of
-it (its rotation runs in its first case's call), and the per-core rates of the machine it ran on. Two of those
-rates set the time: the ``none`` preset's single-core ceiling (decoding, the DataLoader cases) and the local S3
-endpoint's zero-latency ceiling (the remote layer, Python serving HTTP on loopback), and machines differ in the two
-by different factors. Both are measured here the way the suite measures them
-(:class:`~lfw.measure.ceiling.CeilingSweep`, :class:`~lfw.remote.bench.EndpointCeiling`) on a small synthetic tree,
-in a few seconds, and each part of the recorded time is scaled by its rate's ratio: every pass reads a fixed number
-of images, so a rate half as high takes about twice as long. A few seconds of a machine whose speed drifts
-(docs/methodology.md) and core counts other than the recorded run's make it an estimate, not a promise.
+The recorded time of a fresh clone's ``make bench`` (``docs/runs/make-bench.txt``: its pytest phase and report,
+the remote layer's share, the per-core rates of its machine) is scaled part by part: the remote layer's by the
+local S3 endpoint's zero-latency rate, the rest by the ``none`` preset's single-core rate, each recorded rate over
+the same rate measured here as the suite measures it (:class:`~lfw.measure.ceiling.CeilingSweep`,
+:class:`~lfw.remote.bench.EndpointCeiling`) on a small synthetic tree (docs/methodology.md).
 """
 
 from __future__ import annotations

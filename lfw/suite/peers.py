@@ -37,8 +37,7 @@ def build_peer(spec: PeerSpec, root: Path, images: int) -> PeerLoader:
     why = not_measured(spec)
     if why is not None:
         raise LFWError(why)
-    loader: PeerLoader = peers.adapter(spec.peer).build(spec, PassImages.first(root, images))
-    return loader
+    return peers.adapter(spec.peer).build(spec, PassImages.first(root, images))
 
 
 def reference_images(root: Path) -> np.ndarray:

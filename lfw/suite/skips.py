@@ -111,7 +111,9 @@ def skip_reason(needs: Needs, session: Session) -> str | None:
     if needs.lfw_only and session.user_dataset:
         return f"dataset {session.user_dataset}: {needs.lfw_only}"
     if needs.layer is not None and needs.layer not in session.layers:
-        return f"{profile.name} profile: {LAYER_HINTS[needs.layer]}, and in the {_profiles_with(needs.layer)}"
+        names = [p.name for p in PROFILES.values() if needs.layer in p.layers]
+        plural = "profiles" if len(names) > 1 else "profile"
+        return f"{profile.name} profile: {LAYER_HINTS[needs.layer]}, and in the {' and '.join(names)} {plural}"
     if needs.full_only and not profile.full_matrix:
         return f"{profile.name} profile: {needs.full_only}"
     if needs.not_quick and profile.budgeted:
@@ -122,7 +124,3 @@ def skip_reason(needs: Needs, session: Session) -> str | None:
             return f"{profile.name} profile: remote runs up to {most_ms:g} ms with up to {most_workers} workers"
     return None
 
-
-def _profiles_with(layer: str) -> str:
-    names = [p.name for p in PROFILES.values() if layer in p.layers]
-    return " and ".join(names) + (" profiles" if len(names) > 1 else " profile")
