@@ -1,7 +1,7 @@
 """lfw-bench: measure the PyTorch DataLoader on Labeled Faces in the Wild.
 
 Layout: floors, lowest first (:data:`LAYERS`); a module imports its own folder and the folders below it, never
-one above (tests/test_layers.py). What each floor holds: docs/methodology.md, "Inside the library".
+one above (a test checks it). What each floor holds: docs/methodology.md, "Inside the library".
 
 The top-level names are imported lazily: tools that only read JSON (the gate, the report) start without
 paying for torch's import.
