@@ -89,6 +89,17 @@ def test_two_file_wall_clock_catches_only_gross_losses(doc: dict[str, Any], fact
     assert flagged == ([(W2, "efficiency")] if regressed else [])
 
 
+@pytest.mark.parametrize(("base_s", "current_s", "regressed"), [(0.1, 0.4, True), (0.005, 0.02, False)])
+def test_a_later_first_batch_must_pass_the_share_and_the_floor(doc: dict[str, Any], base_s: float,
+                                                               current_s: float, regressed: bool) -> None:
+    """Four times the first batch is +300% either way; 100 -> 400 ms is a regression, 5 -> 20 ms is within the
+    50 ms floor (a time slice of a busy scheduler)."""
+    base = parse_run(changed(doc, W2, "ttfb_s", lambda v: base_s), "b")
+    current = parse_run(changed(doc, W2, "ttfb_s", lambda v: current_s), "c")
+    row = next(c for c in compare_runs(base, current).comparisons if c.case == W2 and c.metric.family == "ttfb")
+    assert (row.regressed, round(row.change, 2), row.rule) == (regressed, 3.0, "+150% and +50 ms")
+
+
 def test_raw_images_per_s_is_not_judged_two_file(doc: dict[str, Any]) -> None:
     """A session at half speed moves images/s, not efficiency: the two-file gate passes it."""
     current = changed(doc, W2, "images_per_s", lambda v: v * 0.5)

@@ -6,6 +6,7 @@ import multiprocessing
 import subprocess
 import sys
 import time
+from typing import Any
 
 import psutil
 
@@ -61,16 +62,20 @@ def test_a_group_is_stopped_after_its_leader_has_gone() -> None:
     assert grandchild in stopped.killed and _gone(grandchild)
 
 
-def _sleep() -> None:
+def _sleep(ready: Any) -> None:
     import signal
 
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    ready.set()
     time.sleep(60)
 
 
 def test_multiprocessing_workers_and_plain_pids_are_stopped_and_reaped() -> None:
-    worker = multiprocessing.get_context("fork").Process(target=_sleep)
+    context = multiprocessing.get_context("fork")
+    ready = context.Event()
+    worker = context.Process(target=_sleep, args=(ready,))
     worker.start()
+    assert ready.wait(timeout=30), "the worker ignores SIGTERM before it is asked to stop"
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     stopped = stop_tree([worker, other.pid], grace_s=0.5)
     assert set(stopped.asked) == {worker.pid, other.pid}

@@ -45,6 +45,7 @@ THRESHOLD_FLAGS = (
     ("cost", "--cost-threshold", "FRACTION", "rise of instructions per image"),
     ("efficiency", "--efficiency-threshold", "FRACTION", "two-file drop of efficiency"),
     ("ttfb", "--ttfb-threshold", "FRACTION", "two-file rise of time to first batch"),
+    ("ttfb_floor_ms", "--ttfb-floor-ms", "MS", "... and its rise in milliseconds"),
     ("memory_floor_mib", "--memory-floor-mib", "MIB", "rise of tree PSS growth or peak added"),
     ("worker_floor_mib", "--worker-floor-mib", "MIB", "rise of worker USS or its growth"),
     ("memory_ratio", "--memory-ratio", "FRACTION", "... and of |baseline| x this"),

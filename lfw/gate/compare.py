@@ -162,17 +162,25 @@ def host_note(pairs: Sequence[tuple[Case, Case]], th: Thresholds) -> str | None:
             "loader; not judged (memory is judged as what each pass adds)")
 
 
-def judge(case: str, metric: Metric, baseline: list[float], current: list[float], th: Thresholds) -> Comparison:
+def judge(case: str, metric: Metric, baseline: list[float], current: list[float], th: Thresholds,
+          seconds: tuple[list[float], list[float]] | None = None) -> Comparison:
     """Compare the medians of one metric of one case under its family's minimum effect; an improvement (reported,
-    never judged) mirrors the rule: the same factor the good way, or down by the floor and the share."""
+    never judged) mirrors the rule: the same factor the good way, or down by the floor and the share. A time to
+    first batch (``seconds``: the baseline's and the current rounds in seconds) must also move by more than
+    :attr:`Thresholds.ttfb_floor_ms`."""
     base, cur = float(median(baseline)), float(median(current))
     if metric.kind == "relative":
         change = cur / base - 1.0 if base else 0.0
         limit = th.relative(metric)
         better = 1 / (1 + metric.sign * limit) - 1  # limit < 1 (Thresholds): the same factor the good way
-        regressed = metric.sign * change > limit
-        improved = bool(base) and metric.sign * change < metric.sign * better
+        moved = True
         rule, improvement_rule = f"{metric.sign * limit:+.0%}", f"{better:+.0%}"
+        if metric.family == "ttfb" and seconds is not None:
+            moved = abs(median(seconds[1]) - median(seconds[0])) * 1e3 > th.ttfb_floor_ms
+            floor_text = f"{th.ttfb_floor_ms:g} ms"
+            rule, improvement_rule = f"{rule} and +{floor_text}", f"{improvement_rule} and -{floor_text}"
+        regressed = moved and metric.sign * change > limit
+        improved = moved and bool(base) and metric.sign * change < metric.sign * better
     else:
         change = cur - base
         floor, ratio = th.absolute(metric)
@@ -289,7 +297,8 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
                     side = "current" if not b else "baseline"
                     report.notes.append(f"{short_name(name)}: {metric.label} only in the {side} run, not compared")
                 continue
-            report.comparisons.append(judge(name, metric, b, c, th))
+            seconds = (b_case.rounds(K.TTFB_S), c_case.rounds(K.TTFB_S)) if metric.family == "ttfb" else None
+            report.comparisons.append(judge(name, metric, b, c, th, seconds if seconds and all(seconds) else None))
     if controls:
         report.notes.append(f"not compared, positive controls (their own test asserts the check flags them; how much "
                             f"they leak is their design): {', '.join(short_name(n) for n in controls)}")

@@ -4,9 +4,9 @@ them is paired by round.
 :class:`CeilingSweep`: how fast one core reads, decodes and transforms these files without a DataLoader (the
 single-core rate every limit multiplies: :func:`lfw.suite.record.work_limit`). :class:`ParallelCapacity`: how
 many cores the machine gives right now: the work N threads do in a short window on a fixed workload that no code
-under test runs, each pinned to its own CPU, started before the clock and released together, over one thread's, at
-``N = usable_cores`` (and at the physical cores where a core runs two threads): docs/methodology.md, "The
-machine"."""
+under test runs, each pinned to its own CPU, started before the clock and released together, each over one
+thread's alone on the same CPU, at ``N = usable_cores`` (and at the physical cores where a core runs two
+threads): docs/methodology.md, "The machine"."""
 
 from __future__ import annotations
 
@@ -29,10 +29,12 @@ from lfw.results import keys as K
 # (hashlib releases the GIL around them) and touch no memory, in threads of this process each pinned to its own CPU,
 # started and waiting before the clock: the probe times neither a fork, nor a page copied on write, nor a thread
 # waiting to be moved to an idle CPU, however large the process.
-PROBE = "pinned threads released together, PBKDF2-SHA256 in a window"  # machine_info's capacity_probe
+# machine_info's capacity_probe
+PROBE = "pinned threads released together, each over its own CPU alone, PBKDF2-SHA256 in a window"
 WORK_S = 0.010  # the shortest window the N threads work in: a hundred times a wake-up's latency
 MAX_WINDOW_S = 0.100  # the longest: beyond it the probe's reading moves no more than the machine does
 COST_SHARE = 0.015  # of the time since the probe's previous call (a round of its rotation) that it spends
+ALONE_MIN_S = WORK_S / 2  # the shortest window of one CPU alone (before the N threads' window, and after)
 CALLS = 10  # calls per window for one thread alone: a call straddling the window's end, or starved, is short
 WAKE_LIMIT_S = 0.25  # the longest the window waits for a released thread to begin (a hang guard; ms in practice)
 QUOTA_PERIODS = 2  # under a CPU quota below N cores: the N threads' window spans this many of its periods
@@ -135,23 +137,29 @@ def rates_together(cpus: Sequence[int | None], iterations: int, window_s: float)
             for mine in calls]
 
 
-def capacity(one: float, many: Sequence[float]) -> float:
-    """Cores given: the N threads' rates together over one thread's alone, no more than N (a reading above N is one
-    thread alone slowed by something else on its CPU, not cores the machine gave; N where one thread did nothing)."""
-    return min(sum(many) / one, float(len(many))) if one > 0 else float(len(many))
+def capacity(alone: Sequence[float], many: Sequence[float]) -> float:
+    """Cores given: each of the N threads' rate together over its own CPU's rate alone (``alone[i]``: the thread
+    of ``many[i]`` alone on the same CPU), summed, no more than N. Each CPU against its own speed: two vCPUs of one
+    machine can run at rates 1.7 apart (docs/methodology.md, "The machine"), and one CPU's rate for all of them
+    reads that as cores given or withheld. A reading above N is a thread alone slowed by something else on its CPU,
+    not cores the machine gave; a CPU whose thread did nothing alone counts as one core."""
+    if len(alone) != len(many):
+        raise ValueError(f"{len(alone)} rates alone for {len(many)} threads: one each")
+    return min(sum(m / a if a > 0 else 1.0 for a, m in zip(alone, many, strict=True)), float(len(many)))
 
 
 class ParallelCapacity:
     """A rotation member: each ``measure()`` gives the round's parallel capacity in ``extra``: the rates of threads
-    on ``cpus`` (one per usable core, each pinned) together over one thread's alone (on the first of them, once
-    before and once after, averaged, which cancels a drift), in windows (:func:`rates_together`), no more than a
-    CPU ``quota``; and, on ``physical`` (one CPU per physical core) where those are fewer (a core runs two threads),
-    the same at N = the physical cores.
+    on ``cpus`` (one per usable core, each pinned) together, each over one thread's alone on the same CPU (once
+    before and once after, averaged, which cancels a drift), in windows (:func:`rates_together`, :func:`capacity`),
+    no more than a CPU ``quota``; and, on ``physical`` (one CPU per physical core) where those are fewer (a core
+    runs two threads), the same at N = the physical cores.
 
     The probe spends about :data:`COST_SHARE` of the time since its previous call (a round of its rotation): the
     N threads' window is that share over the probe's windows, between :data:`WORK_S` and :data:`MAX_WINDOW_S` (or
-    ``window_s``, fixed); under a quota below N cores it spans :data:`QUOTA_PERIODS` of the quota's periods (a
-    group is throttled a period at a time; one thread alone is not). Its ``wall_s`` is the whole probe's."""
+    ``window_s``, fixed), each CPU's window alone a quarter of it (no shorter than :data:`ALONE_MIN_S`); under a
+    quota below N cores it spans :data:`QUOTA_PERIODS` of the quota's periods (a group is throttled a period at a
+    time; one thread alone is not). Its ``wall_s`` is the whole probe's."""
 
     def __init__(self, cpus: Sequence[int | None], physical: Sequence[int | None] | None = None,
                  quota: Quota | None = None, window_s: float | None = None) -> None:
@@ -175,25 +183,32 @@ class ParallelCapacity:
     def _window(self, now: float) -> float:
         if self.fixed is not None or self._last_end is None:
             return max(self.floor, self.fixed or 0.0)
-        windows = 2 + (self.physical is not None)  # the N threads', the physical cores', the two singles' halves
+        # The N threads', the physical cores', and each CPU's two quarters alone.
+        windows = 1 + (self.physical is not None) + len(self._alone_cpus) / 2
         return max(self.floor, min(MAX_WINDOW_S, COST_SHARE * (now - self._last_end) / windows))
+
+    @property
+    def _alone_cpus(self) -> list[int | None]:
+        """The CPUs measured alone: every thread's of the N, then the physical cores' that are not among them."""
+        return self.cpus + [c for c in self.physical or [] if c not in self.cpus]
 
     def measure(self) -> PassResult:
         t0 = time.perf_counter()
         window = self.window_s = self._window(t0)
-        iterations, alone = work_iterations(WORK_S / CALLS), window / 2
-        first = rates_together(self.cpus[:1], iterations, alone)[0]
+        iterations, alone_s, cpus = work_iterations(WORK_S / CALLS), max(ALONE_MIN_S, window / 4), self._alone_cpus
+        before = [rates_together([cpu], iterations, alone_s)[0] for cpu in cpus]
         many = rates_together(self.cpus, iterations, window)
         physical = rates_together(self.physical, iterations, window) if self.physical is not None else None
-        one = (first + rates_together(self.cpus[:1], iterations, alone)[0]) / 2  # before and after: a drift cancels
-        extra = {K.PARALLEL_CAPACITY: self._given(one, many)}
-        if physical is not None:
-            extra[K.PHYSICAL_CAPACITY] = self._given(one, physical)
+        after = [rates_together([cpu], iterations, alone_s)[0] for cpu in reversed(cpus)][::-1]
+        alone = [(b + a) / 2 for b, a in zip(before, after, strict=True)]  # before and after: a drift cancels
+        extra = {K.PARALLEL_CAPACITY: self._given(alone[:len(self.cpus)], many)}
+        if physical is not None and self.physical is not None:
+            extra[K.PHYSICAL_CAPACITY] = self._given([alone[cpus.index(c)] for c in self.physical], physical)
         self._last_end = time.perf_counter()
         return PassResult(images=len(self.cpus), batches=0, wall_s=self._last_end - t0, ttfb_s=0.0, extra=extra)
 
-    def _given(self, one: float, many: Sequence[float]) -> float:
-        measured = capacity(one, many)
+    def _given(self, alone: Sequence[float], many: Sequence[float]) -> float:
+        measured = capacity(alone, many)
         return min(measured, self.quota.cores) if self.quota is not None else measured
 
     def close(self) -> None:
