@@ -140,7 +140,7 @@ def rates_together(cpus: Sequence[int | None], iterations: int, window_s: float)
 def capacity(alone: Sequence[float], many: Sequence[float]) -> float:
     """Cores given: each of the N threads' rate together over its own CPU's rate alone (``alone[i]``: the thread
     of ``many[i]`` alone on the same CPU), summed, no more than N. Each CPU against its own speed: two vCPUs of one
-    machine can run at different rates (measured: docs/methodology.md, "The machine"), and one CPU's rate for all of them
+    machine can run at different rates (docs/methodology.md, "The machine"), and one CPU's rate for all of them
     reads that as cores given or withheld. A reading above N is a thread alone slowed by something else on its CPU,
     not cores the machine gave; a CPU whose thread did nothing alone counts as one core."""
     if len(alone) != len(many):
