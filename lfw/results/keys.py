@@ -107,7 +107,8 @@ USABLE_CORES = machine("usable_cores", "usable cores")
 PER_CORE_IMAGES_PER_S = metric("per_core_images_per_s", "single-core ceiling", **RATE)
 CEILING_IMAGES_PER_S = metric("ceiling_images_per_s", "ceiling", **RATE)
 EFFICIENCY = metric("efficiency", "efficiency", **SHARE, fmt="{:.1%}")
-PARALLEL_CAPACITY = machine("parallel_capacity", "cores the machine gave: N x t_1 / t_N of a fixed workload", digits=3)
+PARALLEL_CAPACITY = machine("parallel_capacity",
+                            "cores the machine gave: each thread's rate together over its own alone", digits=3)
 # How the capacity was measured (machine_info): runs whose probes differ read different capacities of one machine.
 CAPACITY_PROBE = machine("capacity_probe", "how the parallel capacity was measured")
 # The same at N = the physical cores, where a core runs two threads or more: what the second thread adds.
