@@ -28,3 +28,9 @@ for name, path in [("committed baseline", BASELINE), ("half-gate.json", HERE + "
 for name in ("healthy", "half", "half-handover", "half-copy"):
     excess = median(data_wait_excess(case(HERE + name + ".json", "test_data_wait[step50ms]")))
     print(f"{name}: test_data_wait[step50ms] excess {excess:.4f}")
+for name, path in [("committed baseline", BASELINE), ("half-gate.json", HERE + "half-gate.json")]:
+    rotations = {c.group: c.extra[K.ROTATION] for c in load_run(path).cases
+                 if isinstance(c.extra.get(K.ROTATION), dict) and "capacity_seconds" in c.extra[K.ROTATION]}
+    shares = ", ".join(f"{g} {r['capacity_seconds'] / r['seconds']:.1%}" for g, r in rotations.items())
+    probe, total = (sum(r[k] for r in rotations.values()) for k in ("capacity_seconds", "seconds"))
+    print(f"{name}: the capacity probe's seconds over its rotations' timed seconds {probe / total:.1%} in all;", shares)
