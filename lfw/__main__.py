@@ -95,8 +95,7 @@ def run(args: argparse.Namespace) -> int:
           + (f"; {dataset.skipped_files} non-image files skipped" if dataset.skipped_files else ""))
 
     if args.visualize_batch:
-        path = save_batch_grid(loader, dataset, args.out)
-        print(f"Saved one batch to {path}")
+        print(f"Saved one batch to {save_batch_grid(loader, dataset, args.out)}")
 
     if args.get_timing:
         if args.batches_to_check > len(loader):

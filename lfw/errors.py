@@ -30,13 +30,10 @@ class LFWError(Exception):
 
 
 class MeasurementError(LFWError):
-    """The machine, not the input, failed: a measuring process crashed, timed out or wrote nothing.
+    """The machine, not the input, failed: a measuring process crashed, timed out or wrote nothing. One line like
+    every LFWError, but exit :data:`EXIT_MEASUREMENT` (4): CI tells "this runner could not measure" from 2."""
 
-    Reported in one line like every LFWError, with its own exit code (:data:`EXIT_MEASUREMENT`), so CI can tell
-    "your input is wrong" (2) from "this runner could not measure" (4).
-    """
-
-    exit_code = 4
+    exit_code = EXIT_MEASUREMENT
 
 
 class CorruptImageError(LFWError):
@@ -46,13 +43,12 @@ class CorruptImageError(LFWError):
 # The option that skips unreadable images in the entry point that runs (python -m lfw's flag, the suite's pytest
 # option), set by it for its corrupt-image errors to name; DataLoader workers and child processes inherit it.
 SKIP_OPTION_ENV = "LFW_SKIP_OPTION"
-DATASET_SKIP_OPTION = "on_error='skip'"
 
 
 def corrupt_image_fix() -> str:
     """The fix a corrupt-image error ends with: replace the file, or the running entry point's skip option
     (:data:`SKIP_OPTION_ENV`), else the datasets' own ``on_error='skip'``."""
-    return f"replace the file or use {os.environ.get(SKIP_OPTION_ENV) or DATASET_SKIP_OPTION}"
+    return "replace the file or use " + (os.environ.get(SKIP_OPTION_ENV) or "on_error='skip'")
 
 
 def name_skip_option(option: str | None) -> str | None:
@@ -74,11 +70,8 @@ def check_choice(what: str, value: object, choices: Collection[T], hint: str = "
 
 
 def one_line(exc: BaseException) -> str:
-    """The user-facing message of ``exc`` on a single line.
-
-    PyTorch re-raises worker exceptions as ``Caught X in DataLoader worker process 0.\\nOriginal Traceback...``
-    whose last line is ``module.X: <message>``; that last line, without the class path, is the message we want.
-    """
+    """The user-facing message of ``exc`` on a single line. PyTorch re-raises a worker's exception as ``Caught X
+    in DataLoader worker process 0.\\nOriginal Traceback...``: its last line ``module.X: <message>``, less the class."""
     text = str(exc).strip()
     if "Original Traceback" in text:
         last = text.splitlines()[-1]
@@ -114,11 +107,9 @@ def environment_failure(exc: BaseException) -> str | None:
     return None
 
 
-# A Unix socket's path holds at most 107 bytes (sun_path is 108 with its NUL). DataLoader workers hand every batch's
-# shared memory to the main process through multiprocessing's resource sharer, which listens on a socket named
-# <tmp>/pymp-XXXXXXXX/listener-XXXXXXXX: 32 bytes below the temporary folder. A deeper folder makes every worker
-# fail at its first batch ("OSError: AF_UNIX path too long", printed by a feeder thread, never raised), and the
-# main process only sees a worker that gives no batch.
+# A Unix socket's path holds at most 107 bytes. Workers hand each batch's shared memory over through
+# multiprocessing's resource sharer, listening on <tmp>/pymp-XXXXXXXX/listener-XXXXXXXX: below a deeper folder every
+# worker fails at its first batch ("AF_UNIX path too long", printed by a thread, never raised) and gives no batch.
 SOCKET_PATH_MAX = 107
 SOCKET_SUFFIX = len("/pymp-XXXXXXXX/listener-XXXXXXXX")
 PRIVATE_PREFIX = "lfw-"
@@ -126,11 +117,8 @@ PRIVATE_PREFIX = "lfw-"
 
 def socket_safe_parent() -> str:
     """The folder to make private temporary folders in: ``tempfile``'s own, unless it is too deep for the
-    worker sockets below it, then the first of the system's default folders that is shallow enough.
-
-    Raises:
-        LFWError: no candidate is shallow enough (the message names TMPDIR and the limit).
-    """
+    worker sockets below it, then the first of the system's default folders that is shallow enough. Raises
+    LFWError, naming TMPDIR and the limit, when no candidate is shallow enough."""
     room = SOCKET_PATH_MAX - SOCKET_SUFFIX - len(f"/{PRIVATE_PREFIX}XXXXXXXX")
     for parent in (tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"):
         if len(os.fsencode(parent)) <= room and os.path.isdir(parent) and os.access(parent, os.W_OK | os.X_OK):
@@ -141,10 +129,8 @@ def socket_safe_parent() -> str:
 
 @contextlib.contextmanager
 def private_tmpdir() -> Iterator[None]:
-    """Point ``tempfile`` (and, through ``TMPDIR``, spawned children) at a private folder; remove it at the end.
-
-    The folder is made in :func:`socket_safe_parent`, so workers' sockets below it stay within the path limit.
-    """
+    """Point ``tempfile`` (and, through ``TMPDIR``, spawned children) at a private folder made in
+    :func:`socket_safe_parent` (workers' sockets stay within the path limit); remove it at the end."""
     folder = tempfile.mkdtemp(prefix=PRIVATE_PREFIX, dir=socket_safe_parent())
     saved_env, saved_dir = os.environ.get("TMPDIR"), tempfile.tempdir
     os.environ["TMPDIR"], tempfile.tempdir = folder, folder

@@ -130,14 +130,14 @@ def test_headlines_say_each_figure_beside_its_limit_and_mark_the_stand_in() -> N
         "decode": {"images_per_s": 1000.0, "own_decoder_share": 0.5, "cpu_ms_per_image": 1.0,
                    "limited_by": "the machine: 1.95 of the 1.97 cores the machine gave busy"}},
         "cpus": "2 usable cores of 2 logical CPUs"}
-    lines = C.headlines("decode", step)
+    lines = C.headlines(step)
     assert lines == ["   CPUs: 2 usable cores of 2 logical CPUs",
                      f"   [{C.STAND_IN}] copy: 50.0 GB/s (90% of the measured peak)",
                      f"   [{C.STAND_IN}] fed: AU measured 97.0%, simulated 98.0% (ceiling 100%)",
                      f"   [{C.STAND_IN}] decode: 1,000 img/s, 50% of its own decoder's limit, 1.000 CPU ms/img; "
                      "limited by the machine: 1.95 of the 1.97 cores the machine gave busy"]
-    assert not any(C.STAND_IN in line for line in C.headlines("decode", {**step, "measured_on": "cuda"}))
-    assert C.headlines("pin", {"measured_on": "cpu", "cases": {}}) == []  # the CPUs are named on the first step only
+    assert not any(C.STAND_IN in line for line in C.headlines({**step, "measured_on": "cuda"}))
+    assert C.headlines({"measured_on": "cpu", "cases": {}}) == []  # the CPUs are named on the first step only
 
 
 def test_out_folder_refuses_foreign_files_and_more_than_eight(tmp_path: Path) -> None:
@@ -221,9 +221,9 @@ def test_the_campaign_raises_its_open_files_limit_and_records_the_limits() -> No
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY or hard <= 256:
         pytest.skip(f"needs a finite hard limit of open files above 256, this machine has {hard}")
-    code = ("import resource, json; from tools.device_campaign import raise_open_files, limits; "
+    code = ("import resource, json; from tools.device_campaign import raise_limits; "
             "resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1])); "
-            "print(json.dumps(limits(raise_open_files())))")
+            "print(json.dumps(raise_limits()))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                           timeout=HANG_GUARD_S)
     found = json.loads(done.stdout)

@@ -32,10 +32,9 @@ from lfw.report import Report, build_report, findings, load_run, write_summary
 from lfw.report.__main__ import main
 from lfw.report.accelerators import accelerators_section
 from lfw.report.chart_compare import VERDICT_COLOURS, compare_chart
-from lfw.report.chart_knobs import batch_size_chart
+from lfw.report.chart_knobs import batch_size_chart, workers_chart
 from lfw.report.chart_memory import leak_chart, timeline_chart
 from lfw.report.chart_remote import remote_chart
-from lfw.report.chart_workers import workers_chart
 from lfw.report.console import console
 from lfw.report.peers import peer_rows
 from lfw.report.pipelines import PipelineVerdict, pipeline_verdict, reference_for

@@ -1,28 +1,27 @@
 #!/usr/bin/env bash
 # The machine as it is, measured and gated (docs/gating-measured.md, "A lost core is the machine, not the code").
+#   bash tools/capacity_runs.sh [RUN ...]   (default: probe healthy one-core quota hog serialized half half-handover)
+#   base=RUN.json bash tools/capacity_runs.sh half-gate
+# Runs, logs and the gate's output go to benchmarks/gate_rates/capacity/<date>/ (out=DIR sets another); a summary
+# line per run to stdout. The quota runs need root and cgroup v1's cpu controller at /sys/fs/cgroup/cpu (the group
+# is removed after). The runs:
 #   probe          python -m lfw.measure (the CPU facts and 15 capacity probes) in a small process, in one holding
-#                  6 GiB, under taskset -c 0, under a CPU quota of 1.0 and of 1.5 (a cgroup, below)
+#                  6 GiB, under taskset -c 0, under a CPU quota of 1.0 and of 1.5 (a cgroup)
 # and, each the quick profile's workers, decoders and data-wait groups (the multi-worker efficiency and the data
-# wait the gate judges; the other groups are left out with -k, which the gate accepts), gated against
+# wait the gate judges; it accepts the other groups left out with -k), gated against
 # benchmarks/baselines/cpu-2core.json unless said:
 #   healthy        nothing changed
 #   one-core       under taskset -c 0: the affinity gives one core
 #   quota          under a cgroup CPU quota of one CPU: the affinity still gives two
 #   hog            a busy process at nice -20 pinned to core 1: the machine gives one core, the affinity still two
-#   serialized     every image load (LFWDataset.__getitem__) behind one machine-wide lock
-#                  (benchmarks/gate_rates/serialized_decode/; the workers group only: the decode pipelines do not
-#                  load through LFWDataset)
-#   half           a busy process at the same priority pinned to each core: every core at about half its rate,
-#                  gated against this date's healthy run (the workers and data-wait groups)
+#   serialized     the workers group only, every image load (LFWDataset.__getitem__, which the decode pipelines do
+#                  not use) behind one machine-wide lock (benchmarks/gate_rates/serialized_decode/)
+#   half           the workers and data-wait groups beside a busy process at the same priority pinned to each core
+#                  (every core at about half its rate), gated against this date's healthy run
 #   half-handover  the same, with the hand-over 30 ms slower per batch (benchmarks/gate_rates/slow_handover/: a sleep)
 #   half-copy      the same, with the hand-over copying every batch 8 times (benchmarks/gate_rates/copy_handover/: work)
 #   half-gate      the whole make gate with a busy process on each core, against base=RUN.json (a make gate run
 #                  of unchanged code on this machine at full speed, copied beside it as full.json)
-# The quota runs need root and cgroup v1's cpu controller at /sys/fs/cgroup/cpu (the group is removed after).
-# Runs, logs and the gate's output go to benchmarks/gate_rates/capacity/<date>/ (out=DIR sets another); a summary
-# line per run to stdout.
-# Usage: bash tools/capacity_runs.sh [probe|healthy|one-core|quota|hog|serialized|half|half-handover|half-copy ...]
-#        (default: all of those, in that order);  base=RUN.json bash tools/capacity_runs.sh half-gate
 set -u
 cd "$(dirname "$0")/.."
 # One benchmark job at a time on a machine (the Makefile's lock): the whole campaign holds it, so make gate inside
@@ -38,11 +37,10 @@ cpu=/sys/fs/cgroup/cpu
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 LFW_CACHE="${LFW_CACHE:-$PWD/.cache/lfw-bench}"
 
 quota() {  # cores, then a command: run it in a fresh cgroup with that CPU quota
-  local cores=$1 group="$cpu/lfw-capacity-$$"; shift
+  local cores=$1 group="$cpu/lfw-capacity-$$" status=2; shift
   test -w "$cpu" || { echo "error: a CPU quota needs root and cgroup v1's cpu controller at $cpu" >&2; return 2; }
   mkdir "$group" || return 2
   # One write each (the kernel reads a write as the whole value): printf, not a program that writes in pieces.
-  local status=2
   if echo 100000 > "$group/cpu.cfs_period_us" && awk -v c="$cores" 'BEGIN { printf "%d\n", c * 100000 }' \
       > "$group/cpu.cfs_quota_us"; then
     sh -c 'echo $$ > "$1/cgroup.procs"; shift; exec "$@"' sh "$group" "$@"
@@ -73,8 +71,7 @@ print(machine_line(load_run(sys.argv[1])))' "$out/$name.json")"
 }
 
 probe() {  # the CPU facts and 15 capacity probes under each condition, into $out/probe.txt
-  {
-    echo "# $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD): bash tools/capacity_runs.sh probe"
+  { echo "# $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD): bash tools/capacity_runs.sh probe"
     for how in "plain" "hold 6 GiB" "taskset -c 0" "quota 1.0" "quota 1.5"; do
       echo; echo "## $how (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
       case $how in
@@ -88,7 +85,8 @@ probe() {  # the CPU facts and 15 capacity probes under each condition, into $ou
   echo "probe: $out/probe.txt"
 }
 
-injected() { echo "PYTHONPATH=$PWD/benchmarks/gate_rates/$1:$PWD"; }
+injected() { env "PYTHONPATH=$PWD/benchmarks/gate_rates/$1:$PWD" "${@:2}"; }  # a folder there, then a command
+halves='workers_transform or data_wait'  # the groups the half runs measure
 for name in ${@:-probe healthy one-core quota hog serialized half half-handover}; do
   case $name in
     probe) probe ;;
@@ -96,12 +94,10 @@ for name in ${@:-probe healthy one-core quota hog serialized half half-handover}
     one-core) measure one-core taskset -c 0 ;;
     quota) measure quota quota 1.0 ;;
     hog) measure hog hogs -20 1 ;;
-    serialized) select=workers_transform measure serialized env "$(injected serialized_decode)" ;;
-    half) select='workers_transform or data_wait' base=$out/healthy.json measure half hogs 0 0,1 ;;
-    half-handover) select='workers_transform or data_wait' base=$out/healthy.json \
-      measure half-handover hogs 0 0,1 env "$(injected slow_handover)" ;;
-    half-copy) select='workers_transform or data_wait' base=$out/healthy.json \
-      measure half-copy hogs 0 0,1 env "$(injected copy_handover)" ;;
+    serialized) select=workers_transform measure serialized injected serialized_decode ;;
+    half) select=$halves base=$out/healthy.json measure half hogs 0 0,1 ;;
+    half-handover) select=$halves base=$out/healthy.json measure half-handover hogs 0 0,1 injected slow_handover ;;
+    half-copy) select=$halves base=$out/healthy.json measure half-copy hogs 0 0,1 injected copy_handover ;;
     half-gate)
       test -f "${base:-}" || { echo "error: half-gate needs base=RUN.json (a make gate run at full speed)" >&2; exit 2; }
       cp "$base" "$out/full.json"

@@ -3,16 +3,13 @@
     python3 tools/device_campaign.py --out DIR [--step NAME ...] [--workers LIST] [--dry-run | --probe]
     make device-campaign OUT=DIR [STEPS=pin,decode] [CAMPAIGN_ARGS=...]
 
-It raises its soft limit of open files, installs the wheels of ``.whl/`` (``bash tools/device_wheels.sh``) into a
-private folder beside the preinstalled torch, records the versions and limits, makes the synthetic tree, runs the
-measuring steps (:data:`STEPS`, each a ``-k`` of one ``pytest benchmarks --bench-profile device`` run) within the
-sum of their budgets, then the ``baseline`` step: that run saved as ``benchmarks/baselines/gpu.json``, a second run
-of its cases and an A/A ``python -m lfw.gate`` against it (docs/device.md). A step past its budget is stopped, its
-run saved marked incomplete; the whole command stops within ``--total-budget``. ``--dry-run``: the smoke tree,
-the GPU members on the CPU stand-in (marked ``cpu stand-in``), the baseline in a scratch folder; ``--probe``: the
-dry run of the steps with a GPU path, failing without CUDA. DIR receives at most 8 files: ``campaign.json``
-(version 2, merged with an earlier one there), ``campaign.log``, the run (``device.json``, ``device-2.json``...),
-the baseline (``gpu*.json``) and ``gate.md``.
+It installs the wheels of ``.whl/`` (``bash tools/device_wheels.sh``) beside the preinstalled torch and records the
+versions and limits; the measuring steps (:data:`STEPS`) are then one pytest run within the sum of their budgets, and
+``baseline`` saves it as ``benchmarks/baselines/gpu.json`` and gates an A/A run against it (docs/device.md), all
+within ``--total-budget``. ``--dry-run``: the smoke tree, the GPU members on the CPU stand-in (marked ``cpu
+stand-in``), the baseline in a scratch folder; ``--probe``: the dry run of the steps with a GPU path, failing without
+CUDA. DIR receives at most 8 files: ``campaign.json`` (version 2, merged with an earlier one), ``campaign.log``, the
+run (``device.json``, ``device-2.json``...), the baseline (``gpu*.json``) and ``gate.md``.
 
 Exit codes: 0 every step done or skipped; 2 bad input; 3 a step outran its budget (incomplete); 4 a step failed;
 130 interrupted.
@@ -50,8 +47,8 @@ REPO = Path(__file__).resolve().parents[1]
 STEPS = {"bandwidth": 20, "decode": 110, "feed": 30, "pin": 60, "workers": 110, "baseline": 190}  # budgets, s
 GROUPS = {"bandwidth": "device-copy", "decode": "device-decode", "feed": "device-feed", "pin": "pin-memory",
           "workers": "workers-transform"}
-TEST_FILES = {"bandwidth": "test_device_copy.py", "decode": "test_device_decode.py", "feed": "test_device_feed.py",
-              "pin": "test_pin_memory.py", "workers": "test_workers_transforms.py"}
+TEST_FILES = ("test_device_copy.py", "test_device_decode.py", "test_device_feed.py", "test_pin_memory.py",
+              "test_workers_transforms.py")  # every step's is collected, the others' cases deselected
 STEP_NAMES = tuple(STEPS)
 BASELINE_STEPS = ("decode", "pin", "workers")  # the cases the gpu baseline holds and its A/A run measures again
 PROBE_STEPS = ("bandwidth", "decode", "feed", "pin", "baseline")  # those with a GPU path
@@ -60,7 +57,7 @@ CHECK_TIMEOUT_S = 120.0  # the wheels' install, the versions, nvidia-smi: a hang
 MAX_OUT_FILES, VERSION, STAND_IN = 8, 2, "cpu stand-in"
 EXIT_INCOMPLETE, EXIT_FAILED, GATE_REGRESSION = 3, 4, 1
 CAMPAIGN_JSON, CAMPAIGN_LOG, GATE_MD = "campaign.json", "campaign.log", "gate.md"
-OWN_FILES = ("campaign.json", "campaign.log", "gate.md", "device*.json", "gpu*.json")
+OWN_FILES = (CAMPAIGN_JSON, CAMPAIGN_LOG, GATE_MD, "device*.json", "gpu*.json")
 VERSIONS_CODE = """import json, torch
 from lfw.measure.machine import machine_info, package_version
 info = {**machine_info(), "torch_cuda_build": torch.version.cuda, "cuda": torch.cuda.is_available()}
@@ -69,6 +66,9 @@ print(json.dumps(info, default=str))"""
 SHOWN = ("python", "torch", "torchvision", "numpy", "pytest", "pytest-benchmark", "torch_cuda_build", "cuda_device",
          "cuda_driver", "nvidia_smi", "cpu_model", "usable_cores", "total_memory_gib", "runner_class")
 NVIDIA_SMI_QUERY = "name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current"
+HEADLINE_KEYS = ("images_per_s", "own_decoder_share", "cpu_ms_per_image", "main_cpu_share", "cpu_utilization",
+                 "efficiency", "h2d_ms_per_batch", "h2d_gb_s", "h2d_share_of_peak", "au_measured", "au_predicted",
+                 "prediction_error", "step_output_finite", "measured_on")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,8 +103,7 @@ def selected_steps(asked: list[str] | None, probe: bool = False) -> list[str]:
     if not asked:
         return list(PROBE_STEPS if probe else STEP_NAMES)
     names = {n.strip() for a in asked for n in a.split(",") if n.strip()}
-    unknown = sorted(names - set(STEP_NAMES))
-    if unknown:
+    if unknown := sorted(names - set(STEP_NAMES)):
         raise LFWError(f"unknown step {unknown[0]!r}; choose from: {', '.join(STEP_NAMES)}")
     return [n for n in STEP_NAMES if n in names]
 
@@ -119,8 +118,8 @@ def plan_of(args: argparse.Namespace) -> dict[str, Any]:
         raise LFWError(f"--total-budget must be more than 0 seconds, got {budget:g}")
     from lfw.measure.resources import usable_cores
 
-    asked = args.workers
-    workers = device_worker_counts(usable_cores()) if asked is None else parse_counts(asked, "--workers", fewest=1)
+    workers = (device_worker_counts(usable_cores()) if args.workers is None
+               else parse_counts(args.workers, "--workers", fewest=1))
     return {"steps": selected_steps(args.step, args.probe), "workers": workers, "dry_run": small,
             "profile": args.profile or ("smoke" if small else "device"), "total_budget_s": budget,
             "mode": "probe" if args.probe else "dry run" if args.dry_run else "campaign"}
@@ -166,25 +165,22 @@ class Log:
         log); past it, asked to stop and :data:`GRACE_S` later killed with everything it started. Its status:
         ``done``, ``failed`` (with the last line) or ``incomplete``; ``exit_code``, ``elapsed_s``, ``budget_s``."""
         self.line(f"== {name}: budget {budget_s:.0f} s\n$ {' '.join(argv)}")
-        t0, last, timed_out = time.monotonic(), "no output", False
+        t0, last = time.monotonic(), "no output"
         child = Child(name, argv, log=self.path, cwd=REPO, env=env, grace_s=0.0, term_grace_s=GRACE_S)
         try:
             while (left := t0 + budget_s - time.monotonic()) > 0:
                 with contextlib.suppress(queue.Empty):
-                    line = child.lines.get(timeout=min(left, 1.0))
-                    if line is None:
+                    if (line := child.lines.get(timeout=min(left, 1.0))) is None:
                         break
                     self.line(line.rstrip("\n"))
                     last = line.strip() or last
-            else:
-                timed_out = True
         finally:
             child.stop()  # a finished child is only reaped; Ctrl-C or the budget stops it and its tree
         code, elapsed = child.proc.returncode, time.monotonic() - t0
-        status = "incomplete" if timed_out else "done" if code == 0 else "failed"
+        status = "incomplete" if left <= 0 else "done" if code == 0 else "failed"
         self.line(f"== {name}: {status} (exit {code}) in {elapsed:.1f} s of {budget_s:.0f} s")
         record = {"status": status, "exit_code": code, "elapsed_s": round(elapsed, 1), "budget_s": round(budget_s, 1)}
-        if timed_out:
+        if status == "incomplete":
             return {**record, "reason": f"stopped at its budget of {budget_s:.0f} s"}
         return {**record, "reason": f"exit {code}: {last[:300]}"} if code else record
 
@@ -224,29 +220,24 @@ def install_wheels(folder: Path, site: Path, log: Log) -> dict[str, Any]:
     return {"installed": True, "folder": str(folder), "site": str(site), "wheels": [w.name for w in wheels]}
 
 
-def limits(soft_before: int) -> dict[str, Any]:
-    """What the steps may use as they start: /dev/shm, open files (soft before it was raised, now, hard), memory."""
+def raise_limits() -> dict[str, Any]:
+    """Raise the soft limit of open files to the hard one (workers cost the main process several descriptors
+    each); returns what the steps may use: /dev/shm, open files (soft before and now, hard), available memory."""
     import psutil
 
     from lfw.measure.resources import Limits, MiB
 
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    shm = Limits.read().machine_info()
-    return {"shm_total_mib": shm["shm_total_mib"], "shm_free_mib": shm["shm_free_mib"], "open_files_soft_before":
-            soft_before, "open_files_soft": soft, "open_files_hard": hard,
-            "mem_available_mib": psutil.virtual_memory().available // MiB}
-
-
-def raise_open_files() -> int:
-    """The soft limit of open files raised to the hard one (workers cost the main process several descriptors
-    each); returns the soft limit before."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    before, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY:  # unlimited: the kernel's own ceiling for one process
         with contextlib.suppress(OSError, ValueError):
             hard = int(Path("/proc/sys/fs/nr_open").read_text())
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
-    return soft
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    shm = Limits.read().machine_info()
+    return {"shm_total_mib": shm["shm_total_mib"], "shm_free_mib": shm["shm_free_mib"], "open_files_soft_before":
+            before, "open_files_soft": soft, "open_files_hard": hard,
+            "mem_available_mib": psutil.virtual_memory().available // MiB}
 
 
 def environment(env: dict[str, str], log: Log) -> dict[str, Any]:
@@ -259,18 +250,17 @@ def environment(env: dict[str, str], log: Log) -> dict[str, Any]:
     query = checked([smi, f"--query-gpu={NVIDIA_SMI_QUERY}", "--format=csv,noheader"], "nvidia-smi") if smi else None
     info["nvidia_smi"] = "not found" if query is None else query.stdout.strip() or query.stderr.strip()[:200]
     info["executable"] = sys.executable
-    for key in SHOWN:
-        log.line(f"{key}: {info.get(key)}")
+    log.line("\n".join(f"{key}: {info.get(key)}" for key in SHOWN))
     return info
 
 
 def pytest_argv(plan: dict[str, Any], args: argparse.Namespace, steps: list[str], json_path: Path,
                 junit: Path | None) -> list[str]:
     """One pytest run of ``steps``' cases: the plan's profile and worker counts, saved to ``json_path``."""
-    files = [f"benchmarks/{TEST_FILES[s]}" for s in GROUPS]  # every step's collected, the others' deselected
-    argv = [sys.executable, "-m", "pytest", *files, "-q", "-p", "no:cacheprovider", "-p", "pytest_benchmark.plugin",
-            "--bench-profile", plan["profile"], "-k", " or ".join(DEVICE_STEPS[s] for s in steps),
-            "--bench-workers", ",".join(map(str, plan["workers"])), f"--benchmark-json={json_path}"]
+    argv = [sys.executable, "-m", "pytest", *(f"benchmarks/{f}" for f in TEST_FILES), "-q", "-p", "no:cacheprovider",
+            "-p", "pytest_benchmark.plugin", "--bench-profile", plan["profile"],
+            "-k", " or ".join(DEVICE_STEPS[s] for s in steps), "--bench-workers", ",".join(map(str, plan["workers"])),
+            f"--benchmark-json={json_path}"]
     options = {"--bench-feed-pipeline": args.pipeline, "--bench-feed-workers": args.feed_workers,
                "--bench-step-ms": args.step_ms}
     argv += [f"{flag}={value}" for flag, value in options.items() if value is not None]
@@ -283,13 +273,12 @@ def step_times(junit: Path) -> dict[str, float]:
     rotation runs in its first case)."""
     import xml.etree.ElementTree as ET
 
-    files = {step: DEVICE_STEPS[step].strip("()").split()[0] for step in GROUPS}
-    times = dict.fromkeys(files, 0.0)
+    step_of = {DEVICE_STEPS[step].strip("()").split()[0]: step for step in GROUPS}  # a case's test: its step
+    times = dict.fromkeys(GROUPS, 0.0)
     with contextlib.suppress(OSError, ET.ParseError):
         for case in ET.parse(junit).iter("testcase"):
-            for step, test in files.items():
-                if case.get("name", "").startswith(test + "[") or case.get("name") == test:
-                    times[step] += float(case.get("time") or 0.0)
+            if (step := step_of.get(case.get("name", "").partition("[")[0])) is not None:
+                times[step] += float(case.get("time") or 0.0)
     return {step: round(t, 1) for step, t in times.items()}
 
 
@@ -301,26 +290,23 @@ def step_results(run_path: Path, steps: list[str], ran: dict[str, Any], times: d
     from lfw.results.limits import machine_line, what_limits
 
     if not run_path.exists():
-        return {s: {**ran, "status": "failed" if ran["status"] != "incomplete" else "incomplete",
+        return {s: {**ran, "status": "incomplete" if ran["status"] == "incomplete" else "failed",
                     "reason": ran.get("reason", "the run saved nothing")} for s in steps}
     run = load_run(run_path)
-    selection = run.selection
+    outcomes, not_run = (run.selection.outcomes, run.selection.not_run) if run.selection else ({}, ())
     out = {}
     for step in steps:
-        group = GROUPS[step]
-        outcomes = {k: o for k, o in (selection.outcomes.items() if selection else ()) if k.startswith(group + "/")}
-        not_run = [k for k in (selection.not_run if selection else ()) if k.startswith(group + "/")]
-        cases = run.group(group)
-        failed = [o.reason for o in outcomes.values() if o.status == "failed"]
-        row: dict[str, Any] = {"elapsed_s": times.get(step, 0.0), "exit_code": ran["exit_code"]}
+        prefix, cases = GROUPS[step] + "/", run.group(GROUPS[step])
+        mine = [o for k, o in outcomes.items() if k.startswith(prefix)]
+        missing = sum(k.startswith(prefix) for k in not_run)
+        failed = [o.reason for o in mine if o.status == "failed"]
+        row: dict[str, Any] = {"status": "done", "elapsed_s": times.get(step, 0.0), "exit_code": ran["exit_code"]}
         if failed:
             row.update(status="failed", reason=failed[0])
-        elif not_run:
-            row.update(status="incomplete", reason=f"{len(not_run)} of its cases did not run: {ran.get('reason')}")
+        elif missing:
+            row.update(status="incomplete", reason=f"{missing} of its cases did not run: {ran.get('reason')}")
         elif not cases:
-            row.update(status="skipped", reason=next((o.reason for o in outcomes.values()), "no case selected"))
-        else:
-            row["status"] = "done"
+            row.update(status="skipped", reason=next((o.reason for o in mine), "no case selected"))
         places = {c.extra.get("measured_on") for c in cases} - {None}
         row["measured_on"] = STAND_IN if STAND_IN in places else "cuda" if "cuda" in places else "cpu"
         row["cases"] = {c.name: {**{k: c.extra[k] for k in HEADLINE_KEYS if k in c.extra},
@@ -331,16 +317,11 @@ def step_results(run_path: Path, steps: list[str], ran: dict[str, Any], times: d
     return out
 
 
-HEADLINE_KEYS = ("images_per_s", "own_decoder_share", "cpu_ms_per_image", "main_cpu_share", "cpu_utilization",
-                 "efficiency", "h2d_ms_per_batch", "h2d_gb_s", "h2d_share_of_peak", "au_measured", "au_predicted",
-                 "prediction_error", "step_output_finite", "measured_on")
-
-
-def headlines(name: str, step: dict[str, Any]) -> list[str]:
+def headlines(step: dict[str, Any]) -> list[str]:
     """A line per case of a finished step, each figure beside its limit and what limits it (the machine's CPUs
     first, on the first step); the stand-in's say so."""
     mark = f"[{STAND_IN}] " if step.get("measured_on") == STAND_IN else ""
-    lines = []
+    lines = [f"   CPUs: {step['cpus']}"] if "cpus" in step else []
     for case, f in step.get("cases", {}).items():
         if "h2d_gb_s" in f:
             text = f"{f['h2d_gb_s']:,.1f} GB/s ({f['h2d_share_of_peak']:.0%} of the measured peak)"
@@ -352,7 +333,7 @@ def headlines(name: str, step: dict[str, Any]) -> list[str]:
             text = (f"{f.get('images_per_s', 0):,.0f} img/s, {limit}, {f.get('cpu_ms_per_image', 0):.3f} CPU ms/img; "
                     f"limited by {f.get('limited_by', 'not measured')}")
         lines.append(f"   {mark}{case}: {text}")
-    return ([f"   CPUs: {step['cpus']}"] if "cpus" in step else []) + lines
+    return lines
 
 
 def baseline_target(runner: str, plan: dict[str, Any], work: Path, force: bool) -> Path:
@@ -365,16 +346,12 @@ def baseline_target(runner: str, plan: dict[str, Any], work: Path, force: bool) 
     return target
 
 
-def whole(run_path: Path, steps: list[str]) -> bool:
-    """Whether a saved run can stand as the baseline: not stopped, no case failed, every baseline step's cases in."""
+def whole(run_path: Path, steps: tuple[str, ...] | list[str] = BASELINE_STEPS) -> bool:
+    """Whether a saved run can stand as the baseline: it holds every baseline step, not stopped, no case failed."""
     from lfw.results import load_run
 
-    if not run_path.exists():
-        return False
-    run = load_run(run_path)
-    selection = run.selection
-    return (selection is not None and run.incomplete is None and set(BASELINE_STEPS) <= set(steps)
-            and not any(o.status == "failed" for o in selection.outcomes.values()))
+    return (set(BASELINE_STEPS) <= set(steps) and run_path.exists()
+            and (run := load_run(run_path)).selection is not None and run.incomplete is None)
 
 
 def step_baseline(plan: dict[str, Any], args: argparse.Namespace, log: Log, env: dict[str, str], run_path: Path,
@@ -392,7 +369,7 @@ def step_baseline(plan: dict[str, Any], args: argparse.Namespace, log: Log, env:
     left = lambda: budget_s - (time.monotonic() - t0)  # noqa: E731
     if not row["from_run"]:
         made = log.run("baseline run", pytest_argv(plan, args, list(BASELINE_STEPS), source, None), left(), env)
-        if made["status"] != "done" or not whole(source, list(BASELINE_STEPS)):
+        if made["status"] != "done" or not whole(source):
             return {**row, **made, "status": "failed" if made["status"] == "failed" else "incomplete",
                     "reason": made.get("reason", "the baseline's run is not whole: nothing saved")}
     write_atomic(target, source.read_bytes(), exclusive=not (args.force or plan["dry_run"]))
@@ -404,31 +381,28 @@ def step_baseline(plan: dict[str, Any], args: argparse.Namespace, log: Log, env:
         return {**row, **again, "status": again["status"] if again["status"] == "incomplete" else "failed",
                 "reason": again.get("reason", "the A/A run saved nothing"),
                 "elapsed_s": round(time.monotonic() - t0, 1)}
-    gate = log.run("A/A gate", [sys.executable, "-m", "lfw.gate", str(target), str(gate_run), "--summary-md",
-                                str(args.out / GATE_MD), "--verdict-json", str(work / "verdict.json")], left(), env)
-    code = gate["exit_code"]
-    row.update(gate_exit=code, aa_passed=code == 0, aa_judged=not plan["dry_run"],
-               elapsed_s=round(time.monotonic() - t0, 1), exit_code=code)
+    gate = [sys.executable, "-m", "lfw.gate", str(target), str(gate_run), "--summary-md", str(args.out / GATE_MD),
+            "--verdict-json", str(work / "verdict.json")]
+    code = log.run("A/A gate", gate, left(), env)["exit_code"]
     ok = code == 0 or (code == GATE_REGRESSION and plan["dry_run"])
     verdict = "passed" if code == 0 else "recorded, not judged" if ok else "FAILED"
-    row["status"], row["headline"] = ("done" if ok else "failed"), f"A/A gate exit {code} ({verdict})"
+    row.update(gate_exit=code, aa_passed=code == 0, aa_judged=not plan["dry_run"],
+               elapsed_s=round(time.monotonic() - t0, 1), exit_code=code, status="done" if ok else "failed",
+               headline=f"A/A gate exit {code} ({verdict})")
     return row if ok else {**row, "reason": f"the A/A gate exited {code}: see {GATE_MD}"}
 
 
 def run_steps(plan: dict[str, Any], args: argparse.Namespace, log: Log, env: dict[str, str], doc: dict[str, Any],
               work: Path, deadline: float) -> None:
     """The measuring steps as one pytest run within the sum of their budgets, then the baseline; ``doc`` saved
-    after each."""
+    after the measuring run."""
     steps = plan["steps"]
     measuring = [s for s in steps if s != "baseline"]
     budget = {s: min(args.step_budget or STEPS[s], STEP_LIMIT_S) for s in steps}
-    run_path = next(p for n in range(1, 100) if not (p := args.out / f"device{'' if n == 1 else f'-{n}'}.json")
-                    .exists())
-    for name in steps:
-        doc["steps"][name] = {"status": "interrupted", "reason": "the campaign was stopped"}
+    run_path = next(p for n in range(1, 100) if not (p := args.out / f"device{f'-{n}' if n > 1 else ''}.json").exists())
+    doc["steps"].update({name: {"status": "interrupted", "reason": "the campaign was stopped"} for name in steps})
     if measuring:
-        left = deadline - time.monotonic()
-        allowed = min(sum(budget[s] for s in measuring), left)
+        allowed = min(sum(budget[s] for s in measuring), deadline - time.monotonic())
         argv = pytest_argv(plan, args, measuring, run_path, work / "steps.xml")
         ran = log.run("measuring run", argv, allowed, env) if allowed >= 1 else {
             "status": "incomplete", "exit_code": None, "reason": "not run: the total budget is spent"}
@@ -436,7 +410,7 @@ def run_steps(plan: dict[str, Any], args: argparse.Namespace, log: Log, env: dic
             doc["steps"][name] = {**row, "budget_s": budget[name], "file": run_path.name}
             why = f" ({row['reason']})" if row.get("reason") else ""
             log.line(f"== {name}: {row['status']}{why} in {row.get('elapsed_s', 0):.1f} s of {budget[name]:.0f} s")
-            for line in headlines(name, row) if row["status"] == "done" else []:
+            for line in headlines(row) if row["status"] == "done" else []:
                 log.line(line)
         write_atomic(args.out / CAMPAIGN_JSON, json.dumps(doc, indent=2, default=str) + "\n")
     if "baseline" in steps:
@@ -447,7 +421,6 @@ def run_steps(plan: dict[str, Any], args: argparse.Namespace, log: Log, env: dic
         doc["steps"]["baseline"] = row
         log.line(f"== baseline: {row['status']} ({row.get('reason') or row.get('headline')}) in "
                  f"{row.get('elapsed_s', 0):.1f} s of {budget['baseline']:.0f} s")
-        write_atomic(args.out / CAMPAIGN_JSON, json.dumps(doc, indent=2, default=str) + "\n")
 
 
 @cli_entry
@@ -456,23 +429,20 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     plan = plan_of(args)
     deadline = started + plan["total_budget_s"]
-    soft_before = raise_open_files()
     args.out.mkdir(parents=True, exist_ok=True)
     check_out(args.out)
     doc = load_campaign(args.out / CAMPAIGN_JSON)
+    doc["limits"] = raise_limits()
     log = Log(args.out)
     with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="lfw-campaign-") as tmp:
-        work = Path(tmp)
-        doc["limits"] = limits(soft_before)
+        work, site = Path(tmp), args.site or Path(tmp) / "site"
         log.line("limits: " + ", ".join(f"{k} {v}" for k, v in doc["limits"].items()))
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
         env.setdefault("LFW_CACHE", str(REPO / ".cache" / "lfw-bench"))
-        doc["wheels"] = install_wheels(args.wheels, args.site or work / "site", log)
-        paths = (str(args.site or work / "site") if doc["wheels"]["installed"] else "", str(REPO),
-                 env.get("PYTHONPATH", ""))
+        doc["wheels"] = install_wheels(args.wheels, site, log)
+        paths = (str(site) if doc["wheels"]["installed"] else "", str(REPO), env.get("PYTHONPATH", ""))
         env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
-        doc["environment"] = environment(env, log)
-        doc["run"] = plan
+        doc["environment"], doc["run"] = environment(env, log), plan
         if "baseline" in plan["steps"]:  # an existing baseline is bad input: said before anything is measured
             baseline_target(doc["environment"].get("runner_class", "?"), plan, work, args.force)
         if plan["mode"] == "probe" and not doc["environment"].get("cuda"):
@@ -496,9 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     log.line(f"{plan['mode']}: " + ", ".join(f"{n} {s}" for n, s in zip(plan["steps"], statuses, strict=True))
              + f"; {time.monotonic() - started:.0f} s of {plan['total_budget_s']:g}")
     check_out(args.out)
-    if "failed" in statuses:
-        return EXIT_FAILED
-    return EXIT_INCOMPLETE if "incomplete" in statuses else 0
+    return EXIT_FAILED if "failed" in statuses else EXIT_INCOMPLETE if "incomplete" in statuses else 0
 
 
 if __name__ == "__main__":

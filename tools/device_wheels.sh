@@ -9,48 +9,34 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-.whl}
+die() { echo "error: $*" >&2; exit 2; }
 if [ -z "${PY:-}" ]; then
   if [ -x .venv/bin/python ]; then PY=.venv/bin/python; else PY=$(command -v python3 || true); fi
 fi
 if [ -z "$PY" ] || ! "$PY" -m pip --version >/dev/null 2>&1; then
-  echo "error: no Python with pip to download the wheels (${PY:-python3 not found}); set PY=/path/to/python" >&2
-  exit 2
+  die "no Python with pip to download the wheels (${PY:-python3 not found}); set PY=/path/to/python"
 fi
-pin() { sed -n "s/^$1==//p" constraints.txt; }
-wanted=("simplejpeg==$(pin simplejpeg)" "memory-profiler==0.61.0" "torchdata==0.11.0" "ruptures==1.1.10"
-        "pytest-benchmark==5.3.1" "py-cpuinfo2==10.1.1")
-platforms=()
-for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_24_x86_64 manylinux_2_17_x86_64 \
-         manylinux2014_x86_64 manylinux1_x86_64; do
-  platforms+=(--platform "$p")
-done
+wanted=("simplejpeg==$(sed -n 's/^simplejpeg==//p' constraints.txt)" "memory-profiler==0.61.0" "torchdata==0.11.0"
+        "ruptures==1.1.10" "pytest-benchmark==5.3.1" "py-cpuinfo2==10.1.1")
+cp312=(--only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64
+       --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64
+       --platform manylinux2014_x86_64 --platform manylinux1_x86_64)  # what pip takes for the device's Python
 mkdir -p "$out"
-"$PY" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-  "${platforms[@]}" -d "$out" "${wanted[@]}"
+"$PY" -m pip download --quiet --no-deps "${cp312[@]}" -d "$out" "${wanted[@]}"
 ls -1 "$out"
 twice=$(ls -1 "$out" | grep '\.whl$' | cut -d- -f1 | tr 'A-Z-' 'a-z_' | sort | uniq -d)
-if [ -n "$twice" ]; then
-  echo "error: $out holds two versions of: $twice; remove the old ones (the device's install stops on them)" >&2
-  exit 2
-fi
+[ -z "$twice" ] || die "$out holds two versions of: $twice; remove the old ones (the device's install stops on them)"
 kib=$(du -sk "$out" | cut -f1)
 echo "$out: $(ls -1 "$out" | wc -l) wheels, $((kib / 1024)) MiB"
-if [ "$kib" -gt $((60 * 1024)) ]; then
-  echo "error: $out holds more than 60 MiB; a device command carries 64 MiB at most" >&2
-  exit 2
-fi
+[ "$kib" -le $((60 * 1024)) ] || die "$out holds more than 60 MiB; a device command carries 64 MiB at most"
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   tree=$(git ls-files -z --cached --others --exclude-standard | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
   total=$(( (tree + kib * 1024) / 1024 / 1024 ))
   echo "travelling to the device: the tree $((tree / 1024 / 1024)) MiB + $out $((kib / 1024)) MiB = $total MiB of 64"
-  if [ "$total" -ge 64 ]; then
-    echo "error: the tree and $out come to $total MiB; a device command carries 64 MiB at most" >&2
-    exit 2
-  fi
+  [ "$total" -lt 64 ] || die "the tree and $out come to $total MiB; a device command carries 64 MiB at most"
 fi
 # The install a device runs, tried here with pip's resolver for CPython 3.12: every wheel must be installable.
 target=$(mktemp -d)
 trap 'rm -rf "$target"' EXIT
-"$PY" -m pip install --quiet --dry-run --no-index --no-deps --only-binary=:all: --python-version 3.12 \
-  --implementation cp "${platforms[@]}" --target "$target" "$out"/*.whl
+"$PY" -m pip install --quiet --dry-run --no-index --no-deps "${cp312[@]}" --target "$target" "$out"/*.whl
 echo "installable on CPython 3.12 x86_64 from $out alone (--no-index --no-deps)"

@@ -1,21 +1,14 @@
 """Accelerators fed, checked: the model's AU at N and N + 1 accelerators against a measured lfw.diagnose run,
-with the contention the loop adds measured and put into the model.
+with the contention the loop adds measured and put into the model (docs/diagnose.md, "The check").
 
     python -m tools.feeds_check --pipeline simplejpeg-slots-w2 --pipeline simplejpeg-w2 --pipeline pil-w2 \
         --pipeline simplejpeg-t2 --path .cache/lfw-bench/synthetic-lfw-13233-seed0/lfw   # docs/runs/feeds-check.txt
     python -m tools.feeds_check --pipeline pil-tar-w2 --step-ms 25          # another pipeline, another step
     python -m tools.feeds_check --run benchmarks/baselines/cpu-2core.json   # rates from a saved run instead
 
-For each pipeline (a decoders case id, or a spec such as ``decoder=simplejpeg,threads=2``): its rate (a warm-up
-pass and ``--passes`` timed passes of :data:`RATE_IMAGES` images through :class:`~lfw.measure.LoaderPass`, or the
-saved run's decoders case with ``--run``), its contention beside a sleep of :data:`PROBE_SHARE` of its batch
-interval alone (:func:`lfw.diagnose.contention.measure_contention`), N, the accelerators the loop's feed keeps at
-AU >= 90% at ``--step-ms`` (:func:`lfw.diagnose.feeds.fed`), then the AU simulated and measured
-(:func:`lfw.diagnose.training.measure_pipeline`, ``--repeats`` runs of ``--batches`` batches) at N and N + 1
-consumers of ``step / N`` each; docs/diagnose.md ("The check") explains each step.
-
-It prints plain text to stdout (progress bars go to stderr) and exits 0 when every point's prediction from the
-loop's feed is within 3 points of the measured AU, 1 when one is not, 2 on bad input.
+A pipeline is a decoders case id or a spec such as ``decoder=simplejpeg,threads=2``. Plain text to stdout
+(progress bars to stderr); exit 0 when every point's prediction from the loop's feed is within 3 points of the
+measured AU, 1 when one is not, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -33,7 +26,7 @@ from tqdm import tqdm
 from lfw.cli.args import OneLineParser
 from lfw.cli.table import table
 from lfw.data.root import DataSource, resolve_root
-from lfw.diagnose.contention import Contention, in_loop, measure_contention
+from lfw.diagnose.contention import in_loop, measure_contention
 from lfw.diagnose.feeds import (
     AU_TARGET,
     DECODERS_GROUP,
@@ -65,7 +58,6 @@ class Point:
     predicted: float  # from the loop's feed (contention measured)
     predicted_alone: float  # from the feed alone
     measured: float
-    steps: int
     measured_range: tuple[float, float] = (0.0, 0.0)
 
     @property
@@ -80,8 +72,7 @@ class Point:
 
 def measure_feed(setup: PipelineSetup, root: Path, passes: int, quiet: bool) -> Feed:
     """Rate, hand-over and variation of ``setup`` from ``passes`` timed passes after a warm-up pass."""
-    dataset = pipeline_dataset(setup, root, RATE_IMAGES)
-    loader = setup.config.build(dataset)
+    loader = setup.config.build(pipeline_dataset(setup, root, RATE_IMAGES))
     results = []
     with LoaderPass(loader, memory_interval_s=None, step=setup.pipeline.consumer_step()) as runner:
         for _ in tqdm(range(passes + 1), desc=f"rate of {setup.label}", unit="pass", leave=False, disable=quiet):
@@ -90,9 +81,8 @@ def measure_feed(setup: PipelineSetup, root: Path, passes: int, quiet: bool) -> 
         runner.close(stop_workers=True)
     timed = results[1:]
     rates = [r.images_per_s for r in timed]
-    handover = 0.0
-    if setup.config.num_workers:
-        handover = statistics.median((r.main_cpu_s or 0.0) / r.batches for r in timed if r.batches)
+    handover = (statistics.median((r.main_cpu_s or 0.0) / r.batches for r in timed if r.batches)
+                if setup.config.num_workers else 0.0)
     cv = statistics.pstdev(rates) / statistics.fmean(rates) if len(rates) > 1 else 0.0
     return Feed(statistics.median(rates), setup.config.num_workers, setup.config.prefetch_factor or 2, handover, cv,
                 setup.config.batch_size)
@@ -108,37 +98,29 @@ def run_feed(run: Run, setup: PipelineSetup) -> Feed:
     return feed
 
 
-def probe(setup: PipelineSetup, feed: Feed, source: DataSource, quiet: bool) -> Contention:
-    """The contention of ``setup`` beside a sleep of :data:`PROBE_SHARE` of its batch interval alone."""
-    probe_s = PROBE_SHARE * feed.batch / feed.rate
-    return measure_contention(setup, source.path, sleep_step(probe_s), progress=not quiet)
-
-
 def check(setup: PipelineSetup, feed: Feed, loop: Feed, source: DataSource, step_ms: float, batches: int,
-          quiet: bool, repeats: int = 1) -> tuple[int, list[Point]]:
+          quiet: bool, repeats: int) -> tuple[int, list[Point]]:
     """N of the loop's feed at ``step_ms`` and the measured points at N and N + 1 (N only when it is 1 or more)."""
     step_s = step_ms / 1e3
     n = fed(loop, step_s)
     points = []
-    for k in (n, n + 1):
-        if k < 1:
-            continue
+    for k in range(max(n, 1), n + 2):
         runs = [measure_pipeline(setup, source.path, batches, sleep_step(step_s / k),
                                  step_label=f"sleep {step_ms / k:.3g} ms", progress=not quiet, warmup=True)
                 for _ in range(repeats)]
         steps = runs[0].result.batches
         measured = [m.accelerator_utilization for m in runs]
         points.append(Point(k, simulated_au(loop, step_s, k, steps), simulated_au(feed, step_s, k, steps),
-                            statistics.median(measured), steps, (min(measured), max(measured))))
+                            statistics.median(measured), (min(measured), max(measured))))
     return n, points
 
 
-def build_parser() -> argparse.ArgumentParser:
+@cli_entry
+def main(argv: list[str] | None = None) -> int:
     p = OneLineParser(prog="python -m tools.feeds_check", description=__doc__.split("\n")[0],
                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--pipeline", action="append", default=None, metavar="ID",
-                   help=f"a decoders case id or a pipeline spec; repeat for more "
-                        f"(default: {', '.join(DEFAULT_PIPELINES)})")
+    p.add_argument("--pipeline", action="append", metavar="ID", help="a decoders case id or a pipeline spec; "
+                   f"repeat for more (default: {', '.join(DEFAULT_PIPELINES)})")
     p.add_argument("--step-ms", type=float, default=50.0, help="each accelerator's step per batch (default 50)")
     p.add_argument("--batches", type=int, default=150,
                    help="batches per measured run (default 150; one epoch when the tree holds fewer)")
@@ -147,33 +129,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", default=None, help="take the rates from this saved run's decoders group instead")
     p.add_argument("--path", default=None, help="LFW folder (default: $LFW_ROOT, else the cached synthetic tree)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    return p
-
-
-def _check_args(args: argparse.Namespace) -> None:
+    args = p.parse_args(argv)
     if not (math.isfinite(args.step_ms) and args.step_ms > 0):
         raise LFWError(f"--step-ms must be a positive number of milliseconds, got {args.step_ms:g}")
     for flag, least, why in (("batches", 2, " (AU leaves the first step out)"), ("repeats", 1, ""), ("passes", 1, "")):
         if getattr(args, flag) < least:
             raise LFWError(f"--{flag} must be {least} or more{why}, got {getattr(args, flag)}")
-
-
-@cli_entry
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    _check_args(args)
     setups = [pipeline_setup(name) for name in (args.pipeline or DEFAULT_PIPELINES)]
     run = load_run(args.run) if args.run else None
     saved = {s.name: run_feed(run, s) for s in setups} if run is not None else {}  # bad input fails before output
     source = resolve_root(args.path)
-    rates_from = (f"the decoders group of {args.run}" if args.run else
-                  f"measured here: a warm-up pass and {args.passes} timed passes of {RATE_IMAGES:,} images each")
     print(f"# {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}, commit {commit_label()}: python -m tools.feeds_check "
           f"{' '.join(sys.argv[1:] if argv is None else argv)}".rstrip())
     print(f"# step {args.step_ms:g} ms per batch of 64 per accelerator, AU target {AU_TARGET:.0%} (first step "
           f"excluded); {args.batches} measured batches per run, {args.repeats} runs per point (median, range); "
           f"{source.kind} data at {source.path}")
-    print(f"# rates: {rates_from}")
+    print("# rates:", f"the decoders group of {args.run}" if args.run else
+          f"measured here: a warm-up pass and {args.passes} timed passes of {RATE_IMAGES:,} images each")
     print(f"# N: largest count with simulated AU >= {AU_TARGET:.0%} over a long run, from the loop's feed (contention "
           "measured) and from the feed alone; predicted AU: the same model over the measured run's steps; agree: "
           f"the loop's prediction within {TOLERANCE_POINTS * 100:g} points of the measured AU")
@@ -183,40 +155,34 @@ def main(argv: list[str] | None = None) -> int:
     step_s = args.step_ms / 1e3
     for setup in setups:
         feed = saved.get(setup.name) or measure_feed(setup, source.path, args.passes, args.quiet)
-        contention = probe(setup, feed, source, args.quiet)
+        contention = measure_contention(setup, source.path, sleep_step(PROBE_SHARE * feed.batch / feed.rate),
+                                        progress=not args.quiet)
         loop = in_loop(feed, contention)
-        n, points = check(setup, feed, loop, source, args.step_ms, args.batches, args.quiet, args.repeats)
-        results.append((setup, n, points))
+        n, pts = check(setup, feed, loop, source, args.step_ms, args.batches, args.quiet, args.repeats)
+        results.append((setup, n, pts))
         rows.append((setup.label, f"{feed.rate:,.0f}", str(feed.workers), f"{feed.handover_s * 1e3:.1f} ms",
                      f"{contention.handover_s * 1e3:.1f} ms", f"{contention.load_slowdown:.3f}",
                      f"{contention.step_slowdown:.3f}", f"{feed.load_cv:.2f}", str(fed(feed, step_s)), str(n),
                      str(closed_form_fed(loop, step_s)), str(throughput_bound(loop.rate, step_s, loop.batch))))
     print("\n" + table(("pipeline", "images/s", "workers", "hand-over", "in loop", "load x", "step x", "cv", "N alone",
                         "N", "closed form", "rate alone"), rows, right=range(1, 12)))
-    agreed = total = 0
-    confirmed, point_rows = [], []
-    worst_alone = worst_loop = 0.0
-    for setup, n, points in results:
-        for pt in points:
-            total += 1
-            agreed += pt.agrees
-            worst_loop = max(worst_loop, abs(pt.error))
-            worst_alone = max(worst_alone, abs(pt.predicted_alone - pt.measured))
-            point_rows.append((setup.label, str(pt.accelerators), f"{args.step_ms / pt.accelerators:.1f} ms",
-                               f"{pt.predicted:.1%}", f"{pt.predicted_alone:.1%}", f"{pt.measured:.1%}",
-                               f"{pt.measured_range[0]:.0%}-{pt.measured_range[1]:.0%}", f"{pt.error * 100:+.1f}",
-                               "yes" if pt.agrees else "NO"))
-        at_n = [p for p in points if p.accelerators == n]
-        above = [p for p in points if p.accelerators == n + 1]
-        holds = all(p.measured >= AU_TARGET for p in at_n) and all(p.measured < AU_TARGET for p in above)
-        confirmed.append(f"{setup.label} {'yes' if holds else 'no'}")
+    points = [(setup, pt) for setup, _, pts in results for pt in pts]
     print("\n" + table(("pipeline", "accelerators", "step/N", "predicted AU", "feed alone", "measured AU", "runs",
-                        "points", "agree"), point_rows, right=range(1, 8)))
-    print()
-    print(f"within {TOLERANCE_POINTS * 100:g} points: {agreed} of {total} points; largest gap {worst_loop * 100:.1f} "
-          f"points from the loop's feed, {worst_alone * 100:.1f} from the feed alone")
-    print(f"measured AU confirms N (>= {AU_TARGET:.0%} at N, below at N + 1): {', '.join(confirmed)}")
-    return 0 if agreed == total else 1
+                        "points", "agree"),
+                       [(setup.label, str(pt.accelerators), f"{args.step_ms / pt.accelerators:.1f} ms",
+                         f"{pt.predicted:.1%}", f"{pt.predicted_alone:.1%}", f"{pt.measured:.1%}",
+                         f"{pt.measured_range[0]:.0%}-{pt.measured_range[1]:.0%}", f"{pt.error * 100:+.1f}",
+                         "yes" if pt.agrees else "NO") for setup, pt in points], right=range(1, 8)))
+    agreed = sum(pt.agrees for _, pt in points)
+    worst_loop = max((abs(pt.error) for _, pt in points), default=0.0)
+    worst_alone = max((abs(pt.predicted_alone - pt.measured) for _, pt in points), default=0.0)
+    holds = [(s.label, all((p.measured >= AU_TARGET) == (p.accelerators == n) for p in pts))  # at N, not at N + 1
+             for s, n, pts in results]
+    print(f"\nwithin {TOLERANCE_POINTS * 100:g} points: {agreed} of {len(points)} points; largest gap "
+          f"{worst_loop * 100:.1f} points from the loop's feed, {worst_alone * 100:.1f} from the feed alone")
+    print(f"measured AU confirms N (>= {AU_TARGET:.0%} at N, below at N + 1): "
+          + ", ".join(f"{label} {'yes' if ok else 'no'}" for label, ok in holds))
+    return 0 if agreed == len(points) else 1
 
 
 if __name__ == "__main__":

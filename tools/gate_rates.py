@@ -2,15 +2,12 @@
 
 ``python -m tools.gate_rates KIND --runs N`` (``make gate-rates``) appends one JSON line per run to
 ``benchmarks/gate_rates/<KIND>.jsonl`` (append-only: earlier outcomes are never rewritten), and
-``python -m tools.gate_rates summary`` prints the rates docs/gating.md quotes, from those files only. Each kind
-(:data:`KINDS`: what it runs and the exit it should give) is ``make gate`` against the committed baseline, the
-A/B gate of HEAD against itself, or either with a regression injected by a ``sitecustomize.py`` under
-``benchmarks/gate_rates/`` placed at the root of its checkout (:data:`INJECTIONS`); an A/B's "noisy: rerun"
-(exit 3) counts as a miss.
-
-Every run is made from a temporary ``git worktree`` checkout of the commit that was HEAD when the campaign
-started, so edits and commits during a long campaign do not leak into it; raw runs and logs go to
-``.benchmarks/gate-rates/`` (not committed).
+``python -m tools.gate_rates summary`` prints the rates docs/gating.md quotes, from those files only. A kind
+(:data:`KINDS`) is ``make gate`` against the committed baseline, the A/B gate of HEAD against itself, or either with
+a regression injected by a ``sitecustomize.py`` under ``benchmarks/gate_rates/`` placed at its checkout's root
+(:data:`INJECTIONS`); an A/B's "noisy: rerun" (exit 3) counts as a miss. Every run is made in a temporary
+``git worktree`` of the commit HEAD was at when the campaign started, so edits and commits during it do not leak
+in; raw runs and logs go to ``.benchmarks/gate-rates/`` (not committed).
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from statistics import median
@@ -38,9 +35,10 @@ from lfw.gate.ab import ABPlan
 from lfw.gate.thresholds import Thresholds
 from lfw.gate.verdict import VERDICT_PATH, load_verdict
 from lfw.gate.worktree import checkout, resolve, toplevel
+from lfw.report.findings import find
+from lfw.results import Run, load_run, short_name
 from lfw.results import keys as K
 from lfw.results import knobs as KN
-from lfw.results import load_run
 
 # Each kind: the exit its runs should give, and what it runs (the summary's label of its line).
 KINDS: dict[str, tuple[int, str]] = {
@@ -56,23 +54,22 @@ KINDS: dict[str, tuple[int, str]] = {
     "handover": (1, "data-wait group, the hand-over 30 ms slower per batch (a sleep), vs the committed baseline"),
     "handover-copy": (1, "data-wait group, the hand-over copying every batch 8 times, vs the committed baseline"),
 }
-EXPECTED = {kind: expected for kind, (expected, _) in KINDS.items()}
 OUTCOMES = Path("benchmarks/gate_rates")
 RAW = Path(".benchmarks/gate-rates")
 SLOW_DECODE = OUTCOMES / "slow_decode" / "sitecustomize.py"
-MEMORY_INJECTION = OUTCOMES / "memory_regressions" / "sitecustomize.py"
-# The groups a memory regression shows in: the copy-on-access index, the leak check, the worker sweep. Not the
-# start-method group: a spawned worker's share of the library pages depends on what the host process touched
-# before, which a subset of the groups changes (docs/gating-measured.md, "Memory across CPU models").
+# The groups a memory regression shows in. Not the start-method group: a spawned worker's share of the library
+# pages depends on what the host process touched before (docs/gating-measured.md, "Memory across CPU models").
 MEMORY_CASES = "test_memory_index or test_leak or test_workers_transform"
-# The regressions injected into a gate run: the sitecustomize placed at its checkout's root, its environment, and
-# the cases it runs (-k): the memory kinds, every load behind one lock, a hand-over 30 ms slower per batch.
+# Each injected regression: the sitecustomize placed at its checkout's root, its environment, the cases it runs (-k).
 INJECTIONS: dict[str, tuple[Path, dict[str, str], str]] = {
-    **{f"mem-{m}": (MEMORY_INJECTION, {"LFW_INJECT_MEMORY": m}, MEMORY_CASES)
+    **{f"mem-{m}": (OUTCOMES / "memory_regressions" / "sitecustomize.py", {"LFW_INJECT_MEMORY": m}, MEMORY_CASES)
        for m in ("none", "worker", "index", "leak")},
     "serialized": (OUTCOMES / "serialized_decode" / "sitecustomize.py", {}, "test_workers_transform"),
     "handover": (OUTCOMES / "slow_handover" / "sitecustomize.py", {"LFW_HANDOVER_MS": "30"}, "test_data_wait"),
     "handover-copy": (OUTCOMES / "copy_handover" / "sitecustomize.py", {"LFW_HANDOVER_COPIES": "8"}, "test_data_wait")}
+# the metrics whose worst move per run is kept: relative changes, but the data-wait excess (an absolute one); ttfb_s
+# in the records of runs before time to first batch was judged in the machine's units
+WORST_TRACKED = ("efficiency", "ttfb_s", K.TTFB_CORE_IMAGES, K.DATA_WAIT_EXCESS, "instructions_per_image")
 
 
 def now() -> str:
@@ -85,9 +82,8 @@ def cache(repo: Path) -> str:
 
 
 def run_logged(command: Sequence[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[int, float]:
-    """Run ``command`` with its output to ``log``; (exit code, seconds). It runs in its own process group, which
-    an interrupt here (Ctrl-C, or SIGTERM through the worktree's handler) stops whole: make's pytest, the A/B's
-    sides and counts do not outlive the campaign nor measure on in a worktree being removed."""
+    """Run ``command`` with its output to ``log``; (exit code, seconds). An interrupt here (Ctrl-C, or SIGTERM
+    through the worktree's handler) stops its whole process group: nothing it started outlives the campaign."""
     started = time.perf_counter()
     with log.open("w") as handle:
         proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=handle, stderr=subprocess.STDOUT, text=True,
@@ -100,108 +96,96 @@ def run_logged(command: Sequence[str], cwd: Path, env: dict[str, str], log: Path
     return code, time.perf_counter() - started
 
 
-# the metrics whose worst move per run is kept: relative changes, but the data-wait excess (an absolute one); ttfb_s
-# in the records of runs before time to first batch was judged in the machine's units
-WORST_TRACKED = ("efficiency", "ttfb_s", K.TTFB_CORE_IMAGES, K.DATA_WAIT_EXCESS, "instructions_per_image")
+def counts(run: Run) -> dict[str, float]:
+    """Instructions per image by preset (empty without a cost layer)."""
+    return {c.knob(KN.TRANSFORM): value for c in run.cases if (value := c.number(K.INSTRUCTIONS_PER_IMAGE))}
+
+
+def grouped(pairs: Iterable[tuple[str, float]]) -> dict[str, list[float]]:
+    """The values of ``pairs`` by key, the keys in the order first seen."""
+    out: dict[str, list[float]] = {}
+    for key, value in pairs:
+        out.setdefault(key, []).append(value)
+    return out
 
 
 def gate_record(raw: Path, code: int, seconds: float, log: Path) -> dict[str, Any]:
-    """A two-file gate run's outcome: exit code, regressions, the worst change per family, instruction counts."""
+    """A two-file gate run's outcome: exit code, regressions, the worst change per family, its run's figures."""
     record: dict[str, Any] = {"exit_code": code, "seconds": round(seconds, 1)}
-    verdict_path, run_path = raw / VERDICT_PATH.name, raw / "gate-run.json"
-    if verdict_path.exists():
-        verdict = load_verdict(verdict_path)
-        record["regressions"] = [f"{c.case.rpartition('::')[2]} {c.metric_key} {c.change:+.4g}"
-                                 for c in verdict.regressions]
-        worst: dict[str, float] = {}
-        for c in verdict.comparisons:
-            worse = -c.change if c.metric_key == "efficiency" else c.change
-            if c.metric_key in WORST_TRACKED:
-                worst[c.metric_key] = max(worst.get(c.metric_key, float("-inf")), worse)
-        record["worst_relative_change"] = {k: round(v, 4) for k, v in worst.items()}
-        record["unjudged"] = verdict.unjudged
-    if run_path.exists():
-        run = load_run(run_path)
-        record["instructions_per_image"] = {c.knob(KN.TRANSFORM): c.number(K.INSTRUCTIONS_PER_IMAGE)
-                                            for c in run.cases if c.number(K.INSTRUCTIONS_PER_IMAGE)}
-        from lfw.report.findings import find
-
+    if (raw / VERDICT_PATH.name).exists():
+        verdict = load_verdict(raw / VERDICT_PATH.name)
+        worst = grouped((c.metric_key, -c.change if c.metric_key == "efficiency" else c.change)
+                        for c in verdict.comparisons if c.metric_key in WORST_TRACKED)
+        record.update(unjudged=verdict.unjudged, worst_relative_change={k: round(max(v), 4) for k, v in worst.items()},
+                      regressions=[f"{short_name(c.case)} {c.metric_key} {c.change:+.4g}" for c in verdict.regressions])
+    if (raw / "gate-run.json").exists():
+        run = load_run(raw / "gate-run.json")
         found = find(run)
-        record["recommended_workers"] = {r.transform: r.verdict() for r in found.knees}
-        record["recommendation_evidence"] = {r.transform: r.evidence() for r in found.knees}
-        efficiencies = [e for c in run.cases if (e := c.number(K.EFFICIENCY)) is not None]
-        record["max_efficiency"] = max(efficiencies, default=None)
-        record["cv_median"] = found.cv[0] if found.cv else None
-        record["paired_cv_median"] = found.paired_cv
-        record["per_core_images_per_s"] = {k.removeprefix(K.PER_CORE_MACHINE_PREFIX): v for k, v in
-                                           run.machine.items() if k.startswith(K.PER_CORE_MACHINE_PREFIX)}
-        requests = [v for c in run.cases if (v := c.number(K.REQUESTS_PER_IMAGE)) is not None]
-        record["requests_per_image_max"] = max(requests, default=None)
-        if found.pipeline is not None:
-            best = found.pipeline.best
-            record["fastest_pipeline"] = {"case": best.label, "images_per_s": best.number(K.IMAGES_PER_S),
-                                          "pil_ceiling_share": best.number(K.PIL_CEILING_SHARE),
-                                          "limit": found.pipeline.limit()}
-        if found.remote is not None and found.remote.to_zero is not None:
-            record["remote_at_max_latency"] = {"latency_ms": found.remote.latency_ms, "case": found.remote.best.label,
-                                               "ratio_to_zero_latency": round(found.remote.to_zero.estimate, 4),
-                                               "endpoint_ceiling_share": found.remote.best.number(
-                                                   K.ENDPOINT_CEILING_SHARE)}
+        record.update(
+            instructions_per_image=counts(run), cv_median=found.cv[0] if found.cv else None,
+            recommended_workers={r.transform: r.verdict() for r in found.knees},
+            recommendation_evidence={r.transform: r.evidence() for r in found.knees}, paired_cv_median=found.paired_cv,
+            max_efficiency=max((v for c in run.cases if (v := c.number(K.EFFICIENCY)) is not None), default=None),
+            requests_per_image_max=max((v for c in run.cases if (v := c.number(K.REQUESTS_PER_IMAGE)) is not None),
+                                       default=None),
+            per_core_images_per_s={k.removeprefix(K.PER_CORE_MACHINE_PREFIX): v for k, v in run.machine.items()
+                                   if k.startswith(K.PER_CORE_MACHINE_PREFIX)})
+        if (pipeline := found.pipeline) is not None:
+            record["fastest_pipeline"] = {"case": pipeline.best.label, "limit": pipeline.limit(),
+                                          "images_per_s": pipeline.best.number(K.IMAGES_PER_S),
+                                          "pil_ceiling_share": pipeline.best.number(K.PIL_CEILING_SHARE)}
+        if (remote := found.remote) is not None and remote.to_zero is not None:
+            record["remote_at_max_latency"] = {"latency_ms": remote.latency_ms, "case": remote.best.label,
+                                               "ratio_to_zero_latency": round(remote.to_zero.estimate, 4),
+                                               "endpoint_ceiling_share": remote.best.number(K.ENDPOINT_CEILING_SHARE)}
     record["tail"] = log.read_text().splitlines()[-3:]
     return record
 
 
 def run_gate(repo: Path, raw: Path, commit: str, inject: str = "") -> dict[str, Any]:
-    """``make gate`` in a clean worktree of HEAD, with this checkout's virtualenv and data cache; with ``inject``
-    (a kind of :data:`INJECTIONS`), only the cases it names, with that regression injected.
-
-    ``-o`` marks the virtualenv's install stamp as up to date, so make does not reinstall the project from the
-    worktree; pytest (``pythonpath = .``) and ``python -m`` then import the worktree's own ``lfw``.
-    """
-    venv = repo / ".venv"
-    env = {**os.environ, "GATE_ARGS": f"--verdict-json {raw / VERDICT_PATH.name}", "LFW_CACHE": cache(repo)}
-    log = raw / "make-gate.log"
-    injection, injected_env, cases = INJECTIONS[inject] if inject else (None, {}, "")
-    args = [f"PYTEST_ARGS=-k '{cases}'", "LAYERS="] if inject else []
+    """``make gate`` in a clean worktree of ``commit``, with this checkout's virtualenv (``-o``: not reinstalled
+    from the worktree, whose own ``lfw`` pytest and ``python -m`` import) and data cache; with ``inject`` (a kind of
+    :data:`INJECTIONS`), only the cases it names, with that regression injected."""
+    venv, verdict, log = repo / ".venv", raw / VERDICT_PATH.name, raw / "make-gate.log"
+    env = {**os.environ, "GATE_ARGS": f"--verdict-json {verdict}", "LFW_CACHE": cache(repo)}
+    args: list[str] = []
     with checkout(repo, commit) as tree:
-        if injection is not None:  # every process of the run, spawned workers too, imports it first
+        if inject:  # every process of the run, spawned workers too, imports the sitecustomize first
+            injection, injected_env, cases = INJECTIONS[inject]
             shutil.copy(tree / injection, tree / "sitecustomize.py")
             env.update({"PYTHONPATH": str(tree), **injected_env})
+            args = [f"PYTEST_ARGS=-k '{cases}'", "LAYERS="]
         code, seconds = run_logged(["make", "-o", str(venv / ".installed"), "gate", f"VENV={venv}", *args], tree,
                                    env, log)
-        if (tree / "reports" / "gate-run.json").exists():
-            write_atomic(raw / "gate-run.json", (tree / "reports" / "gate-run.json").read_bytes())
+        if (made := tree / "reports" / "gate-run.json").exists():
+            write_atomic(raw / "gate-run.json", made.read_bytes())
     record = gate_record(raw, code, seconds, log)
-    verdict = raw / VERDICT_PATH.name
     if inject and verdict.exists():  # make exits 2 for any failed recipe: the gate's own code says what it found
         record.update(make_exit_code=code, exit_code=load_verdict(verdict).exit_code)
     return record
 
 
 def run_ab_try(repo: Path, raw: Path, commit: str, slow: bool, max_pairs: int) -> dict[str, Any]:
-    """``python -m lfw.gate --ab COMMIT`` from a clean worktree of it (slowed: with the sitecustomize in it)."""
-    log = raw / "ab.log"
+    """``python -m lfw.gate --ab COMMIT`` from a clean worktree of it (slowed: with the sitecustomize in it). No
+    PYTHONPATH of our own: the runner gives each side its own tree; ``-m`` from the tree imports its lfw."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update({"LFW_SLOW_DECODE": "0.15", "LFW_CACHE": cache(repo)})
     with checkout(repo, commit) as tree:
         if slow:
             shutil.copy(tree / SLOW_DECODE, tree / "sitecustomize.py")
-        # No PYTHONPATH of our own: each side gets its own tree (the runner sets it); ``-m`` from the tree imports
-        # its lfw for the runner itself.
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        env.update({"LFW_SLOW_DECODE": "0.15", "LFW_CACHE": cache(repo)})
         code, seconds = run_logged([sys.executable, "-m", "lfw.gate", "--ab", commit, "--max-pairs", str(max_pairs),
-                                    "--ab-out", str(raw / "ab")], tree, env, log)
+                                    "--ab-out", str(raw / "ab")], tree, env, raw / "ab.log")
     record: dict[str, Any] = {"exit_code": code, "seconds": round(seconds, 1)}
-    verdicts = raw / "ab" / "verdicts.json"
-    if verdicts.exists():
+    if (verdicts := raw / "ab" / "verdicts.json").exists():
         doc = json.loads(verdicts.read_text())
         record.update({"pairs": doc["pairs"], "looks": doc["looks"], "seed": doc["seed"], "comparisons": [
-            {"case": v["case"].rpartition("::")[2], "metric": v["metric"], "ratio": round(v["ratio"], 4),
+            {"case": short_name(v["case"]), "metric": v["metric"], "ratio": round(v["ratio"], 4),
              "interval": [round(v["ratio_low"], 4), round(v["ratio_high"], 4)], "p_holm": v["p_holm"],
              "verdict": v["verdict"]} for v in doc["verdicts"]],
             "counts": [{"case": c["case"], "metric": c["metric"], "change": round(c["change"], 4),
                         "regressed": c["regressed"]} for c in doc.get("counts", [])],
             "counts_unjudged": doc.get("counts_unjudged")})
-    record["tail"] = log.read_text().splitlines()[-2:]
+    record["tail"] = (raw / "ab.log").read_text().splitlines()[-2:]
     return record
 
 
@@ -219,35 +203,31 @@ def run_cost_slow(repo: Path, raw: Path, commit: str, baseline: Path) -> dict[st
         gate_code, _ = run_logged([sys.executable, "-m", "lfw.gate", str(tree / baseline), str(run_json),
                                    "--verdict-json", str(verdict_path), "--summary-md", str(raw / "gate.md")], tree,
                                   {**os.environ, "PYTHONPATH": str(tree)}, raw / "gate.log")
-    counts = [c for c in load_verdict(verdict_path).comparisons if c.metric_key == "instructions_per_image"]
-    changes = {c.case.rpartition("::")[2]: round(c.change, 4) for c in counts}
-    flagged = sorted(c.case.rpartition("::")[2] for c in counts if c.regressed)
-    return {"exit_code": gate_code, "seconds": round(seconds, 1), "instructions_change": changes, "flagged": flagged}
+    changed = [c for c in load_verdict(verdict_path).comparisons if c.metric_key == "instructions_per_image"]
+    return {"exit_code": gate_code, "seconds": round(seconds, 1),
+            "instructions_change": {short_name(c.case): round(c.change, 4) for c in changed},
+            "flagged": sorted(short_name(c.case) for c in changed if c.regressed)}
 
 
 def campaign(kind: str, runs: int, repo: Path, baseline: Path, max_pairs: int, outcomes: Path,
              commit: str = "HEAD") -> None:
     """``runs`` runs of ``kind``, all of ``commit`` as it resolves when the campaign starts."""
-    head = resolve(repo, commit)
+    head, expected = resolve(repo, commit), KINDS[kind][0]
     for i in range(1, runs + 1):
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        raw = repo / RAW / kind / stamp
+        raw = repo / RAW / kind / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         raw.mkdir(parents=True)
         started = now()
         print(f"[{kind} {i}/{runs}] {started}", file=sys.stderr, flush=True)
-        if kind == "gate":
-            outcome = run_gate(repo, raw, head)
-        elif kind in INJECTIONS:
-            outcome = run_gate(repo, raw, head, inject=kind)
+        if kind == "gate" or kind in INJECTIONS:
+            outcome = run_gate(repo, raw, head, inject=kind if kind in INJECTIONS else "")
         elif kind in ("ab-aa", "ab-slow"):
             outcome = run_ab_try(repo, raw, head, kind == "ab-slow", max_pairs)
         else:
             outcome = run_cost_slow(repo, raw, head, baseline)
         record = {"kind": kind, "started": started, "finished": now(), "commit": head, "host": platform.node(),
-                  "expected_exit": EXPECTED[kind], "raw": str(raw.relative_to(repo)), **outcome}
+                  "expected_exit": expected, "raw": str(raw.relative_to(repo)), **outcome}
         append_atomic(outcomes / f"{kind}.jsonl", json.dumps(record, sort_keys=True) + "\n")
-        print(f"[{kind} {i}/{runs}] exit {outcome['exit_code']} (expected {EXPECTED[kind]})", file=sys.stderr,
-              flush=True)
+        print(f"[{kind} {i}/{runs}] exit {outcome['exit_code']} (expected {expected})", file=sys.stderr, flush=True)
 
 
 def read(kind: str, outcomes: Path) -> list[dict[str, Any]]:
@@ -257,8 +237,7 @@ def read(kind: str, outcomes: Path) -> list[dict[str, Any]]:
 
 def hours(records: list[dict[str, Any]]) -> str:
     stamps = sorted(r["started"] for r in records)
-    distinct = sorted({s[:13] for s in stamps})
-    return f"{stamps[0][:16]} to {stamps[-1][:16]} UTC, {len(distinct)} distinct hours"
+    return f"{stamps[0][:16]} to {stamps[-1][:16]} UTC, {len({s[:13] for s in stamps})} distinct hours"
 
 
 def campaign_commit(outcomes: Path) -> str | None:
@@ -268,18 +247,14 @@ def campaign_commit(outcomes: Path) -> str | None:
 
 
 def summary(outcomes: Path, baseline: Path | None = None, commit: str | None = None) -> str:
-    """The rates of one campaign (``commit``; default the newest), from the committed outcome files only.
-
-    The files keep every campaign (they are append-only); runs of other commits are counted on their own line,
-    never mixed into the rates.
-    """
+    """The rates of one campaign (``commit``; default the newest), from the outcome files only; the runs of other
+    commits they keep are counted on their own line, never mixed into the rates."""
     commit = commit or campaign_commit(outcomes)
     lines = [f"campaign of commit {commit}"]
-    for kind, (_, label) in KINDS.items():
+    for kind, (expected, label) in KINDS.items():
         everything = read(kind, outcomes)
         records = [r for r in everything if r["commit"] == commit]
-        others = sorted({r["commit"][:10] for r in everything} - {commit[:10] if commit else ""})
-        if others:
+        if others := sorted({r["commit"][:10] for r in everything} - {commit[:10] if commit else ""}):
             lines.append(f"({kind}: {len(everything) - len(records)} earlier runs of {', '.join(others)} not counted)")
         if not records:
             lines.append(f"{label}: no runs recorded")
@@ -287,9 +262,9 @@ def summary(outcomes: Path, baseline: Path | None = None, commit: str | None = N
         hit = sum(r["exit_code"] == r["expected_exit"] for r in records)
         codes = ", ".join(f"exit {c}: {sum(r['exit_code'] == c for r in records)}"
                           for c in sorted({r["exit_code"] for r in records}))
-        lines.append(f"{label}: {hit}/{len(records)} as expected (exit {EXPECTED[kind]}); {codes}; {hours(records)}")
+        lines.append(f"{label}: {hit}/{len(records)} as expected (exit {expected}); {codes}; {hours(records)}")
         if kind == "gate":
-            lines += gate_details(records, baseline_counts(baseline))
+            lines += gate_details(records, counts(load_run(baseline)) if baseline and baseline.exists() else {})
         if kind.startswith("ab"):
             pairs = [r.get("pairs", 0) for r in records]
             minutes = [r["seconds"] / 60 for r in records]
@@ -305,74 +280,53 @@ def summary(outcomes: Path, baseline: Path | None = None, commit: str | None = N
     return "\n".join(lines)
 
 
-def baseline_counts(baseline: Path | None) -> dict[str, float]:
-    """Instructions per image by preset in ``baseline``; empty when there is none or it has no cost layer."""
-    if baseline is None or not baseline.exists():
-        return {}
-    return {c.knob(KN.TRANSFORM): value for c in load_run(baseline).cases
-            if (value := c.number(K.INSTRUCTIONS_PER_IMAGE))}
+def present(records: list[dict[str, Any]], key: str) -> list[Any]:
+    """Each record's ``key``, where it has one (not missing, None nor empty)."""
+    return [v for r in records if (v := r.get(key)) is not None and v != {}]
 
 
 def gate_details(records: list[dict[str, Any]], baseline: dict[str, float] | None = None) -> list[str]:
     out = []
-    counts: dict[str, list[float]] = {}
-    for r in records:
-        for preset, value in (r.get("instructions_per_image") or {}).items():
-            counts.setdefault(preset, []).append(value)
-    if counts:
-        spread = {p: (max(v) - min(v)) / min(v) for p, v in counts.items()}
+    if runs := grouped(item for r in present(records, "instructions_per_image") for item in r.items()):
         out.append("  instructions per image across runs (max - min) / min: "
-                   + ", ".join(f"{p} {s:.4%}" for p, s in spread.items()))
+                   + ", ".join(f"{p} {(max(v) - min(v)) / min(v):.4%}" for p, v in runs.items()))
         if baseline:
-            off = {p: max(abs(x - baseline[p]) for x in v) / baseline[p] for p, v in counts.items() if p in baseline}
+            off = {p: max(abs(x - baseline[p]) for x in v) / baseline[p] for p, v in runs.items() if p in baseline}
             out.append("  largest |run - baseline| / baseline: " + ", ".join(f"{p} {s:.4%}" for p, s in off.items()))
-    worst: dict[str, float] = {}
-    for r in records:
-        for metric, value in (r.get("worst_relative_change") or {}).items():
-            worst[metric] = max(worst.get(metric, float("-inf")), value)
-    if worst:
+    moves = grouped(x for r in present(records, "worst_relative_change") for x in r.items())
+    if worst := {m: max(v) for m, v in moves.items()}:
         limits = Thresholds()
         out.append(f"  worst move toward a regression over all runs (the gate's limits: efficiency "
                    f"{-limits.efficiency:+.0%}, time to first batch {limits.ttfb:+.0%}, data-wait excess "
                    f"+{limits.wait_floor:g}, instructions {limits.cost:+.0%}): "
                    + ", ".join(f"{m} {v:+.3f}" if m == K.DATA_WAIT_EXCESS else
                                f"{m} {-v if m == 'efficiency' else v:+.1%}" for m, v in worst.items()))
-    regressions = [x for r in records for x in r.get("regressions", [])]
-    if regressions:
+    if regressions := [x for r in records for x in r.get("regressions", [])]:
         out.append(f"  regressions reported: {'; '.join(regressions)}")
-    recs = [r["recommended_workers"] for r in records if r.get("recommended_workers")]
-    if recs:
+    if recs := present(records, "recommended_workers"):
         out.append("  recommended num_workers per run: " + " | ".join(
             ", ".join(f"{t} {w}" for t, w in rec.items()) for rec in recs))
-    peaks = [r["max_efficiency"] for r in records if r.get("max_efficiency") is not None]
-    if peaks:
+    if peaks := present(records, "max_efficiency"):
         out.append(f"  largest efficiency in any case of any run: {max(peaks):.3f}")
-    pipelines = [r["fastest_pipeline"] for r in records if r.get("fastest_pipeline")]
-    if pipelines:
+    if pipelines := present(records, "fastest_pipeline"):
         shares = sorted(p["pil_ceiling_share"] for p in pipelines)
         out.append(f"  fastest decode pipeline per run: {dict(Counter(p['case'] for p in pipelines))}; share of 2 x "
                    f"the PIL ceiling {shares[0]:.2f}-{shares[-1]:.2f} (median {median(shares):.2f})")
-    remote = [r["remote_at_max_latency"] for r in records if r.get("remote_at_max_latency")]
-    if remote:
+    if remote := present(records, "remote_at_max_latency"):
         ratios = sorted(x["ratio_to_zero_latency"] for x in remote)
         out.append(f"  remote, best at {remote[0]['latency_ms']:g} ms: {dict(Counter(x['case'] for x in remote))}; its "
                    f"rate over the same configuration at 0 ms {ratios[0]:.2f}-{ratios[-1]:.2f} (median "
                    f"{median(ratios):.2f}), >= 0.80 in {sum(x >= 0.8 for x in ratios)} of {len(ratios)}")
-    requests = [r["requests_per_image_max"] for r in records if r.get("requests_per_image_max") is not None]
-    if requests:
+    if requests := present(records, "requests_per_image_max"):
         out.append(f"  requests per image through the proxy, largest in any case of any run: {max(requests):.3f}")
-    cvs = [(r["cv_median"], r["paired_cv_median"]) for r in records if r.get("paired_cv_median") is not None]
-    if cvs:
+    if cvs := [(r["cv_median"], r["paired_cv_median"]) for r in records if r.get("paired_cv_median") is not None]:
         out.append(f"  median CV of images/s per run: {median(c for c, _ in cvs):.1%} (runs' median); paired-ratio "
                    f"CV: {median(p for _, p in cvs):.1%}")
     return out
 
 
 def ab_details(records: list[dict[str, Any]]) -> list[str]:
-    by_metric: dict[str, list[float]] = {}
-    for r in records:
-        for c in r.get("comparisons", []):
-            by_metric.setdefault(f"{c['case']} {c['metric']}", []).append(c["ratio"])
+    by_metric = grouped((f"{c['case']} {c['metric']}", c["ratio"]) for r in records for c in r.get("comparisons", []))
     return [f"  {k}: ratio current/base {min(v):.3f}-{max(v):.3f} (median {sorted(v)[len(v) // 2]:.3f})"
             for k, v in sorted(by_metric.items())]
 

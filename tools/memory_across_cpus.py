@@ -2,11 +2,10 @@
 
     python tools/memory_across_cpus.py RUN.json [RUN.json ...] > docs/runs/memory-across-cpus.txt
 
-For every case that records memory and every memory figure the gate judges or reports (:data:`SHOWN`), each run's
-value grouped by CPU model and the shift of the medians between the first two CPU models, against the gate's
-minimum effect for that case; a row the gate does not judge (:func:`unjudged`) is marked and left out of the
-summary (docs/gating-measured.md, "Memory across CPU models"). A figure older runs lack is derived as the gate
-derives it (:meth:`lfw.gate.metrics.Metric.rounds_of`; the host: :func:`lfw.gate.compare.host_pair`).
+Per figure of :data:`SHOWN` and case recording memory: each run's value by CPU model, the shift of the first two
+models' medians against the gate's minimum effect, rows the gate does not judge (:func:`unjudged`) marked and left
+out of the summary (docs/gating-measured.md, "Memory across CPU models"); a figure older runs lack derived as the
+gate derives it (:meth:`lfw.gate.metrics.Metric.rounds_of`; the host: :func:`lfw.gate.compare.host_pair`).
 """
 
 from __future__ import annotations
@@ -27,18 +26,11 @@ from lfw.results import keys as K
 SHOWN: tuple[Metric, ...] = (HOST_USS, PSS_PEAK, *MEMORY)
 
 
-def value(case: Case | None, metric: Metric, derived: bool = False) -> float | None:
+def value(case: Case, metric: Metric, derived: bool = False) -> float | None:
     """The median of ``metric`` in ``case`` (its older, derived form where ``derived``); None where absent."""
-    if case is None:
-        return None
     values = ([v] if (v := metric.derived(case)) is not None else []) if derived and metric.derived \
         else metric.rounds_of(case)
     return float(median(values)) if values else None
-
-
-def minimum_effect(metric: Metric, base: float, th: Thresholds) -> float:
-    floor, ratio = th.absolute(metric) if metric.family != "host" else (th.memory_floor_mib, th.memory_ratio)
-    return max(floor, ratio * abs(base))
 
 
 def unjudged(metric: Metric, cases: Sequence[Case]) -> str:
@@ -58,21 +50,21 @@ def main(argv: list[str] | None = None) -> int:
     models = list(dict.fromkeys(str(r.machine.get("cpu_model")) for r in runs))
     for r in runs:
         print(f"{r.path}: {r.machine.get('cpu_model')}, commit {str(r.commit.get('id', ''))[:7]}, {r.datetime}")
-    th = Thresholds()
     keys = sorted({k for r in runs for k, c in r.by_key().items() if any(m.rounds_of(c) for m in SHOWN)})
     worst: dict[str, tuple[float, str]] = {}
     for metric in SHOWN:
         print(f"\n{metric.label} ({metric.key}){'' if metric in MEMORY else ', not judged'}")
         rows = []
+        floor, ratio = Thresholds().absolute(metric)
         for key in keys:
             cases = [r.by_key().get(key) for r in runs]
             derived = metric is HOST_USS and any(c is not None and c.number(HOST_USS.key) is None for c in cases)
             by_model = {m: [v for r, c in zip(runs, cases, strict=True) if str(r.machine.get("cpu_model")) == m
-                            and (v := value(c, metric, derived)) is not None] for m in models}
+                            and c is not None and (v := value(c, metric, derived)) is not None] for m in models}
             if not all(by_model[m] for m in models[:2]):
                 continue
             a, b = median(by_model[models[0]]), median(by_model[models[1]])
-            effect = minimum_effect(metric, a, th)
+            effect = max(floor, ratio * abs(a))  # the gate's minimum effect at the first model's median
             why = unjudged(metric, [c for c in cases if c is not None])
             if not why and abs(b - a) / effect >= worst.get(metric.key, (0.0, ""))[0]:
                 worst[metric.key] = (abs(b - a) / effect, key)

@@ -1,6 +1,5 @@
-"""The peers layer's table and verdicts from a saved run (what ``tools/record.sh peers`` keeps in
-docs/runs/peers.txt): the Peers table of the report, one verdict line per peer, the peers' versions and their
-one-off conversions.
+"""A saved run's Peers table (the report's), one verdict line per peer, the peers' versions and one-off conversions.
+What ``tools/record.sh peers`` keeps in docs/runs/peers.txt.
 
     python -m tools.peers_table [RUN.json]        (default: the newest autosave)
 """
@@ -24,8 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("run", nargs="?", help="a saved run (default: the newest autosave)")
     run = load_run(p.parse_args(argv).run or latest_run())
     print(f"run {run.path.name}; peers' versions: {run.machine.get('peers')}")
-    peers = peer_rows(run)
-    table = peers_table(run, peers)
+    table = peers_table(run, peers := peer_rows(run))
     print(markdown([table, Bullets(verdict_lines(peers))] if table is not None else []), end="")
     conversions = {str(c.knob(KN.PEER)): c.extra[K.CONVERSION] for c in run.group("peers") if c.extra.get(K.CONVERSION)}
     print(f"one-off conversions (seconds to convert, bytes on disk): {conversions}")

@@ -1,20 +1,22 @@
 """Each CPU's rate alone against the threads' rates together, probe by probe: what one CPU's rate for all of them
 reads as the parallel capacity, and what each CPU against its own reads (docs/methodology.md, "The machine").
 
-    .venv/bin/python -m tools.probe_cpus [--probes 20] [--window-ms 40]
+    .venv/bin/python -m tools.probe_cpus [--probes 20] [--window-ms 40]      (exit 0; 2 on bad input)
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 
+from lfw.cli.args import OneLineParser
+from lfw.errors import cli_entry
 from lfw.measure.ceiling import CALLS, WORK_S, capacity, rates_together, work_iterations
 from lfw.measure.cpus import CpuFacts
 
 
+@cli_entry
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.probe_cpus", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m tools.probe_cpus", description=__doc__.splitlines()[0])
     parser.add_argument("--probes", type=int, default=20)
     parser.add_argument("--window-ms", type=float, default=40.0)
     args = parser.parse_args(argv)

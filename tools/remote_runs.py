@@ -28,7 +28,6 @@ from lfw.report.remote import remote_cases, remote_verdict
 from lfw.results import Case, Run, load_run
 from lfw.results import keys as K
 from lfw.results import knobs as KN
-from lfw.results.knobs import LATENCY_MS
 from lfw.stats.variation import coefficient_of_variation
 from tools.stamp import commit_label
 
@@ -42,29 +41,29 @@ def steady_rate(case: Case) -> float:
 def figures(run: Run) -> dict[str, Any]:
     """The contract's figures of one run of the remote group: the fewest batches after the start-up wave, the cases
     without a steady rate and why, the highest steady rate over its endpoint ceiling, the best steady rate at the
-    highest latency over the best at 0 ms and its CV, Little's law's error of the batch and threads cases."""
+    highest latency over the best at 0 ms and its CV, the batch and threads cases' largest |Little's law error|."""
     cases = remote_cases(run)
     steady = [c for c in cases if c.number(K.STEADY_IMAGES_PER_S) is not None]
     verdict = remote_verdict(run)  # the report's pick: the highest steady rate at the top latency and at 0 ms
     if verdict is None or verdict.zero is None:
         raise LFWError(f"{run.path}: no remote cases at 0 ms and a higher latency")
+    errors = [e for c in cases if c.knob(KN.STRATEGY) in ("batch", "threads")
+              and (e := c.number(K.LITTLES_LAW_ERROR)) is not None]
+    if not errors:
+        raise LFWError(f"{run.path}: no batch or threads remote case with a Little's law error")
     best, zero = verdict.best, verdict.zero
     over = [steady_rate(c) / (c.number(K.ENDPOINT_CEILING_IMAGES_PER_S) or 1.0) for c in steady]
-    law = {c.label: (c.number(K.LITTLES_LAW_ERROR), c.value(K.REMOTE_LIMIT)) for c in cases
-           if c.knob(KN.STRATEGY) in ("batch", "threads")}
-    if all(e is None for e, _ in law.values()):
-        raise LFWError(f"{run.path}: no batch or threads remote case with a Little's law error")
     return {"cases": cases, "fewest": min(int(c.number(K.STEADY_BATCHES) or 0) for c in steady),
             "absent": {c.label: c.value(K.STEADY_ABSENT) or c.value(K.STEADY_INVALID) for c in cases
                        if c not in steady},
             "over_ceiling": max(over), "best": best, "zero": zero, "kept": steady_rate(best) / steady_rate(zero),
             "best_cv": coefficient_of_variation(best.rounds(K.STEADY_IMAGES_PER_S)),
-            "law": law, "worst_law": max(abs(e) for e, _ in law.values() if e is not None)}
+            "worst_law": max(abs(e) for e in errors)}
 
 
 def case_table(cases: list[Case]) -> str:
     rows = []
-    for c in sorted(cases, key=lambda c: (c.knob(LATENCY_MS) or 0, -steady_rate(c))):
+    for c in sorted(cases, key=lambda c: (c.knob(KN.LATENCY_MS) or 0, -steady_rate(c))):
         law, err = c.number(K.LITTLES_LAW_RATE), c.number(K.LITTLES_LAW_ERROR)
         cv = coefficient_of_variation(c.rounds(K.STEADY_IMAGES_PER_S)) if steady_rate(c) else None
         rows.append((c.label, f"{int(c.number(K.STEADY_BATCHES) or 0)}", f"{steady_rate(c) or float('nan'):.1f}",
@@ -80,13 +79,13 @@ def case_table(cases: list[Case]) -> str:
 
 def run_summary(f: dict[str, Any]) -> str:
     return (f"fewest batches after the start-up wave (cases with a steady rate): {f['fewest']}; highest steady / "
-            f"ceiling: {f['over_ceiling']:.3f}; best at {f['best'].knob(LATENCY_MS):g} ms {f['best'].label} "
+            f"ceiling: {f['over_ceiling']:.3f}; best at {f['best'].knob(KN.LATENCY_MS):g} ms {f['best'].label} "
             f"{steady_rate(f['best']):.1f} images/s steady = {f['kept']:.3f} of the best at 0 ms ({f['zero'].label} "
             f"{steady_rate(f['zero']):.1f}), its CV over rounds {f['best_cv']:.3f}; largest |Little's law error| of "
             f"the batch and threads cases: {f['worst_law']:.3f}")
 
 
-def run_once(out: Path, number: int, lock: str | None) -> tuple[Path, float]:
+def run_once(out: Path, number: int, lock: str | None) -> Path:
     path = out / f"run-{number}.json"
     command = [sys.executable, "-m", "pytest", "benchmarks", "-q", "-k", "remote", f"--benchmark-json={path}"]
     if lock and shutil.which("flock"):
@@ -99,7 +98,7 @@ def run_once(out: Path, number: int, lock: str | None) -> tuple[Path, float]:
     if done.returncode != 0:
         sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
         raise MeasurementError(f"run {number} failed (exit {done.returncode}); its output's end is above")
-    return path, wall
+    return path
 
 
 @cli_entry
@@ -114,16 +113,13 @@ def main(argv: list[str] | None = None) -> int:
         raise LFWError(f"--runs must be 1 or more, got {args.runs}")
     print(f"# {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}, commit {commit_label()}, CPU {cpu_model()}: "
           f"{args.runs if not args.read else len(args.read)} x pytest benchmarks -k remote (quick profile)")
-    paths = list(args.read or [])
     if not args.read:
         args.out.mkdir(parents=True, exist_ok=True)
-        for number in range(1, args.runs + 1):
-            paths.append(run_once(args.out, number, args.lock or None)[0])
+    paths = args.read or [run_once(args.out, number, args.lock or None) for number in range(1, args.runs + 1)]
     found = []
     for number, path in enumerate(paths, 1):
         run = load_run(path)
-        f = figures(run)
-        found.append(f)
+        found.append(f := figures(run))
         print(f"\n## run {number} ({path.name}, {run.datetime})")
         print(case_table(f["cases"]))
         for label, why in f["absent"].items():
@@ -135,9 +131,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{median(f['kept'] for f in found):.3f} (best cases: {', '.join(f['best'].label for f in found)}); CV of "
           f"that best case: {median(f['best_cv'] for f in found):.3f}; largest |Little's law error|: "
           f"{median(f['worst_law'] for f in found):.3f}")
-    labels = sorted({c.label for f in found for c in f["cases"]})
     rows = []
-    for label in labels:
+    for label in sorted({c.label for f in found for c in f["cases"]}):
         mine = [c for f in found for c in f["cases"] if c.label == label]
         errors = [e for c in mine if (e := c.number(K.LITTLES_LAW_ERROR)) is not None]
         shares = [s for c in mine if (s := c.number(K.STEADY_CEILING_SHARE)) is not None]

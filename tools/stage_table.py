@@ -1,11 +1,10 @@
 """Print a saved run's decode pipelines with their stage breakdown, reconciliation and own-decoder share.
 
-    python tools/stage_table.py [RUN.json]        (default: the newest autosave)
+    python tools/stage_table.py [RUN.json]   (default: the newest autosave; exit 1 when it has no decoders group)
 
-One row per decoders case, fastest first: images/s, share of usable cores x its own decoder's single-core rate
-(median and the rounds' range), share of the PIL path's limit, CPU utilization, measured CPU ms per image, each
-timed stage in ms per image, what the stages add up to against the measured CPU, and the CPU no stage claimed in
-the workers and in the main process. Then the report's fastest-pipeline sentence and its accelerators-fed table.
+One row per decoders case, fastest first: images/s, its share of its own decoder's limit and of the PIL path's,
+CPU utilization and ms per image, each stage's ms per image, the stages' sum over the CPU, and the CPU no stage
+claimed (workers, main). Then the report's fastest-pipeline sentence and its accelerators-fed table.
 """
 
 from __future__ import annotations
@@ -54,8 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     own = {c.value(K.OWN_DECODER): c.number(K.OWN_DECODER_IMAGES_PER_S) for c in cases}
     print("own-decoder limits (usable cores x the decoder's single-core rate, median of rounds):",
           ", ".join(f"{k} {v:,.0f}" for k, v in own.items() if v))
-    verdict = pipeline_verdict(run)
-    if verdict is not None:
+    if (verdict := pipeline_verdict(run)) is not None:
         print("report:", verdict.sentence().replace("`", ""))
     print(markdown([Bullets(accelerators_section(run))]).replace("`", "").replace("**", ""), end="")
     return 0

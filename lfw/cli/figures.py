@@ -92,9 +92,8 @@ def save_figure(fig: Figure, out_dir: Path, stem: str, formats: Iterable[str] = 
     """Write ``<stem>.<fmt>`` for each format into ``out_dir`` and return the paths."""
     paths = []
     for fmt in formats:
-        path = out_dir / f"{stem}.{fmt}"
         metadata = {"Date": None} if fmt == "svg" else {"Software": "lfw-bench"}
-        paths.append(write_figure(fig, path, dpi=DPI, format=fmt, metadata=metadata))
+        paths.append(write_figure(fig, out_dir / f"{stem}.{fmt}", dpi=DPI, format=fmt, metadata=metadata))
     return paths
 
 

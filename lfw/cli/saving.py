@@ -1,8 +1,5 @@
-"""Saving a file that a later command reads: the whole file or nothing (a temporary dot file, fsync, rename).
-
-A full disk is :class:`DiskFullError` (exit 4); any other refusal is a one-line :class:`~lfw.errors.LFWError`
-naming the file (exit 2).
-"""
+"""Saving a file that a later command reads: the whole file or nothing (a temporary dot file, fsync, rename). A
+full disk is :class:`DiskFullError` (exit 4); any other refusal a one-line LFWError naming the file (exit 2)."""
 
 from __future__ import annotations
 
@@ -66,10 +63,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, exclusive: 
         finally:
             os.close(fd)
         os.chmod(tmp, 0o666 & ~_umask())  # what a plain open() would have given the file (mkstemp gives 0600)
-        if exclusive:
-            _publish_new(tmp, path)
-        else:
-            os.replace(tmp, path)
+        (_publish_new if exclusive else os.replace)(tmp, path)
         tmp = None
         _sync_folder(folder)
     except OSError as exc:

@@ -76,8 +76,7 @@ class Figure:
 
 @dataclass(frozen=True)
 class Fold:
-    """Blocks folded under ``title`` in Markdown (``<details>``, for long lists in a job's page); shown open in
-    HTML."""
+    """Blocks folded under ``title`` in Markdown (``<details>``, for long lists); shown open in HTML."""
 
     title: str
     blocks: Sequence[Block]

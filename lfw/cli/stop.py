@@ -69,20 +69,9 @@ def _signal(processes: Iterable[psutil.Process], kill: bool) -> list[int]:
     for process in processes:
         with contextlib.suppress(psutil.Error):
             if not _ended(process):
-                if kill:
-                    process.kill()  # psutil checks that the pid still names the process it saw
-                else:
-                    process.terminate()
+                (process.kill if kill else process.terminate)()  # psutil checks the pid still names that process
                 sent.append(process.pid)
     return sent
-
-
-def _reap(handle: Handle, timeout_s: float) -> None:
-    with contextlib.suppress(subprocess.TimeoutExpired, OSError, ValueError, AssertionError):
-        if isinstance(handle, subprocess.Popen):
-            handle.wait(timeout=timeout_s)
-        elif isinstance(handle, multiprocessing.process.BaseProcess):
-            handle.join(timeout_s)
 
 
 def stop_tree(handles: Iterable[Handle], grace_s: float, *, ask_all: bool = False, group: bool = False) -> Stopped:
@@ -102,10 +91,12 @@ def stop_tree(handles: Iterable[Handle], grace_s: float, *, ask_all: bool = Fals
         time.sleep(POLL_S)
     left = {**seen, **{p.pid: p for p in _below(roots, groups)}}
     killed = _signal(left.values(), kill=True)
-    native = set()
-    for handle in handles:
-        if isinstance(handle, subprocess.Popen | multiprocessing.process.BaseProcess):
-            _reap(handle, REAP_S)
-            native.add(handle.pid)
+    for handle in handles:  # reap them
+        with contextlib.suppress(subprocess.TimeoutExpired, OSError, ValueError, AssertionError):
+            if isinstance(handle, subprocess.Popen):
+                handle.wait(timeout=REAP_S)
+            elif isinstance(handle, multiprocessing.process.BaseProcess):
+                handle.join(REAP_S)
+    native = {h.pid for h in handles if isinstance(h, subprocess.Popen | multiprocessing.process.BaseProcess)}
     psutil.wait_procs([p for p in left.values() if p.pid not in native], timeout=REAP_S)  # reaps our own children
     return Stopped(tuple(asked), tuple(killed))

@@ -8,11 +8,8 @@ import torch
 
 
 def collate_skipping(batch: list[Any]) -> Any:
-    """Default collation after dropping the ``None`` items of unreadable images (``on_error="skip"``).
-
-    The number of images in the collated batch is what the measurement counts, so skipped files show up as
-    fewer images seen, never as silently substituted ones.
-    """
+    """Default collation after dropping the ``None`` items of unreadable images (``on_error="skip"``): the
+    measurement counts the collated images, so skipped files show up as fewer images seen, never as substitutes."""
     kept = [item for item in batch if item is not None]
     if not kept:
         return torch.empty(0), torch.empty(0, dtype=torch.long)

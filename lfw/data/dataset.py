@@ -1,8 +1,7 @@
 """The LFW dataset over a real or synthetic ``<root>/<Person_Name>/<Person_Name>_0001.jpg`` tree.
 
-Shaped like torchvision's ``datasets/lfw.py``, with the file index as a constructor argument (a benchmark axis)
-and a scan by ``os.scandir`` alone. The root may be the image folder or its parent: ``lfw/``, ``lfw_funneled/``,
-``lfw-deepfunneled/``, torchvision's ``lfw-py/<images_dir>``, or any folder of person folders of JPEGs."""
+Shaped like torchvision's ``datasets/lfw.py``, with the file index as a constructor argument (a benchmark axis) and
+a scan by ``os.scandir`` alone; the roots it accepts: :func:`find_image_root`."""
 
 from __future__ import annotations
 
@@ -72,9 +71,7 @@ def find_image_root(root: str | os.PathLike[str]) -> Path:
         raise LFWError(f"LFW path is not a folder: {root}; pass the folder that holds the person folders")
     if not list_dir(root):
         raise LFWError(f"LFW folder is empty: {root}; extract LFW there or run `python -m lfw.data.synth {root}`")
-    if _has_person_folders(root):
-        return root
-    candidates = [root / name for name in IMAGE_DIR_NAMES]
+    candidates = [root, *(root / name for name in IMAGE_DIR_NAMES)]
     candidates += [root / "lfw-py" / name for name in IMAGE_DIR_NAMES[:3]]
     for candidate in candidates:
         if _has_person_folders(candidate):
@@ -99,10 +96,9 @@ def scan_images(root: str | os.PathLike[str]) -> ScanResult:
         skipped += len(files) - len(images)
         if not images:
             continue
-        label = len(classes)
+        labels.extend([len(classes)] * len(images))
         classes.append(person.name)
         paths.extend(images)
-        labels.extend([label] * len(images))
     if not paths:
         raise LFWError(f"no JPEG images under {image_root}: expected <Person_Name>/<Person_Name>_0001.jpg files")
     return ScanResult(image_root, paths, labels, classes, skipped)
@@ -115,21 +111,15 @@ class LFWDataset(Dataset):
         root: the image folder (``lfw/``, ``lfw_funneled/``, ``lfw-deepfunneled/``, a synthetic tree) or a
             folder holding one of those or torchvision's ``lfw-py/``.
         transform: a callable on the PIL image, or a preset name from :mod:`lfw.data.transforms`.
-        index: ``"numpy"`` (fixed-width bytes, one refcount) or ``"list"`` (Python str per file).
+        index: ``"numpy"`` (fixed-width bytes, one refcount), ``"packed"`` or ``"list"`` (:mod:`lfw.data.index`).
         on_error: ``"raise"`` turns an unreadable image into :class:`CorruptImageError` naming the file;
             ``"skip"`` returns ``None`` for it, which :func:`collate_skipping` drops and counts.
         loader: how a path becomes an image: a PIL image for the presets, or a tensor for a decode pipeline
-            (:mod:`lfw.pipelines`); injectable for tests and alternative decoders.
-    """
+            (:mod:`lfw.pipelines`); injectable for tests and alternative decoders."""
 
-    def __init__(
-        self,
-        root: str | os.PathLike[str],
-        transform: Callable[[Any], Any] | str | None = "none",
-        index: IndexKind | str = "numpy",
-        on_error: OnError = "raise",
-        loader: Callable[[str], Any] = pil_loader,
-    ) -> None:
+    def __init__(self, root: str | os.PathLike[str], transform: Callable[[Any], Any] | str | None = "none",
+                 index: IndexKind | str = "numpy", on_error: OnError = "raise",
+                 loader: Callable[[str], Any] = pil_loader) -> None:
         check_choice("on_error", on_error, get_args(OnError))
         self.index_kind: IndexKind = check_choice("index kind", index, INDEX_KINDS)
         self.transform = get_preset(transform) if isinstance(transform, str) else transform

@@ -1,9 +1,7 @@
 """The file index: a Python list of paths, a numpy array of fixed-width bytes, or one packed byte buffer.
 
-A benchmark axis: reading a list entry in a forked worker writes its refcount and copies its page
-("copy-on-access"); a numpy ``S`` array or :class:`PackedPaths` is one object whatever its length
-(docs/methodology.md, Memory). :func:`make_index` and :func:`replicate` serve the dataset and the memory
-experiments alike."""
+A benchmark axis: reading a list entry in a forked worker writes its refcount and copies its page ("copy-on-access");
+a numpy ``S`` array or :class:`PackedPaths` is one object whatever its length (docs/methodology.md, Memory)."""
 
 from __future__ import annotations
 
@@ -75,15 +73,13 @@ def index_kind(index: object) -> IndexKind | None:
 
 
 def make_index(paths: Sequence[str], labels: Sequence[int], kind: IndexKind) -> tuple[FileIndex, LabelIndex]:
-    """Store ``paths`` and ``labels`` as the index ``kind``: Python lists, or numpy ``S`` (or packed) paths with
-    ``int32`` labels."""
+    """``paths`` and ``labels`` as index ``kind``: Python lists, or numpy ``S`` (or packed) paths, ``int32`` labels."""
     check_choice("index kind", kind, INDEX_KINDS)
     if kind == "list":
         return [str(p) for p in paths], [int(v) for v in labels]
     if kind == "packed":
         return PackedPaths.from_paths(paths), np.asarray(labels, dtype=np.int32)
-    encoded = [os.fsencode(p) for p in paths]
-    return np.array(encoded, dtype=np.bytes_), np.asarray(labels, dtype=np.int32)
+    return np.array([os.fsencode(p) for p in paths], dtype=np.bytes_), np.asarray(labels, dtype=np.int32)
 
 
 def path_at(index: FileIndex, i: int) -> str:

@@ -35,10 +35,8 @@ def screened(source: DataSource) -> DataSource:
 
 def resolve_root(path: str | os.PathLike[str] | None = None,
                  synthetic_images: int = SYNTHETIC_SIZES["quick"], seed: int = 0) -> DataSource:
-    """An explicit ``path`` first (checked: one-line errors), then ``$LFW_ROOT``, else a synthetic tree made once in
-    the cache with a progress bar."""
-    given = path or os.environ.get("LFW_ROOT")
-    if given:
+    """An explicit ``path`` (checked: one-line errors), else ``$LFW_ROOT``, else the cached synthetic tree."""
+    if given := path or os.environ.get("LFW_ROOT"):
         return DataSource(find_image_root(given), "real")
     return DataSource(cached_tree(synthetic_images, seed), "synthetic")
 

@@ -1,9 +1,8 @@
 """Unreadable images found once, before a run, and left out of it: what every entry point's skip option does.
 
-Every image is read once in this process before anything is timed; the run records how many were left out and
-which (:meth:`Screening.facts`, in ``machine_info``). An LFW tree that has some is read through a cached *view* of
-links to the readable images; a user's own dataset is screened item by item (:func:`find_unreadable`). Why and how:
-docs/faults.md, "A corrupt image can be skipped from every entry point"."""
+Every image is read once in this process before anything is timed; the run records how many were left out and which
+(:meth:`Screening.facts`). An LFW tree that has some is read through a cached *view* of links to the readable images;
+a user's own dataset is screened item by item (:func:`find_unreadable`). Why and how: docs/faults.md."""
 
 from __future__ import annotations
 
@@ -81,8 +80,7 @@ def screen_tree(root: str | os.PathLike[str],
     names = [os.path.relpath(p, scan.image_root) for p in scan.paths]
     folder = Path(cache_dir or cache_root()) / "screened" / _key(scan.image_root, scan.paths, names)
     record = folder / "screening.json"
-    skipped = _cached(record)
-    if skipped is None:
+    if (skipped := _cached(record)) is None:
         skipped = [(names[i], why) for i, why in find_unreadable(scan.paths, lambda i: pil_loader(scan.paths[i]))]
         write_atomic(record, json.dumps({"tree": str(scan.image_root), "images": len(names), "skipped": skipped},
                                         indent=1) + "\n")

@@ -2,8 +2,7 @@
 
 ``python -m lfw.data.synth DIR --images N --seed S`` writes ``DIR/<Person_Name>/<Person_Name>_0001.jpg``: LFW's
 layout and naming, 250x250 face-like RGB JPEGs of about LFW's file size, and its heavy-tailed images-per-person
-distribution. The same seed and Pillow build give byte-identical files (each image seeded by
-``(seed, person, image)``)."""
+distribution. The same seed and Pillow build give byte-identical files (image seeds: ``(seed, person, image)``)."""
 
 from __future__ import annotations
 
@@ -68,17 +67,14 @@ def images_per_person(images: int) -> list[int]:
             take = min(excess, counts[r] - 2)
             counts[r] -= take
             excess -= take
-            if excess == 0:
-                break
     counts[0] += budget - int(counts.sum())  # the most photographed person absorbs the remainder
     return sorted(counts.tolist(), reverse=True) + [1] * singles
 
 
 def person_names(count: int, seed: int) -> list[str]:
     """``count`` distinct ``First_Last`` names, in a seed-determined order."""
-    rng = np.random.default_rng([seed, 0])
     pairs = [f"{f}_{last}" for f in FIRST for last in LAST]
-    rng.shuffle(pairs)
+    np.random.default_rng([seed, 0]).shuffle(pairs)
     names = list(pairs)
     letters = "ABCDEFGHJKLMNPRSTVW"
     i = 0
@@ -130,17 +126,8 @@ def _write_person(job: tuple[str, int, int, int, str]) -> int:
     folder = Path(out) / name
     folder.mkdir(parents=True, exist_ok=True)
     for k in range(count):
-        image = _face_image(seed, person, k)
-        image.save(folder / f"{name}_{k + 1:04d}.jpg", format="JPEG", quality=JPEG_QUALITY)
+        _face_image(seed, person, k).save(folder / f"{name}_{k + 1:04d}.jpg", format="JPEG", quality=JPEG_QUALITY)
     return count
-
-
-def _jobs(out: Path, images: int, seed: int) -> Iterator[tuple[str, int, int, int, str]]:
-    counts = images_per_person(images)
-    names = person_names(len(counts), seed)
-    rng = np.random.default_rng([seed, 3])
-    for person in rng.permutation(len(counts)):  # counts are not in alphabetical order, as in LFW
-        yield str(out), seed, int(person), counts[int(person)], names[int(person)]
 
 
 def synthesize(out: str | os.PathLike[str], images: int = LFW_IMAGES, seed: int = 0,
@@ -151,15 +138,17 @@ def synthesize(out: str | os.PathLike[str], images: int = LFW_IMAGES, seed: int 
         raise LFWError(f"--workers must be at least 1, got {workers}")
     if seed < 0:
         raise LFWError(f"--seed must be 0 or more (numpy seeds are non-negative), got {seed}")
-    jobs = list(_jobs(out, images, seed))  # an --images below 1 is refused here (images_per_person)
+    counts = images_per_person(images)  # an --images below 1 is refused here
+    names = person_names(len(counts), seed)
+    order = np.random.default_rng([seed, 3]).permutation(len(counts)).tolist()  # not alphabetical, as in LFW
+    jobs = [(str(out), seed, person, counts[person], names[person]) for person in order]
     if out.exists() and not out.is_dir():
         raise LFWError(f"{out} is a file; choose a new folder for the synthetic tree")
     if out.exists() and any(out.iterdir()):
         raise LFWError(f"refusing to write into non-empty folder {out}; choose a new folder or empty it first")
     out.mkdir(parents=True, exist_ok=True)
     workers = workers or max(1, min(len(os.sched_getaffinity(0)), 8))
-    bar = tqdm(total=images, unit="img", desc=f"synthesizing LFW into {out}", disable=not progress)
-    with bar:
+    with tqdm(total=images, unit="img", desc=f"synthesizing LFW into {out}", disable=not progress) as bar:
         if workers == 1:
             for job in jobs:
                 bar.update(_write_person(job))
@@ -213,8 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=None, help="processes (default: usable cores, up to 8)")
     args = parser.parse_args(argv)
     out = synthesize(args.out, images=args.images, seed=args.seed, workers=args.workers)
-    people = len(images_per_person(args.images))
-    print(f"wrote {args.images} images of {people} people to {out}")
+    print(f"wrote {args.images} images of {len(images_per_person(args.images))} people to {out}")
     return 0
 
 

@@ -22,8 +22,7 @@ def check_output(out: str | os.PathLike[str]) -> Path:
 
     path = Path(out)
     formats = FigureCanvasBase.get_supported_filetypes()
-    suffix = path.suffix.lstrip(".").lower()
-    if suffix not in formats:
+    if path.suffix.lstrip(".").lower() not in formats:
         raise LFWError(f"cannot write a batch grid as {path.name!r}: give a file ending in one of "
                        f"{', '.join('.' + f for f in sorted(formats))}")
     if path.exists() and path.is_dir():

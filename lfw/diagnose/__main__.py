@@ -59,9 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m lfw.diagnose", description=DESCRIPTION, epilog=EXAMPLES,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--simulate", action="store_true", help="run the simulator only (needs --load-ms)")
-    p.add_argument("--workers", type=int, default=None,
-                   help=f"DataLoader workers / simulated loaders (default {DEFAULTS['workers']}; a --pipeline case "
-                        "runs its own)")
+    p.add_argument("--workers", type=int, default=None, help=f"DataLoader workers / simulated loaders (default "
+                   f"{DEFAULTS['workers']}; a --pipeline case runs its own)")
     p.add_argument("--step-ms", type=float, default=None,
                    help=f"step time in ms: a sleep when measuring (default {DEFAULTS['step_ms']:g})")
     p.add_argument("--model", default=None, help=f"a real training step instead of a sleep: {', '.join(MODELS)}")
@@ -102,13 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 MAX_SIMULATED_S = 3600.0  # an hour of simulated training: far beyond any figure here
 MAX_SIMULATED_BATCHES = 1_000_000  # the event loop's bound, so a mistyped figure cannot simulate for long
-
-
 FLOATS = ("step_ms", "load_ms", "seconds", "load_cv", "desync_ms", "transfer_ms")  # finite when given
 AT_LEAST = (("load_cv", 0), ("desync_ms", 0), ("transfer_ms", 0), ("step_ms", 0), ("threads", 1), ("batches", 1),
             ("batch_size", 1), ("prefetch_factor", 1))  # a flag, and the least value it takes when given
-
-
 CONFLICTS = (  # two flags that cannot both be given, and the one-line error when they are
     ("model", "step_ms", "give --step-ms (an emulated step) or --model (a real one), not both"),
     ("simulate", "model", "--simulate needs a step time (--step-ms), not a model"),
@@ -123,11 +118,7 @@ CONFLICTS = (  # two flags that cannot both be given, and the one-line error whe
     ("step", "step_ms", "give one step: --step (yours), --model or --step-ms"),
     ("step", "simulate", "--simulate needs a step time (--step-ms), not a step"),
 )
-
-
-def _given(args: argparse.Namespace, flag: str) -> bool:
-    value = getattr(args, flag)
-    return value is not None and value is not False
+PIPELINE_OWN = ("workers", "batch_size", "prefetch_factor")  # a --pipeline case's own where not given
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -149,8 +140,8 @@ def _check(args: argparse.Namespace) -> None:
         raise LFWError(f"--load-ms must be positive, got {args.load_ms:g}")
     if args.model is not None:
         check_choice("model", args.model, MODELS, " (or use --step-ms)")
-    for flag, other, message in CONFLICTS:
-        if _given(args, flag) and _given(args, other):
+    for flag, other, message in CONFLICTS:  # given: neither None (unset) nor False (a switch left off); 0 counts
+        if all(getattr(args, f) is not None and getattr(args, f) is not False for f in (flag, other)):
             raise LFWError(message)
     if args.simulate and args.load_ms is None:
         raise LFWError("--simulate needs --load-ms, the mean batch load time per worker")
@@ -158,9 +149,6 @@ def _check(args: argparse.Namespace) -> None:
         raise LFWError("--load-ms is for --simulate; a measurement takes the load time from the workers")
     if args.sweep_workers is not None:
         args.sweep_counts = parse_counts(args.sweep_workers)
-
-
-PIPELINE_OWN = ("workers", "batch_size", "prefetch_factor")  # a --pipeline case's own where not given
 
 
 def _defaults(args: argparse.Namespace) -> argparse.Namespace:
@@ -191,10 +179,9 @@ def run_simulation(args: argparse.Namespace) -> int:
                           transfer_s=args.transfer_ms / 1e3, prefetcher=args.prefetcher, load_cv=args.load_cv,
                           desync_s=args.desync_ms / 1e3, seed=args.seed)
     result = simulate(model, horizon_s=args.seconds)
-    overlap = " with a prefetcher" if args.prefetcher else ""
     print(f"simulated {args.seconds:g} s: {workers_text(args.workers)}, load {args.load_ms:g} ms "
-          f"(cv {args.load_cv:g}), step {step_ms:g} ms, transfer {args.transfer_ms:g} ms{overlap}, "
-          f"queue {model.capacity} batches")
+          f"(cv {args.load_cv:g}), step {step_ms:g} ms, transfer {args.transfer_ms:g} ms"
+          f"{' with a prefetcher' if args.prefetcher else ''}, queue {model.capacity} batches")
     print(f"batches completed: {result.completed}")
     print(f"batches/s: {result.batches_per_s:.2f} (steady state {model.steady_batches_per_s():.2f}); "
           f"data wait {result.data_wait_fraction:.1%}")
@@ -227,10 +214,8 @@ def _classes(dataset: Any) -> int:
 
 def _setup(args: argparse.Namespace) -> PipelineSetup | None:
     """``--pipeline``'s decode pipeline and loader; None for a preset or a dataset."""
-    if args.pipeline is None:
-        return None
     return pipeline_setup(args.pipeline, workers=args.workers, batch_size=args.batch_size,
-                          prefetch_factor=args.prefetch_factor)
+                          prefetch_factor=args.prefetch_factor) if args.pipeline is not None else None
 
 
 def measure(args: argparse.Namespace, source: DataSource | None, setup: PipelineSetup | None) -> Measurement:
@@ -238,14 +223,12 @@ def measure(args: argparse.Namespace, source: DataSource | None, setup: Pipeline
     through LFWDataset, the last two under ``source``."""
     if args.model is not None:
         torch.set_num_threads(args.threads)
-    if setup is not None:
-        assert source is not None
-        dataset = pipeline_dataset(setup, source.path, args.batches * setup.config.batch_size)
-    elif args.dataset is not None:
+    if args.dataset is not None:  # never with --pipeline (CONFLICTS)
         dataset = dataset_from(args.dataset)
     else:
         assert source is not None
-        dataset = LFWDataset(source.path, transform=args.transform)
+        dataset = (LFWDataset(source.path, transform=args.transform) if setup is None
+                   else pipeline_dataset(setup, source.path, args.batches * setup.config.batch_size))
     step, label = ((step_from(args.step), args.step) if args.step is not None
                    else make_step(args.model, args.step_ms, _classes(dataset)))
     if setup is not None:
@@ -254,11 +237,8 @@ def measure(args: argparse.Namespace, source: DataSource | None, setup: Pipeline
                                 progress=not args.quiet)
     config = LoaderConfig(batch_size=args.batch_size, num_workers=args.workers,
                           prefetch_factor=args.prefetch_factor if args.workers else None)
-    m = measure_training(dataset, config, args.batches, step, transform=args.dataset or args.transform,
-                         step_label=label, progress=not args.quiet)
-    if args.dataset is not None:
-        m.extra["dataset"] = args.dataset
-    return m
+    return measure_training(dataset, config, args.batches, step, transform=args.dataset or args.transform,
+                            step_label=label, progress=not args.quiet)
 
 
 def run_sweep(args: argparse.Namespace) -> int:
@@ -271,9 +251,8 @@ def run_sweep(args: argparse.Namespace) -> int:
         return measure(at, source, _setup(at))
 
     result = sweep(args.sweep_counts, measure_at)
-    what = args.dataset or args.pipeline or f"transform {args.transform}"
-    print(f"sweep      : {what}, step {result.points[0].loop.step_label}, {args.batches} batches per pass, "
-          f"{usable_cores()} usable cores")
+    print(f"sweep      : {args.dataset or args.pipeline or f'transform {args.transform}'}, step "
+          f"{result.points[0].loop.step_label}, {args.batches} batches per pass, {usable_cores()} usable cores")
     for line in result.lines():
         print(line)
     return 0
@@ -316,17 +295,14 @@ def _report(m: Measurement, d: Diagnosis, where: str, reads: str) -> None:
           f"pass, accelerator utilization {d.accelerator_utilization:.1%} (first step excluded), "
           f"first batch after {r.ttfb_s:.2f} s")
     print(f"per batch  : load {model.load_s * 1e3:.1f} ms per worker ({d.worker_overhead_s * 1e3:.1f} ms of it "
-          f"between batches; cv {model.load_cv:.2f}), "
-          f"step {model.step_s * 1e3:.1f} ms, hand-over {model.transfer_s * 1e3:.1f} ms, "
-          f"worker start-up {model.startup_s * 1e3:.0f} ms")
+          f"between batches; cv {model.load_cv:.2f}), step {model.step_s * 1e3:.1f} ms, hand-over "
+          f"{model.transfer_s * 1e3:.1f} ms, worker start-up {model.startup_s * 1e3:.0f} ms")
     print(f"bottleneck : {d.bottleneck}")
     print(f"simulated  : {d.predicted_batches_per_s:.2f} batches/s for the same {r.batches} batches "
           f"(error {d.error:+.1%} vs measured; steady state {model.steady_batches_per_s():.2f})")
-    if d.workers_needed is None:
-        print("stalls end : never (the step costs nothing)")
-    else:
-        print(f"stalls end : at {workers_text(d.workers_needed)} (simulated steady state {d.predicted_at_needed:.2f} "
-              "batches/s, if each worker keeps its load time)")
+    print("stalls end : never (the step costs nothing)" if d.workers_needed is None else
+          f"stalls end : at {workers_text(d.workers_needed)} (simulated steady state {d.predicted_at_needed:.2f} "
+          "batches/s, if each worker keeps its load time)")
     print(f"recommend  : {d.recommendation}")
 
 

@@ -78,23 +78,17 @@ def measure_contention(setup: PipelineSetup, root: str | os.PathLike[str], step:
                        batches: int = PROBE_BATCHES, pairs: int = PAIRS, step_repeats: int = STEP_REPEATS,
                        progress: bool = False) -> Contention:
     """The step alone (``step_repeats`` calls on the loader's first batch, median), the loader alone (an
-    instrumented pass with no step) and the loop (the same pass with ``step``), for ``setup`` under ``root``.
-
-    The loader alone and the loop alternate ``pairs`` times, each pass after an untimed warm-up epoch and over
+    instrumented pass with no step) and the loop (the same pass with ``step``), for ``setup`` under ``root``: the
+    loader alone and the loop alternate ``pairs`` times, each pass after an untimed warm-up epoch and over
     ``batches`` batches; each figure is the median over the pooled batches of its passes. Raises
-    :class:`LFWError` for fewer than 2 batches or no pair.
-    """
+    :class:`LFWError` for fewer than 2 batches or no pair."""
     if batches < 2:
         raise LFWError(f"a contention probe needs 2 or more batches per pass, got {batches}")
     if pairs < 1:
         raise LFWError(f"a contention probe needs 1 or more pairs of passes, got {pairs}")
-    alone: list[Measurement] = []
-    loop: list[Measurement] = []
-    for _ in range(pairs):
-        alone.append(measure_pipeline(setup, root, batches, sleep_step(0.0), step_label="no step", progress=progress,
-                                      warmup=True))
-        loop.append(measure_pipeline(setup, root, batches, step, step_label="the step", progress=progress,
-                                     warmup=True))
+    passes = [[measure_pipeline(setup, root, batches, fn, step_label=label, progress=progress, warmup=True)
+               for fn, label in ((sleep_step(0.0), "no step"), (step, "the step"))] for _ in range(pairs)]
+    alone, loop = [p[0] for p in passes], [p[1] for p in passes]  # the loader alone, then the loop, in turn
     steps = [s for m in loop for s in (m.result.steps_s[1:] or m.result.steps_s)]
     in_main = replace(setup.config, num_workers=0, persistent_workers=False, prefetch_factor=None)
     sample = next(iter(in_main.build(pipeline_dataset(setup, root, setup.config.batch_size))))

@@ -10,7 +10,6 @@ and appends the stamp as the batch's *last* element, so ``batch[0]`` stays the i
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from torch.utils.data._utils.pin_memory import pin_memory as pin_batch
 from lfw.data.collate import collate_skipping
 
 MAIN_PROCESS = -1  # worker id of batches loaded in the main process (num_workers=0)
+_batch_start = math.nan  # per process: when the batch this process is loading was first asked for (_mark_start)
 
 
 @dataclass(frozen=True)
@@ -30,18 +30,15 @@ class LoadStamp:
     """Who loaded a batch and when (absolute ``perf_counter`` seconds, comparable across processes)."""
 
     worker: int
-    pid: int
     start: float
     end: float
 
 
 @dataclass
 class BatchRecord:
-    """One batch's life, in seconds since the pass (or simulation) started; NaN where it did not happen.
-
-    ``load_start``/``load_end``: in the worker; ``ask``: the main loop calls ``next()``; ``got``: it has the
-    batch; ``step_start``/``step_end``: the training step (any host-to-device copy lies between got and step).
-    """
+    """One batch's life, in seconds since the pass (or simulation) started; NaN where it did not happen:
+    ``load_start``/``load_end`` in the worker, ``ask`` when the main loop calls ``next()``, ``got`` when it has the
+    batch, ``step_start``/``step_end`` the training step (any host-to-device copy lies between got and step)."""
 
     index: int
     worker: int
@@ -87,26 +84,16 @@ def fetch_started(dataset: Any, indices: Sequence[int], fetch: Callable[[list[in
     return StartedBatch(fetch(list(indices)) if fetch is not None else [dataset[i] for i in indices], start)
 
 
-def stamp_since(start: float) -> LoadStamp:
-    """This process's stamp of a batch whose loading started at ``start`` (now when NaN) and ends now."""
-    end = time.perf_counter()
-    info = get_worker_info()
-    return LoadStamp(info.id if info is not None else MAIN_PROCESS, os.getpid(), end if math.isnan(start) else start,
-                     end)
-
-
 def with_stamp(batch: Any, stamp: LoadStamp) -> list[Any]:
     """``[*batch, stamp]``: the layout :func:`split_stamp` takes apart (``batch[0]`` stays the images)."""
-    parts = list(batch) if isinstance(batch, list | tuple) else [batch]
-    return [*parts, stamp]
+    return [*(batch if isinstance(batch, list | tuple) else [batch]), stamp]
 
 
 class Wrapping:
-    """A dataset wrapper's common part: the wrapped dataset, its length and its ``on_error``."""
+    """A dataset wrapper's common part: the wrapped dataset and its length."""
 
     def __init__(self, dataset: Any) -> None:
         self.dataset = dataset
-        self.on_error = getattr(dataset, "on_error", "raise")
 
     def __len__(self) -> int:
         return len(self.dataset)
@@ -125,10 +112,9 @@ class TimedDataset(Wrapping, Dataset):
 
 
 class StampCollate:
-    """``inner``, then the batch joined with its :class:`LoadStamp` by ``join`` (``[*batch, stamp]`` by default).
-    The start is the :class:`StartedBatch`'s, else the one this process marked (:func:`_mark_start`). Picklable (a
-    class, not a closure) so that spawn and forkserver workers can receive it.
-    """
+    """``inner``, then the batch joined with its :class:`LoadStamp` by ``join`` (``[*batch, stamp]`` by default),
+    which ends now. The start is the :class:`StartedBatch`'s, else the one this process marked (:func:`_mark_start`),
+    else now. Picklable (a class, not a closure) so that spawn and forkserver workers can receive it."""
 
     def __init__(self, inner: Callable[[list[Any]], Any] = default_collate,
                  join: Callable[[Any, LoadStamp], Any] = with_stamp) -> None:
@@ -137,8 +123,10 @@ class StampCollate:
 
     def __call__(self, samples: Any) -> Any:
         start = getattr(samples, "start", _batch_start)
-        return self.join(self.inner(list(samples) if isinstance(samples, StartedBatch) else samples),
-                         stamp_since(start))
+        batch = self.inner(list(samples) if isinstance(samples, StartedBatch) else samples)
+        end = time.perf_counter()
+        worker = getattr(get_worker_info(), "id", MAIN_PROCESS)  # no worker info in the main process
+        return self.join(batch, LoadStamp(worker, end if math.isnan(start) else start, end))
 
 
 class Stamped:
@@ -151,9 +139,6 @@ class Stamped:
 
     def pin_memory(self) -> Stamped:
         return Stamped(pin_batch(self.batch), self.stamp)
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return Stamped, (self.batch, self.stamp)
 
 
 def split_stamp(batch: Any) -> tuple[Any, LoadStamp | None]:
@@ -171,13 +156,7 @@ def queue_depth(records: Sequence[BatchRecord], times: np.ndarray) -> np.ndarray
     consumer sees it)."""
     ends = np.array([r.load_end for r in records if not math.isnan(r.load_end)])
     gots = np.array([r.got if not math.isnan(r.got) else math.inf for r in records if not math.isnan(r.load_end)])
-    if ends.size == 0:
-        return np.zeros_like(times, dtype=int)
-    t = times[:, None]
-    return ((ends[None, :] <= t) & (gots[None, :] > t)).sum(axis=1)
-
-
-_batch_start = math.nan  # per process: when the batch this process is loading was first asked for
+    return ((ends <= times[:, None]) & (gots > times[:, None])).sum(axis=1)  # a row per time, a column per batch
 
 
 def _mark_start() -> None:

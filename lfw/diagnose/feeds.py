@@ -75,10 +75,8 @@ class Feed:
             raise LFWError(f"accelerators must be 1 or more, got {accelerators}")
         step = step_s * self.step_slowdown / accelerators
         busy = self.busy_share(step)
-        handover = 0.0
-        if self.workers:
-            extra = (self.busy_handover_s - self.handover_s) if self.busy_handover_s is not None else 0.0
-            handover = max(0.0, self.handover_s + extra * busy)
+        extra = (self.busy_handover_s - self.handover_s) if self.busy_handover_s is not None else 0.0
+        handover = max(0.0, self.handover_s + extra * busy) if self.workers else 0.0
         return PipelineModel(workers=self.workers, load_s=self.load_s * (1 + (self.load_slowdown - 1) * busy),
                              step_s=step, prefetch_factor=self.prefetch_factor, transfer_s=handover,
                              load_cv=self.load_cv)
@@ -149,10 +147,8 @@ def feed_of(case: Case) -> Feed | None:
         return None
     workers = case.knob(NUM_WORKERS) or 0
     batch = case.knob(BATCH_SIZE) or BATCH
-    handover = 0.0
     share, cpu_ms = case.number(K.MAIN_CPU_SHARE), case.number(K.CPU_MS_PER_IMAGE)
-    if workers and share is not None and cpu_ms is not None:
-        handover = max(0.0, share * cpu_ms * batch / 1e3)
+    handover = max(0.0, share * cpu_ms * batch / 1e3) if workers and share is not None and cpu_ms is not None else 0.0
     return Feed(rate, workers, case.knob(PREFETCH_FACTOR) or 2, handover,
                 max(0.0, case.number(K.IMAGES_PER_S_CV) or 0.0), batch)
 
@@ -187,8 +183,7 @@ class FeedsTable:
     def best(self, step_ms: float = HEADLINE_STEP_MS) -> FeedRow | None:
         """The decoding pipeline that feeds the most accelerators at ``step_ms`` (the faster one on a tie)."""
         i = self.column(step_ms)
-        decoding = [r for r in self.rows if r.decodes]
-        return max(decoding, key=lambda r: (r.fed[i], r.feed.rate)) if decoding else None
+        return max((r for r in self.rows if r.decodes), key=lambda r: (r.fed[i], r.feed.rate), default=None)
 
 
 def feeds_table(run: Run) -> FeedsTable | None:
@@ -204,7 +199,4 @@ def feeds_table(run: Run) -> FeedsTable | None:
                             tuple(closed_form_fed(feed, s) for s in steps),
                             tuple(throughput_bound(feed.rate, s, feed.batch) for s in steps),
                             case.value(K.STORAGE) != "memmap", case.number(K.OWN_DECODER_IMAGES_PER_S)))
-    if not rows:
-        return None
-    rows.sort(key=lambda r: -r.feed.rate)
-    return FeedsTable(STEP_TIMES_MS, AU_TARGET, tuple(rows))
+    return FeedsTable(STEP_TIMES_MS, AU_TARGET, tuple(sorted(rows, key=lambda r: -r.feed.rate))) if rows else None

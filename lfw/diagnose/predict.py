@@ -1,10 +1,5 @@
-"""From measured training passes to a simulator model, a prediction, a verdict and a recommendation.
-
-The per-worker load time is the mean of the workers' own stamps (each worker's first batch left out: its warm-up),
-which holds the contention for cores at that worker count, plus the median idle gap between two batches of one
-worker when the second was already handed to it (:func:`worker_gaps`). ``transfer_s`` is the median hand-over
-(:func:`handover_times`), ``startup_s`` when the first worker started loading. The worker count for training:
-:class:`WorkerSweep` (docs/diagnose.md, "The worker count for training").
+"""From measured training passes to a simulator model (:func:`fit_model`), a prediction, a verdict and a
+recommendation (:func:`diagnose`); the worker count for training: :class:`WorkerSweep` (docs/diagnose.md).
 """
 
 from __future__ import annotations
@@ -26,6 +21,7 @@ from lfw.stats.variation import KNEE_TOLERANCE, first_within
 
 COMPUTE_BOUND_AU = AU_TARGET  # at or above this accelerator utilization the step, not the loader, sets the pace
 Bottleneck = Literal["data loading", "the training step"]
+LOOP_TOLERANCE = 0.02  # a sweep's one pass per count: the loop's counts within 2% of its best are one, the fewest wins
 
 
 def workers_text(n: int, noun: str = "worker") -> str:
@@ -81,26 +77,23 @@ def median_or_0(values: list[float]) -> float:
 
 
 def load_per_batch(records: list[BatchRecord], capacity: int) -> float | None:
-    """A worker's load time per batch: the mean stamped load (each worker's first left out) plus the median
-    overhead between batches (module docstring); None when nothing was stamped."""
+    """A worker's load time per batch: the mean of the workers' own stamps (each worker's first batch left out: its
+    warm-up), which holds the contention for cores at that worker count, plus the median overhead between batches
+    (:func:`worker_gaps`); None when nothing was stamped."""
     loads = load_times(records)
     return statistics.fmean(loads) + median_or_0(worker_gaps(records, capacity)) if loads else None
 
 
 def fit_model(m: Measurement) -> PipelineModel:
-    """The simulator's model of the measured pipeline (see the module docstring for each estimate)."""
-    loads = load_times(m.records)
-    if not loads:  # an uninstrumented run: fall back to the waits, which are load times when data-bound
-        loads = [max(r.wait, 1e-6) for r in m.records]
+    """The simulator's model: :func:`load_per_batch`, the median hand-over as ``transfer_s``, the first load's start."""
+    loads = load_times(m.records) or [max(r.wait, 1e-6) for r in m.records]  # else the waits: loads when data-bound
     load_s = max(load_per_batch(m.records, m.capacity) or statistics.fmean(loads), 1e-6)
     cv = statistics.pstdev(loads) / load_s if len(loads) > 1 else 0.0
     workers = m.config.num_workers
     starts = [r.load_start for r in m.records if not math.isnan(r.load_start)]
-    return PipelineModel(
-        workers=workers, load_s=load_s, step_s=m.step_s, prefetch_factor=m.config.prefetch_factor or 2,
-        transfer_s=median_or_0(handover_times(m.records)), load_cv=cv,
-        startup_s=max(0.0, min(starts)) if starts and workers > 0 else 0.0,
-    )
+    return PipelineModel(workers=workers, load_s=load_s, step_s=m.step_s, prefetch_factor=m.config.prefetch_factor or 2,
+                         transfer_s=median_or_0(handover_times(m.records)), load_cv=cv,
+                         startup_s=max(0.0, min(starts)) if starts and workers > 0 else 0.0)
 
 
 @dataclass
@@ -126,11 +119,9 @@ class Diagnosis:
 
 
 def diagnose(m: Measurement, usable_cores: int, *, emulated_step: bool) -> Diagnosis:
-    """Fit, predict and advise; ``emulated_step`` (a sleep) leaves every core to the workers, a real step keeps
-    one."""
+    """Fit, predict and advise; ``emulated_step`` (a sleep) leaves the workers every core, a real step all but one."""
     model = fit_model(m)
-    batches = m.result.batches
-    predicted = seed_mean(model, batches, lambda r: r.batches_per_s)  # seeds when load times vary
+    predicted = seed_mean(model, m.result.batches, lambda r: r.batches_per_s)  # seeds when load times vary
     au = m.accelerator_utilization
     needed: int | None = None
     at_needed: float | None = None
@@ -139,14 +130,12 @@ def diagnose(m: Measurement, usable_cores: int, *, emulated_step: bool) -> Diagn
         needed = fed.workers
         at_needed = simulate(fed, max_batches=max(200, 8 * needed * model.prefetch_factor)).steady_batches_per_s
     bottleneck: Bottleneck = "the training step" if au >= COMPUTE_BOUND_AU else "data loading"
-    budget = worker_budget(usable_cores, cpu_step=not emulated_step)
-    advice = _recommend(m, model, au, needed, budget, usable_cores)
+    advice = _recommend(m, model, au, needed, worker_budget(usable_cores, cpu_step=not emulated_step), usable_cores)
     return Diagnosis(model, m.batches_per_s, predicted, m.result.data_wait_fraction, au, needed, at_needed,
                      bottleneck, advice, median_or_0(worker_gaps(m.records, m.capacity)))
 
 
-def _recommend(m: Measurement, model: PipelineModel, au: float, needed: int | None, budget: int,
-               cores: int) -> str:
+def _recommend(m: Measurement, model: PipelineModel, au: float, needed: int | None, budget: int, cores: int) -> str:
     """More workers, a cheaper transform, a cheaper hand-over, or nothing to gain, with the deciding numbers."""
     if au >= COMPUTE_BOUND_AU:
         return (f"nothing to gain from the loader: the step computes {au:.0%} of the time; "
@@ -177,9 +166,6 @@ def _recommend(m: Measurement, model: PipelineModel, au: float, needed: int | No
 
 
 # --- the worker count for training, measured ---------------------------------------------------------------
-LOOP_TOLERANCE = 0.02  # one pass per count: the loop's counts within 2% of its best are one, and the fewest wins
-
-
 def steady_steps_per_s(m: Measurement) -> float:
     """Steps per second from the end of the first step to the end of the last (0 with fewer than 2 steps)."""
     window = m.steady_window_s

@@ -11,13 +11,13 @@ It follows PyTorch's multiprocessing iterator (``torch/utils/data/dataloader.py`
   k+1 overlaps step k; ``workers=0`` loads in the main loop, load + transfer + step one after the other.
 
 Load times are ``load_s`` or, with ``load_cv > 0``, seeded lognormal or gamma draws with that coefficient of
-variation; ``desync_s`` staggers the workers' first start, ``startup_s`` delays them all. Steady state:
-``min(workers / load_s, 1 / (transfer_s + step_s))`` batches/s (:func:`workers_to_end_stalls`).
+variation; ``desync_s`` staggers the workers' first start, ``startup_s`` delays them all.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import statistics
 from collections import deque
@@ -77,7 +77,7 @@ class PipelineModel:
         return self.prefetch_factor * self.workers
 
     def steady_batches_per_s(self) -> float:
-        """The closed form the simulator converges to once start-up is over (no variance)."""
+        """``min(workers / load_s, 1 / consumer)``: what the simulator converges to after start-up, without variance."""
         if self.workers == 0:
             return 1.0 / (self.load_s + self.transfer_s + self.step_s)
         consumer = _consumer_s(self.step_s, self.transfer_s, self.prefetcher)
@@ -124,9 +124,8 @@ class SimResult:
     @property
     def data_wait_fraction(self) -> float:
         """Share of the covered time the training loop was not computing (as LoaderPass defines it)."""
-        compute = sum((self.horizon_s if math.isnan(r.step_end) else min(r.step_end, self.horizon_s))
-                      - r.step_start for r in self.records
-                      if not math.isnan(r.step_start) and r.step_start < self.horizon_s)
+        compute = sum((self.horizon_s if math.isnan(r.step_end) else min(r.step_end, self.horizon_s)) - r.step_start
+                      for r in self.records if not math.isnan(r.step_start) and r.step_start < self.horizon_s)
         return 1.0 - compute / self.horizon_s if self.horizon_s > 0 else 0.0
 
 
@@ -136,16 +135,11 @@ def _consumer_s(step_s: float, transfer_s: float, prefetcher: bool) -> float:
 
 
 def workers_to_end_stalls(load_s: float, step_s: float, transfer_s: float = 0.0, prefetcher: bool = False) -> int:
-    """Smallest N with ``N / load_s >= 1 / consumer``: enough workers to keep the step fed.
-
-    The consumer takes ``transfer_s + step_s`` per batch, or ``max(transfer_s, step_s)`` when a prefetcher
-    overlaps the copy of the next batch with the current step. With neither a step nor a copy there is no pace
-    to keep up with; the answer is then 1 and callers say so.
-    """
+    """Smallest N with ``N / load_s >= 1 / consumer``: enough workers to keep the step fed, the consumer taking
+    :func:`_consumer_s` per batch (``transfer_s + step_s``, or the longer of the two with a prefetcher). With neither
+    a step nor a copy there is no pace to keep up with; the answer is then 1 and callers say so."""
     consumer = _consumer_s(step_s, transfer_s, prefetcher)
-    if consumer <= 0:
-        return 1
-    return max(1, math.ceil(load_s / consumer - 1e-9))
+    return max(1, math.ceil(load_s / consumer - 1e-9)) if consumer > 0 else 1
 
 
 class _Simulation:
@@ -156,7 +150,7 @@ class _Simulation:
         self.max_batches = max_batches
         self.rng = np.random.default_rng(model.seed)
         self.heap: list[tuple[float, int, str, int, int]] = []
-        self.seq = 0
+        self.seq = itertools.count()  # ties in time: first pushed, first popped
         self.log: list[tuple[float, str, int, int]] = []
         self.records: dict[int, BatchRecord] = {}
         n = max(model.workers, 1)
@@ -166,23 +160,18 @@ class _Simulation:
         self.rr = 0  # round-robin cursor
         self.sent = 0  # batches handed to workers
         self.ready: dict[int, float] = {}  # loaded, not yet received: batch -> load end
-        self.next_batch = 0  # the batch the main loop will receive next (in-order)
-        self.received = 0
+        self.received = 0  # in order, also the batch the main loop receives next
         self.waiting_since: float | None = None  # the main loop is blocked in next() since then
         self.completed = 0
         self.copy_busy = False  # prefetcher: the copy engine
         self.copied: deque[int] = deque()  # prefetcher: batches on the device, not yet stepped
         self.stepping = False
 
-    # -- bookkeeping ------------------------------------------------------------------------------------
     def push(self, t: float, kind: str, batch: int = -1, worker: int = -1) -> None:
-        heapq.heappush(self.heap, (t, self.seq, kind, batch, worker))
-        self.seq += 1
+        heapq.heappush(self.heap, (t, next(self.seq), kind, batch, worker))
 
     def record(self, batch: int, worker: int) -> BatchRecord:
-        if batch not in self.records:
-            self.records[batch] = BatchRecord(batch, worker)
-        return self.records[batch]
+        return self.records.setdefault(batch, BatchRecord(batch, worker))
 
     def draw_load(self) -> float:
         m = self.m
@@ -194,7 +183,6 @@ class _Simulation:
         sigma2 = math.log1p(m.load_cv**2)
         return float(self.rng.lognormal(math.log(m.load_s) - sigma2 / 2, math.sqrt(sigma2)))
 
-    # -- workers ----------------------------------------------------------------------------------------
     def dispatch(self, t: float) -> None:
         """Hand out one task, as ``_try_put_index`` does when the main loop receives a batch."""
         if self.max_batches is not None and self.sent >= self.max_batches:
@@ -229,10 +217,9 @@ class _Simulation:
         self.push(t + self.draw_load(), "load_end", batch, worker)
         return rec
 
-    # -- main loop --------------------------------------------------------------------------------------
     def deliverable(self) -> int | None:
         if self.m.in_order:
-            return self.next_batch if self.next_batch in self.ready else None
+            return self.received if self.received in self.ready else None
         return min(self.ready, key=lambda b: (self.ready[b], b)) if self.ready else None
 
     def ask(self, t: float) -> None:
@@ -256,7 +243,6 @@ class _Simulation:
         self.waiting_since = None
         del self.ready[batch]
         self.received += 1
-        self.next_batch += 1 if self.m.in_order else 0
         self.log.append((t, "got", batch, rec.worker))
         if self.m.workers > 0:
             self.worker_tasks_out[rec.worker] -= 1
@@ -281,15 +267,13 @@ class _Simulation:
         if not self.copy_busy and self.waiting_since is None and len(self.copied) == 0:
             self.ask(t)
 
-    # -- the loop ---------------------------------------------------------------------------------------
     def run(self, horizon_s: float | None) -> SimResult:
         m = self.m
-        if m.workers > 0:
-            for w in range(m.workers):
-                offset = float(self.rng.uniform(0, m.desync_s)) if m.desync_s > 0 else 0.0
-                self.push(m.startup_s + offset, "worker_up", -1, w)
-            for _ in range(m.capacity):
-                self.dispatch(0.0)
+        for w in range(m.workers):  # none without workers: the main loop loads (ask)
+            offset = float(self.rng.uniform(0, m.desync_s)) if m.desync_s > 0 else 0.0
+            self.push(m.startup_s + offset, "worker_up", -1, w)
+        for _ in range(m.capacity):
+            self.dispatch(0.0)
         self.push(0.0, "ask")
         end = 0.0
         while self.heap:
@@ -325,17 +309,14 @@ class _Simulation:
                     self.prefetcher_advance(t)
                 else:
                     self.ask(t)
-        covered = horizon_s if horizon_s is not None else end
         records = [self.records[b] for b in sorted(self.records)]
-        return SimResult(m, covered, self.completed, records, self.log)
+        return SimResult(m, horizon_s if horizon_s is not None else end, self.completed, records, self.log)
 
 
 def simulate(model: PipelineModel, horizon_s: float | None = None, max_batches: int | None = None) -> SimResult:
-    """Run the pipeline until ``horizon_s`` seconds have passed or ``max_batches`` steps have finished.
-
-    Returns the steps finished within the horizon (a step that ends after it does not count), the rate over
-    the covered time, a :class:`BatchRecord` per batch and the event log.
-    """
+    """Run the pipeline until ``horizon_s`` seconds have passed or ``max_batches`` steps have finished: the steps
+    finished within the horizon (one that ends after it does not count), the rate over the covered time, a
+    :class:`BatchRecord` per batch and the event log. :class:`LFWError` for neither limit, or one not positive."""
     if horizon_s is None and max_batches is None:
         raise LFWError("give a time horizon, a number of batches, or both")
     if horizon_s is not None and horizon_s <= 0:
@@ -359,8 +340,7 @@ def pass_data_wait(*, per_core: float, cores: float, workers: int, batch: int, s
     beside the pass), slowed where the ``cores`` the machine gave are fewer than the processes; the workers start
     after ``ttfb_s`` less one load (the start-up the pass measured); the loop steps ``step_s`` per batch. What the
     measured fraction exceeds this by is the pipeline's own: its hand-over, overlap and serial stages."""
-    processes = max(workers, 1)
-    load = batch / (per_core * min(1.0, cores / processes))
+    load = batch / (per_core * min(1.0, cores / max(workers, 1)))
     model = PipelineModel(workers=workers, load_s=load, step_s=step_s, prefetch_factor=prefetch_factor,
                           startup_s=max(0.0, ttfb_s - load) if workers else 0.0)
     return simulate(model, max_batches=batches).data_wait_fraction

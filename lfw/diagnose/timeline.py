@@ -30,6 +30,7 @@ STALL_COLOR = "tab:red"
 COPY_COLOR = "0.6"
 MIN_STALL_S = 1e-3
 LEGEND_SPACE = 0.1  # share of the figure height kept free below the panels for the legend
+WORKER_PALETTE = (0, 1, 2, 4, 5, 6, 8, 9)  # tab10 without red (stalls) and grey (hand-over)
 
 
 @dataclass
@@ -40,9 +41,6 @@ class Panel:
     records: Sequence[BatchRecord]
     workers: int
     capacity: int | None = None  # prefetch_factor x workers, drawn as a dashed line on the queue row
-
-
-WORKER_PALETTE = (0, 1, 2, 4, 5, 6, 8, 9)  # tab10 without red (stalls) and grey (hand-over)
 
 
 def _worker_color(worker: int) -> tuple[float, float, float, float]:
@@ -59,8 +57,7 @@ def _clip(start: float, end: float, until: float) -> tuple[float, float] | None:
 
 
 def _rows(panel: Panel) -> list[int]:
-    seen = sorted({r.worker for r in panel.records})
-    return seen if seen else list(range(max(panel.workers, 1)))
+    return sorted({r.worker for r in panel.records}) or list(range(max(panel.workers, 1)))
 
 
 def _draw_workers(ax: Axes, panel: Panel, until: float) -> None:
@@ -84,12 +81,11 @@ def _draw_workers(ax: Axes, panel: Panel, until: float) -> None:
 def _draw_queue(ax: Axes, panel: Panel, until: float, t_max: float) -> None:
     times = np.linspace(0.0, t_max, 1500)
     times = times[times <= until]
-    depth = queue_depth(panel.records, times) if times.size else np.zeros(0)
+    depth = queue_depth(panel.records, times)
     ax.step(times, depth, where="post", color="black", linewidth=1.0)
     if panel.capacity:
         ax.axhline(panel.capacity, color="0.5", linestyle="--", linewidth=0.8)
-    top = max(panel.capacity or 0, int(depth.max()) if depth.size else 0, 1)
-    ax.set_ylim(0, top + 1)
+    ax.set_ylim(0, max(panel.capacity or 0, int(depth.max()) if depth.size else 0, 1) + 1)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("queue depth\n(batches)")
 
@@ -126,8 +122,7 @@ def _legend(fig: Figure) -> None:
     fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=7, frameon=False)
 
 
-def _draw(fig: Figure, axes: np.ndarray, panels: Sequence[Panel], title: str, until: float,
-          t_max: float) -> None:
+def _draw(fig: Figure, axes: np.ndarray, panels: Sequence[Panel], title: str, until: float, t_max: float) -> None:
     """Draw every panel up to ``until`` (``t_max`` for the whole run; unfinished intervals end there)."""
     for col, panel in enumerate(panels):
         for row in range(3):

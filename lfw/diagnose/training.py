@@ -1,8 +1,7 @@
 """The measured training loop: :class:`~lfw.measure.LoaderPass` with a training step (a sleep, a small CNN or
-the user's), and the workers' load stamps (:mod:`lfw.diagnose.events`) put on the pass's clock.
-
-Any dataset is instrumented (:func:`instrument`), so :func:`measure_pipeline` measures a decode pipeline named by a
-decoders case id or a spec (:func:`pipeline_setup`; docs/diagnose.md, "A decode pipeline instead of a preset").
+the user's), and the workers' load stamps (:mod:`lfw.diagnose.events`) put on the pass's clock. Any dataset is
+instrumented (:func:`instrument`), so :func:`measure_pipeline` measures a decode pipeline named by a decoders case
+id or a spec (:func:`pipeline_setup`; docs/diagnose.md, "A decode pipeline instead of a preset").
 """
 
 from __future__ import annotations
@@ -26,12 +25,17 @@ from lfw.diagnose.feeds import DECODERS_GROUP
 from lfw.errors import LFWError, check_choice
 from lfw.measure import LoaderConfig, LoaderPass, PassResult
 from lfw.measure.loader_pass import sleep_step
-from lfw.suite.user_dataset import load_factory, user_dataset
+from lfw.suite.user_dataset import FORM, load_factory, user_dataset
 
 if TYPE_CHECKING:
     from lfw.pipelines import Pipeline
 
 MODELS = ("cnn",)
+SUITE_FLAG = "--bench-dataset"  # the suite's option whose factory --dataset takes, named in its errors
+STEP_WORDS = (("a callable that returns a Dataset", "a callable that takes a batch"),  # a factory's words, a step's
+              (FORM, "MODULE:FN (e.g. examples.train_imagefolder:step)"))
+DEFAULT_WORKERS = 2  # --workers when not given, a --pipeline spec's too
+SPEC_EXAMPLE = "decoder=simplejpeg,threads=2"
 
 
 def cnn_step(classes: int, device: torch.device) -> Callable[[Any], None]:
@@ -52,8 +56,7 @@ def cnn_step(classes: int, device: torch.device) -> Callable[[Any], None]:
         if not images.is_floating_point():
             images = images.float().div_(255)
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(images), labels.long() % outputs)
-        loss.backward()
+        loss_fn(model(images), labels.long() % outputs).backward()
         optimizer.step()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
@@ -73,25 +76,13 @@ def make_step(model: str | None, step_ms: float | None, classes: int) -> tuple[C
 
 
 # --- the user's own dataset and step: python -m lfw.diagnose --dataset MODULE:FACTORY --step MODULE:FN ----------
-SUITE_FLAG = "--bench-dataset"
-
-
-def _renamed(exc: LFWError, flag: str, *, step: bool = False) -> LFWError:
-    text = str(exc).replace(SUITE_FLAG, flag)
-    if step:
-        text = text.replace("a callable that returns a Dataset", "a callable that takes a batch")
-        text = text.replace("expected MODULE:FACTORY (e.g. examples.imagefolder:faces)",
-                            "expected MODULE:FN (e.g. examples.train_imagefolder:step)")
-    return LFWError(text)
-
-
 def dataset_from(spec: str) -> Dataset:
     """The dataset ``--dataset MODULE:FACTORY`` names, checked as ``--bench-dataset`` is
     (:func:`lfw.suite.user_dataset.user_dataset`); its errors name ``--dataset``."""
     try:
         return user_dataset(spec)
     except LFWError as exc:
-        raise _renamed(exc, "--dataset") from None
+        raise LFWError(str(exc).replace(SUITE_FLAG, "--dataset")) from None
 
 
 def step_from(spec: str) -> Callable[[Any], None]:
@@ -100,7 +91,10 @@ def step_from(spec: str) -> Callable[[Any], None]:
     try:
         return cast(Callable[[Any], None], load_factory(spec))
     except LFWError as exc:
-        raise _renamed(exc, "--step", step=True) from None
+        text = str(exc).replace(SUITE_FLAG, "--step")
+        for factory, step in STEP_WORDS:
+            text = text.replace(factory, step)
+        raise LFWError(text) from None
 
 
 @dataclass
@@ -152,10 +146,9 @@ def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step:
     first (persistent workers started, buffers touched). The workers are stopped when the pass ends."""
     timed, collate = instrument(dataset, config.batch_size)
     loader = config.build(timed, collate_fn=collate)
-    total = min(batches, len(loader))
-    desc = f"training {step_label or 'loop'} with {config.num_workers} workers"
     stamps: list[LoadStamp | None] = []
-    with tqdm(total=total, unit="batch", desc=desc, disable=not progress, leave=False) as bar:
+    with tqdm(total=min(batches, len(loader)), unit="batch", desc=f"training {step_label or 'loop'} with "
+              f"{config.num_workers} workers", disable=not progress, leave=False) as bar:
 
         def recorder(batch: Any) -> None:  # takes the stamp off the batch, then runs the real step
             batch, stamp = split_stamp(batch)
@@ -176,10 +169,6 @@ def measure_training(dataset: Dataset, config: LoaderConfig, batches: int, step:
 
 
 # --- decode pipelines ------------------------------------------------------------------------------------------
-DEFAULT_WORKERS = 2
-SPEC_EXAMPLE = "decoder=simplejpeg,threads=2"
-
-
 @dataclass(frozen=True)
 class PipelineSetup:
     """A decode pipeline to measure: what names it (a decoders case id or a spec), the pipeline, the loader."""
@@ -223,9 +212,8 @@ def spec_of(pipeline: Pipeline) -> str:
     from lfw.pipelines import Pipeline
 
     default = Pipeline()
-    parts = [f"{f.name}={getattr(pipeline, f.name)}" for f in dataclasses.fields(pipeline)
-             if f.name == "decoder" or getattr(pipeline, f.name) != getattr(default, f.name)]
-    return ",".join(parts)
+    return ",".join(f"{f.name}={getattr(pipeline, f.name)}" for f in dataclasses.fields(pipeline)
+                    if f.name == "decoder" or getattr(pipeline, f.name) != getattr(default, f.name))
 
 
 def pipeline_setup(text: str, *, workers: int | None = None, batch_size: int | None = None,

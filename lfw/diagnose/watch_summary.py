@@ -9,7 +9,6 @@ the rest documented in :func:`summarize_steps`. The advice follows the simulator
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 import statistics
@@ -33,12 +32,13 @@ from lfw.diagnose.predict import (
 )
 from lfw.diagnose.simulator import workers_to_end_stalls
 from lfw.errors import LFWError
-from lfw.results import case_record, latest_run, load_run
+from lfw.results import case_record, load_run
 from lfw.results import keys as K
 
 MAX_BLOCKS, MIN_BLOCKS, STEPS_PER_BLOCK = 20, 3, 5
 NOTHING_TO_GAIN = 0.10  # below this data-bound share the loader is not what to work on
 GROUP = "watch"
+BASELINE = "benchmarks/baselines/cpu-2core.json"  # the decoders figures quoted where no run is saved here
 
 
 @dataclass(frozen=True)
@@ -57,12 +57,9 @@ class Steps:
 
 
 def share_interval(waits: Sequence[float], cycles: Sequence[float]) -> tuple[float, float, int]:
-    """The 95% batch-means interval of ``sum(waits) / sum(cycles)`` and the number of blocks ``B``.
-
-    The steps are cut into ``B = min(20, steps // 5)`` blocks of consecutive steps (at least 3; fewer than 15 steps
-    give NaN), and the interval is the share plus or minus Student's t (``B - 1`` degrees of freedom) times the
-    blocks' standard error.
-    """
+    """The 95% batch-means interval of ``sum(waits) / sum(cycles)`` and its number of blocks ``B``: the steps cut
+    into ``B = min(20, steps // 5)`` blocks of consecutive steps (NaN under 3 blocks: fewer than 15 steps), the share
+    plus or minus Student's t (``B - 1`` degrees of freedom) times the blocks' standard error."""
     n = len(cycles)
     blocks = min(MAX_BLOCKS, n // STEPS_PER_BLOCK)
     total = sum(cycles)
@@ -70,8 +67,7 @@ def share_interval(waits: Sequence[float], cycles: Sequence[float]) -> tuple[flo
         return math.nan, math.nan, 0
     share = sum(waits) / total
     edges = np.linspace(0, n, blocks + 1).astype(int)
-    shares = [sum(waits[a:b]) / s for a, b in itertools.pairwise(edges)
-              if (s := sum(cycles[a:b])) > 0]
+    shares = [sum(waits[a:b]) / s for a, b in itertools.pairwise(edges) if (s := sum(cycles[a:b])) > 0]
     half = float(st.t.ppf(0.975, len(shares) - 1)) * statistics.stdev(shares) / math.sqrt(len(shares))
     return max(0.0, share - half), min(1.0, share + half), len(shares)
 
@@ -124,7 +120,6 @@ def advise(s: dict[str, Any], context: dict[str, Any]) -> list[str]:
     tips: list[str] = []
     step = s["step_ms_p50"]
     budget = worker_budget(int(context.get("cores") or 1), cpu_step=not context.get("cuda_used"))
-    suite = suite_figures(context.get("run"))
     if load is None:
         tips.append(f"load time per batch unknown ({s['instrumented'] or 'not stamped'}); "
                     "python -m lfw.diagnose --dataset MODULE:FACTORY measures it")
@@ -138,7 +133,7 @@ def advise(s: dict[str, Any], context: dict[str, Any]) -> list[str]:
             target = budget * (step + (hand or 0.0))
             tips.append(f"{more}a faster decoder: {workers_text(needed)} would be needed, "
                         f"{workers_text(budget, 'core')} can serve; a batch must load in <= {target:.0f} ms per "
-                        f"worker (now {load:.0f} ms){suite}")
+                        f"worker (now {load:.0f} ms){suite_figures(context.get('run'))}")
         if hand and workers and hand / (step + hand) > 1 - COMPUTE_BOUND_AU:
             tips.append(f"slot batches: the loop spends {hand:.1f} ms per batch taking it from the workers "
                         f"({hand / (step + hand):.0%} of a step); fewer shared-memory objects per batch cut it")
@@ -150,31 +145,23 @@ def advise(s: dict[str, Any], context: dict[str, Any]) -> list[str]:
 
 
 def suite_figures(run: str | Path | None) -> str:
-    """``; the suite's decoders group (<path>) measured images/s: <case> <rate>, ...`` from a saved run, or ``""``.
-
-    ``"auto"``: the newest run under ``.benchmarks``, else ``benchmarks/baselines/cpu-2core.json``: the first that
-    exists here and has a decoders case. A run that cannot be read gives ``""`` (advice without figures).
-    """
-    if run is None:
-        return ""
-    candidates = [Path(run)] if run != "auto" else []
-    if run == "auto":
-        with contextlib.suppress(LFWError):
-            candidates.append(latest_run(".benchmarks"))
-        candidates.append(Path("benchmarks/baselines/cpu-2core.json"))
-    for path in candidates:
+    """``; the suite's decoders group (<path>) measured images/s: <case> <rate>, ...`` from a saved run, or ``""``;
+    ``"auto"``: the newest run under ``.benchmarks``, else :data:`BASELINE`: the first that exists here and has a
+    decoders case. A folder means its newest run; one that cannot be read gives ``""`` (advice without figures)."""
+    candidates = [".benchmarks", BASELINE] if run == "auto" else [] if run is None else [run]
+    for candidate in candidates:
         try:
-            cases = [c for c in load_run(path).group(DECODERS_GROUP)
-                     if c.number(K.IMAGES_PER_S) and c.value(K.STORAGE) != "memmap"] if path.is_file() else []
+            loaded = load_run(candidate)  # a folder: its newest autosaved run
         except (LFWError, OSError):
-            cases = []
+            continue
+        cases = [c for c in loaded.group(DECODERS_GROUP) if c.number(K.IMAGES_PER_S) and c.value(K.STORAGE) != "memmap"]
         if cases:
             break
     else:
         return ""
     cases.sort(key=lambda c: -(c.number(K.IMAGES_PER_S) or 0.0))
     shown = ", ".join(f"{c.label} {c.number(K.IMAGES_PER_S):,.0f}" for c in [*cases[:2], cases[-1]][:3])
-    return f"; the suite's decoders group ({path}) measured images/s: {shown}"
+    return f"; the suite's decoders group ({loaded.path}) measured images/s: {shown}"
 
 
 def watch_verdict(s: dict[str, Any]) -> str:

@@ -1,16 +1,13 @@
 """Is *my* training waiting for data? ``for batch in watch(loader): ...`` around the loop a user actually runs.
 
-Contract (docs/diagnose.md, "Your own training loop", with an example):
-
-- iterating a :class:`Watch` iterates the loader and yields exactly its batches (same objects, same order);
-- per step it records the wait in ``next()``, the step (the loop body) and its own bookkeeping, on the host clock
-  or, with CUDA, on the GPU's (:class:`EventClock`). An epoch's wall time runs from ``iter(loader)`` to the end
-  of its last step; the final ``next()`` that ends it is not in it. Each batch is held until the loop asks for
-  the next one and released inside that wait ("The batch it holds");
-- the loader is instrumented for the epoch when it can be (:func:`instrument_loader`) and put back when it ends;
-- when an epoch ends, the verdict line is printed to stderr unless ``quiet=True``;
-- :meth:`Watch.summary` (keys: :mod:`lfw.diagnose.watch_summary`), :meth:`Watch.record`, :meth:`Watch.save` and
-  :meth:`Watch.chart` work at any time, also mid-loop, over the steps seen so far.
+Contract (docs/diagnose.md, "Your own training loop", with an example): iterating a :class:`Watch` iterates the
+loader and yields exactly its batches (same objects, same order); per step it records the wait in ``next()``, the
+step (the loop body) and its own bookkeeping, on the host clock or, with CUDA, on the GPU's (:class:`EventClock`).
+An epoch's wall time runs from ``iter(loader)`` to the end of its last step (the final ``next()`` is not in it).
+Each batch is held until the loop asks for the next one and released inside that wait ("The batch it holds"). The
+loader is instrumented for the epoch when it can be (:func:`instrument_loader`) and put back when it ends; when an
+epoch ends the verdict line goes to stderr unless ``quiet=True``. :meth:`Watch.summary` (keys:
+:mod:`lfw.diagnose.watch_summary`), ``record``, ``save`` and ``chart`` work at any time, over the steps so far.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ import functools
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -29,7 +26,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from lfw.diagnose.events import BatchRecord, LoadStamp, StampCollate, Stamped, StartedBatch, fetch_started, split_stamp
+from lfw.diagnose.events import BatchRecord, LoadStamp, StampCollate, Stamped, fetch_started, split_stamp
 from lfw.diagnose.watch_summary import Steps, record_of, summarize_steps, watch_verdict
 from lfw.errors import LFWError, check_choice
 from lfw.measure.machine import machine_info
@@ -39,9 +36,9 @@ from lfw.results import write_run
 T = TypeVar("T")
 
 CudaMode = Literal["auto", "events", "sync", "off"]
-CUDA_MODES: tuple[str, ...] = get_args(CudaMode)
 HOST, EVENTS, SYNC = "host clock", "CUDA events", "CUDA synchronize"
 DRAIN_EVERY = 64  # steps between non-blocking read-backs of finished events
+_ATTR = "__getitems__"  # the fetch a dataset's instance attribute replaces (instrument_loader)
 
 
 class Event(Protocol):
@@ -54,12 +51,11 @@ def resolve_mode(cuda: str) -> str:
     """The clock a ``cuda=`` choice means here: :data:`EVENTS` (``"auto"`` with an initialized CUDA context),
     :data:`SYNC` (``torch.cuda.synchronize()`` before each ``next()``: the loop loses its host/GPU overlap) or
     :data:`HOST` (``"off"``, and ``"auto"`` without CUDA)."""
-    check_choice("cuda clock", cuda, CUDA_MODES)
+    check_choice("cuda clock", cuda, get_args(CudaMode))
     if cuda == "off":
         return HOST
-    ready = torch.cuda.is_available() and torch.cuda.is_initialized()
     if cuda == "auto":
-        return EVENTS if ready else HOST
+        return EVENTS if torch.cuda.is_available() and torch.cuda.is_initialized() else HOST
     if not torch.cuda.is_available():
         raise LFWError(f"cuda={cuda!r} needs a CUDA device; this machine has none (use cuda='off')")
     return EVENTS if cuda == "events" else SYNC
@@ -69,14 +65,12 @@ cuda_event: Callable[[], Event] = functools.partial(torch.cuda.Event, enable_tim
 
 
 class EventClock:
-    """GPU-side wait and step per step from two CUDA events a step.
-
-    ``S_k`` is recorded when batch k is handed over, ``E_k`` when the loop asks for the next one: the GPU reaches
-    ``E_k`` when step k's work is done and ``S_{k+1}`` no earlier than the host recorded it, so ``elapsed(E_k,
-    S_{k+1})`` is the GPU's idle time waiting for batch k+1 and ``elapsed(S_k, E_k)`` the step on the GPU's clock.
-    No synchronize per step: finished events are read back every :data:`DRAIN_EVERY` steps with ``query()``, the
-    rest at the end. Any event type with ``record()``, ``query()`` and ``elapsed_time`` (ms) serves (tests).
-    """
+    """GPU-side wait and step per step from two CUDA events a step: ``S_k`` is recorded when batch k is handed over,
+    ``E_k`` when the loop asks for the next one. The GPU reaches ``E_k`` when step k's work is done and ``S_{k+1}``
+    no earlier than the host recorded it, so ``elapsed(E_k, S_{k+1})`` is the GPU's idle time waiting for batch k+1
+    and ``elapsed(S_k, E_k)`` the step on the GPU's clock. No synchronize per step: finished events are read back
+    every :data:`DRAIN_EVERY` steps with ``query()``, the rest at the end. Any event type with ``record()``,
+    ``query()`` and ``elapsed_time`` (ms) serves (tests)."""
 
     def __init__(self, make_event: Callable[[], Event] = cuda_event) -> None:
         self.make_event = make_event
@@ -88,19 +82,16 @@ class EventClock:
 
     def handed_over(self, step: int) -> None:
         """The batch of ``step`` reached the loop (record ``S_step``)."""
-        self._starts[step] = self._record()
+        self._starts[step] = self.make_event()
+        self._starts[step].record()
 
     def asked(self, step: int) -> None:
         """The loop asks for the batch after ``step`` (record ``E_step``); drains finished events now and then."""
-        self._ends[step] = self._record()
+        self._ends[step] = self.make_event()
+        self._ends[step].record()
         self._pending.append(step)
         if len(self._pending) % DRAIN_EVERY == 0:
             self.drain(block=False)
-
-    def _record(self) -> Event:
-        event = self.make_event()
-        event.record()
-        return event
 
     def drain(self, block: bool) -> None:
         """Read back every step whose events (and the next step's start) have completed; all when ``block``."""
@@ -109,10 +100,8 @@ class EventClock:
         while self._pending:
             k = self._pending[0]
             start, end, nxt = self._starts.get(k), self._ends[k], self._starts.get(k + 1)
-            if nxt is None and not block:
-                return  # the next batch has not arrived: its wait is not known yet
-            if not block and not ((nxt is None or nxt.query()) and end.query()):
-                return
+            if not block and (nxt is None or not (nxt.query() and end.query())):
+                return  # unfinished, or the next batch has not arrived: its wait is not known yet
             if start is not None:
                 self.steps[k] = start.elapsed_time(end) / 1e3
             if nxt is not None:
@@ -120,20 +109,6 @@ class EventClock:
             self._pending.popleft()
             self._starts.pop(k, None)
             self._ends.pop(k, None)
-
-
-_ATTR = "__getitems__"
-
-
-class MarkedFetch:
-    """The instance ``__getitems__``: notes the start, then fetches the batch as the dataset's class would."""
-
-    def __init__(self, dataset: Any) -> None:
-        self.dataset = dataset
-
-    def __call__(self, indices: Sequence[int]) -> StartedBatch:
-        own = getattr(type(self.dataset), _ATTR, None)
-        return fetch_started(self.dataset, indices, functools.partial(own, self.dataset) if callable(own) else None)
 
 
 def why_not(loader: DataLoader) -> str:
@@ -153,12 +128,10 @@ def why_not(loader: DataLoader) -> str:
 def instrument_loader(loader: DataLoader, undo: ExitStack, enabled: bool = True) -> str:
     """Stamp every batch ``loader`` makes until ``undo`` closes (which puts the loader's collate and the dataset's
     attributes back as they were), without rebuilding it; returns why not (:func:`why_not`), empty when it does.
-
-    The dataset gets an instance ``__getitems__`` (:class:`MarkedFetch`, looked up by PyTorch's map fetcher at
-    every batch, in whichever process loads) and ``loader.collate_fn`` wraps the user's batch in a
-    :class:`~lfw.diagnose.events.Stamped`, which survives the worker queue and the pin-memory thread. Both are
-    read when an iterator is made, so this must come before ``iter(loader)``.
-    """
+    The dataset gets an instance ``__getitems__`` (:func:`~lfw.diagnose.events.fetch_started` over the class's own,
+    looked up by PyTorch's map fetcher at every batch, in whichever process loads) and ``loader.collate_fn`` wraps
+    the batch in a :class:`~lfw.diagnose.events.Stamped`, which survives the worker queue and the pin-memory thread.
+    Both are read when an iterator is made, so this must come before ``iter(loader)``."""
     reason = "instrumentation off" if not enabled else why_not(loader)
     if reason:
         return reason
@@ -168,7 +141,9 @@ def instrument_loader(loader: DataLoader, undo: ExitStack, enabled: bool = True)
         undo.callback(setattr, dataset, _ATTR, vars(dataset)[_ATTR])
     else:
         undo.callback(vars(dataset).pop, _ATTR, None)
-    setattr(dataset, _ATTR, MarkedFetch(dataset))
+    own = getattr(type(dataset), _ATTR, None)
+    setattr(dataset, _ATTR, functools.partial(fetch_started, dataset,
+                                              fetch=functools.partial(own, dataset) if callable(own) else None))
     loader.collate_fn = StampCollate(loader.collate_fn, Stamped)  # the user's collate, then a Stamped
     return ""
 
@@ -196,7 +171,7 @@ class Watch(Generic[T]):
             or ``"off"`` (:func:`resolve_mode`).
         instrument: stamp the workers' load time per batch when the loader allows it.
         run: a saved run whose decoders group the advice quotes (``"auto"``: the newest under ``.benchmarks``,
-            if any; ``None``: none).
+            else the 2-core baseline; ``None``: none).
     """
 
     def __init__(self, loader: Any, *, quiet: bool = False, cuda: CudaMode = "auto", instrument: bool = True,
@@ -217,48 +192,41 @@ class Watch(Generic[T]):
 
     def __iter__(self) -> Iterator[T]:
         log = self._log
-        mode = resolve_mode(self.cuda)
-        self.clock = mode
+        self.clock = mode = resolve_mode(self.cuda)
         if mode == EVENTS and self._events is None:
             self._events = EventClock(self.make_event)
         events = self._events if mode == EVENTS else None
-        sync = mode == SYNC
         undo = ExitStack()
         self.instrumented = (instrument_loader(self.loader, undo, self.instrument)
                              if isinstance(self.loader, DataLoader) else "not a DataLoader")
         clock = time.perf_counter
-        k = len(log.ask)
-        log.epoch_starts.append(k)
+        log.epoch_starts.append(len(log.ask))
         t_epoch = clock()
         log.epoch_t0.append(t_epoch)
-        first = True
         kept: list[Any] = []
         ended = closed = False
         try:
             iterator = iter(self.loader)  # worker start-up: in the first batch's wait
             while True:
-                if sync:
+                if mode == SYNC:
                     torch.cuda.synchronize()
-                t_ask = t_epoch if first else clock()
-                first = False
-                if k > len(log.end):  # the previous step ends here
+                t_ask = clock() if len(log.ask) > log.epoch_starts[-1] else t_epoch  # the first includes iter(loader)
+                if len(log.ask) > len(log.end):  # the previous step ends here
                     log.end.append(t_ask)
                     if events is not None:
-                        events.asked(k - 1)
+                        events.asked(len(log.end) - 1)
                 del kept[:-1]  # the batch before the loop's current one, released inside the wait (docstring)
                 try:
                     batch = next(iterator)
                 except StopIteration:
                     ended = True
                     return
-                t_got = clock()
+                log.got.append(clock())
                 if events is not None:
-                    events.handed_over(k)
+                    events.handed_over(len(log.ask))
                 batch, stamp = split_stamp(batch)
                 log.ask.append(t_ask)
-                log.got.append(t_got)
                 log.stamps.append(stamp)
-                k += 1
                 kept.append(batch)
                 log.handed.append(clock())
                 yield batch
@@ -274,7 +242,6 @@ class Watch(Generic[T]):
             if (ended or closed) and not self.quiet and log.ask:
                 print(self.verdict(), file=sys.stderr, flush=True)
 
-    # --- results -------------------------------------------------------------------------------------------------
     def steps(self) -> Steps:
         """The per-step figures so far (finished steps only), on the clock this watcher used."""
         log = self._log
@@ -331,7 +298,6 @@ class Watch(Generic[T]):
         return {"workers": int(getattr(loader, "num_workers", 0) or 0),
                 "prefetch_factor": getattr(loader, "prefetch_factor", None) or 2,
                 "pin_memory": bool(getattr(loader, "pin_memory", False)),
-                "batch_size": getattr(loader, "batch_size", None),
                 "instrumented": self.instrumented, "cores": usable_cores(), "run": self.run,
                 "cuda_used": self.clock in (EVENTS, SYNC) or (torch.cuda.is_available()
                                                              and torch.cuda.is_initialized())}

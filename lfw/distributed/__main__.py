@@ -99,9 +99,8 @@ def run_rank(args: argparse.Namespace, rank: int, world: int, local_rank: int) -
     torch.set_num_threads(args.threads)
     cuda = torch.cuda.is_available()
     backend = "nccl" if cuda else "gloo"
-    if not cuda and os.environ.get("MASTER_ADDR", "") in ("localhost", "127.0.0.1") \
-            and "GLOO_SOCKET_IFNAME" not in os.environ:
-        os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # one machine: keep gloo's traffic on the loopback
+    if not cuda and os.environ.get("MASTER_ADDR", "") in ("localhost", "127.0.0.1"):
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # one machine: keep gloo's traffic on the loopback
     device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
@@ -110,8 +109,7 @@ def run_rank(args: argparse.Namespace, rank: int, world: int, local_rank: int) -
     dataset = LFWDataset(source.path, transform=args.transform)
     dist.init_process_group(backend, timeout=timedelta(seconds=args.timeout))
     try:
-        # One write: ranks leave the rendezvous together, and print() writes the text and its newline apart
-        # (stderr is write-through), so two ranks' lines interleave on the shared stderr.
+        # One write: print() writes text and newline apart, and ranks leaving the rendezvous together interleave them.
         sys.stderr.write(f"rank {rank} of {world}: pid {os.getpid()}, {backend}\n")
         sys.stderr.flush()
         try:

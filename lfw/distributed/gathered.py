@@ -83,11 +83,8 @@ class GatheredRun:
 
     def straggler_ratios(self) -> list[float]:
         """Per epoch: the slowest rank's load time over the fastest's."""
-        ratios = []
-        for epoch in range(self.epochs):
-            loads = [r["load_s"][epoch] for r in self.ranks]
-            ratios.append(max(loads) / min(loads) if min(loads) > 0 else float("inf"))
-        return ratios
+        loads = [[r["load_s"][epoch] for r in self.ranks] for epoch in range(self.epochs)]
+        return [max(epoch) / min(epoch) if min(epoch) > 0 else float("inf") for epoch in loads]
 
     def straggler(self) -> int:
         """The rank with the longest total load time."""
@@ -147,11 +144,10 @@ def records(outcome: GatheredRun, config: Mapping[str, Any], world_size: int, ba
                                group=GROUP, params={KN.RANK.key: r["rank"], KN.WORLD_SIZE.key: world_size},
                                seconds=r["wall_s"], extra=record.as_extra_info()))
     longest = [max(r["wall_s"][e] for r in outcome.ranks) for e in range(outcome.epochs)]
-    total = shared().measure(K.IMAGES_PER_S, outcome.total_images_per_s())
     out.append(case_record(name=f"distributed[total-of-{world_size}]",
                            fullname=f"lfw.distributed::distributed[total-of-{world_size}]",
                            group=GROUP, params={KN.RANK.key: "total", KN.WORLD_SIZE.key: world_size}, seconds=longest,
-                           extra=total.as_extra_info()))
+                           extra=shared().measure(K.IMAGES_PER_S, outcome.total_images_per_s()).as_extra_info()))
     return out
 
 

@@ -38,15 +38,10 @@ class RankEpochs:
 
     def summary(self) -> dict[str, Any]:
         """Plain numbers per epoch, small enough to gather to rank 0."""
-        return {
-            "rank": self.rank,
-            "images": [r.images for r in self.results],
-            "wall_s": [r.wall_s for r in self.results],
-            "ttfb_s": [r.ttfb_s for r in self.results],
-            "collective_s": [sum(r.steps_s) for r in self.results],
-            "load_s": [r.wall_s - sum(r.steps_s) for r in self.results],
-            "waits_s": [r.waits_s for r in self.results],
-        }
+        rs = self.results
+        return {"rank": self.rank, "images": [r.images for r in rs], "wall_s": [r.wall_s for r in rs],
+                "ttfb_s": [r.ttfb_s for r in rs], "collective_s": [sum(r.steps_s) for r in rs],
+                "load_s": [r.wall_s - sum(r.steps_s) for r in rs], "waits_s": [r.waits_s for r in rs]}
 
 
 def measure_rank(dataset: Dataset, config: LoaderConfig, epochs: int, *, rank: int, world_size: int,

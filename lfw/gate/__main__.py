@@ -160,9 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     report = compare_runs(baseline, current, th, args.mode, args.accept_missing)
     if report.machine_diffs:
         print(f"warning: machine info differs: {machine_diff_text(report)}", file=sys.stderr)
-    error = None
-    if args.require_cost_layer and COST_LAYER in report.unjudged:
-        error = f"--require-cost-layer: the cost layer was not judged: {report.unjudged[COST_LAYER]}"
+    error = (f"--require-cost-layer: the cost layer was not judged: {report.unjudged[COST_LAYER]}"
+             if args.require_cost_layer and COST_LAYER in report.unjudged else None)
     verdict = two_file_verdict(report, baseline, current, th, exit_code=2 if error else report.exit_code, error=error)
     print(render(verdict, th, show_all=args.all))
     publish(verdict, args)

@@ -28,7 +28,7 @@ from lfw.gate.metrics import AB
 from lfw.gate.paired_rule import INCONCLUSIVE, REGRESSED, PairedComparison, PairedInput, decide, look_points
 from lfw.gate.thresholds import Thresholds
 from lfw.gate.worktree import checkout, git, resolve, toplevel
-from lfw.measure.cost import CHILD_TIMEOUT_S
+from lfw.measure.cost import CHILD_TIMEOUT_S, ONE_THREAD
 from lfw.measure.machine import machine_info
 from lfw.results import case_record, write_run
 from lfw.results import keys as K
@@ -93,8 +93,7 @@ def pass_servers(trees: dict[str, Path], base_label: str) -> dict[str, str]:
 
 def side_env(tree: Path) -> dict[str, str]:
     """This environment with ``PYTHONPATH`` set to ``tree`` alone (never the other checkout) and threads pinned."""
-    return {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1"}
+    return {**os.environ, "PYTHONPATH": str(tree), **ONE_THREAD}
 
 
 def start_side(name: str, tree: Path, server: str, plan: ABPlan, root: Path, log: Path) -> Child:
@@ -172,13 +171,10 @@ def measure_pair(run: ABRun, sides: dict[str, Child], rng: random.Random, pair: 
 
 
 def judge_look(run: ABRun, th: Thresholds, looks: int) -> list[PairedComparison]:
-    inputs = []
-    for case in run.cases:
-        for metric in AB:
-            inputs.append(PairedInput(
-                identity(case)[2], metric, tuple(run.log_ratios[(case, metric.key)]),
-                tuple(p[metric.key] for p in run.passes[BASE][case]),
-                tuple(p[metric.key] for p in run.passes[CURRENT][case])))
+    inputs = [PairedInput(identity(case)[2], metric, tuple(run.log_ratios[(case, metric.key)]),
+                          tuple(p[metric.key] for p in run.passes[BASE][case]),
+                          tuple(p[metric.key] for p in run.passes[CURRENT][case]))
+              for case in run.cases for metric in AB]
     return decide(inputs, th.ab(), alpha_look=th.alpha / looks)
 
 

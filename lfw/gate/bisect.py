@@ -1,10 +1,6 @@
 """The first commit between GOOD and BAD whose instructions (or another count) per image moved beyond the cost
-threshold relative to GOOD.
-
-    python -m lfw.gate.bisect GOOD BAD [-k none,uint8] [--metric instructions_per_image] [--count-cmd CMD]
-
-A count repeats, so one count per commit decides; why not ``git bisect run``, and the output: docs/history.md,
-"Bisect".
+threshold relative to GOOD (``--help``). A count repeats, so one count per commit decides; why not ``git bisect
+run``, and the output: docs/history.md, "Bisect".
 
 Exit codes: 0 the first bad commit found; 2 bad input (unknown revision, GOOD not an ancestor of BAD, BAD not
 moved, an unknown case or metric, a revision without a cost layer); 4 a count failed or timed out; 130
@@ -158,8 +154,7 @@ def run_bisect(plan: BisectPlan, repo: Path, progress: bool = True) -> BisectRes
             return step
 
         def verdict(values: dict[str, float]) -> str:
-            missing = [c for c in result.moved if c not in values]
-            if missing:
+            if missing := [c for c in result.moved if c not in values]:
                 raise LFWError(f"a count has no {plan.metric.key} for {', '.join(missing)}")
             return BAD if any(moved(plan.metric, base[c], values[c], plan.threshold) for c in result.moved) else GOOD
 

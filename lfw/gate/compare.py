@@ -249,11 +249,9 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
     portable, metrics, note = choose_metrics(diffs, mode)
     missing = [match_missing(case, current, accept_missing) for case in sorted(pairing.missing, key=lambda c: c.key)]
     report = GateReport([], sorted(c.fullname for c in pairing.new), missing, diffs, portable, note)
-    host = host_note(pairing.pairs, th)
-    if host:
+    if host := host_note(pairing.pairs, th):
         report.notes.append(host)
-    reason = cost_layer_reason(baseline, current)
-    if reason:
+    if reason := cost_layer_reason(baseline, current):
         report.unjudged[COST_LAYER] = reason
         metrics = tuple(m for m in metrics if m not in COUNTED)
     else:
@@ -264,9 +262,8 @@ def compare_runs(baseline: Run, current: Run, thresholds: Thresholds | None = No
         if one_side:
             report.notes.append(f"counted stack recorded on one side only, compared on the rest: {', '.join(one_side)}"
                                 "; refresh the baseline to record it")
-    few_rounds, interpreters = [], []
+    few_rounds, interpreters, controls = [], [], []
     skipped_by_group: dict[tuple[str | None, Metric], list[str]] = {}
-    controls = []
     references: dict[str, list[str]] = {}
     for b_case, c_case in sorted(pairing.pairs, key=lambda pair: pair[1].key):
         name = c_case.fullname

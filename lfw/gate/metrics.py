@@ -1,11 +1,5 @@
-"""What the gate compares, which way is worse, and the minimum effect family of each metric.
-
-Families: ``cost`` (counts under callgrind, deterministic, so judged tightly two-file), ``throughput`` and
-``ttfb`` (wall clock: two-file only gross regressions, since the machine's speed drifts between sessions; A/B
-judges them finely), ``memory``, ``worker-memory`` and ``slope`` (stable between sessions: a floor in MiB and a
-share of the baseline), ``wait`` (the data-wait fraction over what the machine's own rates predict for it, so
-judged in the machine's units: :func:`data_wait_excess`). What each measures, and
-why tree USS growth and RSS are not gated: docs/gating.md, "The layers".
+"""What the gate compares, which way is worse, and the minimum effect family of each metric (:data:`Family`; what
+each measures, how it is judged, and why tree USS growth and RSS are not gated: docs/gating.md, "The layers").
 
 Memory is judged as what a loader adds (:data:`MEMORY`); the host process before the pass, the tree's absolute
 peak and the tree's PSS of a case with fresh-interpreter workers (:data:`FRESH_INTERPRETERS`) are judged nowhere.
@@ -37,12 +31,10 @@ class Metric:
     kind: Kind
     family: Family
     optional: bool = False  # recorded only in some rounds or runs (an in-pass sample); absence is not news
-    # Runs recorded before the key existed: its value from the keys they hold (None where they lack those too), so
-    # an older baseline is still judged on it.
+    # Runs recorded before the key existed: its value from the keys they hold (None where they lack those too)
     derived: Callable[[Case], float | None] | None = None
     layer: Layer | None = None  # the two-file layer, where it is not its family's (LAYER_OF)
-    # A figure the gate derives from each round of a case (never saved): its per-round values, [] where the case
-    # lacks what it needs.
+    # A figure the gate derives from each round of a case (never saved): its per-round values, [] where it cannot
     computed: Callable[[Case], list[float]] | None = None
     source: str = ""  # the saved key a computed figure derives from: what its notes name and exemptions match
 
@@ -99,9 +91,7 @@ TTFB = Metric(K.TTFB_S, "relative", "ttfb")  # A/B: the two sides' passes altern
 
 def ttfb_in_core_images(case: Case) -> list[float]:
     """Each round's time to first batch x the single-core rate of the same work in that round (the preset's ceiling,
-    or a pipeline's own decoder): the images one core loads meanwhile. A machine at half the speed takes twice as
-    long and loads half as fast, so the product stays; a slower start-up raises it anywhere. ``[]`` for a case
-    without both."""
+    or a pipeline's own decoder): the images one core loads meanwhile. ``[]`` for a case without both."""
     ttfb = case.rounds(K.TTFB_S)
     per_core = case.rounds(K.PER_CORE_IMAGES_PER_S) or case.rounds(K.OWN_DECODER_PER_CORE)
     return [t * rate for t, rate in zip(ttfb, per_core, strict=True)] if ttfb and len(per_core) == len(ttfb) else []
@@ -109,8 +99,7 @@ def ttfb_in_core_images(case: Case) -> list[float]:
 
 # Two files: time to first batch in the machine's units (ttfb_in_core_images), the relative ttfb threshold.
 TTFB_UNITS = Metric(K.TTFB_CORE_IMAGES, "relative", "ttfb", computed=ttfb_in_core_images, source=K.TTFB_S)
-# Memory: what a pass adds to the process tree, apart from its host process; what each holds and whether it ports
-# across CPU models: docs/gating.md, "2. Memory".
+# Memory: what a pass adds to the process tree, apart from its host process (docs/gating.md, "2. Memory").
 PSS_GROWTH = Metric(K.PSS_GROWTH_MIB, "absolute", "memory")
 
 
@@ -121,8 +110,7 @@ def _peak_added(case: Case) -> float | None:
 
 
 PSS_PEAK_ADDED = Metric(K.PSS_PEAK_ADDED_MIB, "absolute", "memory", optional=True, derived=_peak_added)
-# Recorded, judged nowhere: /dev/shm (machine-wide), the tree's absolute PSS peak and the host (each moves with
-# the host process; a median change of the host beyond the memory floor is a note).
+# Recorded, judged nowhere: /dev/shm (machine-wide), the tree's absolute PSS peak and the host (docs/gating.md)
 SHM_ADDED = Metric(K.SHM_PEAK_ADDED_MIB, "absolute", "memory", optional=True)
 PSS_PEAK = Metric(K.PSS_PEAK_MIB, "absolute", "memory", optional=True)
 # The host process before the pass (for older runs, derived from the tree's USS before it).
@@ -136,9 +124,7 @@ LEAK_STEP_PSS = Metric(K.MEDIAN_STEP_PSS, "absolute", "slope")
 
 def data_wait_excess(case: Case) -> list[float]:
     """Each round's data-wait fraction over the fraction the machine's own rates of that round predict
-    (:func:`lfw.diagnose.simulator.pass_data_wait`: the single-core rate of the same work, the cores the round's
-    capacity gave, the pass's first batch): a slower machine waits more, and the excess stays the pipeline's.
-    ``[]`` for a case without a data-wait fraction or without those rates."""
+    (:func:`lfw.diagnose.simulator.pass_data_wait`); ``[]`` for a case without a data-wait fraction or those rates."""
     measured, per_core, ttfb = (case.rounds(k) for k in (K.DATA_WAIT_FRACTION, K.PER_CORE_IMAGES_PER_S, K.TTFB_S))
     step_ms, batches = case.knob(STEP_MS), case.number(K.BATCHES)
     capacity = case.rounds(K.PARALLEL_CAPACITY) or [case.number(K.USABLE_CORES) or 1.0] * len(measured)
@@ -165,8 +151,7 @@ REFERENCE_GROUPS: dict[str, str] = {
              "pipelines they ran beside, measured to compare loaders, not this project's own code; their changes "
              "are shown in the report and the history (docs/peers.md)"}
 MEMORY = (PSS_GROWTH, PSS_PEAK_ADDED, WORKER_USS, WORKER_USS_GROWTH, LEAK_STEP_USS, LEAK_STEP_PSS)
-# Workers started as fresh interpreters share the host's libraries, so a case's tree PSS figures (HOST_SHARED) move
-# with the host and are judged nowhere; its WORKER_USS is (docs/gating.md, "2. Memory").
+# Fresh-interpreter workers share the host's libraries: their tree PSS (HOST_SHARED) is judged nowhere (docs/gating.md)
 FRESH_INTERPRETERS = ("spawn", "forkserver")
 HOST_SHARED = (PSS_GROWTH, PSS_PEAK_ADDED)
 
@@ -184,8 +169,7 @@ PORTABLE = (*COUNTED, REQUESTS, EFFICIENCY, PIL_SHARE, BOUND_SHARE, *MEMORY, DAT
 # Pass-interleaved A/B: the wall-clock figures the two-file gate cannot judge finely.
 AB = (IMAGES_PER_S, TTFB)
 
-# What the gate judges, each metric once, in the gate's order (SAME_MACHINE, then A/B's images/s): the one list the
-# two-file comparison (lfw.gate.compare) and the history (lfw.history.store) both read.
+# What the gate judges, each metric once, in the gate's order: the list the history (lfw.history) reads.
 JUDGED: tuple[Metric, ...] = tuple(dict.fromkeys((*SAME_MACHINE, *AB)))
 WALL_CLOCK_MIN_ROUNDS = 3  # a single round (start-method in quick) has no median to speak of: not judged
 COST_LAYER = "cost layer"  # the layer of the counted metrics (COUNTED), named as such in every verdict

@@ -81,12 +81,8 @@ def decide(inputs: Sequence[PairedInput], thresholds: dict[str, float], *, alpha
         limit = worse_limit(item.metric, threshold)
         estimate = hodges_lehmann(worse)
         interval: Interval = signed_rank_interval(worse, confidence)
-        if p_adj <= alpha_look and estimate > limit:
-            verdict = REGRESSED
-        elif interval.high <= limit:
-            verdict = OK
-        else:
-            verdict = INCONCLUSIVE
+        verdict = (REGRESSED if p_adj <= alpha_look and estimate > limit
+                   else OK if interval.high <= limit else INCONCLUSIVE)
         sign = item.metric.sign
         low, high = sorted((math.exp(sign * interval.low), math.exp(sign * interval.high)))
         out.append(PairedComparison(item.case, item.metric, len(worse), median(item.base_values),

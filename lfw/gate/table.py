@@ -1,8 +1,6 @@
-"""Plain-text rendering of the gate's verdicts: what CI logs show and what a reviewer reads.
-
-Two-file rows: the case, the metric, both medians, the change and the minimum effect; A/B rows add the ratio's
-interval over process pairs and Holm's p. Both come from the :class:`~lfw.gate.verdict.Verdict`'s rows by
-:func:`comparison_rows`, which the Markdown page (:mod:`lfw.gate.summary`) and the report's HTML use too.
+"""Plain-text rendering of the gate's verdicts: what CI logs show and what a reviewer reads. Its rows come from the
+:class:`~lfw.gate.verdict.Verdict`'s by :func:`comparison_rows`, which the Markdown page (:mod:`lfw.gate.summary`)
+and the report's HTML use too.
 """
 
 from __future__ import annotations

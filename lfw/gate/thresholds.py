@@ -65,8 +65,7 @@ class Thresholds:
     cost: float = 0.03
     efficiency: float = 0.40
     ttfb: float = 1.50
-    # A first batch must also come later by this much: a first batch of a few ms (a memmap read in the main process)
-    # moved +171% and +300% on unchanged code, a scheduler's time slice on a 2-vCPU machine (docs/gating-measured.md).
+    # A first batch must also come later by this much: one of a few ms moves by multiples (docs/gating-measured.md)
     ttfb_floor_ms: float = 50.0
     memory_floor_mib: float = 100.0
     memory_ratio: float = 0.25

@@ -64,8 +64,7 @@ def identify(run: Run | None) -> RunIdentity | None:
     """The identity of a loaded run: its path, the SHA-256 of the file's bytes, commit and runner class."""
     if run is None:
         return None
-    commit = run.commit.get("id")
-    runner = run.machine.get("runner_class")
+    commit, runner = run.commit.get("id"), run.machine.get("runner_class")
     return RunIdentity(str(run.path), file_sha256(Path(run.path)), len(run.cases),
                        str(commit) if commit else None, bool(run.commit.get("dirty")),
                        str(runner) if runner else None)
@@ -140,10 +139,8 @@ def ab_verdict(run: ABRun, base: Run | None, current: Run | None, th: Thresholds
     layers = (LayerRow(AB_LAYER, "yes" if run.verdicts else "no", str(len(run.verdicts)), ""), counted, NOT_IN_AB)
     cases = list(dict.fromkeys(r.case for r in rows))
     return Verdict(
-        AB, run.exit_code, paired_verdict_line(run.verdicts, run.counts),
-        identify(base), identify(current),
-        None, setup, "", rows,
-        tuple(case_verdicts([*cases, *run.new_cases], rows, run.new_cases, [])),
+        AB, run.exit_code, paired_verdict_line(run.verdicts, run.counts), identify(base), identify(current), None,
+        setup, "", rows, tuple(case_verdicts([*cases, *run.new_cases], rows, run.new_cases, [])),
         new_cases=tuple(run.new_cases), layers=layers,
         unjudged={COST_LAYER: run.counts_unjudged} if run.counts_unjudged else {},
         recommendation_group=GROUP, recommendation=recommendation_rows(current))

@@ -45,11 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for run in args.runs:
             done = append_run(run, args.store, args.runner)
             r = done.record
-            what = f"commit {r.short}, run {r.date or r.run}, {len(r.cases)} cases"
-            if done.appended:
-                print(f"appended to {done.path}: {what}")
-            else:
-                print(f"already in {done.path}, not appended again: {what}")
+            where = f"appended to {done.path}" if done.appended else f"already in {done.path}, not appended again"
+            print(f"{where}: commit {r.short}, run {r.date or r.run}, {len(r.cases)} cases")
         return 0
     if args.command == "export":
         metrics = bencher_metrics(load_run(args.run))
@@ -58,9 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(text)
         else:
             write_atomic(args.out, text)
-            measures = sum(len(m) for m in metrics.values())
-            print(f"wrote {args.out}: {len(metrics)} cases, {measures} measures in Bencher's Metric Format",
-                  file=sys.stderr)
+            print(f"wrote {args.out}: {len(metrics)} cases, {sum(map(len, metrics.values()))} measures in Bencher's "
+                  "Metric Format", file=sys.stderr)
         return 0
     from lfw.history.report import history_report
 

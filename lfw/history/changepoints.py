@@ -71,9 +71,8 @@ def propose(x: np.ndarray) -> list[int]:
     """PELT's change points of ``x`` (indices where a new segment starts), SIC penalty from the noise σ."""
     import ruptures as rpt  # type: ignore[import-untyped]
 
-    n = len(x)
     sigma = max(noise_sigma(x), 1e-12 * max(1.0, float(np.abs(x).max())))
-    penalty = 2 * sigma ** 2 * math.log(n)
+    penalty = 2 * sigma ** 2 * math.log(len(x))
     # KernelCPD with the linear kernel: PELT with the l2 cost, in C (docs/history.md).
     ends = rpt.KernelCPD(kernel="linear", min_size=MIN_SEGMENT, jump=1).fit(x.reshape(-1, 1)).predict(pen=penalty)
     return [int(b) for b in ends[:-1]]
@@ -109,8 +108,7 @@ def statistical_steps(metric: Metric, values: Sequence[float], series_count: int
     steps = []
     bounds = [0, *(s for s, _ in found), n]
     for i, (start, p) in enumerate(found):
-        before = float(np.median(raw[bounds[i]:start]))
-        after = float(np.median(raw[start:bounds[i + 2]]))
+        before, after = float(np.median(raw[bounds[i]:start])), float(np.median(raw[start:bounds[i + 2]]))
         steps.append(Step(start, before, after, metric.change(before, after), PELT, p, start - bounds[i],
                           bounds[i + 2] - start))
     return steps
@@ -191,10 +189,8 @@ def change_points(records: Sequence[HistoryRecord], series: Sequence[Series], th
     """The change points of every series, each placed on its commits (see the module docstring)."""
     out = []
     for s in series:
-        if is_exact(s.metric):
-            steps = exact_steps(s.metric, s.values, th.cost)
-        else:
-            steps = statistical_steps(s.metric, s.values, family_size, alpha)
+        steps = (exact_steps(s.metric, s.values, th.cost) if is_exact(s.metric)
+                 else statistical_steps(s.metric, s.values, family_size, alpha))
         for step in steps:
             after, before = records[s.runs[step.at]], records[s.runs[step.at - 1]]
             out.append(ChangePoint(s, step, after, before, _notes(s.metric, before, after)))

@@ -20,17 +20,8 @@ from lfw.cli.saving import write_atomic
 from lfw.gate.metrics import Metric
 from lfw.gate.table import fmt_delta, fmt_value
 from lfw.gate.thresholds import Thresholds
-from lfw.history.changepoints import (
-    ALPHA,
-    MIN_RUNS,
-    MIN_SEGMENT,
-    ChangePoint,
-    Series,
-    change_points,
-    is_exact,
-    series_of,
-    statistical_family,
-)
+from lfw.history import changepoints as cp
+from lfw.history.changepoints import ALPHA, MIN_RUNS, MIN_SEGMENT, ChangePoint, Series, change_points, is_exact
 from lfw.history.store import HistoryRecord, load_history
 from lfw.results import keys as K
 
@@ -42,9 +33,8 @@ MAX_LEGEND = 8
 def _ticks(ax: Axes, records: Sequence[HistoryRecord]) -> None:
     every = max(1, -(-len(records) // MAX_TICKS))
     positions = list(range(0, len(records), every))
-    ax.set_xticks(positions)
-    ax.set_xticklabels([records[i].short for i in positions], rotation=60, ha="right", fontsize=7,
-                       family="monospace")
+    ax.set_xticks(positions, [records[i].short for i in positions], rotation=60, ha="right", fontsize=7,
+                  family="monospace")
     ax.set_xlim(-0.5, len(records) - 0.5)
 
 
@@ -71,10 +61,9 @@ def _panel(ax: Axes, metric: Metric, series: Sequence[Series], points: Sequence[
                 ha="left", va="top", fontsize=7, color="#d62728", family="monospace")
     if relative:
         ax.axhline(1.0, color="black", linewidth=0.6, alpha=0.5)
-    unit = "x first run" if relative else metric.unit.strip() or "value"
     rule = "exact steps" if is_exact(metric) else "PELT + Welch"
     ax.set_title(f"{metric.label} ({len(moved)} of {len(series)} cases moved; {rule})", fontsize=10)
-    ax.set_ylabel(unit)
+    ax.set_ylabel("x first run" if relative else metric.unit.strip() or "value")
     _ticks(ax, records)
     if moved:
         ax.legend(fontsize=7, loc="best", title=None if len(moved) <= MAX_LEGEND
@@ -95,10 +84,8 @@ def family_figure(runner: str, family: str, metrics: Sequence[Metric], series: S
 def draw_history(runner: str, records: Sequence[HistoryRecord], series: Sequence[Series],
                  points: Sequence[ChangePoint], out_dir: Path) -> list[Path]:
     """``<out_dir>/<runner>-<family>.png`` for every family with at least one series; returns the paths."""
-    out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    families = list(dict.fromkeys(s.metric.family for s in series))
-    for family in families:
+    for family in dict.fromkeys(s.metric.family for s in series):
         metrics = list(dict.fromkeys(s.metric for s in series if s.metric.family == family))
         fig = family_figure(runner, family, metrics, series, points, records)
         paths += save_figure(fig, out_dir, f"{runner}-{family}", ("png",))
@@ -123,9 +110,8 @@ def point_line(p: ChangePoint) -> str:
     values = f"{fmt_value(m.key, m.unit, s.before)} -> {fmt_value(m.key, m.unit, s.after)}"
     if s.p_value is not None:
         values += f", medians of {s.runs_before} and {s.runs_after} runs, p = {s.p_value:.1g}"
-    change = fmt_delta(m.kind, m.unit, s.change)
-    line = f"  {p.case}: at {p.commit.short} (after {p.previous.short}): {change} ({values})"
-    return line + "".join(f"; {n}" for n in p.notes)
+    return (f"  {p.case}: at {p.commit.short} (after {p.previous.short}): {fmt_delta(m.kind, m.unit, s.change)} "
+            f"({values})" + "".join(f"; {n}" for n in p.notes))
 
 
 def _listing(label: str, cases: Sequence[str]) -> list[str]:
@@ -190,17 +176,14 @@ def reference_block(records: Sequence[HistoryRecord]) -> list[str]:
 
 def history_report(source: Path, out: Path, thresholds: Thresholds | None = None) -> HistoryReport:
     """Read the history at ``source`` (:func:`lfw.history.store.load_history`), write one PNG per runner class
-    and metric family and ``summary.txt`` into ``<out>/history/``, and return the report.
-
-    Raises:
-        LFWError: the source is missing or holds no history (one line).
-    """
+    and metric family and ``summary.txt`` into ``<out>/history/``, and return the report. Raises a one-line
+    :class:`LFWError` when the source is missing or holds no history."""
     th = thresholds or Thresholds()
     history = load_history(source)
     out_dir = out / "history"
     report = HistoryReport(out_dir)
-    per_runner = {name: series_of(name, records) for name, records in history.runners.items()}
-    family_size = sum(statistical_family(s) for s in per_runner.values())
+    per_runner = {name: cp.series_of(name, records) for name, records in history.runners.items()}
+    family_size = sum(cp.statistical_family(s) for s in per_runner.values())
     blocks = []
     for runner, records in history.runners.items():
         series = per_runner[runner]
@@ -214,8 +197,7 @@ def history_report(source: Path, out: Path, thresholds: Thresholds | None = None
         block += reference_block(records)
         blocks.append("\n".join(block))
     exact = sum(1 for p in report.points if is_exact(p.metric))
-    head = [*history.notes, rules_text(th, family_size),
-            f"charts: {', '.join(str(p) for p in report.charts)}"]
+    head = [*history.notes, rules_text(th, family_size), f"charts: {', '.join(str(p) for p in report.charts)}"]
     tail = (f"{len(report.points)} change points in {report.series_count} series ({exact} exact steps, "
             f"{len(report.points) - exact} by PELT + Welch)" if report.points
             else f"no change point in {report.series_count} series")

@@ -30,11 +30,8 @@ SIGNIFICANT_DIGITS = 7  # counts repeat within 0.06%: 7 digits keep every step a
 
 @dataclass(frozen=True)
 class HistoryRecord:
-    """One run in the history: where it sits (commit, date, machine, counted stack) and its judged figures.
-
-    ``cases`` maps a case key (``cost/none``) to ``{metric key: median over rounds}``; a metric a case does not
-    record is absent, never zero.
-    """
+    """One run in the history: where it sits (commit, date, machine, counted stack) and its judged figures;
+    ``cases`` maps a case key (``cost/none``) to ``{metric key: median over rounds}``, a metric not recorded absent."""
 
     runner: str
     commit: str
@@ -162,11 +159,6 @@ def reference_figures(run: Run) -> dict[str, dict[str, float]]:
     return out
 
 
-def run_identity(run: Run) -> str:
-    """The run's datetime; for a file saved without one, a hash of its content (the same file, the same run)."""
-    return str(run.datetime) if run.datetime else "sha256:" + file_sha256(run.path)[:16]
-
-
 def history_record(run: Run, runner: str | None = None) -> HistoryRecord:
     """The history record of a loaded run (``runner`` overrides its runner class). Raises :class:`LFWError` for a
     run without a commit id, a bad ``runner`` name, a runner class that cannot be told, or an incomplete run."""
@@ -182,8 +174,9 @@ def history_record(run: Run, runner: str | None = None) -> HistoryRecord:
     cpu = run.machine.get("cpu")
     brand = run.machine.get("cpu_model") or (cpu.get("brand_raw") if isinstance(cpu, Mapping) else None)
     cores = run.machine.get(K.USABLE_CORES)
+    identity = str(run.datetime) if run.datetime else "sha256:" + file_sha256(run.path)[:16]  # same file, same run
     return HistoryRecord(runner, commit, run.commit.get("time"), bool(run.commit.get("dirty", False)),
-                         str(run.datetime or ""), run_identity(run), brand,
+                         str(run.datetime or ""), identity, brand,
                          cores if isinstance(cores, int) else None,
                          {key: run.machine.get(key) for key in K.COUNTED_STACK}, judged_figures(run),
                          reference_figures(run), {str(k): str(v) for k, v in (run.machine.get("peers") or {}).items()})
@@ -227,10 +220,8 @@ def append_run(run_path: Path, store: Path, runner: str | None = None) -> Append
 
 
 def _moment(text: str | None) -> datetime | None:
-    if not text:
-        return None
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat((text or "").replace("Z", "+00:00"))
     except ValueError:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
@@ -266,8 +257,7 @@ def load_history(source: Path) -> History:
     if source.is_file() and source.suffix == ".jsonl":
         records = read_store(source)
         what = f"history file {source}"
-    elif source.is_dir() and sorted(source.glob("*.jsonl")):
-        files = sorted(source.glob("*.jsonl"))
+    elif source.is_dir() and (files := sorted(source.glob("*.jsonl"))):
         records = [r for f in files for r in read_store(f)]
         what = f"history store {source} ({', '.join(f.name for f in files)})"
     elif source.is_dir():

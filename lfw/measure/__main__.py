@@ -1,11 +1,9 @@
 """``python -m lfw.measure``: the machine as the suite sees it, before a benchmark runs on it.
 
-Prints the CPU facts every run records (:class:`lfw.measure.cpus.CpuFacts`: usable cores, quota, affinity,
-physical cores and threads per core, NUMA nodes, governor, and what could not be read) and measures the parallel
-capacity ``--rounds`` times (:class:`lfw.measure.ceiling.ParallelCapacity`, as each rotation does, at the
-window ``--window-ms`` of its N threads): its median, lowest and highest, and what one probe costs.
-``--hold-gib`` first fills that much memory in this process, to show the probe does not depend on how large the
-process is. Exit codes: 0 done, 2 bad arguments.
+Prints the CPU facts every run records (:class:`lfw.measure.cpus.CpuFacts`) and the parallel capacity measured
+``--rounds`` times (:class:`lfw.measure.ceiling.ParallelCapacity`): its median, lowest and highest, and what one
+probe costs; ``--hold-gib`` first fills memory, to show the probe does not depend on the process's size. Exit
+codes: 0 done, 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -39,8 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     held = bytearray(int(args.hold_gib * 2**30))
     held[::4096] = b"\x01" * len(range(0, len(held), 4096))  # every page touched: resident, not just reserved
     facts = cpu_facts()
-    info = facts.machine_info()
-    print(table(("fact", "value"), [(K.FACTS[k].label, str(v)) for k, v in info.items()]))
+    print(table(("fact", "value"), [(K.FACTS[k].label, str(v)) for k, v in facts.machine_info().items()]))
     probe = ParallelCapacity.of(facts, facts.usable_cores, args.window_ms / 1e3)
     readings: dict[str, list[float]] = {}
     seconds = []

@@ -64,8 +64,7 @@ def build_helper(cache_dir: Path) -> Path:
     target = helper_path(cache_dir)
     if target.exists():
         return target
-    reason = unavailable_reason()
-    if reason:
+    if reason := unavailable_reason():
         raise LFWError(f"cannot count instructions: {reason}")
     cache_dir.mkdir(parents=True, exist_ok=True)
     source = target.with_suffix(".c")

@@ -1,12 +1,7 @@
 """The machine's ceilings, each a member of every group's rotation (:mod:`lfw.measure.rotation`), so a ratio to
-them is paired by round.
-
-:class:`CeilingSweep`: how fast one core reads, decodes and transforms these files without a DataLoader (the
-single-core rate every limit multiplies: :func:`lfw.suite.record.work_limit`). :class:`ParallelCapacity`: how
-many cores the machine gives right now: the work N threads do in a short window on a fixed workload that no code
-under test runs, each pinned to its own CPU, started before the clock and released together, each over one
-thread's alone on the same CPU, at ``N = usable_cores`` (and at the physical cores where a core runs two
-threads): docs/methodology.md, "The machine"."""
+them is paired by round: :class:`CeilingSweep`, how fast one core reads, decodes and transforms these files without
+a DataLoader (the rate every limit multiplies: :func:`lfw.suite.record.work_limit`); :class:`ParallelCapacity`, how
+many cores the machine gives right now (docs/methodology.md, "The machine")."""
 
 from __future__ import annotations
 
@@ -25,11 +20,7 @@ from lfw.measure.cpus import CpuFacts, Quota
 from lfw.measure.loader_pass import PassResult
 from lfw.results import keys as K
 
-# The capacity's fixed workload: PBKDF2-HMAC-SHA256 of a constant, calls that hold no lock of the interpreter
-# (hashlib releases the GIL around them) and touch no memory, in threads of this process each pinned to its own CPU,
-# started and waiting before the clock: the probe times neither a fork, nor a page copied on write, nor a thread
-# waiting to be moved to an idle CPU, however large the process.
-# machine_info's capacity_probe
+# machine_info's capacity_probe: a workload that holds no interpreter lock and touches no memory (docs/methodology.md)
 PROBE = "pinned threads released together, each over its own CPU alone, PBKDF2-SHA256 in a window"
 WORK_S = 0.010  # the shortest window the N threads work in: a hundred times a wake-up's latency
 MAX_WINDOW_S = 0.100  # the longest: beyond it the probe's reading moves no more than the machine does
@@ -98,11 +89,8 @@ def _pin(cpu: int | None) -> None:
 
 def rates_together(cpus: Sequence[int | None], iterations: int, window_s: float) -> list[float]:
     """Each thread's rate in a window of ``window_s`` seconds, in calls of ``iterations`` per second: one thread per
-    entry of ``cpus`` (pinned to it), all started and waiting at a barrier before any clock runs. The window opens
-    when the last of them has begun its first call, so the time an idle CPU takes to wake a released thread (ms on a
-    virtual machine whose vCPU the host had halted) is not counted as a core the machine withheld; each thread calls
-    the workload until it closes (the call that straddles either end counts for its part inside the window, at that
-    call's own speed). A thread that has not begun within :data:`WAKE_LIMIT_S` is counted for what it did."""
+    entry of ``cpus`` (pinned to it), released together from a barrier; the window opens when the last has begun
+    (or :data:`WAKE_LIMIT_S` after the first), and a call straddling either end counts for its part inside."""
     calls: list[list[tuple[float, float]]] = [[] for _ in cpus]
     began: list[float | None] = [None] * len(cpus)
     barrier = threading.Barrier(len(cpus))
@@ -139,27 +127,19 @@ def rates_together(cpus: Sequence[int | None], iterations: int, window_s: float)
 
 def capacity(alone: Sequence[float], many: Sequence[float]) -> float:
     """Cores given: each of the N threads' rate together over its own CPU's rate alone (``alone[i]``: the thread
-    of ``many[i]`` alone on the same CPU), summed, no more than N. Each CPU against its own speed: two vCPUs of one
-    machine can run at different rates (docs/methodology.md, "The machine"), and one CPU's rate for all of them
-    reads that as cores given or withheld. A reading above N is a thread alone slowed by something else on its CPU,
-    not cores the machine gave; a CPU whose thread did nothing alone counts as one core."""
+    of ``many[i]`` alone on the same CPU), summed, no more than N; a CPU whose thread did nothing alone counts as
+    one core. ValueError when the lengths differ."""
     if len(alone) != len(many):
         raise ValueError(f"{len(alone)} rates alone for {len(many)} threads: one each")
     return min(sum(m / a if a > 0 else 1.0 for a, m in zip(alone, many, strict=True)), float(len(many)))
 
 
 class ParallelCapacity:
-    """A rotation member: each ``measure()`` gives the round's parallel capacity in ``extra``: the rates of threads
-    on ``cpus`` (one per usable core, each pinned) together, each over one thread's alone on the same CPU (once
-    before and once after, averaged, which cancels a drift), in windows (:func:`rates_together`, :func:`capacity`),
-    no more than a CPU ``quota``; and, on ``physical`` (one CPU per physical core) where those are fewer (a core
-    runs two threads), the same at N = the physical cores.
-
-    The probe spends about :data:`COST_SHARE` of the time since its previous call (a round of its rotation): the
-    N threads' window is that share over the probe's windows, between :data:`WORK_S` and :data:`MAX_WINDOW_S` (or
-    ``window_s``, fixed), each CPU's window alone a quarter of it (no shorter than :data:`ALONE_MIN_S`); under a
-    quota below N cores it spans :data:`QUOTA_PERIODS` of the quota's periods (a group is throttled a period at a
-    time; one thread alone is not). Its ``wall_s`` is the whole probe's."""
+    """A rotation member: each ``measure()`` gives the round's parallel capacity in ``extra``
+    (:func:`rates_together` on ``cpus``, each over one thread's alone on the same CPU before and after, averaged:
+    :func:`capacity`), no more than a CPU ``quota``; and the same on ``physical`` where those are fewer. The window
+    (``window_s`` fixed, else :data:`COST_SHARE` of the time since the previous call) and its floors:
+    docs/methodology.md, "The machine". Its ``wall_s`` is the whole probe's."""
 
     def __init__(self, cpus: Sequence[int | None], physical: Sequence[int | None] | None = None,
                  quota: Quota | None = None, window_s: float | None = None) -> None:

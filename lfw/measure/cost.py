@@ -35,6 +35,7 @@ CALLGRIND_FLAGS = ("--tool=callgrind", "--instr-atstart=no", "--dump-instr=no", 
                    "--compress-strings=no", "--compress-pos=no")
 LABEL_PREFIX = "lfw-cost:"
 CHILD_TIMEOUT_S = 1800.0
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}  # for a child's libraries
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,7 @@ def child_command(root: Path, presets: Sequence[str], batch_size: int, batches: 
 
 def child_env() -> dict[str, str]:
     """The counting process's environment: one thread everywhere, a fixed hash seed."""
-    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-            "PYTHONHASHSEED": "0"}
+    return {**os.environ, **ONE_THREAD, "PYTHONHASHSEED": "0"}
 
 
 def count_instructions(root: Path, presets: Sequence[str], *, batch_size: int, batches: int,
@@ -96,8 +96,7 @@ def count_instructions(root: Path, presets: Sequence[str], *, batch_size: int, b
         LFWError: valgrind, its headers or a compiler is missing (the reason names the fix).
         MeasurementError: the counting process failed or timed out (its last line of output is quoted).
     """
-    reason = unavailable_reason()
-    if reason:
+    if reason := unavailable_reason():
         raise LFWError(f"cannot count instructions: {reason}")
     build_helper(cache_dir)  # here, outside valgrind: the child only loads it
     with tempfile.TemporaryDirectory(prefix="lfw-cost-") as tmp:
@@ -113,8 +112,7 @@ def count_instructions(root: Path, presets: Sequence[str], *, batch_size: int, b
                                    f"{last_line(result.stderr or result.stdout)}")
         images = json.loads((out / "images.json").read_text())
         counts = parse_dumps(out)
-    missing = [p for p in presets if p not in counts or p not in images]
-    if missing:
+    if missing := [p for p in presets if p not in counts or p not in images]:
         raise MeasurementError(f"callgrind wrote no count for {', '.join(missing)}")
     return {p: InstructionCount(p, counts[p], images[p]["images"], images[p]["batches"], images[p].get("moves", {}))
             for p in presets}

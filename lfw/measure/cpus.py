@@ -1,16 +1,9 @@
-"""The machine's CPUs as this process may use them, read once per process (:func:`cpu_facts`) and recorded with
-every run (``machine_info``, keys declared in :mod:`lfw.results.keys`).
+"""The machine's CPUs as this process may use them (:class:`CpuFacts`: what is read, and how
+:attr:`CpuFacts.usable_cores` follows: docs/methodology.md, "The machine"), read once per process
+(:func:`cpu_facts`) and recorded with every run (``machine_info``, keys declared in :mod:`lfw.results.keys`).
 
-:class:`CpuFacts` holds the logical CPUs, the affinity set, the CPU quota of the process's cgroups (cgroup v2
-``cpu.max``, v1 ``cpu.cfs_quota_us`` over ``cpu.cfs_period_us``: the tightest along the visible path from the
-process's own group up, since a parent's limit binds its children too), physical cores and threads per core within
-the affinity set (sysfs ``topology/core_cpus_list``, or the older ``thread_siblings_list``), the NUMA nodes and the
-frequency governor. :attr:`CpuFacts.usable_cores` follows from them: the affinity set, no more than the quota
-rounded up. That one count is what every worker cap, ceiling, recommendation and runner class uses.
-
-Every path is read under ``root`` (``/`` on a machine; a fake tree in tests). A file that cannot be read (a
-container without the cgroup file system, a kernel without topology, not Linux) falls back to what the others
-say, and the fallback is named in :attr:`CpuFacts.fallbacks`; nothing here raises."""
+Every path is read under ``root`` (``/`` on a machine; a fake tree in tests). A file that cannot be read falls back
+to what the others say, and the fallback is named in :attr:`CpuFacts.fallbacks`; nothing here raises."""
 
 from __future__ import annotations
 
@@ -173,9 +166,7 @@ def read_cores(root: Path, cpus: frozenset[int]) -> tuple[frozenset[int], ...] |
 
 def read_numa_nodes(root: Path, cpus: frozenset[int]) -> int | None:
     """NUMA nodes holding at least one of ``cpus``; None where sysfs does not list them."""
-    nodes = sorted(_under(root, "/sys/devices/system/node").glob("node[0-9]*/cpulist"))
-    if not nodes:
-        return None
+    nodes = _under(root, "/sys/devices/system/node").glob("node[0-9]*/cpulist")
     return sum(1 for n in nodes if parse_cpu_list(_read(n) or "") & cpus) or None
 
 
@@ -188,8 +179,8 @@ def read_governor(root: Path, cpus: frozenset[int]) -> str | None:
 
 @dataclass(frozen=True)
 class CpuFacts:
-    """What this process may run on (see the module docstring). ``quota``: the tightest cgroup limit (None where
-    none is set or none could be read); ``fallbacks``: each fact that could not be read and what was assumed."""
+    """What this process may run on (docs/methodology.md, "The machine"). ``quota``: the tightest cgroup limit (None
+    where none is set or none could be read); ``fallbacks``: each fact that could not be read and what was assumed."""
 
     logical_cpus: int
     affinity: frozenset[int]

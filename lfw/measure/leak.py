@@ -19,15 +19,11 @@ from lfw.errors import LFWError
 from lfw.measure.loader_pass import LoaderPass, PassResult
 from lfw.results import keys as K
 
-# Several times above the largest well-behaved slope and median step, several times below the leaking control's
-# growth (docs/methodology.md, Leak check).
-LEAK_THRESHOLD_MIB_PER_EPOCH = 4.0
-# Between the numpy/packed layouts' first-epoch worker USS growth and the list layout's (docs/methodology.md, Memory).
-FIRST_EPOCH_THRESHOLD_MIB = 16.0
+LEAK_THRESHOLD_MIB_PER_EPOCH = 4.0  # between well-behaved steps and the leaking control's (docs/methodology.md)
+FIRST_EPOCH_THRESHOLD_MIB = 16.0  # between the layouts' first-epoch worker USS growth (docs/methodology.md, Memory)
 WARMUP_EPOCHS = 1
 ROBUST_EPOCHS_FITTED = 4  # three steps: the fewest whose median ignores a one-off jump
-# Longer than the leak check's small epochs: only the end-of-epoch snapshots (off the clock) are needed.
-LEAK_MEMORY_INTERVAL_S = 1.0
+LEAK_MEMORY_INTERVAL_S = 1.0  # only the end-of-epoch snapshots (off the clock) are needed
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,8 @@
-"""The measurement primitive: one pass over K batches from a fresh DataLoader iterator.
-
-The clock starts before ``iter(loader)`` (a training epoch pays worker start-up) and records each batch's wait
-and arrival (docs/methodology.md, "One measurement primitive"). With a CUDA device each batch is copied
-host-to-device and the device synchronized before the clock stops; the process tree's memory is sampled in a
-background thread (:mod:`lfw.measure.memory`); what the live iterator did with the loader's knobs (worker pids,
-start method, prefetch, pinning) is read back from it. :meth:`LoaderPass.setup` and :meth:`LoaderPass.finish`
-keep the previous pass's shutdown out of the clock, so ``benchmark.pedantic(runner.run, setup=runner.setup)``
-times exactly one pass per round."""
+"""The measurement primitive: one pass over K batches from a fresh DataLoader iterator, the clock started before
+``iter(loader)`` (docs/methodology.md, "One measurement primitive"). With a CUDA device each batch is copied
+host-to-device and the device synchronized before the clock stops. :meth:`LoaderPass.setup` and
+:meth:`LoaderPass.finish` keep the previous pass's shutdown out of the clock, so
+``benchmark.pedantic(runner.run, setup=runner.setup)`` times exactly one pass per round."""
 
 from __future__ import annotations
 
@@ -33,10 +29,8 @@ from lfw.measure.torch_compat import (
 )
 from lfw.results import keys as K
 
-# A page walk per torch process per interval: its cost is the ``overhead`` group's (docs/methodology.md).
-DEFAULT_MEMORY_INTERVAL_S = 2.0
-# Batches after the start-up wave that a steady rate needs: with fewer, a prefetched batch or two decide the rate.
-STEADY_MIN_BATCHES = 20
+DEFAULT_MEMORY_INTERVAL_S = 2.0  # a page walk per torch process per interval: its cost is the ``overhead`` group's
+STEADY_MIN_BATCHES = 20  # after the start-up wave: with fewer, a prefetched batch or two decide the rate
 
 
 @dataclass(frozen=True)
@@ -84,11 +78,10 @@ class MemoryStats:
         if self.start_marks is not None:
             info[K.MEMORY_START_MARKS] = self.start_marks
         info[K.SAMPLER_CPU_S] = round(self.sampler_cpu_s, 4)
-        end_w = self.worker_uss(self.end)
-        if end_w:
+        if end_w := self.worker_uss(self.end):
             info[K.WORKER_USS_END_MIB] = round(float(np.mean(end_w)), 2)
-        both = [p for p in self.worker_pids if p in self.start.child_uss and p in self.end.child_uss]
-        if both:  # workers seen at the start mark and at the end, paired by pid
+        # workers seen at the start mark and at the end, paired by pid
+        if both := [p for p in self.worker_pids if p in self.start.child_uss and p in self.end.child_uss]:
             growth = [self.end.child_uss[p] - self.start.child_uss[p] for p in both]
             info[K.WORKER_USS_START_MIB] = round(float(np.mean([self.start.child_uss[p] for p in both])), 2)
             info[K.WORKER_USS_GROWTH_MIB] = round(float(np.mean(growth)), 2)
@@ -99,8 +92,7 @@ class MemoryStats:
         """What the pass added, apart from its host: the tree's peak PSS (samples and end) and ``/dev/shm`` over before,
         and the host (the main process before the pass); a figure with nothing to read is left out."""
         info: dict[str, float] = {}
-        peak = self.peak("pss")
-        if peak is not None:  # the end snapshot too: spawned workers can still be growing at the last batch
+        if (peak := self.peak("pss")) is not None:  # the end snapshot too: spawned workers may still be growing
             info[K.PSS_PEAK_ADDED_MIB] = round(max(peak, self.end.pss) - self.before.pss, 2)
         shm = [s.shm for s in self.samples if s.shm is not None]
         if shm and self.before.shm is not None:
@@ -298,8 +290,7 @@ class LoaderPass:
         copies: list[tuple[Any, Any]] = []  # CUDA events around each batch's host-to-device copy
         arrivals: list[float] = []
         sizes: list[int] = []
-        batches = 0
-        ttfb = 0.0
+        batches, ttfb = 0, 0.0
         prefetched: int | None = None
         pinned: bool | None = None
         # Persistent workers exist before the pass and carry CPU time from earlier epochs; new ones start at 0.
@@ -351,8 +342,8 @@ class LoaderPass:
             raise LFWError("the loader ran out of batches mid-pass; is the dataset empty?") from None
         except RuntimeError as exc:
             if "timed out" in str(exc) and getattr(type(self.loader), "feeder", None) is not None:
-                name = getattr(self.loader, "name", "the peer")
-                raise LFWError(f"{name}: {one_line(exc)}") from None  # a peer's feeder says what it saw
+                # a peer's feeder says what it saw
+                raise LFWError(f"{getattr(self.loader, 'name', 'the peer')}: {one_line(exc)}") from None
             if "timed out" in str(exc):
                 raise LFWError(f"a DataLoader worker gave no batch within {self.loader.timeout:g} s "
                                f"(workers={self.loader.num_workers}); a worker is stuck or far too slow") from None
@@ -362,14 +353,13 @@ class LoaderPass:
                 sampler.request_stop()
                 self._sampler = sampler
         self._exhausted = batches >= len(self.loader)
-        stages = None
         if self.stages is not None:
             self.stages.add_receive(next_cpu)
-            stages = self.stages.totals()
         result = PassResult(images=sum(sizes), batches=batches, wall_s=wall, ttfb_s=ttfb, waits_s=waits,
-                            steps_s=steps, events=events, t0=t0, started_unix=started_unix,
-                            main_cpu_s=main_cpu, workers_cpu_s=workers_cpu, stages=stages, arrivals_s=arrivals,
-                            batch_images=sizes, start_wave=max(1, int(getattr(self.loader, "num_workers", 0) or 0)),
+                            steps_s=steps, events=events, t0=t0, started_unix=started_unix, main_cpu_s=main_cpu,
+                            workers_cpu_s=workers_cpu, arrivals_s=arrivals, batch_images=sizes,
+                            stages=self.stages.totals() if self.stages is not None else None,
+                            start_wave=max(1, int(getattr(self.loader, "num_workers", 0) or 0)),
                             prefetched_batches=prefetched, pinning_available=self._can_pin, batch_pinned=pinned)
         if copies:  # read after the clock stopped: the device is synchronized, every event has happened
             result.extra[K.H2D_MS_PER_BATCH] = sum(a.elapsed_time(b) for a, b in copies) / len(copies)

@@ -66,8 +66,7 @@ def cuda_info() -> dict[str, Any]:
     }
 
 
-# A /dev/shm smaller than this makes another class of machine (``-shm<MiB>m``): the quick profile's cases fit in
-# 1 GiB, and Docker's --shm-size=1g is the size the suite's one-line hints ask for; a smaller one leaves cases out.
+# The quick profile's cases fit in 1 GiB, the size the suite's hints ask for (docker run --shm-size=1g)
 SMALL_SHM_BYTES = 2**30
 
 
@@ -75,8 +74,7 @@ def runner_class() -> str:
     """A name for the class of machine a baseline belongs to: ``gpu`` or ``cpu-<cores>core``, with
     ``-shm<MiB>m`` when ``/dev/shm`` is smaller than :data:`SMALL_SHM_BYTES` (a container's default 64 MB:
     another machine for the gate, not a regression)."""
-    override = os.environ.get("LFW_RUNNER")
-    if override:
+    if override := os.environ.get("LFW_RUNNER"):
         return override
     name = "gpu" if torch.cuda.is_available() else f"cpu-{usable_cores()}core"
     shm = Limits.read().shm_total

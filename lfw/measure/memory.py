@@ -76,8 +76,7 @@ class TreeSampler:
         self.interval = interval
         self.root = psutil.Process(pid)
         self.samples: list[TreeSnapshot] = []
-        # CPU time of the sampling thread before the final snapshot: what sampling costs the measured pass.
-        self.cpu_s = 0.0
+        self.cpu_s = 0.0  # the sampling thread's CPU time before the final snapshot: what sampling costs the pass
         self.marks: list[TreeSnapshot] = []
         self._t0 = time.perf_counter()
         self._stop = threading.Event()

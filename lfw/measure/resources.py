@@ -1,8 +1,6 @@
-"""What a DataLoader configuration holds while it runs, against what the machine has: checked before a pass.
-
-:func:`loader_need` states a loader's :class:`Need` from its knobs and one item of its dataset (``/dev/shm`` in
-flight, file descriptors, memory); :meth:`Limits.read` reads what this process has; :func:`shortfall` says in one
-line why a need does not fit, or None. Estimates err towards skipping (docs/containers.md)."""
+"""What a DataLoader configuration holds while it runs (:func:`loader_need`, from its knobs and one item of its
+dataset), against what this process has (:meth:`Limits.read`): checked before a pass (:func:`shortfall`).
+Estimates err towards skipping (docs/containers.md)."""
 
 from __future__ import annotations
 
@@ -22,13 +20,10 @@ from lfw.measure.moves import batch_bytes
 
 MiB = 2**20
 DEFAULT_PREFETCH = 2  # torch's prefetch_factor when workers are used and none is given
-# Descriptors: per worker (queues, pipes, sentinel; a unit test holds the model to a real loader), per batch in
-# flight (the segment and its duplicate while handed over), and room for the files a pass reads.
-FDS_PER_WORKER = 8
-FDS_PER_BATCH = 2
-FDS_SPARE = 16
-# A forked worker's private memory beyond its batches: an allowance well above the worker USS the groups record.
-WORKER_PRIVATE_BYTES = 128 * MiB
+FDS_PER_WORKER = 8  # queues, pipes, sentinel (a unit test holds the model to a real loader)
+FDS_PER_BATCH = 2  # per batch in flight: the segment and its duplicate while handed over
+FDS_SPARE = 16  # room for the files a pass reads
+WORKER_PRIVATE_BYTES = 128 * MiB  # a forked worker's beyond its batches: well above the worker USS groups record
 SHM_SPARE = MiB  # tmpfs rounds every segment up to pages; keep a little room
 
 
@@ -122,9 +117,9 @@ def item_nbytes(dataset: Any) -> tuple[int, str]:
 
 
 def loader_need(loader: Any, *, pinned_copy: bool = False) -> Need:
-    """What ``loader`` (a :class:`torch.utils.data.DataLoader`) holds while a pass runs (see the module
-    docstring). A dataset that makes whole batches in rings of its own (``ring_bytes``: one loading process's
-    ring) holds ``ring_bytes`` per worker instead and sends only slot numbers."""
+    """What ``loader`` (a :class:`torch.utils.data.DataLoader`) holds while a pass runs (:class:`Need`). A dataset
+    that makes whole batches in rings of its own (``ring_bytes``: one loading process's ring) holds ``ring_bytes``
+    per worker instead and sends only slot numbers."""
     dataset, workers = loader.dataset, int(loader.num_workers)
     prefetch = (loader.prefetch_factor or DEFAULT_PREFETCH) if workers else 0
     in_flight = workers * prefetch + 1 if workers else 1

@@ -3,11 +3,8 @@
 A :class:`StageClock` belongs to a dataset (``stage_clock``): the dataset times ``read``, ``decode`` and
 ``transform``, :class:`TimedCollate` times ``collate``, :class:`~lfw.measure.LoaderPass` times ``receive``
 (docs/decoders.md). Times are ``time.thread_time()``. A clock can also count named events (``counts``, fixed when
-it is made), such as the decoder or the index kind that really ran in each loading process.
-
-The totals live in a shared ``multiprocessing.RawArray``, one row per loading process (main thread, other main
-threads, worker ``i``), each process adding under its own lock; a process that is neither the main one nor a
-DataLoader worker adds to the main rows without it."""
+it is made), such as the decoder or the index kind that really ran in each loading process. The totals live in a
+shared ``multiprocessing.RawArray``, one row per loading process (any other process adds to the main rows)."""
 
 from __future__ import annotations
 
@@ -181,7 +178,6 @@ class IndexCountingCollate:
         self.collate = collate
 
     def __call__(self, items: list[Any]) -> Any:
-        kind = index_kind(getattr(loaded_dataset(self.dataset), "paths", None))
-        if kind is not None:
+        if (kind := index_kind(getattr(loaded_dataset(self.dataset), "paths", None))) is not None:
             self.clock.count(kind)
         return self.collate(items)

@@ -1,9 +1,9 @@
 """The loaders users switch to, each behind one contract so the suite measures them beside DataLoader.
 
-One module per peer in :data:`MODULES`, each with ``DISTRIBUTIONS``, ``missing()`` (why it cannot run here, or
-None), ``DECODER`` (its decoder run alone, or None), ``build(spec, images)`` (a
-:class:`~lfw.peers.contract.PeerLoader`) and, for its own format, ``convert(images)``. Importing this package
-imports no peer and no torch (Grain's spawned workers import :mod:`lfw.peers.grain_map` through it)."""
+One module per peer in :data:`MODULES`, each with ``DISTRIBUTIONS``, ``missing()`` (why it cannot run here, or None),
+``DECODER`` (its decoder run alone, or None), ``build(spec, images)`` (a :class:`~lfw.peers.contract.PeerLoader`)
+and, for its own format, ``convert(images)``. Importing this package imports no peer and no torch (Grain's spawned
+workers import :mod:`lfw.peers.grain_map` through it)."""
 
 from __future__ import annotations
 

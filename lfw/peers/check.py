@@ -1,10 +1,9 @@
 """The decoded-pixel check: every image a peer hands out against the reference decoder, its label and its place.
 
-The reference is Pillow's decode, read from the suite's decoded memmap
-(:func:`lfw.pipelines.storage.decoded_memmap`). One epoch with indices must hold every image of the pass once,
-each with the reference label, the contract's shape and dtype, and pixels within :data:`MEAN_TOLERANCE` (mean
-absolute difference per image, in levels of 255) of the reference; the largest single difference is recorded, not
-bounded. Why JPEG decoders differ and by how much: docs/peers.md. A ``float`` case is de-normalized first."""
+One epoch with indices must hold every image of the pass once, each with the reference label, the contract's shape
+and dtype, and pixels within :data:`MEAN_TOLERANCE` (mean absolute difference per image, in levels of 255) of the
+reference, Pillow's decode (:func:`lfw.pipelines.storage.decoded_memmap`); the largest single difference is recorded,
+not bounded. A ``float`` case is de-normalized first. Why JPEG decoders differ and by how much: docs/peers.md."""
 
 from __future__ import annotations
 
@@ -44,8 +43,7 @@ class PixelCheck:
 def as_levels(images: torch.Tensor) -> torch.Tensor:
     """A batch in levels of 255 as float32 ``(B, H, W, 3)``; a normalized float batch is de-normalized first."""
     if images.dtype == torch.float32:
-        mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
-        std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
+        mean, std = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1), torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
         images = (images * std + mean) * 255
     return images.to(torch.float32).permute(0, 2, 3, 1)
 

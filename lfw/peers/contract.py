@@ -1,11 +1,9 @@
 """The one contract every peer adapter meets, in the loader shape :class:`~lfw.measure.LoaderPass` measures.
 
-Each ``iter()`` of a :class:`PeerLoader` is one epoch of whole batches ``(images, labels)`` over
-:class:`PassImages`: ``images`` ``uint8`` ``(B, 3, H, W)`` (``float32`` ImageNet-normalized for a ``float`` case;
-``layout`` says whether it is a view of channels-last memory), ``labels`` ``int64`` ``(B,)``. With
-``with_index=True`` each batch also carries the images' positions in :class:`PassImages` (the pixel check,
-:mod:`lfw.peers.check`). A peer has what ``LoaderPass`` reads of a DataLoader and the ``worker_pids`` hook; each
-batch is fetched with a deadline; :meth:`PeerLoader.close` stops whatever the peer left (docs/peers.md)."""
+Each ``iter()`` of a :class:`PeerLoader` is one epoch of whole batches ``(images, labels)`` over :class:`PassImages`:
+``images`` ``uint8`` ``(B, 3, H, W)`` (``float32`` ImageNet-normalized for a ``float`` case; ``layout``: a view of
+channels-last memory or not), ``labels`` ``int64`` ``(B,)``; with ``with_index=True`` also the images' positions
+(:mod:`lfw.peers.check`). A batch has a deadline; :meth:`PeerLoader.close` stops what the peer left (docs/peers.md)."""
 
 from __future__ import annotations
 
@@ -35,6 +33,9 @@ OUTPUTS = ("uint8", "float")
 LAYOUTS = ("chw", "hwc-view")  # contiguous (B, 3, H, W), or a (B, 3, H, W) view of channels-last memory
 PEER_TIMEOUT_S = 60.0  # the longest wait for one batch (the cold first batch of a spawned worker included)
 STOP_GRACE_S = 2.0  # how long a process the peer left behind gets to end when asked
+INTERPRETER_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")  # not the peer's processes
+MAX_PER_SHARD = 128  # images per shard or chunk of a peer's own format, where the pass is long enough
+MIN_SHARDS = 16  # so up to 16 workers each read a shard of their own
 
 
 @dataclass(frozen=True)
@@ -134,11 +135,6 @@ def labels_tensor(labels: Any) -> torch.Tensor:
     return torch.as_tensor(np.asarray(labels)).reshape(-1).to(torch.int64)
 
 
-def chw_view(images: torch.Tensor) -> torch.Tensor:
-    """A ``(B, H, W, 3)`` batch as the ``(B, 3, H, W)`` view the contract hands out (no copy)."""
-    return images.permute(0, 3, 1, 2)
-
-
 class Feeder:
     """A daemon thread that runs ``next()`` of the peer's iterator on request, so a batch can be given up on after
     ``timeout_s`` (a hang is one line, not a stuck run); it never fetches ahead of the consumer."""
@@ -177,9 +173,6 @@ class Feeder:
             self._thread.join(5.0)
 
 
-INTERPRETER_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
-
-
 def descendants() -> set[int]:
     """Pids of every process under this one, except the interpreter's resource tracker and fork server."""
     found: set[int] = set()
@@ -211,11 +204,10 @@ class PeerPass(Iterator[Any]):
         if self._left <= 0:
             raise StopIteration
         try:
-            batch = self._loader.feeder.next(self._source, self._loader.timeout)
+            images, labels, indices = self._loader.feeder.next(self._source, self._loader.timeout)
         except StopIteration:
             raise RuntimeError(f"{self._loader.name}: the epoch ended {self._left} batches early") from None
         self._left -= 1
-        images, labels, indices = batch
         if not self._checked:
             self._loader.check_types(images, labels)
             self._checked = True
@@ -257,7 +249,6 @@ class PeerLoader:
         self._in_pass = False  # a pass began whose new processes have not been adopted yet
         self._owned: set[int] = set()
 
-    # --- what subclasses implement -------------------------------------------------------------------------
     def start(self) -> None:
         raise NotImplementedError
 
@@ -267,7 +258,6 @@ class PeerLoader:
     def stop(self) -> None:
         raise NotImplementedError
 
-    # --- the loader shape LoaderPass reads ---------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self.images) // self.spec.batch_size
 
@@ -373,8 +363,7 @@ class DataLoaderPeer(PeerLoader):
 
     def fields(self, batch: Any) -> tuple[Any, Any, Any]:
         """``(images, labels, indices)`` of one of its batches (by default the batch is that tuple)."""
-        images, labels, index = batch
-        return images, labels, index
+        return batch
 
     def start(self) -> None:
         self._loader = self.make_loader()
@@ -397,10 +386,6 @@ def _running(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
-
-
-MAX_PER_SHARD = 128  # images per shard or chunk of a peer's own format, where the pass is long enough
-MIN_SHARDS = 16  # so up to 16 workers each read a shard of their own
 
 
 def images_per_shard(images: int) -> int:

@@ -5,18 +5,17 @@ the pipeline, the knob, why it is built each pass and why its decoder cannot run
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from lfw.data.transforms import IMAGENET_MEAN, IMAGENET_STD
-from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, chw_view, labels_tensor, library, not_importable
+from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, labels_tensor, library, not_importable
 
 DISTRIBUTIONS = ("nvidia-dali-cuda130",)
 INSTALL = "pip install nvidia-dali-cuda130 (make peers)"
 DECODER = None  # its decoder cannot run alone here (module docstring)
-
-
-def missing() -> str | None:
-    return not_importable("nvidia-dali", INSTALL, "nvidia.dali", "nvidia.dali.plugin.pytorch")
+# why it cannot run here, or None
+missing = partial(not_importable, "nvidia-dali", INSTALL, "nvidia.dali", "nvidia.dali.plugin.pytorch")
 
 
 class DaliLoader(PeerLoader):
@@ -30,7 +29,6 @@ class DaliLoader(PeerLoader):
     def start(self) -> None:
         dali, plugin = library("nvidia.dali"), library("nvidia.dali.plugin.pytorch")
         fn, types = dali.fn, dali.types
-
         files, labels = list(self.images.paths), [int(v) for v in range(len(self.images))]
         floats = self.spec.output == "float"
 
@@ -56,7 +54,7 @@ class DaliLoader(PeerLoader):
         for out in self._engine:
             batch = out[0]
             index = labels_tensor(batch["index"])
-            images = batch["images"] if floats else chw_view(batch["images"])
+            images = batch["images"] if floats else batch["images"].permute(0, 3, 1, 2)
             yield images, labels_tensor(classes[index.numpy()]), index
 
     def stop(self) -> None:

@@ -5,24 +5,22 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import torch
 
 from lfw.data.transforms import IMAGENET_MEAN, IMAGENET_STD
 from lfw.errors import check_choice
-from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, chw_view, library, not_importable
+from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, library, not_importable
 from lfw.peers.grain_map import LoadImage, NormalizeBatch
 
 DISTRIBUTIONS = ("grain",)
 INSTALL = "pip install grain (make peers)"
 DECODER = "simplejpeg"
+missing = partial(not_importable, "grain", INSTALL, "grain", "simplejpeg")  # why it cannot run here, or None
 MODES = ("threads", "processes")
 PREFETCH_BUFFER = 2  # batches per thread or worker kept ready: a DataLoader's prefetch_factor
-
-
-def missing() -> str | None:
-    return not_importable("grain", INSTALL, "grain", "simplejpeg")
 
 
 class GrainLoader(PeerLoader):
@@ -30,9 +28,8 @@ class GrainLoader(PeerLoader):
 
     def __init__(self, spec: PeerSpec, images: PassImages) -> None:
         check_choice("grain mode", spec.mode, MODES)
-        processes = spec.parallelism if spec.mode == "processes" else 0
         super().__init__(spec, images, layout="chw" if spec.output == "float" else "hwc-view", persistent=False,
-                         processes=processes)
+                         processes=spec.parallelism if spec.mode == "processes" else 0)
         self._engine: Any = None
 
     def dataset(self) -> Any:
@@ -55,7 +52,7 @@ class GrainLoader(PeerLoader):
         floats = self.spec.output == "float"  # already (B, 3, H, W), normalized in the pipeline
         for images, labels, index in self._engine:
             batch = torch.from_numpy(images)
-            yield batch if floats else chw_view(batch), torch.from_numpy(labels), torch.from_numpy(index)
+            yield batch if floats else batch.permute(0, 3, 1, 2), torch.from_numpy(labels), torch.from_numpy(index)
 
     def stop(self) -> None:
         engine, self._engine = self._engine, None

@@ -8,27 +8,18 @@ from __future__ import annotations
 import json
 import os
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from lfw.measure.loader_config import die_with_parent
-from lfw.peers.contract import (
-    DataLoaderPeer,
-    PassImages,
-    images_per_shard,
-    library,
-    not_importable,
-    process_kept,
-)
+from lfw.peers.contract import DataLoaderPeer, PassImages, images_per_shard, library, not_importable, process_kept
 
 DISTRIBUTIONS = ("litdata",)
 INSTALL = "pip install litdata (make peers)"
 DECODER = "tvio"
+missing = partial(not_importable, "litdata", INSTALL, "litdata")  # why it cannot run here, or None
 MANIFEST = "lfw-conversion.json"
-
-
-def missing() -> str | None:
-    return not_importable("litdata", INSTALL, "litdata")
 
 
 class Item:
@@ -57,7 +48,6 @@ def convert(images: PassImages) -> dict[str, Any]:
     from lfw.data.synth import building
 
     litdata = library("litdata")
-
     final = chunk_dir(images)
     manifest = final / MANIFEST
     if not manifest.exists():

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, chw_view, library, not_importable
+from lfw.peers.contract import PassImages, PeerLoader, PeerSpec, library, not_importable
 
 DISTRIBUTIONS = ("spdl-io", "spdl-core")
 FFMPEG_PACKAGES = "libavformat59 libavfilter8 libavdevice59 libavcodec59 libavutil57 libswscale6 libswresample4"
@@ -21,8 +21,7 @@ RGB24 = "format=pix_fmts=rgb24"  # the filter load_image_batch builds for pix_fm
 
 
 def missing() -> str | None:
-    why = not_importable("spdl", INSTALL, "spdl.io", "spdl.pipeline")
-    if why is not None:
+    if (why := not_importable("spdl", INSTALL, "spdl.io", "spdl.pipeline")) is not None:
         return why
     io = library("spdl.io")
     try:
@@ -37,9 +36,7 @@ def missing() -> str | None:
 def decode_batch(paths: list[str]) -> torch.Tensor:
     """One batch of JPEG files to a ``(B, H, W, 3)`` uint8 tensor through SPDL (FFmpeg), strict."""
     io = library("spdl.io")
-    tensor: torch.Tensor = io.to_torch(io.load_image_batch(paths, width=None, height=None, pix_fmt="rgb24",
-                                                           strict=True))
-    return tensor
+    return io.to_torch(io.load_image_batch(paths, width=None, height=None, pix_fmt="rgb24", strict=True))
 
 
 class SpdlLoader(PeerLoader):
@@ -50,7 +47,7 @@ class SpdlLoader(PeerLoader):
         self._pipeline: Any = None
 
     def _load(self, indices: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        images = self.output(chw_view(decode_batch([self.images.paths[i] for i in indices])))
+        images = self.output(decode_batch([self.images.paths[i] for i in indices]).permute(0, 3, 1, 2))
         index = torch.tensor(indices, dtype=torch.int64)
         return images, torch.from_numpy(self.images.labels[index.numpy()]), index
 
@@ -74,8 +71,7 @@ class SpdlLoader(PeerLoader):
 
 
 class SpdlFiles:
-    """SPDL's decoder alone: ``dataset[i]`` is image ``i`` decoded by ``spdl.io.load_image`` (rgb24), in the caller's
-    thread."""
+    """SPDL's decoder alone: ``dataset[i]`` is image ``i`` by ``spdl.io.load_image`` (rgb24), in the calling thread."""
 
     def __init__(self, images: PassImages) -> None:
         self.images = images

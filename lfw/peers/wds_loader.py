@@ -4,6 +4,7 @@ person folder. The one-off conversion is the shards' build."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import torch
@@ -14,10 +15,7 @@ from lfw.peers.contract import DataLoaderPeer, PassImages, images_per_shard, lib
 DISTRIBUTIONS = ("webdataset",)
 INSTALL = "pip install webdataset (make peers)"
 DECODER = "pil"
-
-
-def missing() -> str | None:
-    return not_importable("webdataset", INSTALL, "webdataset")
+missing = partial(not_importable, "webdataset", INSTALL, "webdataset")  # why it cannot run here, or None
 
 
 def convert(images: PassImages) -> dict[str, Any]:

@@ -1,12 +1,10 @@
 """Decode pipelines: what would be faster than PIL through DataLoader workers?
 
 A :class:`Pipeline` names one way of getting LFW from storage into a batch (docs/decoders.md): its ``decoder``
-(:mod:`lfw.pipelines.decoders`), ``storage`` (loose ``files``, ``tar`` shards, a decoded ``memmap``), decode
-``threads`` per loading process, ``output`` (``uint8``, ``float``, or ``deferred``: normalized per batch by the
-consumer) and ``batching`` (``items`` collated by the DataLoader, reusable shared-memory ``slots``,
-:mod:`lfw.pipelines.slots`, or ``device``: the files' bytes, decoded per batch by the consumer on the accelerator,
-:mod:`lfw.pipelines.device_decode`). :meth:`Pipeline.dataset` is an ordinary dataset, measured by
-:class:`~lfw.measure.LoaderPass` like every other configuration."""
+(:mod:`lfw.pipelines.decoders`), ``storage`` (loose ``files``, ``tar`` shards, a decoded ``memmap``), decode ``threads``
+per loading process, ``output`` (``uint8``, ``float``, or ``deferred``: normalized per batch by the consumer) and
+``batching`` (``items`` collated by the DataLoader, reusable shared-memory ``slots``, or ``device``: the files' bytes
+decoded per batch by the consumer on the accelerator). :meth:`Pipeline.dataset` is an ordinary dataset."""
 
 from __future__ import annotations
 
@@ -47,11 +45,10 @@ class Pipeline:
                                      ("output", self.output, PIPELINE_OUTPUTS),
                                      ("batching", self.batching, BATCHINGS)):
             check_choice(what, value, choices)
-        if self.batching == "slots" and (self.storage, self.threads, self.output, self.size) != ("files", 0, "uint8",
-                                                                                                None):
+        plain = (self.storage, self.threads, self.output, self.size) == ("files", 0, "uint8", None)
+        if self.batching == "slots" and not plain:
             raise LFWError("slot batches decode loose files to uint8 at their own size, one image at a time")
-        if self.batching == "device" and (self.decoder, self.storage, self.threads, self.output, self.size) != (
-                "tvio", "files", 0, "uint8", None):
+        if self.batching == "device" and not (plain and self.decoder == "tvio"):
             raise LFWError("a decode on the device reads loose files and decodes them with torchvision (tvio) to uint8")
         if self.threads and self.storage != "files":
             raise LFWError("decode threads apply to loose files only (tar shards stream, a memmap does not decode)")

@@ -1,9 +1,7 @@
-"""The datasets a decode pipeline reads through: loose JPEGs, tar shards, a pre-decoded uint8 memmap.
-
-Each gives ``(image, label)`` items, the image a (3, H, W) ``uint8`` tensor or ImageNet-normalized ``float32``,
-optionally resized to ``size`` x ``size``: :class:`JpegFiles` (:class:`~lfw.data.dataset.LFWDataset` with a
-decoder as its loader, optionally a decode thread pool), :class:`TarShards` (one sequential read per shard),
-:class:`DecodedMemmap` (no decode: the decode-free ceiling)."""
+"""The datasets a decode pipeline reads through, each giving ``(image, label)`` items, the image a (3, H, W) ``uint8``
+or ImageNet-normalized ``float32`` tensor, optionally resized to ``size`` x ``size``: :class:`JpegFiles` (loose JPEGs,
+optionally on a decode thread pool), :class:`TarShards` (one sequential read per shard) and :class:`DecodedMemmap`
+(a pre-decoded uint8 memmap: no decode, the decode-free ceiling)."""
 
 from __future__ import annotations
 
@@ -94,17 +92,15 @@ class DecodeFile:
 
 
 class JpegFiles(LFWDataset):
-    """LFW's loose JPEGs through ``decoder``; with ``threads > 0`` the DataLoader's batched fetch
-    (``__getitems__``) decodes the batch on the loading process's :class:`ProcessThreads`.
+    """LFW's loose JPEGs through ``decoder``; with ``threads > 0`` the DataLoader's batched fetch (``__getitems__``)
+    decodes the batch on the loading process's :class:`ProcessThreads`.
 
     Args:
-        root: as for :class:`~lfw.data.dataset.LFWDataset`.
+        root, on_error: as for :class:`~lfw.data.dataset.LFWDataset` (``on_error``: ``"raise"`` or ``"skip"``).
         decoder: one of :data:`lfw.pipelines.decoders.DECODERS`.
         size: resize to ``size`` x ``size`` after decoding (``pil-draft`` decodes at a reduced scale for it).
         output: ``"uint8"`` or ``"float"`` (normalized in the loading process).
-        threads: 0 for one item at a time; N for a pool of N decode threads per loading process.
-        on_error: ``"raise"`` or ``"skip"``, as for :class:`~lfw.data.dataset.LFWDataset`.
-    """
+        threads: 0 for one item at a time; N for a pool of N decode threads per loading process."""
 
     def __init__(self, root: str | os.PathLike[str], decoder: str = "pil", size: int | None = None,
                  output: str = "uint8", threads: int = 0, on_error: OnError = "raise") -> None:
@@ -125,9 +121,8 @@ class JpegFiles(LFWDataset):
 
 
 class TarShards(IterableDataset):
-    """Images stored as tar shards (``<Person>/<file>.jpg`` members), read sequentially, decoded by ``decoder``.
-
-    Worker n reads every n-th shard. A member that cannot be decoded is a :class:`~lfw.errors.CorruptImageError`
+    """Images stored as tar shards (``<Person>/<file>.jpg`` members), read sequentially, decoded by ``decoder``;
+    worker n reads every n-th shard. A member that cannot be decoded is a :class:`~lfw.errors.CorruptImageError`
     naming ``shard:member`` or, with ``on_error="skip"``, dropped and counted in :attr:`bad_files`."""
 
     def __init__(self, shards: Sequence[Path], classes: Sequence[str], images: int, decoder: str = "pil",
@@ -168,7 +163,6 @@ class TarShards(IterableDataset):
                         continue
                     handle = tar.extractfile(member)
                     data = handle.read() if handle is not None else b""
-                    person = member.name.split("/", 1)[0]
                     t = clock.add(READ, t, images=1)
                     try:
                         image = decode(self.decoder, data, f"{shard.name}:{member.name}", self.draft, clock)
@@ -180,8 +174,7 @@ class TarShards(IterableDataset):
                         yield None
                         t = now()
                         continue
-                    item = self.finish(image), self.label_of.get(person, -1)
-                    yield item
+                    yield self.finish(image), self.label_of.get(member.name.split("/", 1)[0], -1)
                     t = now()
         except (tarfile.TarError, EOFError, OSError) as exc:
             raise CorruptImageError(f"cannot read tar shard {shard}: {exc}; rebuild it (delete the file and "

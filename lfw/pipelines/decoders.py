@@ -1,11 +1,8 @@
-"""JPEG decoders behind one interface, with one behaviour on bad files.
-
-Each turns a JPEG's bytes into an RGB ``uint8`` (3, H, W) tensor: ``pil`` (the presets' path), ``pil-draft``
-(``Image.draft`` decodes at a reduced DCT scale no smaller than ``size``), ``tvio``
-(``torchvision.io.decode_jpeg``) and ``simplejpeg`` (strict, releases the GIL). Bad files fail the same way in
-every decoder: the bytes are sniffed first (empty, PNG or GIF under a ``.jpg`` name), then any decoder error,
-truncation included, is a :class:`~lfw.errors.CorruptImageError` naming the file. With a
-:class:`~lfw.measure.stages.StageClock`, the decoder that really ran counts the image under its own name."""
+"""JPEG decoders behind one interface: a JPEG's bytes to an RGB ``uint8`` (3, H, W) tensor by ``pil`` (the presets'
+path), ``pil-draft`` (``Image.draft``: a reduced DCT scale no smaller than ``size``), ``tvio`` (``torchvision.io``)
+or ``simplejpeg`` (strict, releases the GIL). Bad files fail alike in each: the bytes are sniffed first (empty, PNG
+or GIF under a ``.jpg`` name), then any decoder error, truncation included, is a :class:`~lfw.errors.CorruptImageError`
+naming the file. With a :class:`~lfw.measure.stages.StageClock`, the decoder that really ran counts the image."""
 
 from __future__ import annotations
 
@@ -77,11 +74,7 @@ def _simplejpeg(data: bytes | bytearray, size: int | None) -> Decoded:
 
 
 _DECODE: dict[str, Callable[[bytes | bytearray, int | None], Decoded]] = {
-    "pil": lambda data, size: _pil(data, None),
-    "pil-draft": _pil,
-    "tvio": _tvio,
-    "simplejpeg": _simplejpeg,
-}
+    "pil": lambda data, size: _pil(data, None), "pil-draft": _pil, "tvio": _tvio, "simplejpeg": _simplejpeg}
 
 
 def check_decoder(name: str) -> str:
@@ -102,8 +95,7 @@ def decode(decoder: str, data: bytes | bytearray, where: str, size: int | None =
 
     Raises:
         CorruptImageError: the bytes are not a JPEG, or the decoder failed on them (truncated, corrupt)."""
-    reason = not_jpeg(data)
-    if reason is not None:
+    if (reason := not_jpeg(data)) is not None:
         raise CorruptImageError(f"cannot decode image {where}: {reason}; {corrupt_image_fix()}")
     try:
         image, ran = _DECODE[decoder](data, size)

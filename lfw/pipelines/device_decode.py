@@ -1,9 +1,8 @@
-"""GPU decode as a pipeline (``Pipeline("tvio", batching="device")``): DataLoader workers read each file's bytes,
-the main process decodes the whole batch in one ``torchvision.io.decode_jpeg(list, device=...)`` call, the pass's
-``step`` (:meth:`lfw.pipelines.Pipeline.consumer_step`), timed by :class:`~lfw.measure.LoaderPass` like every other
-configuration. :class:`DeviceDecodeSweep` is the decode of bytes already in memory alone: the device decoder's own
-limit, a rotation member beside the pipeline (:mod:`lfw.suite.runner`). Without CUDA both run on the CPU stand-in
-(:func:`lfw.measure.device.accelerator`)."""
+"""GPU decode as a pipeline (``Pipeline("tvio", batching="device")``): DataLoader workers read the files' bytes, the
+main process decodes each batch in one ``torchvision.io.decode_jpeg(list, device=...)`` call, the pass's ``step``
+(:meth:`lfw.pipelines.Pipeline.consumer_step`). :class:`DeviceDecodeSweep` is that decode alone, of bytes already in
+memory: the device decoder's own limit (a rotation member, :mod:`lfw.suite.runner`). Without CUDA both run on the CPU
+stand-in (:func:`lfw.measure.device.accelerator`)."""
 
 from __future__ import annotations
 
@@ -55,8 +54,7 @@ class JpegByteBatches(Dataset):
 
 
 def decode_step(device: str | None = None) -> Callable[[Any], None]:
-    """The pass's ``step``: decode the batch's bytes on ``device`` (default :func:`accelerator`) in one call, then
-    synchronize."""
+    """The pass's ``step``: one decode of the batch's bytes on ``device`` (default: :func:`accelerator`), synced."""
     from torchvision.io import decode_jpeg
 
     where = device or accelerator()

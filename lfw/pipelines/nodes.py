@@ -1,9 +1,8 @@
 """A torchdata.nodes pipeline over a map-style dataset, shaped so that :class:`~lfw.measure.LoaderPass` measures it.
 
 ``IterableWrapper(indices) -> ParallelMapper(GetItem(dataset), num_workers, method) -> Batcher -> Mapper(collate)
--> Loader``, mapping on threads of the main process or in processes. :class:`NodesPass` adds what torchdata lacks:
-a way to stop, a batch timeout, a dead worker noticed; it reaches torchdata 0.11's private ``_ParallelMapperIter``
-through :func:`mapper_iter` only. The whole contract: docs/threads.md ("The adapter")."""
+-> Loader``. :class:`NodesPass` adds what torchdata lacks: a way to stop, a batch timeout, a dead worker noticed;
+it reaches torchdata 0.11's private ``_ParallelMapperIter`` through :func:`mapper_iter` only (docs/threads.md)."""
 
 from __future__ import annotations
 
@@ -59,8 +58,7 @@ if hasattr(os, "register_at_fork"):
 
 
 class GetItem:
-    """The map function ``index -> dataset[index]``: a class, so a spawned worker can unpickle it (and then arms
-    ``die_with_parent``)."""
+    """The map ``index -> dataset[index]``: a class, so a spawned worker unpickles it (and arms ``die_with_parent``)."""
 
     def __init__(self, dataset: Dataset) -> None:
         self.dataset = dataset
@@ -77,8 +75,7 @@ class GetItem:
 
 def mapper_iter(mapper: Any) -> Any:
     """The live ``_ParallelMapperIter`` behind a ``ParallelMapper`` (0.11: ``ParallelMapper._it._it``), else None."""
-    impl = getattr(mapper, "_it", None)
-    return getattr(impl, "_it", None)
+    return getattr(getattr(mapper, "_it", None), "_it", None)
 
 
 def map_processes(mapper: Any) -> list[multiprocessing.process.BaseProcess]:
@@ -88,8 +85,7 @@ def map_processes(mapper: Any) -> list[multiprocessing.process.BaseProcess]:
 
 
 def exit_status(pid: int) -> int | None:
-    """The exit code of an ended child (negative: killed by that signal), or None while it runs; read with
-    ``WNOWAIT``, so its CPU times stay readable."""
+    """An ended child's exit code (negative: its signal), else None; read with ``WNOWAIT``: CPU times stay readable."""
     try:
         ended = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     except ChildProcessError:  # reaped already, or not a child of this process
@@ -186,8 +182,7 @@ class NodesPass(Iterator[Any]):
     def _release(self) -> None:
         """Let go of the stopped pipeline now, as torchdata's ``reset()`` does (else a later fork inherits it and
         torchdata 0.11's ``__del__`` fails there)."""
-        it = mapper_iter(self._mapper)
-        if it is not None:
+        if (it := mapper_iter(self._mapper)) is not None:
             if isinstance(getattr(it, "_workers", None), list):
                 it._workers = []
             for name in ("_in_q", "_intermed_q"):
@@ -195,8 +190,7 @@ class NodesPass(Iterator[Any]):
                 if isinstance(q, multiprocessing.queues.Queue):
                     q.cancel_join_thread()  # never block on a pipe nobody reads any more
                     q.close()
-            impl = getattr(self._mapper, "_it", None)
-            if impl is not None:
+            if (impl := getattr(self._mapper, "_it", None)) is not None:
                 impl._it = None
         self._it = iter(())
         self._watch = None
@@ -220,8 +214,7 @@ class NodesPass(Iterator[Any]):
                                  "(a worker is stuck or far too slow)")
             else:
                 continue
-            stop = getattr(mapper_iter(self._mapper), "_stop", None)
-            if stop is not None:
+            if (stop := getattr(mapper_iter(self._mapper), "_stop", None)) is not None:
                 stop.set()  # the mapper's next() sees it within its queue timeout and stops
             return
 
@@ -229,8 +222,8 @@ class NodesPass(Iterator[Any]):
 class NodesLoader:
     """A torchdata.nodes pipeline over ``dataset`` that :class:`~lfw.measure.LoaderPass` measures like a DataLoader.
 
-    Items ``dataset[i]`` for ``i`` in ``indices`` (default: all, in order), batched (the last batch may be short)
-    and collated in the main process as :meth:`lfw.measure.LoaderConfig.build` collates. Each ``iter()`` closes the
+    Items ``dataset[i]`` for ``i`` in ``indices`` (default: all, in order), batched (the last batch may be short) and
+    collated in the main process as :meth:`lfw.measure.LoaderConfig.build` collates. Each ``iter()`` closes the
     previous pass and starts a new pipeline.
 
     Args:
@@ -246,8 +239,7 @@ class NodesLoader:
     def __init__(self, dataset: Dataset, *, num_workers: int, method: MapMethod = "thread", batch_size: int = 64,
                  indices: Sequence[int] | None = None, multiprocessing_context: str | None = None,
                  timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        missing = torchdata_missing()
-        if missing:
+        if missing := torchdata_missing():
             raise LFWError(missing)
         check_choice("map method", method, MAP_METHODS)
         if num_workers < 1:

@@ -2,9 +2,8 @@
 
 Items of :class:`SlotBatches` are whole batches (``batch_size=None``; docs/decoders.md, "Slot batches"): a worker
 returns a :class:`SlotBatch` of a few numbers (its rings the first time, :func:`receive_slot`); the main process
-gets ``(images, labels)``, views of the slot: ``images`` (B, 3, H, W) channels-last, ``labels`` int64.
-
-Contract: the slot is reused ``ring`` batches later; with ``prefetch_factor`` P a ring of P + 2 leaves one spare
+gets ``(images, labels)``, views of the slot: ``images`` (B, 3, H, W) channels-last, ``labels`` int64. Contract:
+the slot is reused ``ring`` batches later; with ``prefetch_factor`` P a ring of P + 2 leaves one spare
 (:meth:`~lfw.measure.LoaderConfig.build` refuses a smaller one); a consumer keeping a batch longer ``clone()``s it.
 Every image must decode to one size; one that does not is a one-line error naming the file."""
 
@@ -45,8 +44,7 @@ def receive_slot(key: str, pid: int, slot: int, n: int, rings: Rings | None) -> 
         for gone in [k for k in _ATTACHED if not psutil.pid_exists(k[1])]:
             del _ATTACHED[gone]
         _ATTACHED[(key, pid)] = rings
-    mine = _ATTACHED.get((key, pid))
-    if mine is None:
+    if (mine := _ATTACHED.get((key, pid))) is None:
         raise LFWError(f"a slot batch from worker pid {pid} names rings this process does not hold (its dataset "
                        "was collected, or the batch was unpickled by another process); iterate the loader that "
                        "made it")
@@ -82,8 +80,7 @@ class SlotBatches(Dataset):
         decoder: one of :data:`lfw.pipelines.decoders.DECODERS`; ``simplejpeg`` decodes into the slot itself.
         batch_size: images per batch (the last batch may be shorter).
         images: the first ``images`` images of the tree (all when None).
-        ring: slots per loading process.
-    """
+        ring: slots per loading process."""
 
     yields_batches = True  # items are whole batches: build the DataLoader with batch_size=None
 
@@ -105,8 +102,7 @@ class SlotBatches(Dataset):
         self.ring_size = ring
         self.paths = [path_at(self.files.paths, i) for i in range(self.images)]  # what cache modes touch
         self.labels = np.asarray(self.files.labels[: self.images], dtype=np.int64)
-        first = self.paths[0]
-        height, width = decode(self.decoder, read_file(first), first).shape[1:]
+        height, width = decode(self.decoder, read_file(self.paths[0]), self.paths[0]).shape[1:]
         self.shape = (int(height), int(width))
         self.key = uuid.uuid4().hex
         weakref.finalize(self, release_rings, self.key)  # in the main process: the rings its workers sent
@@ -144,8 +140,7 @@ class SlotBatches(Dataset):
         if self.decoder == "simplejpeg":
             import simplejpeg
 
-            reason = not_jpeg(data)
-            if reason is not None:
+            if (reason := not_jpeg(data)) is not None:
                 raise CorruptImageError(f"cannot decode image {path}: {reason}; {corrupt_image_fix()}")
             try:
                 image = simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True, buffer=out)

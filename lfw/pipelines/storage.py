@@ -1,7 +1,5 @@
-"""Storage formats made once from an LFW tree into the cache: tar shards and a decoded ``uint8`` memmap.
-
-Both live under ``<cache>/formats/<key>/`` (the key hashes the tree's path, file count and bytes), built with a
-progress bar into a staging folder renamed into place when complete."""
+"""Storage formats made once from an LFW tree into the cache, under ``<cache>/formats/<key>/`` (:func:`formats_dir`):
+tar shards and a decoded ``uint8`` memmap, each built with a progress bar in a staging folder renamed into place."""
 
 from __future__ import annotations
 
@@ -71,23 +69,19 @@ def decoded_memmap(root: str | os.PathLike[str]) -> tuple[Path, Path]:
     scan = scan_images(root)
     final = formats_dir(scan) / "memmap"
     images, labels = final / "images.npy", final / "labels.npy"
-    if not labels.exists():
-        with building(final) as staging:
-            _decode_into(scan, staging)
+    if labels.exists():
+        return images, labels
+    with building(final) as staging:
+        first = decode("pil", read_file(scan.paths[0]), scan.paths[0])
+        shape = (len(scan.paths), first.shape[1], first.shape[2], 3)
+        array = np.lib.format.open_memmap(staging / "images.npy", mode="w+", dtype=np.uint8, shape=shape)
+        for i, path in enumerate(tqdm(scan.paths, unit="img", desc="decoding LFW into a uint8 memmap")):
+            image = decode("pil", read_file(path), path)
+            if tuple(image.shape[1:]) != shape[1:3]:
+                raise LFWError(f"{path} is {image.shape[2]}x{image.shape[1]}, the others {shape[2]}x{shape[1]}: "
+                               "a decoded memmap needs images of one size")
+            array[i] = image.permute(1, 2, 0).numpy()
+        array.flush()
+        del array
+        np.save(staging / "labels.npy", np.asarray(scan.labels, dtype=np.int32))
     return images, labels
-
-
-def _decode_into(scan: ScanResult, staging: Path) -> None:
-    """Decode every image of ``scan`` into ``staging/images.npy`` and write ``staging/labels.npy``."""
-    first = decode("pil", read_file(scan.paths[0]), scan.paths[0])
-    shape = (len(scan.paths), first.shape[1], first.shape[2], 3)
-    array = np.lib.format.open_memmap(staging / "images.npy", mode="w+", dtype=np.uint8, shape=shape)
-    for i, path in enumerate(tqdm(scan.paths, unit="img", desc="decoding LFW into a uint8 memmap")):
-        image = decode("pil", read_file(path), path)
-        if tuple(image.shape[1:]) != shape[1:3]:
-            raise LFWError(f"{path} is {image.shape[2]}x{image.shape[1]}, the others {shape[2]}x{shape[1]}: "
-                           "a decoded memmap needs images of one size")
-        array[i] = image.permute(1, 2, 0).numpy()
-    array.flush()
-    del array
-    np.save(staging / "labels.npy", np.asarray(scan.labels, dtype=np.int32))

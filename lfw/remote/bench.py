@@ -1,10 +1,8 @@
 """The remote group's measurement: each pass through the proxy at the case's injected latency, with its traffic.
 
-A :class:`RemoteMember` is a rotation member (:mod:`lfw.measure.rotation`): one LoaderPass per ``measure()``
-with the proxy's counters for exactly that pass in ``PassResult.extra``. :class:`EndpointCeiling` is the
-endpoint's own zero-latency rate, measured in the same rotation. :func:`remote_law` holds a case's steady rate
-against that ceiling and Little's law and names the limit that caps it. Each rule: docs/remote.md ("Passes with a
-steady state", "Per case").
+:class:`RemoteMember` and :class:`EndpointCeiling` are rotation members (:mod:`lfw.measure.rotation`);
+:func:`remote_law` holds a case's steady rate against that ceiling and Little's law and names the limit that caps
+it. Each rule: docs/remote.md ("Passes with a steady state", "Per case").
 """
 
 from __future__ import annotations
@@ -127,17 +125,14 @@ def limiting(info: Mapping[str, Any], *, in_flight_limit: int, processes: int, p
     if processes * pool < in_flight_limit and in_flight >= NEAR_LIMIT * processes * pool:
         return "pool"
     busy = (info.get(K.CPU_UTILIZATION) or 0.0) + (info.get(K.ENDPOINT_CPU_UTILIZATION) or 0.0)
-    if busy >= BUSY_CORES:
-        return "client CPU"
-    return "idle request slots"
+    return "client CPU" if busy >= BUSY_CORES else "idle request slots"
 
 
 def remote_law(info: Mapping[str, Any], ceiling: Sequence[float], *, in_flight_limit: int, processes: int,
                pool: int) -> dict[str, Any]:
-    """What a remote case's record adds, and drops: the steady rate against the ceiling (an invalid one becomes
-    ``None`` values for the caller to remove), Little's law's error (the steady rate over the law's rate for the
-    measured in flight and request time, less 1), and the limit. Returns the keys to update; a key mapped to None
-    is to be removed."""
+    """What a remote case's record adds, and drops: the steady rate against the ceiling, Little's law's error (the
+    steady rate over the law's rate for the measured in flight and request time, less 1) and the limit. Returns
+    the keys to update; a key mapped to None (an invalid steady rate's) is to be removed."""
     out: dict[str, Any] = steady_against_ceiling(info, ceiling)
     if K.STEADY_INVALID in out:
         out.update({K.STEADY_IMAGES_PER_S: None, K.rounds(K.STEADY_IMAGES_PER_S): None})
@@ -175,7 +170,7 @@ class EpochOrder(SequentialSampler):
 
 
 class RemoteMember:
-    """One remote configuration in a rotation: set the latency, reset the counters, one pass, read them."""
+    """One remote configuration in a rotation: set the latency, reset the counters, one pass, its counters in extra."""
 
     def __init__(self, runner: LoaderPass, s3: LocalS3, case: RemoteCase) -> None:
         self.runner = runner
@@ -191,8 +186,7 @@ class RemoteMember:
         endpoint_cpu = self._endpoint_cpu() - endpoint_cpu0
         stats = self.s3.stats(reset=True)
         self.runner.finish()
-        limit = self.case.in_flight_limit(self.runner.loader.num_workers)
-        result.extra.update(traffic(stats, result.images, limit))
+        result.extra.update(traffic(stats, result.images, self.case.in_flight_limit(self.runner.loader.num_workers)))
         if result.wall_s > 0:
             result.extra[K.ENDPOINT_CPU_UTILIZATION] = endpoint_cpu / (result.wall_s * usable_cores())
         return result
@@ -225,7 +219,7 @@ class RemoteMember:
 
 
 class EndpointCeiling:
-    """The endpoint's zero-latency rate: ``CEILING_THREADS`` threads GET the objects, nothing is decoded."""
+    """The endpoint's own zero-latency rate in the rotation: ``CEILING_THREADS`` threads GET, nothing is decoded."""
 
     def __init__(self, data: S3LFW, s3: LocalS3) -> None:
         self.data = data

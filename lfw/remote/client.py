@@ -90,11 +90,9 @@ class S3Reader:
     def list_keys(self, suffixes: tuple[str, ...] = (".jpg", ".jpeg")) -> list[str]:
         """Every key under ``<prefix>/`` ending in one of ``suffixes``, sorted (the listing retried as a whole)."""
         def listing() -> list[str]:
-            keys: list[str] = []
-            paginator = self.client.get_paginator("list_objects_v2")
-            for page in paginator.paginate(Bucket=self.settings.bucket, Prefix=f"{self.settings.prefix}/"):
-                keys += [o["Key"] for o in page.get("Contents", []) if o["Key"].lower().endswith(suffixes)]
-            return keys
+            pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.settings.bucket,
+                                                                          Prefix=f"{self.settings.prefix}/")
+            return [o["Key"] for page in pages for o in page.get("Contents", []) if o["Key"].lower().endswith(suffixes)]
 
         return sorted(self._retrying(listing, self.settings.url(f"{self.settings.prefix}/")))
 
@@ -156,18 +154,12 @@ class S3Reader:
 
 
 def _transient(exc: BaseException) -> bool:
-    from botocore.exceptions import (
-        ConnectionClosedError,
-        ConnectTimeoutError,
-        EndpointConnectionError,
-        IncompleteReadError,
-        ReadTimeoutError,
-        ResponseStreamingError,
-    )
+    from botocore import exceptions as bx
     from urllib3.exceptions import ProtocolError
 
-    return isinstance(exc, ConnectionClosedError | ConnectTimeoutError | EndpointConnectionError | IncompleteReadError
-                      | ReadTimeoutError | ResponseStreamingError | ProtocolError | ConnectionError)
+    return isinstance(exc, bx.ConnectionClosedError | bx.ConnectTimeoutError | bx.EndpointConnectionError
+                      | bx.IncompleteReadError | bx.ReadTimeoutError | bx.ResponseStreamingError | ProtocolError
+                      | ConnectionError)
 
 
 def _describe(exc: BaseException) -> str:

@@ -45,9 +45,8 @@ class S3LFW(Dataset):
         if not keys:
             raise LFWError(f"no JPEG objects under {settings.url(settings.prefix + '/')}; upload LFW there first "
                            "(lfw.remote.endpoint.upload_tree)")
-        people = sorted({k.split("/")[-2] for k in keys})
-        label_of = {name: i for i, name in enumerate(people)}
-        self.classes = people
+        self.classes = sorted({k.split("/")[-2] for k in keys})
+        label_of = {name: i for i, name in enumerate(self.classes)}
         self.keys = np.array([k.encode() for k in keys], dtype=np.bytes_)
         self.labels = np.array([label_of[k.split("/")[-2]] for k in keys], dtype=np.int32)
         self.pool = ProcessThreads("lfw-s3")
@@ -62,8 +61,7 @@ class S3LFW(Dataset):
         return self.reader.get(self.key(i))
 
     def __getitem__(self, i: int) -> Item:
-        where = f"s3://{self.reader.settings.bucket}/{self.key(i)}"
-        return decode("pil", self.fetch(i), where), int(self.labels[i])
+        return decode("pil", self.fetch(i), f"s3://{self.reader.settings.bucket}/{self.key(i)}"), int(self.labels[i])
 
     def __getitems__(self, indices: Sequence[int]) -> list[Item]:
         if self.strategy == "serial":

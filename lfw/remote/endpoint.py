@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,26 +61,20 @@ class LocalS3:
 @contextmanager
 def local_s3(seed: int = 0) -> Iterator[LocalS3]:
     """moto and the proxy on 127.0.0.1, stopped when the block ends whatever happens."""
-    children: list[Child] = []
-    try:
+    with ExitStack() as started:  # stops them in reverse order
         moto = Child("the S3 endpoint (moto)", [sys.executable, "-m", "lfw.remote.moto_server"])
-        children.append(moto)
+        started.callback(moto.stop)
         moto.handshake(START_TIMEOUT_S)
         proxy = Child("the latency proxy", [sys.executable, "-m", "lfw.remote.proxy", "--upstream",
                                             f"127.0.0.1:{moto.ready['port']}", "--seed", str(seed)])
-        children.append(proxy)
+        started.callback(proxy.stop)
         proxy.handshake(START_TIMEOUT_S)
         yield LocalS3(moto, proxy)
-    finally:
-        for child in reversed(children):
-            child.stop()
 
 
 def upload_tree(settings: S3Settings, root: str | os.PathLike[str], images: int | None = None) -> int:
-    """Create the bucket and put the first ``images`` JPEGs of the tree (all when None) under ``settings.prefix``.
-
-    Returns the number of objects written. Keys keep LFW's layout: ``<prefix>/<Person>/<Person>_0001.jpg``.
-    """
+    """Create the bucket and put the first ``images`` JPEGs of the tree (all when None) under ``settings.prefix``
+    in LFW's layout (``<prefix>/<Person>/<Person>_0001.jpg``); returns the number of objects written."""
     scan = scan_images(root)
     paths = scan.paths[:images]
     client = s3_client(settings)

@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -125,8 +126,8 @@ class Proxy:
         self.window = Window()
         self.rng = random.Random(seed)
 
-    # --- control (called in the event loop) -------------------------------------------------------------------
     def control(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Answer one command (called in the event loop)."""
         op = message.get("op")
         if op == "configure":
             values = {k: float(v) for k, v in message.items() if k != "op"}
@@ -151,7 +152,6 @@ class Proxy:
             return stats
         return {"error": f"unknown op {op!r}"}
 
-    # --- traffic ------------------------------------------------------------------------------------------------
     def delay_s(self) -> float:
         s = self.shaping
         if s.latency_ms <= 0:
@@ -177,13 +177,12 @@ class Proxy:
             writer.close()
             return
         try:
-            while await self.one_exchange(reader, writer, up_reader, up_writer):
-                pass
-        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
-            pass
+            with suppress(ConnectionError, asyncio.IncompleteReadError, ValueError):
+                while await self.one_exchange(reader, writer, up_reader, up_writer):
+                    pass
         finally:
-            for w in (writer, up_writer):
-                w.close()
+            writer.close()
+            up_writer.close()
 
     async def one_exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                            up_reader: asyncio.StreamReader, up_writer: asyncio.StreamWriter) -> bool:
@@ -232,7 +231,7 @@ class Proxy:
             status = int(status_line.split()[1])
             if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
                 pass
-            elif "chunked" in response_headers.get("transfer-encoding", ""):
+            elif "chunked" in response_headers.get("transfer-encoding", "").lower():
                 sent += await self.relay_chunked(up_reader, writer)
             elif "content-length" in response_headers:
                 length = int(response_headers["content-length"])
@@ -293,13 +292,8 @@ class Proxy:
 def parse_head(head: bytes) -> tuple[str, dict[str, str]]:
     """A request's or a response's first line and its headers (names lower-cased)."""
     first, *lines = head.decode("latin-1").split("\r\n")
-    out = {}
-    for line in lines:
-        name, sep, value = line.partition(":")
-        if sep:
-            out[name.strip().lower()] = value.strip().lower() if name.strip().lower() == "transfer-encoding" \
-                else value.strip()
-    return first, out
+    fields = (line.partition(":") for line in lines)
+    return first, {name.strip().lower(): value.strip() for name, sep, value in fields if sep}
 
 
 def request_kind(method: str, target: str) -> str:
@@ -321,8 +315,7 @@ def reset(writer: asyncio.StreamWriter) -> None:
 async def serve(upstream: tuple[str, int], seed: int) -> None:
     proxy = Proxy(upstream, seed)
     server = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    print(json.dumps({"port": port}), flush=True)
+    print(json.dumps({"port": server.sockets[0].getsockname()[1]}), flush=True)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 

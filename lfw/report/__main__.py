@@ -1,8 +1,7 @@
 """``python -m lfw.report [RUN.json ...] --out reports/``: charts, a summary page and an HTML page from saved runs.
 
-No run named: the newest autosaved run under ``.benchmarks/``; one run: its report; two: the first is the
-baseline, and the report adds the comparison and the gate's verdict per case (:mod:`lfw.report.verdict`).
-See docs/reports.md.
+No run named: the newest autosaved run under ``.benchmarks/``; one run: its report; two: the first is the baseline,
+and the report adds the comparison and the gate's verdict per case (:mod:`lfw.report.verdict`). See docs/reports.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The decoders group at scale: how many accelerators each decode pipeline keeps at AU >= 90%.
-
-A findings item with a table from :func:`lfw.diagnose.feeds.feeds_table` (imported on first use: it imports
-torch); the model: docs/diagnose.md ("How many accelerators a pipeline feeds").
+"""The decoders group at scale: a findings item with a table (:func:`lfw.diagnose.feeds.feeds_table`, imported on
+first use: it imports torch) of how many accelerators each decode pipeline keeps at AU >= 90% (docs/diagnose.md).
 """
 
 from __future__ import annotations

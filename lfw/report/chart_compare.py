@@ -1,7 +1,5 @@
-"""Chart 4: a baseline run and a current run, case by case, with the gate's verdict on each.
-
-Both sides as % of the baseline's mean (± sd over rounds), the current one coloured by its verdict; efficiency,
-where both runs hold it, else images/s.
+"""Chart 4: a baseline and a current run, case by case, as % of the baseline's mean (± sd over rounds), the current
+one coloured by the gate's verdict; efficiency where both runs hold it, else images/s.
 """
 
 from __future__ import annotations
@@ -39,20 +37,18 @@ def compare_chart(base: Run, current: Run, verdicts: list[CaseVerdict], judged_b
     default = NOT_JUDGED if not_judged else "unchanged"
     labels = [by_case[c.fullname].label if c.fullname in by_case else default for _, c in pairs]
     fig, (ax,) = new_figure(10.0, bar_height(len(pairs), per_row=0.3))
-    ys = np.arange(len(pairs))
-    for y, (old, now), label in zip(ys, pairs, labels, strict=True):
+    ticks = []
+    for y, (old, now), label in zip(np.arange(len(pairs)), pairs, labels, strict=True):
         metric = drawn_metric(old, now)
         (m0, s0), (m1, s1) = mean_sd(old.rounds(metric)), mean_sd(now.rounds(metric))
         scale = 100 / m0
         ax.errorbar([m0 * scale], [y - OFFSET], xerr=[s0 * scale], color=BASE_COLOUR, marker="o", **ERRORBAR)
         ax.errorbar([m1 * scale], [y + OFFSET], xerr=[s1 * scale], color=VERDICT_COLOURS.get(label, "#7f7f7f"),
                     marker="D", **ERRORBAR)
-    ticks = []
-    for (_, case), label in zip(pairs, labels, strict=True):
-        verdict = by_case.get(case.fullname)
+        verdict = by_case.get(now.fullname)
         change = f" {verdict.change:+.0%}" if verdict and verdict.change is not None else ""
         shown = "" if label in ("unchanged", NOT_JUDGED) else f": {label}"
-        ticks.append(f"{case.label}{shown}{change}")
+        ticks.append(f"{now.label}{shown}{change}")
     label_rows(ax, ticks, [c.group for _, c in pairs], fontsize=8)
     for tick, label in zip(ax.get_yticklabels(), labels, strict=True):
         if label in ("regressed", "improved"):

@@ -1,12 +1,12 @@
-"""Chart 2: one DataLoader knob at a time (batch size, pin_memory, prefetch_factor, start method, ...).
-
-Panels: images/s and time to first batch (mean ± sd over rounds), and the paired ratio of each value's images/s
-to a reference value with its signed-rank interval. Numeric knobs are lines, others grouped bars.
+"""Charts 1 and 2, the DataLoader's knobs: num_workers (:func:`workers_chart`), and one other knob at a time (batch
+size, pin_memory, prefetch_factor, start method, ...): images/s and time to first batch (mean ± sd over rounds), each
+value's paired images/s ratio to a reference value with its signed-rank interval; numeric knobs as lines, others as
+grouped bars. Legends name the varying knobs in words.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import Any
 
@@ -14,13 +14,13 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from lfw.cli.figures import ERRORBAR, bar_height, colour_map, dodged_errorbar, label_rows, new_figure
-from lfw.report.legend import describe, format_value, sort_key, varying_keys
+from lfw.cli.figures import ERRORBAR, bar_height, colour_map, dodge, dodged_errorbar, label_rows, new_figure
 from lfw.results import Case, Run
 from lfw.results import keys as K
 from lfw.results import knobs as KN
 from lfw.results.knobs import BATCH_SIZE, NUM_WORKERS, PIN_MEMORY, PREFETCH_FACTOR, START_METHOD
 from lfw.results.ratios import Ratio, ratio
+from lfw.results.recommend import Recommendation, scaling_cases
 from lfw.stats.variation import mean_sd
 
 METRICS = {
@@ -30,6 +30,34 @@ METRICS = {
     K.H2D_GB_S: ("host-to-device copy, GB/s (higher is better)", 1.0),
 }
 DEFAULT_METRICS = (K.IMAGES_PER_S, K.TTFB_S)
+
+
+def varying_keys(cases: Iterable[Case], exclude: Iterable[str] = ()) -> list[str]:
+    """Param names that take more than one value over ``cases``: what a legend must tell apart."""
+    cases = list(cases)
+    skip = set(exclude)
+    keys = dict.fromkeys(k for c in cases for k in c.params if k not in skip)
+    return [k for k in keys if len({repr(c.params.get(k)) for c in cases}) > 1]
+
+
+def describe(case: Case, keys: Iterable[str]) -> str:
+    """``num_workers=2, transform=heavy`` for the given keys (the case label when there are none)."""
+    return ", ".join(f"{k}={format_value(case.value(k))}" for k in keys) or case.label
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "default" if value is None else str(value)
+
+
+def sort_key(value: Any) -> tuple[int, Any]:
+    """Order knob values numbers first (numerically), then the rest by text; None (the default) first."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, int | float):
+        return (1, value)
+    return (2, str(value))
 
 
 def split_series(cases: Sequence[Case], key: str) -> dict[str, list[Case]]:
@@ -49,16 +77,13 @@ def _scaled(case: Case, metric: str) -> tuple[float, float]:
 def ratios_to(members: Sequence[Case], key: str, reference: Any) -> list[tuple[Case, Ratio]]:
     """Each member's paired images/s ratio to the member whose ``key`` is ``reference`` (none if unpaired)."""
     ref = next((c for c in members if c.value(key) == reference), None)
-    if ref is None:
-        return []
-    return [(c, r) for c in members if (r := ratio(c, ref)) is not None]
+    return [(c, r) for c in members if (r := ratio(c, ref)) is not None] if ref is not None else []
 
 
 def draw_ratios(ax: Axes, xs: Sequence[float], found: Sequence[Ratio], reference: Any, **style: Any) -> None:
     """Estimates with asymmetric interval bars, and the line of no difference."""
-    estimates = np.array([r.estimate for r in found])
     bars = np.array([[r.estimate - r.low for r in found], [r.high - r.estimate for r in found]])
-    ax.errorbar(xs, estimates, yerr=bars, linestyle="none", **style)
+    ax.errorbar(xs, np.array([r.estimate for r in found]), yerr=bars, linestyle="none", **style)
     ax.axhline(1.0, color="black", linewidth=0.8)
     confidence = min(r.confidence for r in found)
     ax.set_ylabel(f"images/s ratio to {format_value(reference)}\n(paired by round, {confidence:.1%} interval)")
@@ -67,8 +92,8 @@ def draw_ratios(ax: Axes, xs: Sequence[float], found: Sequence[Ratio], reference
 def knob_chart(run: Run, group: str, key: str, *, xlabel: str, title: str, numeric: bool, log2: bool = False,
                metrics: Sequence[str] = DEFAULT_METRICS, reference: Any = None) -> Figure | None:
     """Metrics per value of one knob, a colour per combination of the other varying params, and ratios."""
-    cases = [c for c in run.group(group) if not numeric or (isinstance(c.value(key), int | float)
-                                                          and not isinstance(c.value(key), bool))]
+    cases = [c for c in run.group(group)
+             if not numeric or (isinstance(c.value(key), int | float) and not isinstance(c.value(key), bool))]
     if not cases:
         return None
     values = sorted({c.value(key) for c in cases}, key=sort_key)
@@ -148,6 +173,53 @@ def constants(cases: Sequence[Case], keys: Sequence[str] = (BATCH_SIZE.key, NUM_
     """`` (batch_size=64, num_workers=2)``: the main knobs that are the same in every case, for the title."""
     fixed = [k for k in keys if len({repr(c.value(k)) for c in cases}) == 1 and cases[0].value(k) is not None]
     return f" ({describe(cases[0], fixed)})" if fixed else ""
+
+
+def workers_chart(run: Run, knees: Sequence[Recommendation]) -> Figure | None:
+    """Chart 1, the course exercise's experiment: seconds per pass (left) and images/s (right) against num_workers,
+    one line per transform (mean ± sd over rounds), each of ``knees``' worker counts ringed."""
+    series = scaling_cases(run)
+    if not series:
+        return None
+    fig, (ax_sec, ax_rate) = new_figure(12.0, 5.0, ncols=2)
+    colours = colour_map(series)
+    knee_at = {r.transform: r.workers for r in knees if r.workers is not None}
+    for i, (transform, cases) in enumerate(series.items()):
+        workers = [c.knob(NUM_WORKERS, 0) for c in cases]
+        seconds = [mean_sd(c.seconds) for c in cases]
+        rates = [mean_sd(c.rounds(K.IMAGES_PER_S)) for c in cases]
+        sizes = {n for c in cases if (n := c.number(K.IMAGES)) is not None}
+        label = f"{transform} ({int(sizes.pop()):,} img/pass)" if len(sizes) == 1 else transform
+        style = {"color": colours[transform], "marker": "o", "label": label, **ERRORBAR}
+        dodged_errorbar(ax_sec, i, len(series), workers, seconds, **style)
+        dodged_errorbar(ax_rate, i, len(series), workers, rates, **style)
+        if (knee := knee_at.get(transform)) is not None:
+            shift = ax_rate.transData + dodge(fig, i, len(series))  # inside the limits its errorbar set
+            ax_rate.plot([knee], [rates[workers.index(knee)][0]], marker="o", markersize=15, linestyle="none",
+                         markerfacecolor="none", markeredgecolor=colours[transform], markeredgewidth=2,
+                         transform=shift)
+    all_workers = sorted({w for cases in series.values() for w in (c.knob(NUM_WORKERS, 0) for c in cases)},
+                         key=sort_key)
+    images = {n for cases in series.values() for c in cases if (n := c.number(K.IMAGES)) is not None}
+    per_pass = f" ({int(images.pop()):,} images)" if len(images) == 1 else ""
+    cores = run.machine.get(K.USABLE_CORES)
+    for ax in (ax_sec, ax_rate):
+        ax.set_xticks(all_workers)
+        ax.set_xlabel("num_workers (DataLoader worker processes)")
+        ax.set_ylim(bottom=0)
+        if isinstance(cores, int) and min(all_workers) <= cores <= max(all_workers):
+            ax.axvline(cores, color="grey", linestyle=":", linewidth=1.2)
+            ax.text(cores, 0.99, f" {cores} usable cores", transform=ax.get_xaxis_transform(), color="grey",
+                    va="top", fontsize=9)
+    ax_sec.set_ylabel(f"seconds per pass{per_pass}")
+    ax_sec.set_title("Time per pass (lower is better)")
+    ax_rate.set_ylabel("images/s")
+    ax_rate.set_title("Throughput (higher is better); ring: recommended workers")
+    ax_sec.legend(title="transform", loc="best")
+    rounds = max(len(c.seconds) for cases in series.values() for c in cases)
+    fig.suptitle(f"DataLoader scaling with num_workers: mean ± standard deviation over {rounds} rounds",
+                 fontweight="bold")
+    return fig
 
 
 # The knob charts of the report (lfw.report.render.dedicated_charts): one call of knob_chart each.

@@ -1,6 +1,5 @@
-"""Chart 3: memory of the process tree, over time and as growth per case.
-
-PSS and USS show the copy-on-access that RSS hides with forked workers (docs/methodology.md).
+"""Chart 3: memory of the process tree, over time, as growth per case and across epochs; PSS and USS show the
+copy-on-access that RSS hides with forked workers (docs/methodology.md).
 """
 
 from __future__ import annotations
@@ -10,7 +9,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from lfw.cli.figures import bar_height, colour_map, label_rows, new_figure
-from lfw.report.legend import describe, varying_keys
+from lfw.report.chart_knobs import describe, varying_keys
 from lfw.results import Case, Run
 from lfw.results import keys as K
 from lfw.results.knobs import INDEX
@@ -37,11 +36,8 @@ def timeline(case: Case) -> dict[str, list[float]]:
 
 def timeline_cases(run: Run) -> list[Case]:
     """Cases of the first memory group that has sampled timelines (the list-vs-numpy index cases)."""
-    for group in TIMELINE_GROUPS:
-        cases = [c for c in run.group(group) if timeline(c)]
-        if cases:
-            return cases
-    return []
+    found = ([c for c in run.group(group) if timeline(c)] for group in TIMELINE_GROUPS)
+    return next((cases for cases in found if cases), [])
 
 
 def timeline_chart(run: Run) -> Figure | None:
@@ -60,8 +56,7 @@ def timeline_chart(run: Run) -> Figure | None:
         if "pss" in points:
             ax_pss.plot(points["t"], points["pss"], color=colour, linewidth=2, marker=".", label=f"{label}: PSS")
         if "rss" in points:
-            ax_pss.plot(points["t"], points["rss"], color=colour, linewidth=1.2, linestyle=":",
-                        label=f"{label}: RSS")
+            ax_pss.plot(points["t"], points["rss"], color=colour, linewidth=1.2, linestyle=":", label=f"{label}: RSS")
         if uss_key in points:
             ax_uss.plot(points["t"], points[uss_key], color=colour, linewidth=2, marker=".", label=label)
     ax_pss.set_title("Tree PSS (solid) vs RSS (dotted): RSS misses copy-on-access")
@@ -71,16 +66,14 @@ def timeline_chart(run: Run) -> Figure | None:
     for ax in (ax_pss, ax_uss):
         ax.set_xlabel("time since the pass started, s")
         ax.legend(loc="best", fontsize=9)
-    fig.suptitle(f"Memory over one pass, sampled in the background (group '{cases[0].group}')",
-                 fontweight="bold")
+    fig.suptitle(f"Memory over one pass, sampled in the background (group '{cases[0].group}')", fontweight="bold")
     return fig
 
 
 def growth_cases(run: Run) -> list[Case]:
     """Cases of the memory groups when the run has them (growth is their point), else every case sampled."""
     sampled = [c for c in run.cases if c.number(K.PSS_GROWTH_MIB) is not None]
-    focused = [c for c in sampled if c.group in GROWTH_GROUPS]
-    return focused or sampled
+    return [c for c in sampled if c.group in GROWTH_GROUPS] or sampled
 
 
 def growth_chart(run: Run) -> Figure | None:
@@ -107,12 +100,9 @@ def growth_chart(run: Run) -> Figure | None:
 
 def leak_series(case: Case) -> dict[str, list[float]]:
     """The leak check's end-of-epoch memory series (:data:`lfw.results.keys.EPOCH_SERIES`), MiB, those the case has."""
-    found = {}
-    for key in K.EPOCH_SERIES:
-        values = case.extra.get(key)
-        if isinstance(values, list) and len(values) >= 2 and all(isinstance(v, int | float) for v in values):
-            found[key] = [float(v) for v in values]
-    return found
+    series = {key: case.extra.get(key) for key in K.EPOCH_SERIES}
+    return {key: [float(v) for v in values] for key, values in series.items()
+            if isinstance(values, list) and len(values) >= 2 and all(isinstance(v, int | float) for v in values)}
 
 
 def leak_chart(run: Run, group: str = "leak") -> Figure | None:

@@ -1,6 +1,5 @@
-"""Chart: images/s against injected latency, one line per strategy, with Little's-law bounds and the ceiling.
-
-One panel per worker count; a case without a steady state is ringed at its whole-pass rate.
+"""Chart: images/s against injected latency, one line per strategy, with Little's-law bounds and the ceiling; one
+panel per worker count, a case without a steady state ringed at its whole-pass rate.
 """
 
 from __future__ import annotations
@@ -38,8 +37,8 @@ def remote_chart(run: Run) -> Figure | None:
             xs = [position[c.knob(LATENCY_MS) or 0.0] for c in line]
             in_flight = int(line[0].number(K.IN_FLIGHT_LIMIT) or 0)
             steady = [c.number(K.STEADY_IMAGES_PER_S) is not None for c in line]
-            rates = [mean_sd(c.rounds(K.STEADY_IMAGES_PER_S if s else K.IMAGES_PER_S)) for c, s in zip(line, steady,
-                                                                                                      strict=True)]
+            rates = [mean_sd(c.rounds(K.STEADY_IMAGES_PER_S if s else K.IMAGES_PER_S))
+                     for c, s in zip(line, steady, strict=True)]
             dodged_errorbar(ax, i, len(strategies), xs, rates, color=colours[strategy], marker="o",
                             label=f"{strategy} (up to {in_flight} in flight)", **ERRORBAR)
             whole = [(x, r[0]) for x, r, s in zip(xs, rates, steady, strict=True) if not s]
@@ -54,10 +53,9 @@ def remote_chart(run: Run) -> Figure | None:
         ax.set_yscale("log")
         ax.set_title(f"{count} workers" if count else "main process (0 workers)")
         ax.legend(fontsize=7, loc="lower left")
-    low = min(ax.get_ylim()[0] for ax in axes)
-    high = max(ax.get_ylim()[1] for ax in axes)
+    limits = [ax.get_ylim() for ax in axes]
     for ax in axes:  # one scale for every panel, so worker counts compare at a glance
-        ax.set_ylim(low, high)
+        ax.set_ylim(min(low for low, _ in limits), max(high for _, high in limits))
     axes[0].set_ylabel("steady images/s (log)")
     fig.suptitle("LFW from S3 through the latency proxy: steady images/s against latency (mean ± sd over rounds)\n"
                  "dotted: Little's-law bound; ringed: no steady state, the whole pass's rate", fontweight="bold")

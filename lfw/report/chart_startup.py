@@ -1,7 +1,6 @@
-"""Chart: time to first batch against the pickled size of the dataset object each worker receives.
-
-One line per start method x workers; log-log, median over rounds with bars from the fastest to the slowest
-round. ``spawn`` and ``forkserver`` pickle the dataset into every worker; ``fork`` does not.
+"""Chart: time to first batch against the pickled size of the dataset object each worker receives (``spawn`` and
+``forkserver`` pickle it into every worker, ``fork`` does not); one line per start method x workers, log-log,
+median over rounds with bars from the fastest to the slowest round.
 """
 
 from __future__ import annotations
@@ -28,8 +27,7 @@ def by_start_method(cases: Sequence[Case]) -> dict[tuple[str, int], list[Case]]:
     """Cases by (start method, workers), each ordered by pickled size; keys fork, forkserver, spawn first."""
     series: dict[tuple[str, int], list[Case]] = {}
     for case in cases:
-        key = (case.knob(START_METHOD, "default"), case.knob(NUM_WORKERS, 0))
-        series.setdefault(key, []).append(case)
+        series.setdefault((case.knob(START_METHOD, "default"), case.knob(NUM_WORKERS, 0)), []).append(case)
     order = sorted(series, key=lambda k: (METHOD_ORDER.index(k[0]) if k[0] in METHOD_ORDER else len(METHOD_ORDER),
                                           k[0], k[1]))
     return {k: sorted(series[k], key=lambda c: c.number(K.PICKLED_DATASET_BYTES) or 0.0) for k in order}

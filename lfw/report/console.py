@@ -1,6 +1,4 @@
-"""The compact table printed to stdout at the end of ``make bench``: a line per case, the headline findings, and
-the report's path last.
-"""
+"""The compact table ``make bench`` prints last: a line per case, the headline findings, and the report's path."""
 
 from __future__ import annotations
 
@@ -21,9 +19,8 @@ COLUMNS = ("case", "group", "img/s", "CV", "eff", "TTFB ms", "PSS+ MiB")
 def _dataset_label(report: Report, transform: str) -> str:
     """A preset's name, or the user's dataset (``--bench-dataset``), whose items run as they are."""
     machine = report.run.machine
-    if machine.get("dataset_kind") == "user" and transform == "none":
-        return f"{machine.get('dataset_path')} (your dataset)"
-    return transform
+    user = machine.get("dataset_kind") == "user" and transform == "none"
+    return f"{machine.get('dataset_path')} (your dataset)" if user else transform
 
 
 def console(report: Report) -> str:
@@ -42,8 +39,7 @@ def console(report: Report) -> str:
         out.append(f"fastest decode pipeline: {f.pipeline.sentence().replace('`', '')}")
     if f.remote is not None:
         out.append(f"remote storage: {f.remote.sentence().replace('`', '')}")
-    peers = verdict_lines(f.peers)
-    if peers:
+    if peers := verdict_lines(f.peers):
         out.append("peers (the loaders users switch to; reference rows, never judged by the gate):")
         out += [f"  {line.replace('`', '').replace('**', '')}" for line in peers]
     if f.knees:

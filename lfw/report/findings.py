@@ -1,6 +1,4 @@
-"""The headline numbers of a run, found once (:func:`find`) for the summary page, the HTML page, the console and the
-charts that show a decision.
-"""
+"""The headline numbers of a run, found once (:func:`find`) for both pages, the console and the decision charts."""
 
 from __future__ import annotations
 
@@ -71,16 +69,10 @@ def best_case(cases: Iterable[Case]) -> Case | None:
 
 
 def cv_spread(cases: Iterable[Case]) -> tuple[float, float, Case] | None:
-    """Median and worst coefficient of variation of images/s over image-loading cases of two or more rounds.
-
-    A single round has no spread (its CV of 0 would flatter the median), and the memory experiments' images/s
-    is not what they measure.
-    """
-    with_cv: list[tuple[float, Case]] = []
-    for case in cases:
-        cv = case.number(K.IMAGES_PER_S_CV)
-        if cv is not None and is_loader_case(case) and (case.number(K.ROUNDS) or 0) >= 2:
-            with_cv.append((cv, case))
+    """Median and worst coefficient of variation of images/s over image-loading cases of two or more rounds (one
+    round has no spread; the memory experiments' images/s is not what they measure)."""
+    with_cv = [(cv, c) for c in cases if (cv := c.number(K.IMAGES_PER_S_CV)) is not None and is_loader_case(c)
+               and (c.number(K.ROUNDS) or 0) >= 2]
     if not with_cv:
         return None
     worst_cv, worst = max(with_cv, key=lambda item: item[0])
@@ -115,10 +107,8 @@ def leak_slopes(run: Run) -> list[tuple[Case, str]]:
 
 
 def paired_cv(run: Run) -> float | None:
-    """Median CV of the per-round ratio of each rotated case to its group's first case of the same transform.
-
-    Beside the plain per-case CV it shows how much of the round-to-round noise the pairing removes.
-    """
+    """Median CV of the per-round ratio of each rotated case to its group's first case of the same transform (how
+    much of the round-to-round noise the pairing removes)."""
     values = []
     for group in run.groups:
         cases = [c for c in run.group(group) if is_loader_case(c)]
@@ -130,8 +120,7 @@ def paired_cv(run: Run) -> float | None:
 
 
 def left_out(run: Run) -> tuple[tuple[str, str], ...]:
-    """Cases the run left out because they do not fit the machine's /dev/shm, open files or memory, with the
-    one line that says what each needs."""
+    """(case key, what it needs) of each case left out for not fitting the machine's /dev/shm, open files or memory."""
     if run.selection is None:
         return ()
     return tuple((k, o.reason) for k, o in run.selection.outcomes.items() if o.limit)

@@ -1,6 +1,5 @@
-"""The HTML page, ``<out>/index.html``: :func:`~lfw.report.page.html_sections` (every chart shown, the gate, the
-history) in one static document, written by the one HTML writer (:func:`lfw.cli.sections.html`): no script, images
-by relative path (keep the folder together). See docs/reports.md ("The HTML page").
+"""The HTML page, ``<out>/index.html``: :func:`~lfw.report.page.html_sections` in one static document written by
+:func:`lfw.cli.sections.html`: no script, images by relative path (keep the folder together). See docs/reports.md.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Memory timelines in memory-profiler's ``mprof`` format, so ``mprof plot`` draws what the suite sampled.
-
-Each case with a sampled timeline becomes one ``.dat``: ``MEM`` the tree's PSS, one ``CHLD`` series the workers'
-mean USS, unix time stamps (from the pass's start in runs that did not record it).
-
-    mprof plot reports/mprof/test_memory_index-list-workers2.dat
+"""Memory timelines in memory-profiler's ``mprof`` format (``mprof plot reports/mprof/<case>.dat``): one ``.dat``
+per case with a sampled timeline, ``MEM`` the tree's PSS, one ``CHLD`` series the workers' mean USS, unix time stamps
+(from the pass's start in runs that did not record it).
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""The report's pages as sections (:mod:`lfw.cli.sections`): the summary page, ``reports/README.md`` (findings
-first, then every chart, then the details), and the sections of the HTML page (:mod:`lfw.report.html_page`), so the
-two pages say the same words. See docs/reports.md.
+"""The report's pages as sections (:mod:`lfw.cli.sections`), so both say the same words: ``reports/README.md``
+(findings, every chart, the details) and those of the HTML page (:mod:`lfw.report.html_page`). See docs/reports.md.
 """
 
 from __future__ import annotations
@@ -14,8 +13,8 @@ from lfw.cli.sections import Block, Bullets, Figure, Heading, Item, Para, Sectio
 from lfw.gate.metrics import reference_group
 from lfw.gate.summary import verdict_blocks
 from lfw.report.chart_compare import NOT_JUDGED
+from lfw.report.chart_knobs import describe
 from lfw.report.findings import CV_WARN, Findings, case_cells
-from lfw.report.legend import describe
 from lfw.report.peers import peers_table, verdict_lines
 from lfw.report.render import MAIN_CHART, Report
 from lfw.report.verdict import ShownVerdict
@@ -25,11 +24,10 @@ from lfw.results import keys as K
 HISTORY = "history"  # <out>/history/*.png: trend charts across saved runs, drawn by the history command
 IMAGE_PREFERENCE = (".png", ".svg")  # what an <img> shows when a chart was written in several (one is, always)
 MACHINE_KEYS = ("runner_class", "cpu", "usable_cores", "logical_cpus", "cpu_limit", "affinity_cpus", "cpu_quota",
-                "physical_cores", "threads_per_core", "numa_nodes", "cpu_governor", "cpu_fallbacks",
-                "total_memory_gib", "python", "torch",
-                "torchvision", "pillow", "numpy", "jpeg_library", "torch_num_threads", "cuda_available",
-                "cuda_device", "shm_total_mib", "open_files_limit", "memory_limit_mib", "bench_profile", "cache_mode",
-                "dataset_kind", "dataset_files", "worker_cap")
+                "physical_cores", "threads_per_core", "numa_nodes", "cpu_governor", "cpu_fallbacks", "total_memory_gib",
+                "python", "torch", "torchvision", "pillow", "numpy", "jpeg_library", "torch_num_threads",
+                "cuda_available", "cuda_device", "shm_total_mib", "open_files_limit", "memory_limit_mib",
+                "bench_profile", "cache_mode", "dataset_kind", "dataset_files", "worker_cap")
 CONFIG_KNOBS = (knobs.BATCH_SIZE, knobs.NUM_WORKERS, knobs.TRANSFORM, knobs.INDEX)
 OPTIONAL_KNOBS = (knobs.PIN_MEMORY, knobs.PERSISTENT_WORKERS, knobs.PREFETCH_FACTOR, knobs.START_METHOD)
 FOOTER = "Made by `python -m lfw.report`; error bars are the standard deviation over rounds."
@@ -126,9 +124,8 @@ def chart_notes(report: Report) -> list[str]:
     items = [f"*{spec.title}*: skipped, this run has no {spec.needs}." for spec in report.skipped]
     if report.mprofiles:
         names = ", ".join(f"[{p.name}](mprof/{quote(p.name)})" for p in report.mprofiles)
-        example = report.mprofiles[0]
         items.append(f"**Memory timelines for memory-profiler** ({names}): tree PSS and mean worker USS over the "
-                     f"pass in mprof's format; draw one with `mprof plot {example}`.")
+                     f"pass in mprof's format; draw one with `mprof plot {report.mprofiles[0]}`.")
     return items
 
 
@@ -144,8 +141,7 @@ def verdicts_section(report: Report) -> Section | None:
 
 
 def peers_section(report: Report) -> Section | None:
-    """``## Peers``: each loader users switch to at its best, beside DataLoader's best of the same rotation, the
-    verdict per peer and every case of the group (:mod:`lfw.report.peers`); None without the group."""
+    """``## Peers``: the peers group's table and a verdict per peer (:mod:`lfw.report.peers`); None without it."""
     peers = report.findings.peers
     table = peers_table(report.run, peers)
     if table is None:
@@ -162,9 +158,8 @@ def peers_section(report: Report) -> Section | None:
 
 def cases_section(run: Run) -> Section:
     """``## All cases``: the console's per-case table (images/s, CV, efficiency, first batch, PSS growth)."""
-    return Section("All cases", [Table(("case", "group", "images/s", "CV", "efficiency", "first batch, ms",
-                                        "PSS growth, MiB"),
-                                       [(f"`{c.label}`", c.group, *case_cells(c, "–")) for c in run.cases],
+    header = ("case", "group", "images/s", "CV", "efficiency", "first batch, ms", "PSS growth, MiB")
+    return Section("All cases", [Table(header, [(f"`{c.label}`", c.group, *case_cells(c, "–")) for c in run.cases],
                                        right=range(2, 7))])
 
 
@@ -177,8 +172,7 @@ def incomplete_section(f: Findings) -> Section | None:
 
 
 def left_out_section(f: Findings) -> Section | None:
-    """``## Left out on this machine``: each case beyond the machine's /dev/shm, open files or memory, and what it
-    needs (what your own configuration would need too)."""
+    """``## Left out on this machine``: each case beyond the machine's limits and what it needs; None without one."""
     if not f.left_out:
         return None
     return Section("Left out on this machine", [
@@ -208,11 +202,9 @@ def chart_figure(spec: ChartSpec, files: list[Path]) -> Figure:
 
 
 def charts_section(report: Report) -> Section:
-    """``## Charts`` for the HTML page: every chart drawn, shown with its caption, in the order the report drew
-    them; then the skipped ones."""
+    """``## Charts`` for the HTML page: every chart drawn, with its caption, in drawing order; then the skipped ones."""
     blocks: list[Block] = [chart_figure(spec, files) for spec, files in report.charts]
-    notes = chart_notes(report)
-    if notes:
+    if notes := chart_notes(report):
         blocks.append(Bullets(notes))
     if not report.charts:
         blocks.insert(0, Para("No chart: this run has data for none of them."))
@@ -220,8 +212,8 @@ def charts_section(report: Report) -> Section:
 
 
 def history_section(out: Path) -> Section:
-    """The charts found under ``<out>/history/*.png`` (sorted by name, captioned by it; an SVG beside one is
-    linked), or a sentence saying there are none. Whatever is there is shown; nothing is drawn here."""
+    """The charts found under ``<out>/history/*.png`` (sorted and captioned by name; an SVG beside one linked), or a
+    sentence saying there are none; nothing is drawn here."""
     folder = out / HISTORY
     pngs = sorted(folder.glob("*.png")) if folder.is_dir() else []
     if not pngs:
@@ -249,8 +241,7 @@ def gate_section(shown: ShownVerdict | None) -> Section | None:
 
 
 def html_sections(report: Report, shown: ShownVerdict | None = None) -> list[Block]:
-    """The HTML page's sections in reading order: findings, the gate, the baseline, charts, history, cases,
-    machine."""
+    """The HTML page's sections in reading order: findings, the gate, the baseline, charts, history, cases, machine."""
     f = report.findings
     return present(incomplete_section(f), findings_section(report), peers_section(report), gate_section(shown),
                    verdicts_section(report), charts_section(report), history_section(report.out),

@@ -1,8 +1,5 @@
-"""The peers group read for a user's decision: each peer at its best setting against DataLoader's best here.
-
-Each peer's fastest uint8 case is judged on its paired ratio (:func:`lfw.results.ratios.ratio`) against
-:data:`~lfw.stats.variation.KNEE_TOLERANCE` (:func:`standing`); what limits it comes from its own measurements
-(:func:`lfw.results.limits.what_limits`).
+"""The peers group read for a user's decision: each peer's fastest uint8 case judged on its paired ratio to
+DataLoader's best here (:func:`standing`), and what limits it (:func:`lfw.results.limits.what_limits`).
 """
 
 from __future__ import annotations
@@ -52,8 +49,7 @@ def peer_cases(run: Run) -> dict[str, list[Case]]:
     found: dict[str, list[Case]] = {}
     for case in run.group(GROUP):
         if case.number(K.IMAGES_PER_S) is not None and case.value(K.OUTPUT, "uint8") == "uint8":
-            peer = case.knob(KN.PEER) or DATALOADER
-            found.setdefault(peer, []).append(case)
+            found.setdefault(case.knob(KN.PEER) or DATALOADER, []).append(case)
     return found
 
 
@@ -69,11 +65,9 @@ def peer_rows(run: Run) -> PeerRows:
     by_peer = peer_cases(run)
     if DATALOADER not in by_peer:
         return None, []
-    best = fastest(by_peer[DATALOADER])
+    best = fastest(by_peer.pop(DATALOADER))
     rows = []
     for peer, cases in by_peer.items():
-        if peer == DATALOADER:
-            continue
         case = fastest(cases)
         r = ratio(case, best)
         rows.append(PeerRow(peer, case, r, standing(r), what_limits(case, trusted=capacity_trusted(run)).text))
@@ -81,8 +75,7 @@ def peer_rows(run: Run) -> PeerRows:
 
 
 def _mib(case: Case, key: str) -> str:
-    value = case.number(key)
-    return f"{value:,.0f}" if value is not None else "-"
+    return f"{value:,.0f}" if (value := case.number(key)) is not None else "-"
 
 
 def row_cells(case: Case) -> list[str]:
@@ -104,8 +97,8 @@ COLUMNS = ("case", "images/s (rounds)", "CPU ms/image", "cold epoch images/s", "
 
 
 def peers_table(run: Run, peers: PeerRows) -> Table | None:
-    """The table of ``run``'s peers group: DataLoader's best, then each peer at its best (bold, ``peers`` as
-    :func:`peer_rows` gives), then every other case of the group."""
+    """The peers group's table: DataLoader's best and each peer at its best (bold, ``peers`` from :func:`peer_rows`),
+    then every other case of the group; None without DataLoader's best."""
     best, rows = peers
     if best is None:
         return None

@@ -1,9 +1,6 @@
-"""The decoders group read for its answer: the fastest pipeline, how close it gets, and what stops it.
-
-Its share of its own decoder's limit (``own_decoder_share``, :func:`lfw.suite.record.work_limit`) and what limits
-it (:func:`lfw.results.limits.what_limits`: the machine, the main process, the decoder or idle cores, with the CPU
-per image over the same decoder alone); runs saved before the own-decoder member fall back to the same decoder's
-``-w0`` case. Memory bandwidth is judged by the decode-free memmap ceiling of the same rotation.
+"""The decoders group read for its answer: the fastest pipeline, its share of its own decoder's limit (older runs:
+of the same decoder's ``-w0`` case), what limits it (:func:`lfw.results.limits.what_limits`), and memory bandwidth
+against the decode-free memmap ceiling of the same rotation.
 """
 
 from __future__ import annotations
@@ -69,30 +66,27 @@ class PipelineVerdict:
     def own_text(self) -> str:
         """The share of its own decoder's limit, with the limit spelt out so a reader can check it."""
         b = self.best
-        per_core, member, limit = b.number(K.OWN_DECODER_PER_CORE), b.value(K.OWN_DECODER), b.number(
-            K.OWN_DECODER_IMAGES_PER_S)
+        per_core, limit = b.number(K.OWN_DECODER_PER_CORE), b.number(K.OWN_DECODER_IMAGES_PER_S)
         if per_core and limit and b.number(K.OWN_DECODER_SHARE) is not None:
             return (f"{share_text(b, K.OWN_DECODER_SHARE)} of its own decoder's limit ({limit:,.0f} images/s: the "
-                    f"single-core rate of `{member}` in the same rounds, {per_core:,.0f} images/s, x the cores "
-                    f"the rounds' capacity gave, at most its {loaders(b)} loading processes)")
+                    f"single-core rate of `{b.value(K.OWN_DECODER)}` in the same rounds, {per_core:,.0f} images/s, x "
+                    f"the cores the rounds' capacity gave, at most its {loaders(b)} loading processes)")
         own = self.own_ceiling_share
         if own is not None and self.reference is not None:
             return f"{own:.0%} of {self.cores} x its own decoder's single-core rate (`{self.reference.label}`)"
         return "its own decoder's limit not measured"
 
     def stage_text(self) -> str:
-        """The stage with the most CPU per image and how well the timed stages add up to the measured CPU per image;
-        empty when the case timed no stages."""
+        """The largest stage's CPU per image and the timed stages' share of the measured CPU; empty if none is timed."""
         stages = self.best.extra.get(K.STAGE_MS_PER_IMAGE)
         if not isinstance(stages, dict) or not stages:
             return ""
         name = max(stages, key=lambda s: float(stages[s]))
-        ms = float(stages[name])
         total = self.best.number(K.CPU_MS_PER_IMAGE) or 0.0
         coverage = self.best.number(K.STAGE_COVERAGE)
         added = f"; the timed stages add up to {share_text(self.best, K.STAGE_COVERAGE)} of it" if coverage else ""
-        return (f" Largest stage: {STAGE_LABELS.get(name, name)}, {ms:.3f} of {total:.3f} ms of CPU per image"
-                f"{added}.")
+        return (f" Largest stage: {STAGE_LABELS.get(name, name)}, {float(stages[name]):.3f} of {total:.3f} ms of CPU "
+                f"per image{added}.")
 
     def sentence(self) -> str:
         b = self.best
@@ -105,12 +99,10 @@ class PipelineVerdict:
 
 def reference_for(case: Case, cases: list[Case]) -> Case | None:
     """The single-thread, no-worker case of the same decoder and storage (itself if it is one)."""
-    for other in cases:
-        if (other.knob(KN.DECODER) == case.knob(KN.DECODER) and other.value(K.STORAGE) == case.value(K.STORAGE)
-                and not other.knob(NUM_WORKERS) and not other.value(K.THREADS)
-                and other.value(K.OUTPUT) == "uint8" and other.value(K.OUTPUT_SIZE) == case.value(K.OUTPUT_SIZE)):
-            return other
-    return None
+    return next((other for other in cases
+                 if other.knob(KN.DECODER) == case.knob(KN.DECODER) and other.value(K.STORAGE) == case.value(K.STORAGE)
+                 and not other.knob(NUM_WORKERS) and not other.value(K.THREADS) and other.value(K.OUTPUT) == "uint8"
+                 and other.value(K.OUTPUT_SIZE) == case.value(K.OUTPUT_SIZE)), None)
 
 
 def pipeline_verdict(run: Run) -> PipelineVerdict | None:

@@ -1,8 +1,6 @@
-"""The remote group read for its answer: which strategy and concurrency hide the injected latency.
-
-The fastest case (:func:`rate`) at the highest latency measured, paired by round with the best at zero latency:
-a ratio of :data:`HIDDEN` or more hides the latency; then one request at a time with 2 workers against its
-Little's-law bound.
+"""The remote group read for its answer: the fastest case (:func:`rate`) at the highest latency, paired by round with
+the best at zero latency (a ratio of :data:`HIDDEN` or more hides the latency), and one request at a time with 2
+workers against its Little's-law bound.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Which charts exist, and drawing them into the output folder.
-
-The list of charts is data (:func:`dedicated_charts`): each names the group or records it needs, so a run that lacks a
-group gets that chart skipped and named on the summary page rather than an empty or broken image. Groups
-that no dedicated chart covers still get an overview chart, so nothing measured goes undrawn.
+"""Which charts exist (:func:`dedicated_charts`, each naming the group or records it needs), and drawing them: a run
+that lacks a chart's data gets it skipped and named on the summary page; a group no dedicated chart covers still gets
+an overview chart, so nothing measured goes undrawn.
 """
 
 from __future__ import annotations
@@ -18,22 +16,19 @@ from lfw.errors import LFWError
 from lfw.gate.summary import CHARTS_JSON, write_chart_list
 from lfw.gate.verdict import CaseVerdict, Verdict
 from lfw.report.accelerators import accelerators_section
+from lfw.report.chart_bars import decoders_chart, distributed_chart, efficiency_chart, peers_chart
 from lfw.report.chart_compare import compare_chart
-from lfw.report.chart_decoders import decoders_chart
-from lfw.report.chart_distributed import distributed_chart
-from lfw.report.chart_efficiency import efficiency_chart
 from lfw.report.chart_knobs import (
     batch_size_chart,
     group_overview,
     pin_memory_chart,
     prefetch_chart,
     start_method_chart,
+    workers_chart,
 )
 from lfw.report.chart_memory import growth_chart, leak_chart, timeline_chart
-from lfw.report.chart_peers import peers_chart
 from lfw.report.chart_remote import remote_chart
 from lfw.report.chart_startup import startup_chart
-from lfw.report.chart_workers import workers_chart
 from lfw.report.findings import Findings, find
 from lfw.report.mprofile import write_mprofiles
 from lfw.results import Run
@@ -91,8 +86,7 @@ def dedicated_charts(found: Findings) -> tuple[ChartSpec, ...]:
                   "images/s (error bars: sd over the interleaved rounds) and CPU per image of each peer at its "
                   "best setting, labelled with its paired ratio to DataLoader's best pipeline of the same rotation",
                   "group 'peers' (make peers)", functools.partial(peers_chart, peers=found.peers)),
-        ChartSpec("leak", "Memory across epochs",
-                  "per-epoch memory of the leak check; a steady climb is a leak",
+        ChartSpec("leak", "Memory across epochs", "per-epoch memory of the leak check; a steady climb is a leak",
                   "group 'leak' with per-epoch series in extra_info", leak_chart),
     )
 
@@ -113,8 +107,7 @@ class Report:
 
     @functools.cached_property
     def findings(self) -> Findings:
-        """The headline numbers (:func:`~lfw.report.findings.find`), found once for the summary page, the HTML page
-        and the console; read after :func:`build_report` has set the verdicts."""
+        """The run's :func:`~lfw.report.findings.find`, once for both pages and the console; read after the verdicts."""
         return find(self.run, self.verdicts)
 
     @functools.cached_property
@@ -136,9 +129,7 @@ def chart_specs(report: Report) -> list[ChartSpec]:
     baseline the comparison, coloured by the report's verdicts."""
     run, base = report.run, report.base
     specs = list(dedicated_charts(report.findings))
-    for group in run.groups:
-        if group in DRAWN_GROUPS:
-            continue
+    for group in [g for g in run.groups if g not in DRAWN_GROUPS]:
         name = f"group '{group}'" if group is not None else "cases without a group"
         specs.append(ChartSpec(f"group-{re.sub(r'[^A-Za-z0-9_.-]+', '-', group or 'none')}",
                                f"{name[0].upper()}{name[1:]}: each case",
@@ -165,9 +156,8 @@ def check_report_folder(out: Path, inputs: list[Path]) -> None:
 
 def build_report(run: Run, out: Path, base: Run | None = None, formats: tuple[str, ...] = FORMATS,
                  verdict: Verdict | None = None) -> Report:
-    """Draw every chart the run supports into ``out`` (created), and the comparison when ``base`` is given, coloured
-    by ``verdict``'s labels (the gate's, already matched to these runs: :mod:`lfw.report.verdict`); list them in
-    ``out/charts.json``, which the gate's page links (:func:`lfw.gate.summary.charts_drawn`)."""
+    """Draw every chart the run supports into ``out`` (created), and with ``base`` the comparison, coloured by
+    ``verdict``'s labels (the gate's, matched to these runs); list them in ``out/charts.json`` for the gate's page."""
     check_report_folder(out, [run.path, *([base.path] if base else [])])
     out.mkdir(parents=True, exist_ok=True)
     report = Report(run, out, base)

@@ -29,9 +29,7 @@ class ShownVerdict:
 
 def ask_gate(base: Path, current: Path, out: Path) -> Verdict:
     """Run the gate on ``base`` and ``current``, writing ``out/verdict.json`` and ``out/gate.md``; its verdict.
-
-    Raises :class:`~lfw.errors.LFWError` with the gate's own one-line error when it gives no verdict of the runs.
-    """
+    Raises :class:`~lfw.errors.LFWError` with the gate's own one-line error when it gives no verdict of the runs."""
     path = out / VERDICT_JSON
     path.unlink(missing_ok=True)  # an earlier verdict of other runs must not pass for this one if the gate fails
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
@@ -45,12 +43,10 @@ def ask_gate(base: Path, current: Path, out: Path) -> Verdict:
 
 
 def shown_verdict(out: Path, current: Path, base: Path | None = None, explicit: Path | None = None) -> ShownVerdict:
-    """The verdict to show for ``current`` (against ``base`` when given); see the module docstring.
-
-    ``explicit`` must exist. Without it, ``out/verdict.json`` is read when present; with a baseline and no matching
-    verdict the gate is asked. An ``explicit`` verdict that is unreadable or of another schema version is a
-    one-line LFWError; such an ``out/verdict.json`` is passed over as not matching, with a note.
-    """
+    """The verdict to show for ``current`` (against ``base`` when given): ``explicit`` (which must exist), else
+    ``out/verdict.json`` when present, if it judged these very runs; with a baseline and none matching, the gate is
+    asked. An ``explicit`` verdict that is unreadable or of another schema version is a one-line LFWError; such an
+    ``out/verdict.json`` is passed over as not matching, with a note."""
     if explicit is not None and not explicit.is_file():
         raise LFWError(f"--verdict {explicit}: not found")
     path = explicit or out / VERDICT_JSON

@@ -1,6 +1,5 @@
-"""Saved results: the one model of pytest-benchmark JSON (:mod:`lfw.results.model`) and the ``extra_info``
-schema every benchmark case writes (:mod:`lfw.results.keys`), as one typed, versioned record
-(:mod:`lfw.results.record`). Import-light: no torch."""
+"""Saved results: the model of pytest-benchmark JSON (:mod:`lfw.results.model`), the ``extra_info`` keys
+(:mod:`lfw.results.keys`) and the typed, versioned case record (:mod:`lfw.results.record`). Import-light: no torch."""
 
 from lfw.results.model import (
     AUTOSAVE_NAME,

@@ -1,8 +1,6 @@
-"""The ``extra_info`` schema: every key a case records, declared once (:func:`metric`, :func:`setting`,
-:func:`machine`: the key itself, a plain string, its :class:`Key` entered in :data:`FACTS`). Writers build records as
-:class:`~lfw.results.record.CaseRecord`, which refuses an undeclared key; readers (the gate, the report) import the
-same names and read the same facts (docs/methodology.md, "Adding a metric or a knob"). Renaming a key breaks
-comparison with older baselines. A per-round list (:func:`rounds`) and a CV (``_cv``) are their metric's facts."""
+"""The ``extra_info`` schema: every key a case records, a plain string declared once in :data:`FACTS`
+(:func:`metric`, :func:`setting`, :func:`machine`); :class:`~lfw.results.record.CaseRecord` refuses an undeclared
+key, and readers use the same names (docs/methodology.md). Renaming a key breaks comparison with older baselines."""
 
 from __future__ import annotations
 
@@ -87,8 +85,7 @@ IMAGES_PER_S = metric("images_per_s", "images/s", **RATE, better="higher")
 IMAGES_PER_S_CV = metric("images_per_s_cv", "CV of images/s", digits=4, better="lower", fmt="{:.1%}")
 WALL_S = metric("wall_s", "wall time of a pass", unit="s", better="lower")
 TTFB_S = metric("ttfb_s", "time to first batch", unit="s", better="lower", fmt="{:,.1f}", scale=1e3, shown="ms")
-# Derived by the gate from each round (lfw.gate.metrics.ttfb_in_core_images), never saved: the first batch in the
-# machine's units.
+# Derived by the gate (lfw.gate.metrics.ttfb_in_core_images), never saved: the first batch in the machine's units.
 TTFB_CORE_IMAGES = metric("ttfb_core_images", "time to first batch x the single-core rate", unit="images",
                           better="lower", fmt="{:,.0f}")
 STEADY_IMAGES_PER_S = metric("steady_images_per_s", "steady images/s", **RATE, better="higher")  # or STEADY_ABSENT
@@ -98,8 +95,7 @@ STEADY_INVALID = metric("steady_invalid", "why no steady rate is shown")  # abov
 WAIT_P50_MS, WAIT_P95_MS, WAIT_P99_MS = (metric(f"wait_{p}_ms", f"wait for a batch, {p}", unit="ms", better="lower")
                                          for p in ("p50", "p95", "p99"))
 DATA_WAIT_FRACTION = metric("data_wait_fraction", "data-wait fraction", digits=4, better="lower")
-# Derived by the gate from each round (lfw.gate.metrics.data_wait_excess), never saved: the fraction over the one the
-# machine's own rates of that round predict.
+# Derived by the gate (lfw.gate.metrics.data_wait_excess), never saved: over what the round's own rates predict.
 DATA_WAIT_EXCESS = metric("data_wait_excess", "data-wait over what the machine's rates predict", digits=4,
                           better="lower")
 WORKERS = setting("workers", "worker processes (older records)")
@@ -109,8 +105,7 @@ CEILING_IMAGES_PER_S = metric("ceiling_images_per_s", "ceiling", **RATE)
 EFFICIENCY = metric("efficiency", "efficiency", **SHARE, fmt="{:.1%}")
 PARALLEL_CAPACITY = machine("parallel_capacity",
                             "cores the machine gave: each thread's rate together over its own alone", digits=3)
-# How the capacity was measured (machine_info): runs whose probes differ read different capacities of one machine.
-CAPACITY_PROBE = machine("capacity_probe", "how the parallel capacity was measured")
+CAPACITY_PROBE = machine("capacity_probe", "how the parallel capacity was measured")  # probes differ: not comparable
 # The same at N = the physical cores, where a core runs two threads or more: what the second thread adds.
 PHYSICAL_CAPACITY = machine("physical_capacity", "cores the machine gave at N = its physical cores", digits=3)
 
@@ -133,16 +128,13 @@ MAIN_CPU_SHARE = metric("main_cpu_share", "main process's share of the CPU", dig
 H2D_MS_PER_BATCH = metric("h2d_ms_per_batch", "a batch's host-to-device copy (CUDA events), mean", unit="ms")
 
 # --- what the live loader did with its knobs (lfw.measure.loader_pass.PassResult), read back from its iterator --
-# The last round's (lfw.suite.record.loader_facts), so a knob the DataLoader was built without shows here whatever
-# the case's config says; a fact with nothing to read (no worker processes) is absent.
+# The last round's (lfw.suite.record.loader_facts); a fact with nothing to read (no workers) is absent.
 WORKERS_SEEN = metric("workers_seen", "worker processes serving the pass")  # 0: the main process loads
 WORKER_START_METHOD = metric("worker_start_method", "how the workers started")  # fork, spawn or forkserver
 PREFETCHED_BATCHES = metric("prefetched_batches", "batches iter() asked for")  # prefetch x workers, or the epoch's
 PREFETCH_FACTOR_SEEN = metric("prefetch_factor_seen", "the live iterator's prefetch factor")
-# Every round's worker process ids, in worker order, read from the live iterator after its last batch: the same ids
-# in every round where the workers persist, new ones each round where they do not (absent without workers).
-WORKER_PIDS = metric("worker_pids", "worker process ids per round")
-# Counted in the loading processes (lfw.measure.stages), a list entry per round; a name that counted nothing is absent.
+WORKER_PIDS = metric("worker_pids", "worker process ids per round")  # in worker order; absent without workers
+# Counted in the loading processes (lfw.measure.stages), per round; a name that counted nothing is absent.
 DECODED_IMAGES = metric("decoded_images", "images each decoder decoded under its own name (decode pipelines)")
 INDEX_SEEN = metric("index_seen", "batches collated from each kind of file index the dataset held (index group)")
 BATCH_PINNED = metric("batch_pinned", "first batch pinned")  # None: not read (no accelerator, or no pin_memory)
@@ -165,8 +157,7 @@ MEMORY_START_MARKS = metric("memory_start_marks", "start marks the sampler took"
 SAMPLER_CPU_S = metric("sampler_cpu_s", "memory sampler's CPU", unit="s", digits=4)
 SAMPLER_CPU_FRACTION = metric("sampler_cpu_fraction", "memory sampler's share of the CPU")
 TIMELINE = metric("timeline", "memory timeline")
-# What the pass adds, over before it, apart from its host process (docs/gating.md, "2. Memory"); /dev/shm is
-# machine-wide, so read where nothing else runs.
+# What the pass adds over before it, apart from its host process (docs/gating.md, "2. Memory"); /dev/shm: machine-wide.
 PSS_PEAK_ADDED_MIB = metric("pss_peak_added_mib", "tree PSS peak added by the pass", **MIB, better="lower")
 SHM_PEAK_ADDED_MIB = metric("shm_peak_added_mib", "/dev/shm peak added by the pass", **MIB, better="lower")
 # The host: the main process alone before the pass (its imports, its libraries, the dataset it built).
@@ -192,9 +183,7 @@ THREADS = setting("threads", "decode threads")
 OUTPUT = setting("output", "output of the pipeline")
 OUTPUT_SIZE = setting("output_size", "pixels per side")  # after the resize; None: as stored
 BATCHING = setting("batching", "batching")  # "items" (collated by the DataLoader) or "slots" (reusable shared slots)
-# Machine ceilings measured in the same rotation, x usable cores: the single-core rate of the PIL path
-# (decode + PILToTensor) and the decode-free rate of the uint8 memmap. A pipeline's share of the PIL ceiling may
-# exceed 1 (a faster decoder); of the memmap ceiling it should not.
+# Machine ceilings of the same rotation, x usable cores: the PIL path's single-core rate and the uint8 memmap's.
 PIL_CEILING_IMAGES_PER_S, MEMMAP_CEILING_IMAGES_PER_S = (metric(f"{n.lower()}_ceiling_images_per_s", f"{n} ceiling",
                                                                 **RATE) for n in ("PIL", "memmap"))
 PIL_CEILING_SHARE, MEMMAP_CEILING_SHARE = (metric(f"{n.lower()}_ceiling_share", f"share of the {n} ceiling", **SHARE)
@@ -203,8 +192,7 @@ PIL_CEILING_SHARE, MEMMAP_CEILING_SHARE = (metric(f"{n.lower()}_ceiling_share", 
 STAGE_MS_PER_IMAGE = metric("stage_ms_per_image", "CPU per image by stage (ms)")
 STAGE_COVERAGE = metric("stage_coverage", "sum of the timed stages / cpu_ms_per_image", digits=4)
 STAGE_GAP_MS_PER_IMAGE = metric("stage_gap_ms_per_image", "CPU per image no stage claimed")  # {"workers", "main"}
-# A pipeline's rate over usable cores x the single-core rate of its own decoder (its ``ceiling-decode-*`` member,
-# measured in the same rotation), per round; the interval is the rounds' lowest and highest share.
+# A pipeline's rate over usable cores x its own decoder's single-core rate (its ``ceiling-decode-*`` member).
 OWN_DECODER_IMAGES_PER_S = metric("own_decoder_images_per_s", "usable cores x own decoder's single-core rate", **RATE)
 OWN_DECODER_PER_CORE = metric("own_decoder_per_core_images_per_s", "own decoder's single-core rate", **RATE)
 OWN_DECODER_SHARE = metric("own_decoder_share", "share of the own decoder's ceiling", **SHARE)
@@ -227,8 +215,7 @@ LITTLES_LAW_IMAGES_PER_S = metric("littles_law_images_per_s", "in-flight limit /
 ENDPOINT_CEILING_IMAGES_PER_S = metric("endpoint_ceiling_images_per_s", "endpoint ceiling", **RATE)  # zero-latency
 ENDPOINT_CEILING_SHARE = metric("endpoint_ceiling_share", "share of the endpoint ceiling", better="higher")
 STEADY_CEILING_SHARE = metric("steady_endpoint_ceiling_share", "steady rate / its endpoint ceiling", better="higher")
-# Little's law checked: (mean requests in flight while any was) / (mean request time) / (requests per image),
-# beside the measured steady rate (error: steady / law - 1), and the limit that caps the case, in words.
+# Little's law: (mean requests in flight while any was) / (mean request time) / (requests per image).
 BUSY_MEAN_IN_FLIGHT = metric("busy_mean_in_flight", "mean requests in flight from first request to last reply")
 LITTLES_LAW_RATE = metric("littles_law_rate_images_per_s", "Little's law rate", **RATE)
 LITTLES_LAW_ERROR = metric("littles_law_error", "steady rate over Little's law, less 1")
@@ -248,7 +235,7 @@ COLLECTIVE_WAIT_S = metric("collective_wait_s", "wait at the all-reduce", unit="
 LOAD_S = metric("load_s", "load time", unit="s", better="lower")  # per epoch: wall time minus that wait
 
 # --- one side of a pass-interleaved A/B run (lfw.gate.ab): where each pass sat in the schedule -------------------
-# The process pair (1, 2, ...) a pass belongs to, its slot in the pair's quad, the quad ("ABBA" or "BAAB"), its side
+# The process pair (1, 2, ...), the slot in its quad, the quad ("ABBA" or "BAAB"), the side
 AB_PAIR, AB_SLOT, AB_QUAD, AB_SIDE = (metric(f"ab_{n}", f"A/B {n}") for n in ("pair", "slot", "quad", "side"))
 
 # --- the cost layer (the "cost" group: instructions per image under valgrind) ---------------------------------
@@ -272,8 +259,7 @@ BYTES_READ_PER_IMAGE = metric("bytes_read_per_image", "bytes read/image", **COUN
 BATCH_BYTES_PER_IMAGE = metric("batch_bytes_per_image", "batch bytes/image", **COUNT)
 MOVES = (FILES_OPENED_PER_IMAGE, READ_CALLS_PER_IMAGE, BYTES_READ_PER_IMAGE, BATCH_BYTES_PER_IMAGE)
 
-# --- a case that demonstrates a check rather than measures the user's loader ----------------------------------
-# True: it must be flagged by its own check; the gate does not compare it
+# --- a case that demonstrates a check: True, it must be flagged by its own check (the gate does not compare it) ---
 POSITIVE_CONTROL = setting("positive_control", "positive control")
 
 # --- leak checks (lfw.measure.leak) ---------------------------------------------------------------------------
@@ -293,17 +279,14 @@ LEAK_EPOCHS_FITTED = metric("leak_epochs_fitted", "epochs fitted")
 LEAK_VERDICT = metric("leak_verdict", "leak verdict")
 FIRST_EPOCH_THRESHOLD = setting("first_epoch_threshold_mib", "first-epoch threshold (MiB)")
 FIRST_EPOCH_VERDICT = metric("first_epoch_verdict", "first-epoch verdict")
-# Which series a slope was fitted to, for the leak chart's legend.
 SLOPE_OF = {USS_MIB_EPOCHS: SLOPE_USS, PSS_MIB_EPOCHS: SLOPE_PSS, WORKER_USS_MIB_EPOCHS: SLOPE_WORKER_USS}
 
 # --- machine_info keys written by the suite (not a case's record) ------------------------------------------------
 PER_CORE_MACHINE_PREFIX = "per_core_images_per_s_"  # + transform: the session's median ceiling per transform
 COST_LAYER_SKIPPED = "cost_layer_skipped"
-# Unreadable images the run left out (the skip option, lfw.data.screen): how many, and the first few by name.
-SKIPPED_IMAGES = "skipped_images"
-SKIPPED_IMAGE_FILES = "skipped_image_files"
-# What decides an instruction count (the software the counted pass runs, and valgrind's emulated CPU), not the
-# host's CPU model: the cost layer is compared wherever these match (:mod:`lfw.gate.compare`).
+SKIPPED_IMAGES = "skipped_images"  # unreadable images the run left out (lfw.data.screen): how many
+SKIPPED_IMAGE_FILES = "skipped_image_files"  # and the first few by name
+# What decides an instruction count, not the host's CPU model: the cost layer is compared where these match.
 COUNTED_STACK = ("valgrind", "python", "torch", "torchvision", "pillow", "jpeg_library", "simplejpeg", "numpy")
 # Runs that differ in one of these ran on different machines: wall-clock figures other than efficiency do not port.
 MACHINE_IDENTITY = ("runner_class", "cpu_model", USABLE_CORES)
@@ -314,16 +297,14 @@ MACHINE_COMPARED = (*MACHINE_IDENTITY, "torch", "pillow", "jpeg_library", "datas
 # Keys older saved runs hold that nothing writes now (their knobs are read from params: lfw.results.knobs).
 RETIRED = frozenset(("gc_frozen", "map_method", "map_decoder"))
 
-# --- top-level keys of a saved run, beside pytest-benchmark's own --------------------------------------------
-SELECTION = "lfw_selection"  # what the run was asked to run and how each selected case ended (lfw.results)
+SELECTION = "lfw_selection"  # a saved run's top-level key: what it was asked to run, how each case ended (lfw.results)
 
 
 def per_core_machine_key(transform: str) -> str:
     return f"{PER_CORE_MACHINE_PREFIX}{transform}"
 
 
-# --- start-up cost (the startup group): the dataset object each worker receives --------------------------------
-# len(pickle.dumps(dataset)): what spawn/forkserver send each worker
+# --- start-up cost (the startup group): len(pickle.dumps(dataset)), what spawn/forkserver send each worker -------
 PICKLED_DATASET_BYTES = metric("pickled_dataset_bytes", "pickled dataset", unit="B", better="lower", fmt="{:,.0f}")
 
 # --- a watched training loop (lfw.diagnose.watch): the wait for data beside the user's own step ---------------
@@ -346,8 +327,7 @@ CONVERSION = metric("conversion", "the one-off conversion to its format: seconds
 COLD_IMAGES_PER_S = metric("cold_images_per_s", "images/s of the cold first epoch", **RATE, better="higher")
 COLD_TTFB_S = metric("cold_ttfb_s", "cold time to first batch", unit="s", better="lower")
 COLD_CPU_MS_PER_IMAGE = metric("cold_cpu_ms_per_image", "cold CPU per image", unit="ms", better="lower")
-# Memory measured alone after the rotation (a cold and a warm epoch): the tree at the end of the warm epoch, and
-# what the loader added since before its cold epoch (MiB).
+# Memory alone after the rotation: the tree after a warm epoch, and what the loader added since before a cold one.
 PEER_PSS_MIB, PEER_USS_MIB, PEER_PSS_ADDED_MIB, PEER_USS_ADDED_MIB = (
     metric(f"alone_{m}{a}_mib", f"tree {m.upper()}{a.replace('_', ' ')} alone", **MIB, better="lower")
     for a in ("", "_added") for m in ("pss", "uss"))

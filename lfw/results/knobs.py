@@ -1,11 +1,8 @@
 """The knobs of a case, each described once: its key, its label and its type, and where a saved case keeps it.
 
-A knob is what a case *is* (a DataLoader setting, the preset, the file index, a parametrized choice of a
-benchmark), as opposed to what it measured. From record schema 2 (:data:`lfw.results.record.SCHEMA_VERSION`) every
-knob of :data:`KNOBS` is saved once per case, in pytest-benchmark's own ``params`` (what ``pytest-benchmark compare
---group-by=param:num_workers`` reads), every case carrying every knob (None where one does not apply) and none of
-them in ``extra_info``. :func:`saved_form` is the one split of a record into the two; the reader is
-:meth:`lfw.results.Case.knob`, which also reads the older forms (:func:`legacy_knob`).
+A knob is what a case *is* (a DataLoader setting, the preset, the file index, a benchmark's parametrized choice).
+From record schema 2 every case saves every knob of :data:`KNOBS` (None where one does not apply) in
+pytest-benchmark's ``params`` alone (:func:`saved_form`); :meth:`lfw.results.Case.knob` reads them, older forms too.
 """
 
 from __future__ import annotations
@@ -65,13 +62,10 @@ BY_KEY: dict[str, Knob[Any]] = {k.key: k for k in KNOBS}
 
 
 def saved_form(params: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A case's ``params`` and flat record (``extra_info`` as the writers build it) as schema 2 saves them.
-
-    The knobs leave the record for ``params``: those it names, and those of its LoaderConfig dict (``config``,
-    kept for its other settings only); every knob of :data:`KNOBS` is in ``params``, None where the case has none.
-    The record's value replaces the one ``params`` held (the record says what ran). Keys of ``params`` that are not
-    knobs are kept (:data:`BY_KEY` does not hold them).
-    """
+    """A case's ``params`` and flat record (``extra_info`` as the writers build it) as schema 2 saves them: the
+    knobs it names and those of its LoaderConfig dict (``config``, kept for its other settings only) move to
+    ``params``, replacing what ``params`` held; every knob of :data:`KNOBS` is there (None where the case has none),
+    and ``params``' other keys are kept."""
     extra = dict(record)
     found = {k: extra.pop(k) for k in list(extra) if k in BY_KEY}
     config = extra.pop(K.CONFIG, None)
@@ -85,9 +79,8 @@ def saved_form(params: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[di
 
 def legacy_knob(params: Mapping[str, Any], extra: Mapping[str, Any], key: str) -> Any:
     """A knob of a case saved before schema 2 (None where it has none): in ``extra_info`` under its key, else in
-    ``params`` (version 0 carries there only the knobs its group varied, version 1 every knob, some derived from
-    the loader's arguments where the record says otherwise), else in the LoaderConfig dict saved as ``config`` (or
-    ``workers``, the record's copy of ``num_workers``)."""
+    ``params`` (version 0: the knobs its group varied; version 1: every knob), else in the LoaderConfig dict saved as
+    ``config`` (or ``workers``, the record's copy of ``num_workers``)."""
     if extra.get(key) is not None:
         return extra[key]
     if params.get(key) is not None:

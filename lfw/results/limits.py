@@ -1,13 +1,9 @@
 """What limits a measured case, read from the figures its record keeps (no new measurement).
 
-:func:`what_limits` names one of: **the machine** (the tree kept about as many cores busy as the round's parallel
-capacity gave), **the main process** (its own CPU, receiving and handing on every batch, near one core while cores
-sat idle), **the decoder** (each of the case's loading processes busy decoding, with cores to spare: more of them
-would add), **idle cores** (none of those saturated: a serial stage, the GIL, the hand-over or waiting), or, for a
-case the machine could not run, **a resource** (``/dev/shm``, open files, memory: :func:`left_out_limit`).
-
-Cores busy are the tree's CPU seconds over the pass's wall seconds (``cpu_utilization x usable_cores``); cores given
-are the round's parallel capacity (``parallel_capacity``; the usable cores where a group measured none)."""
+:func:`what_limits` names one of: **the machine** (cores busy about the cores given), **the main process** (near one
+core busy while cores sat idle), **the decoder** (each loading process busy, cores to spare), **idle cores** (none
+saturated), or, for a case the machine could not run, **a resource** (:func:`left_out_limit`). Cores busy are
+``cpu_utilization x usable_cores``; cores given the round's ``parallel_capacity`` (else the usable cores)."""
 
 from __future__ import annotations
 
@@ -55,19 +51,13 @@ def capacity_trusted(run: Run) -> bool:
     return K.CAPACITY_PROBE in run.machine
 
 
-def cores_given(case: Case, trusted: bool = True) -> float | None:
-    """The cores the machine gave the case's rounds: their parallel capacity (median) where ``trusted``, else the
-    usable cores."""
-    capacity = case.number(K.PARALLEL_CAPACITY) if trusted else None
-    return capacity if capacity is not None else case.number(K.USABLE_CORES)
-
-
 def what_limits(case: Case, decoder_ms: float | None = None, trusted: bool = True) -> Limiter:
     """What limits ``case``, from its CPU accounting, its capacity (``trusted``: :func:`capacity_trusted` of its
     run) and the CPU per image of the same work alone in one process (``decoder_ms``; else its own decoder's
     single-core rate, or its preset's single-core ceiling)."""
-    utilization, usable, given = case.number(K.CPU_UTILIZATION), case.number(K.USABLE_CORES), cores_given(case,
-                                                                                                          trusted)
+    utilization, usable = case.number(K.CPU_UTILIZATION), case.number(K.USABLE_CORES)
+    capacity = case.number(K.PARALLEL_CAPACITY) if trusted else None  # the cores given: the median capacity
+    given = capacity if capacity is not None else usable
     if utilization is None or not usable or not given:
         return Limiter("not measured", "not measured (no CPU accounting in this record)")
     busy, n = utilization * usable, loaders(case)

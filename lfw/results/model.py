@@ -1,14 +1,8 @@
 """The one model of saved results: pytest-benchmark JSON, read and checked in one place, used by every tool.
 
-A file is usable only if it is a pytest-benchmark run whose every case kept its rounds (``stats.data``, written
-by ``--benchmark-save-data`` or ``--benchmark-json``); any other is refused in one line naming the fix, never
-silently downgraded. A case's ``extra_info`` is a :class:`~lfw.results.record.CaseRecord`:
-one without ``schema_version`` (the committed baselines) is version 0 and reads the same; one newer than this
-code is refused in one line naming the version it needs.
-
-Each :class:`Case` exposes its per-round values through :meth:`Case.rounds`, its scalars through
-:meth:`Case.number` and its knobs through :meth:`Case.knob`; :func:`write_run` writes the same format back
-(the A/B runner's output), so ``pytest-benchmark compare`` reads what lfw-bench writes.
+A file is usable only if it is a pytest-benchmark run whose every case kept its rounds (``stats.data``); any other
+is refused in one line naming the fix. A case's ``extra_info`` is a :class:`~lfw.results.record.CaseRecord` (no
+``schema_version``: version 0, read the same; a newer one is refused). :func:`write_run` writes the same format.
 """
 
 from __future__ import annotations
@@ -89,8 +83,7 @@ class Case:
 
     def knob(self, knob: Knob[T], default: T | None = None) -> T | None:
         """A knob of the case (:mod:`lfw.results.knobs`), ``default`` where it has none: from schema 2 its
-        ``params`` alone; a case saved before reads it where its version kept it
-        (:func:`~lfw.results.knobs.legacy_knob`)."""
+        ``params`` alone, before where its version kept it (:func:`~lfw.results.knobs.legacy_knob`)."""
         if self.schema_version >= KNOBS_IN_PARAMS:
             found = self.params.get(knob.key)
         else:
@@ -104,10 +97,8 @@ class Case:
         return default if found is None else found
 
     def rounds(self, key: str) -> list[float]:
-        """Per-round values of a metric: ``<key>_rounds`` if saved, else the single value, else ``[]``.
-
-        ``seconds`` is pytest-benchmark's own per-round timing.
-        """
+        """Per-round values of a metric: ``<key>_rounds`` if saved, else the single value, else ``[]``
+        (``seconds``: pytest-benchmark's own per-round timing)."""
         if key == "seconds":
             return list(self.seconds)
         values = self.extra.get(f"{key}_rounds")
@@ -137,13 +128,10 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Selection:
-    """What a run was asked to run, saved beside its cases (top-level ``lfw_selection``).
-
-    ``outcomes`` holds every benchmark case the run selected (``-k``/``-m`` applied) that ended, by
-    :func:`case_key`; ``not_run`` the selected cases that never ran because the run stopped first (``stopped``
-    says why: an interrupt, a signal, ``-x``); ``deselected`` the keys that ``-k``/``-m`` left out. A case in none
-    of them was not collected at all: renamed, removed, or in a file the run did not collect.
-    """
+    """What a run was asked to run, saved beside its cases (top-level ``lfw_selection``): ``outcomes``, by
+    :func:`case_key`, every selected case (``-k``/``-m`` applied) that ended; ``not_run`` those that never ran because
+    the run stopped first (``stopped`` says why: an interrupt, a signal, ``-x``); ``deselected`` the keys ``-k``/``-m``
+    left out. A case in none of them was not collected (renamed, removed, or in a file the run did not collect)."""
 
     keyword: str
     markexpr: str
@@ -168,8 +156,7 @@ class Selection:
     @property
     def unfinished_groups(self) -> list[str]:
         """Groups with a case that failed or never ran: their comparisons rest on part of the group."""
-        keys = [*self.failed, *self.not_run]
-        return list(dict.fromkeys(k.partition("/")[0] for k in keys))
+        return list(dict.fromkeys(k.partition("/")[0] for k in [*self.failed, *self.not_run]))
 
     @property
     def incomplete(self) -> str | None:
@@ -363,10 +350,8 @@ def case_record(*, name: str, fullname: str, group: str | None, params: Mapping[
 
 def write_run(path: Path, records: Iterable[Mapping[str, Any]], *, machine: Mapping[str, Any],
               commit: Mapping[str, Any], datetime: str) -> Path:
-    """Write a run that pytest-benchmark (``compare``, ``list``) and :func:`load_run` both read.
-
-    Refuses to overwrite: saved runs are never replaced by accident.
-    """
+    """Write a run that pytest-benchmark (``compare``, ``list``) and :func:`load_run` both read; refuses
+    (:class:`LFWError`) to overwrite one."""
     from pytest_benchmark import __version__
 
     if path.exists():

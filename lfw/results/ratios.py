@@ -1,8 +1,7 @@
 """Paired ratios between two configurations of one rotation: the comparison the report draws and recommends by.
 
-Cases of a rotated group ran their rounds interleaved (:mod:`lfw.measure.rotation`), so round r of one case and
-round r of another pair up: the Hodges-Lehmann estimate of their log ratios and its signed-rank interval
-(:mod:`lfw.stats.paired`) at :data:`CONFIDENCE`, the interval's real confidence kept.
+Round r of one case pairs with round r of another (:mod:`lfw.measure.rotation`): the Hodges-Lehmann estimate of
+their log ratios and its signed-rank interval (:mod:`lfw.stats.paired`) at :data:`CONFIDENCE`, its real confidence kept.
 """
 
 from __future__ import annotations
@@ -18,11 +17,9 @@ from lfw.stats.variation import coefficient_of_variation
 
 def share_text(case: Case, key: str) -> str:
     """``93% (rounds 91%-95%)``: a share's median and the range of its rounds (the median alone with one round)."""
-    median = case.number(key) or 0.0
-    rounds = [float(v) for v in case.rounds(key) or []]
-    if len(rounds) < 2:
-        return f"{median:.0%}"
-    return f"{median:.0%} (rounds {min(rounds):.0%}-{max(rounds):.0%})"
+    rounds = case.rounds(key)
+    spread = f" (rounds {min(rounds):.0%}-{max(rounds):.0%})" if len(rounds) > 1 else ""
+    return f"{case.number(key) or 0.0:.0%}{spread}"
 
 
 CONFIDENCE = 0.85  # 5 rounds: 2nd-smallest to 2nd-largest Walsh average, 87.5% (90%: the full range)

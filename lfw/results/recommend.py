@@ -1,10 +1,9 @@
 """The recommended num_workers per transform: the knee, decided on paired ratios, with its uncertainty.
 
-The knee is the fewest workers within ``tolerance`` (5%) of the best: more buy little and cost memory and
-start-up. Each count's paired ratio to the best (:mod:`lfw.results.ratios`) is *within* when its interval lies at
-or above ``1 - tolerance``, *worse* below it, *unresolved* when it straddles it. The fewest *within* wins if every
-count with fewer workers is *worse*; otherwise **no clear winner**, naming the counts the evidence does not
-separate. Unrotated runs (no paired rounds) fall back to medians and say so. See docs/reports.md.
+The knee is the fewest workers within ``tolerance`` (5%) of the best. Each count's paired ratio to the best
+(:mod:`lfw.results.ratios`) is *within* when its interval lies at or above ``1 - tolerance``, *worse* below it,
+*unresolved* when it straddles it. The fewest *within* wins if every count with fewer workers is *worse*; otherwise
+**no clear winner**, naming the counts not separated. Unrotated runs fall back to medians (docs/reports.md).
 """
 
 from __future__ import annotations
@@ -83,11 +82,9 @@ def recommend(transform: str, cases: Iterable[Case], tolerance: float = KNEE_TOL
     best_case = max(cases, key=lambda c: c.number(K.IMAGES_PER_S) or 0.0)
     candidates = []
     for case in cases:
-        if case is best_case:
-            candidates.append(Candidate(case.knob(NUM_WORKERS, 0), case, None, "best"))
-            continue
-        r = ratio(case, best_case)
-        candidates.append(Candidate(case.knob(NUM_WORKERS, 0), case, r, standing_to_best(r, tolerance)))
+        r = None if case is best_case else ratio(case, best_case)
+        standing: Standing = "best" if case is best_case else standing_to_best(r, tolerance)
+        candidates.append(Candidate(case.knob(NUM_WORKERS, 0), case, r, standing))
     best = next(c for c in candidates if c.standing == "best")
     if any(c.standing == "unpaired" for c in candidates):  # no paired rounds: the knee by medians
         knee = candidates[first_within([c.case.number(K.IMAGES_PER_S) or 0.0 for c in candidates], tolerance)]

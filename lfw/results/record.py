@@ -1,9 +1,7 @@
 """The case record: what one benchmark case saves in pytest-benchmark's ``extra_info``, typed and versioned.
 
-A :class:`CaseRecord` holds ``knobs`` (what the case is), ``metrics`` (what was measured, each summarized over its
-rounds by :func:`summarize`, the one rule every writer uses) and ``machine`` (what it ran on and how), each key
-declared in :mod:`lfw.results.keys` (or a knob of :mod:`lfw.results.knobs`). It is saved flat, as every reader
-knows it, plus ``schema_version``; a case without one is version 0, read the same way. See docs/record.md.
+A :class:`CaseRecord` holds ``knobs``, ``metrics`` (each summarized by :func:`summarize`) and ``machine``, each key
+declared (:mod:`lfw.results.keys`, :mod:`lfw.results.knobs`), saved flat plus ``schema_version`` (docs/record.md).
 """
 
 from __future__ import annotations
@@ -40,11 +38,9 @@ def summarize(name: str, rounds: Sequence[float], *, cv: bool = False, kept: Kep
               digits: int | None = None) -> dict[str, Any]:
     """A metric over its rounds, as the record saves it: ``name`` the median (the maximum for a memory peak,
     :data:`~lfw.results.keys.PEAK_KEYS`), ``name_rounds`` every round's value, and with ``cv`` the coefficient
-    of variation of the unrounded rounds (``name_cv``, 4 places).
-
-    ``kept`` leaves out the per-round list (``"summary"``) or the summary (``"rounds"``); ``digits`` (default
-    the key's in :mod:`lfw.results.keys`, else 6) is the rounding of both. Raises ValueError for no rounds.
-    """
+    of variation of the unrounded rounds (``name_cv``, 4 places). ``kept`` leaves out the per-round list
+    (``"summary"``) or the summary (``"rounds"``); ``digits`` (default the key's) rounds both. Raises ValueError
+    for no rounds."""
     if not rounds:
         raise ValueError(f"no rounds of {name} to summarize")
     places = digits if digits is not None else (found.digits if (found := K.facts(name)) else K.DEFAULT_DIGITS)
@@ -62,8 +58,7 @@ def schema_version(extra: Mapping[str, Any], where: str) -> int:
     """The schema a saved case was written with: 0 without ``schema_version`` (the older form, read as it is).
 
     Raises:
-        LFWError: a version that is not an int from 0, or one newer than :data:`SCHEMA_VERSION` (one line,
-            naming the version the case needs).
+        LFWError: a version that is not an int from 0, or one newer than :data:`SCHEMA_VERSION` (naming it).
     """
     version = extra.get(K.SCHEMA_VERSION, 0)
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:

@@ -67,8 +67,7 @@ def signed_rank_interval(x: Sequence[float], confidence: float = 0.90) -> Interv
     k = 1
     while k < len(walsh) // 2 + 1 and _cdf(n, k) <= tail:  # k + 1 still keeps each tail within ``tail``
         k += 1
-    achieved = 1 - 2 * _cdf(n, k - 1)
-    return Interval(float(walsh[k - 1]), float(walsh[len(walsh) - k]), achieved)
+    return Interval(float(walsh[k - 1]), float(walsh[len(walsh) - k]), 1 - 2 * _cdf(n, k - 1))
 
 
 def signed_rank_p(x: Sequence[float], alternative: str = "greater") -> float:

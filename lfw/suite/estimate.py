@@ -1,11 +1,9 @@
 """``python -m lfw.suite.estimate [--no-remote]``: about how long ``make bench`` will take on this machine, in one
 line, said before it starts.
 
-The recorded time of a fresh clone's ``make bench`` (``docs/runs/make-bench.txt``: its pytest phase and report,
-the remote layer's share, the per-core rates of its machine) is scaled part by part: the remote layer's by the
+The recorded ``make bench`` (``docs/runs/make-bench.txt``) is scaled part by part: the remote layer's share by the
 local S3 endpoint's zero-latency rate, the rest by the ``none`` preset's single-core rate, each recorded rate over
-the same rate measured here as the suite measures it (:class:`~lfw.measure.ceiling.CeilingSweep`,
-:class:`~lfw.remote.bench.EndpointCeiling`) on a small synthetic tree (docs/methodology.md).
+the same rate measured here on a small synthetic tree (docs/methodology.md).
 """
 
 from __future__ import annotations
@@ -116,8 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m lfw.suite.estimate", description=__doc__.splitlines()[0])
     parser.add_argument("--no-remote", action="store_true", help="for make bench LAYERS=: no remote layer")
     args = parser.parse_args(argv)
-    run = recorded()
-    print(estimate_line(run, *measured(remote=not args.no_remote)), flush=True)
+    print(estimate_line(recorded(), *measured(remote=not args.no_remote)), flush=True)
     return 0
 
 

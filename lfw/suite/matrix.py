@@ -1,15 +1,14 @@
 """The loader benchmark matrix as data: every configuration the suite compares, by group.
 
-One table serves the pytest benchmarks (ids such as ``workers2-none``), the group runner
-(:mod:`lfw.suite.runner`) and the A/B pass server, so a case means the same DataLoader everywhere; a case is
-identified by its group and id (:func:`lfw.results.case_key`). Groups that parametrize their own cases (``cost``,
-``leak``, ``memory-index``, ``startup``, ``thread-map``) do so because they need one process, one index or a
-loader a :class:`LoaderCase` cannot describe, and no rotation (docs/methodology.md)."""
+One table serves the pytest benchmarks, the group runner (:mod:`lfw.suite.runner`) and the A/B pass server, so a
+case (its group and id, :func:`lfw.results.case_key`) means the same DataLoader everywhere. Groups that parametrize
+their own cases (``cost``, ``leak``, ``memory-index``, ``startup``, ``thread-map``) are not here (no rotation)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import product
 from typing import Any
 
 from lfw.errors import LFWError
@@ -30,7 +29,6 @@ TRANSFORMS = ("none", "simple", "heavy", "uint8")
 # Why a user's own dataset (--bench-dataset) leaves a case out: it runs the knob groups over the factory's items.
 LFW_PRESETS = "the transform presets are LFW's; your factory's items run as they are (the -none cases)"
 LFW_FILES = "needs LFW's own files and index; your dataset runs the knob groups"
-# Groups that neither the recommendation nor the quick gate rests on, kept out of the quick profile's time budget.
 QUICK_BUDGET = "kept out of its time budget (neither the recommendation nor the quick gate rests on it)"
 
 
@@ -78,9 +76,8 @@ class LoaderCase:
 
     @property
     def parallelism(self) -> int:
-        """The processes or threads the case's work runs in: a peer's knob; a decode on the device, one; a pipeline's
-        loading processes x its decode threads; else its loading processes (the workers, or the main process). A
-        limit counts no more cores than this (:func:`lfw.suite.record.work_limit`)."""
+        """The processes or threads the case's work runs in (the most cores :func:`lfw.suite.record.work_limit` counts):
+        a peer's knob; a decode on the device, one; else loading processes (or the main process) x decode threads."""
         if self.peer is not None:
             return self.peer.parallelism
         if self.on_device:  # one device decodes, whatever reads the bytes
@@ -100,9 +97,7 @@ class LoaderCase:
         if self.epoch_images:
             return loader_batches
         wanted = profile.batches_for(self.config.batch_size, self.transform)
-        if self.max_batches is not None:
-            wanted = min(wanted, self.max_batches)
-        return min(wanted, loader_batches)
+        return min(wanted, loader_batches, wanted if self.max_batches is None else self.max_batches)
 
 
 @dataclass(frozen=True)
@@ -117,9 +112,7 @@ class Group:
     rounds_quick: int | None = None
     warmup_rounds: int = 0
     min_rounds: int = 1
-    # The peers group: its warm-up round (each case's cold first epoch, then the pixel check) runs in an untimed
-    # smoke run too, and each case's memory is measured alone after a timed rotation (lfw.suite.peers).
-    peer_group: bool = False
+    peer_group: bool = False  # its warm-up round runs untimed too; memory alone after a timed one (lfw.suite.peers)
 
     @property
     def argvalues(self) -> list[tuple[Any, ...]]:
@@ -137,8 +130,7 @@ class Group:
         raise LFWError(f"group {self.name} has no case with params {dict(params)}")
 
     def case(self, case_id: str) -> LoaderCase:
-        found = next((c for c in self.cases if c.id == case_id), None)
-        if found is None:
+        if (found := next((c for c in self.cases if c.id == case_id), None)) is None:
             raise LFWError(f"group {self.name} has no case {case_id!r}")
         return found
 
@@ -150,15 +142,14 @@ class Group:
 
 def _workers_transform() -> Group:
     cases = []
-    for transform in TRANSFORMS:
-        for workers in WORKER_COUNTS:
-            quick = transform in ("none", "uint8") or workers in (0, 2)
-            knobs = {KN.NUM_WORKERS.key: workers, KN.TRANSFORM.key: transform}
-            cases.append(LoaderCase(
-                "workers-transform", f"workers{workers}-{transform}", knobs,
-                LoaderConfig(batch_size=64, num_workers=workers), transform,
-                full_only=None if quick else f"{transform} runs at workers0 and workers2 only (full crosses all)",
-                lfw_only=None if transform == "none" else LFW_PRESETS))
+    for transform, workers in product(TRANSFORMS, WORKER_COUNTS):
+        quick = transform in ("none", "uint8") or workers in (0, 2)
+        knobs = {KN.NUM_WORKERS.key: workers, KN.TRANSFORM.key: transform}
+        cases.append(LoaderCase(
+            "workers-transform", f"workers{workers}-{transform}", knobs,
+            LoaderConfig(batch_size=64, num_workers=workers), transform,
+            full_only=None if quick else f"{transform} runs at workers0 and workers2 only (full crosses all)",
+            lfw_only=None if transform == "none" else LFW_PRESETS))
     return Group("workers-transform", (KN.NUM_WORKERS.key, KN.TRANSFORM.key), tuple(cases))
 
 
@@ -232,8 +223,7 @@ REMOTE_WORKERS = (0, 2, 4)
 REMOTE_BATCH = 32
 ENDPOINT_ESTIMATE = 300.0  # images/s the local endpoint serves at zero latency: only caps the slow cases' passes
 REMOTE_PASS_CAP_S = 8.0  # a steady pass that Little's law says would take longer is the start-up wave alone
-# The quick profile's remote cases (strategy, workers): at each latency the best strategy (batch, 2 and 4 workers)
-# and the serial control; threads at 100 ms only, Little's law on a second strategy. Smoke and full run them all.
+# The quick profile's remote cases (strategy, workers) per latency: the best strategy and the serial control.
 REMOTE_QUICK = {0: {("batch", 2), ("batch", 4), ("serial", 2)},
                 100: {("batch", 2), ("batch", 4), ("threads", 4), ("serial", 2)}}
 REMOTE_NOT_QUICK = ("its time budget holds steady-state passes for the best strategy per latency and its serial "
@@ -254,20 +244,16 @@ def _remote() -> Group:
     """Strategy x injected latency x workers against the local S3 endpoint: persistent workers, one epoch per pass of
     :func:`remote_pass_batches`, no memory sampling."""
     cases = []
-    for strategy in CONCURRENCY:
-        for latency in REMOTE_LATENCIES_MS:
-            for workers in REMOTE_WORKERS:
-                spec = RemoteCase(strategy, latency)
-                quick = (strategy, workers) in REMOTE_QUICK.get(latency, set())
-                cases.append(LoaderCase(
-                    "remote", f"{strategy}-{latency}ms-w{workers}",
-                    {KN.STRATEGY.key: strategy, KN.LATENCY_MS.key: latency, KN.NUM_WORKERS.key: workers},
-                    LoaderConfig(batch_size=REMOTE_BATCH, num_workers=workers, persistent_workers=workers > 0),
-                    "uint8", epoch_images=True, remote=spec,
-                    images=REMOTE_BATCH * remote_pass_batches(spec, workers),
-                    memory_interval_s=None, lfw_only=LFW_FILES,
-                    full_only="50 ms runs in full only" if latency == 50 else None,
-                    not_quick=None if quick else REMOTE_NOT_QUICK))
+    for strategy, latency, workers in product(CONCURRENCY, REMOTE_LATENCIES_MS, REMOTE_WORKERS):
+        spec = RemoteCase(strategy, latency)
+        quick = (strategy, workers) in REMOTE_QUICK.get(latency, set())
+        cases.append(LoaderCase(
+            "remote", f"{strategy}-{latency}ms-w{workers}",
+            {KN.STRATEGY.key: strategy, KN.LATENCY_MS.key: latency, KN.NUM_WORKERS.key: workers},
+            LoaderConfig(batch_size=REMOTE_BATCH, num_workers=workers, persistent_workers=workers > 0),
+            "uint8", epoch_images=True, remote=spec, images=REMOTE_BATCH * remote_pass_batches(spec, workers),
+            memory_interval_s=None, lfw_only=LFW_FILES, full_only="50 ms runs in full only" if latency == 50 else None,
+            not_quick=None if quick else REMOTE_NOT_QUICK))
     return Group("remote", (KN.STRATEGY.key, KN.LATENCY_MS.key, KN.NUM_WORKERS.key),
                  tuple(cases), rounds_quick=3, warmup_rounds=1)
 

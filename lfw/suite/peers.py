@@ -1,10 +1,8 @@
 """The peers group's side of the engine: a peer case as a rotation member, its decoder alone, its memory alone.
 
-Each peer case is a :class:`PeerMember`, a :class:`~lfw.measure.rotation.LoaderMember` over
-:class:`~lfw.measure.LoaderPass` with the peer's :class:`~lfw.peers.contract.PeerLoader` as its loader. Before
-the rotation, untimed: each peer's one-off conversion (:func:`conversions`); in it, the cold first epoch is the
-warm-up round and the decoded-pixel check (:mod:`lfw.peers.check`) runs untimed before the first timed pass; after
-it, each case's memory alone (:func:`memory_alone`), with no other member's process alive."""
+Before the rotation, untimed: each peer's one-off conversion (:func:`conversions`); in it, a :class:`PeerMember`
+per case (its cold first epoch the warm-up round, the pixel check untimed before the first timed pass); after it,
+each case's memory alone (:func:`memory_alone`), with no other member's process alive."""
 
 from __future__ import annotations
 
@@ -34,8 +32,7 @@ def not_measured(spec: PeerSpec) -> str | None:
 
 def build_peer(spec: PeerSpec, root: Path, images: int) -> PeerLoader:
     """The peer's loader over the first ``images`` images of ``root``; a peer that cannot run here is one line."""
-    why = not_measured(spec)
-    if why is not None:
+    if (why := not_measured(spec)) is not None:
         raise LFWError(why)
     return peers.adapter(spec.peer).build(spec, PassImages.first(root, images))
 
@@ -65,10 +62,8 @@ class PeerMember(LoaderMember):
         return super().measure()
 
     def facts(self) -> dict[str, Any]:
-        facts: dict[str, Any] = {K.PEER_LAYOUT: self.loader.layout}
-        if self.check is not None:
-            facts[K.PIXEL_CHECK] = self.check.as_dict()
-        return facts
+        check = {K.PIXEL_CHECK: self.check.as_dict()} if self.check is not None else {}
+        return {K.PEER_LAYOUT: self.loader.layout, **check}
 
     def close(self) -> None:
         """Stop the pass and the peer; what had to be forced is recorded as the case's shutdown errors, never raised."""
@@ -83,8 +78,7 @@ class PeerMember(LoaderMember):
 
 def decoder_member(spec: PeerSpec) -> str | None:
     """The rotation member holding the peer's own decoder's single-core rate, or None where it cannot run alone."""
-    decoder = peers.adapter(spec.peer).DECODER
-    if decoder is None:
+    if (decoder := peers.adapter(spec.peer).DECODER) is None:
         return None
     return DECODE_CEILING + decoder + ("-float" if spec.output == "float" else "")
 

@@ -1,10 +1,8 @@
 """Benchmark profiles: how much data and how many rounds each run spends (docs/methodology.md).
 
-``smoke`` runs every case once on a tiny tree (``make test``); ``quick``, the default, the knobs the
-recommendation and the quick gate rest on, held to a time budget; ``full`` the nightly matrix on full-size LFW;
-``device`` what a GPU machine runs (docs/device.md): the device layer, ``pin_memory`` and the workers curve, at the
-worker counts of :func:`device_workers`. A *layer* (``cost``, ``remote``, ``peers``, ``device``) is a family of
-costly cases a profile runs always or when asked."""
+``smoke`` runs every case once on a tiny tree (``make test``); ``quick``, the default, what the recommendation and
+the quick gate rest on, held to a time budget; ``full`` the nightly matrix; ``device`` what a GPU machine runs
+(docs/device.md). A *layer* (``cost``, ``remote``, ``peers``, ``device``) is a family of costly cases."""
 
 from __future__ import annotations
 
@@ -40,10 +38,8 @@ class Profile:
         return max(2, round(self.pass_images(transform) / batch_size))
 
 
-# Cheap presets get longer passes and costly ones shorter, so every pass lasts roughly as long: long enough
-# that start-up and the memory sampler are a small share, short enough for the time budget.
+# Cheap presets get longer passes and costly ones shorter, so every pass lasts roughly as long.
 PASS_SCALE = {"none": 1.0, "simple": 1.0, "heavy": 0.25, "uint8": 2.0}
-
 
 COST, REMOTE, PEERS, DEVICE = "cost", "remote", "peers", "device"
 LAYERS = (COST, REMOTE, PEERS)  # the layers smoke and full run always; the device layer runs in the device profile
@@ -60,8 +56,7 @@ def device_worker_counts(cores: int) -> tuple[int, ...]:
     return tuple(sorted({0, 2, *device_workers(cores)}))
 
 
-# What the device campaign's steps run, as pytest -k expressions (tools/device_campaign.py): the device layer's
-# groups, pin_memory, and the workers curve of the two presets the quick profile crosses with every count.
+# What the device campaign's steps run, as pytest -k expressions (tools/device_campaign.py).
 DEVICE_STEPS = {"pin": "test_pin_memory", "bandwidth": "test_device_copy", "feed": "test_device_feed",
                 "decode": "test_device_decode", "workers": "(test_workers_transform and (none or uint8))"}
 

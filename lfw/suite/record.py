@@ -1,11 +1,6 @@
-"""The record builder: many passes to the :class:`~lfw.results.record.CaseRecord` every benchmark case saves.
-
-Every metric goes through :func:`lfw.results.record.summarize` (the rule is in docs/record.md); the per-round values
-are kept so that the gate can test differences statistically and the report can draw error bars.
-
-:func:`rotated_record` is the whole record of a case measured in its group's rotation (summary, paired
-ceilings, the case's description); :func:`single_record` the record of a case measured on its own.
-"""
+"""The record builder: many passes to the :class:`~lfw.results.record.CaseRecord` every benchmark case saves, every
+metric through :func:`lfw.results.record.summarize` (docs/record.md): :func:`rotated_record` for a case measured in
+its group's rotation, :func:`single_record` for one measured on its own."""
 
 from __future__ import annotations
 
@@ -28,27 +23,17 @@ from lfw.suite.profiles import PEERS, Profile
 from lfw.suite.runner import ENDPOINT_CEILING, MEMMAP_CEILING, GroupRotation, own_decoder_member
 
 
-def parallel_cores(parallelism: int, usable_cores: int, capacities: Sequence[float] | None,
-                   rounds: int) -> list[float]:
-    """Cores a case whose work runs in ``parallelism`` processes or threads can use in each round:
-    ``min(max(parallelism, 1), usable_cores)``, and, with the rounds' measured parallel capacity
-    (:mod:`lfw.measure.ceiling`), no more than the machine gave (never below one core: one process always has one)."""
-    wanted = min(max(parallelism, 1), usable_cores)
-    if capacities is None:
-        return [float(wanted)] * rounds
-    if len(capacities) != rounds:
-        raise ValueError(f"{len(capacities)} capacities for {rounds} rounds: they must be paired by round")
-    return [max(1.0, min(float(wanted), c)) for c in capacities]
-
-
 def work_limit(per_core: Sequence[float], *, parallelism: int, usable_cores: int,
                capacities: Sequence[float] | None) -> list[float]:
     """What a case's work can reach on this machine in each round: the single-core rate of that work measured in
     the same round (``per_core``: a preset's ceiling sweep, a decoder alone, the PIL path, the memmap) x the cores
-    the round's parallel capacity gave, no more than the case's own ``parallelism`` (:func:`parallel_cores`).
-    Every figure a record calls a ceiling, a limit or a share of one is taken against this (docs/methodology.md,
-    "One limit")."""
-    cores = parallel_cores(parallelism, usable_cores, capacities, len(per_core))
+    it can use, ``min(max(parallelism, 1), usable_cores)``, and no more than the round's parallel capacity
+    (``capacities``, paired by round, else ValueError) gave, never below one. Every figure a record calls a ceiling,
+    a limit or a share of one is taken against this (docs/methodology.md, "One limit")."""
+    wanted = float(min(max(parallelism, 1), usable_cores))
+    if capacities is not None and len(capacities) != len(per_core):
+        raise ValueError(f"{len(capacities)} capacities for {len(per_core)} rounds: they must be paired by round")
+    cores = [wanted] * len(per_core) if capacities is None else [max(1.0, min(wanted, c)) for c in capacities]
     return [rate * n for rate, n in zip(per_core, cores, strict=True)]
 
 
@@ -67,7 +52,7 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
                 capacities: Sequence[float] | None = None) -> CaseRecord:
     """The record of a case measured as ``results`` (one per round), every metric through
     :func:`lfw.results.record.summarize`. With ``ceilings`` (this transform's single-core rate in each round of the
-    rotation) also ``ceiling_images_per_s`` (that rate x :func:`parallel_cores` of ``workers``, ``usable_cores`` and
+    rotation) also ``ceiling_images_per_s`` (:func:`work_limit` of ``workers``, ``usable_cores`` and
     ``capacities``) and ``efficiency``, round r's rate over round r's ceiling."""
     if not results:
         raise ValueError("no passes to summarize")
@@ -120,12 +105,10 @@ def pass_record(results: Sequence[PassResult], *, ceilings: Sequence[float] | No
 
 def loader_facts(result: PassResult) -> dict[str, Any]:
     """What the live loader of ``result``'s pass did with its knobs (the read-back fields of :class:`PassResult`);
-    a fact the pass did not read is left out, and ``batch_pinned`` is None where it was not read (no accelerator,
-    or a loader that does not pin)."""
-    facts: dict[str, Any] = {K.WORKERS_SEEN: result.workers_seen, K.WORKER_START_METHOD: result.worker_start_method,
-                             K.PREFETCHED_BATCHES: result.prefetched_batches,
-                             K.PREFETCH_FACTOR_SEEN: result.prefetch_factor_seen}
-    facts = {key: value for key, value in facts.items() if value is not None}
+    a fact not read is left out, and ``batch_pinned`` is None where not read (no accelerator, or no pinning)."""
+    read = {K.WORKERS_SEEN: result.workers_seen, K.WORKER_START_METHOD: result.worker_start_method,
+            K.PREFETCHED_BATCHES: result.prefetched_batches, K.PREFETCH_FACTOR_SEEN: result.prefetch_factor_seen}
+    facts: dict[str, Any] = {key: value for key, value in read.items() if value is not None}
     if result.pinning_available is not None:
         facts[K.BATCH_PINNED] = result.batch_pinned if result.pinning_available else None
     return facts
@@ -175,35 +158,30 @@ def step_record(results: Sequence[PassResult]) -> dict[str, Any]:
 
 def steady_record(results: Sequence[PassResult]) -> dict[str, Any]:
     """The steady rate of a case's rounds (:meth:`PassResult.steady`): its median and every round's, with the
-    fewest batches any round's rate rests on; or, when a round has none, no rate and ``steady_absent`` saying why
-    (a median of some rounds would describe other passes than the case's)."""
+    fewest batches any round's rate rests on; where a round has none, no rate but ``steady_absent`` saying why."""
     steady = [r.steady() for r in results]
-    absent = next((s.reason for s in steady if s.images_per_s is None), None)
-    if absent is not None:
-        return {K.STEADY_ABSENT: absent, K.STEADY_BATCHES: min(s.batches for s in steady)}
-    return {**summarize(K.STEADY_IMAGES_PER_S, [s.images_per_s or 0.0 for s in steady]),
-            K.STEADY_BATCHES: min(s.batches for s in steady)}
+    fewest = {K.STEADY_BATCHES: min(s.batches for s in steady)}
+    if (absent := next((s.reason for s in steady if s.images_per_s is None), None)) is not None:
+        return {K.STEADY_ABSENT: absent, **fewest}
+    return {**summarize(K.STEADY_IMAGES_PER_S, [s.images_per_s or 0.0 for s in steady]), **fewest}
 
 
 def machine_ceiling_shares(results: Sequence[PassResult], *, pil: Sequence[float], memmap: Sequence[float],
                            parallelism: int, usable_cores: int,
                            capacities: Sequence[float] | None = None) -> dict[str, Any]:
-    """A decode pipeline's rate as a share of the machine's two reference limits, round by round (:func:`work_limit`
-    of ``pil`` and ``memmap``, the single-core rates of the PIL path and of the decoded memmap in the same rounds,
-    at the pipeline's ``parallelism``)."""
-    def limit(per_core: Sequence[float]) -> list[float]:
-        return work_limit(per_core, parallelism=parallelism, usable_cores=usable_cores, capacities=capacities)
-
-    return {**limit_shares(results, limit(pil), ceiling_key=K.PIL_CEILING_IMAGES_PER_S, share_key=K.PIL_CEILING_SHARE),
-            **limit_shares(results, limit(memmap), ceiling_key=K.MEMMAP_CEILING_IMAGES_PER_S,
+    """A decode pipeline's rate as a share of the machine's two reference limits, round by round: :func:`work_limit`
+    of ``pil`` and ``memmap`` (the PIL path's and the decoded memmap's single-core rates) at its ``parallelism``."""
+    pil_limit, memmap_limit = (work_limit(c, parallelism=parallelism, usable_cores=usable_cores, capacities=capacities)
+                               for c in (pil, memmap))
+    return {**limit_shares(results, pil_limit, ceiling_key=K.PIL_CEILING_IMAGES_PER_S, share_key=K.PIL_CEILING_SHARE),
+            **limit_shares(results, memmap_limit, ceiling_key=K.MEMMAP_CEILING_IMAGES_PER_S,
                            share_key=K.MEMMAP_CEILING_SHARE)}
 
 
 def own_decoder_shares(results: Sequence[PassResult], *, per_core: Sequence[float], member: str, parallelism: int,
                        usable_cores: int, capacities: Sequence[float] | None = None) -> dict[str, Any]:
     """A pipeline's rate over its own decoder's limit, round by round: :func:`work_limit` of that decoder's
-    single-core rate (``per_core``, measured by ``member`` in the same rounds) at the pipeline's ``parallelism``
-    (docs/decoders.md)."""
+    single-core rate (``per_core``, measured by ``member`` in the same rounds) at the pipeline's ``parallelism``."""
     if usable_cores < 1:
         raise ValueError(f"usable cores must be 1 or more, got {usable_cores}")
     limits = work_limit(per_core, parallelism=parallelism, usable_cores=usable_cores, capacities=capacities)
@@ -278,8 +256,7 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
         member = own_decoder_member(case.pipeline)
         record.add(own_decoder_shares(results, per_core=rotation.ceiling(member), member=member,
                                       parallelism=parallelism, usable_cores=cores, capacities=capacities))
-        record.add(stage_breakdown(results))
-        record.add(counted(results, DECODERS, K.DECODED_IMAGES))
+        record.add({**stage_breakdown(results), **counted(results, DECODERS, K.DECODED_IMAGES)})
         record.add({KN.DECODER.key: case.pipeline.decoder, K.STORAGE: case.pipeline.storage,
                     K.THREADS: case.pipeline.threads, K.OUTPUT: case.pipeline.output,
                     K.OUTPUT_SIZE: case.pipeline.size, K.BATCHING: case.pipeline.batching})
@@ -299,8 +276,7 @@ def rotated_record(case: LoaderCase, rotation: GroupRotation, *, profile: Profil
             record.add({KN.PEER.key: "dataloader", K.PEER_LAYOUT: "hwc-view" if case.pipeline.batching == "slots" else
                         "chw", K.OUTPUT: case.pipeline.output})
     if case.step_ms is not None:
-        record.add({KN.STEP_MS.key: case.step_ms})
-        record.add(step_record(results))
+        record.add({KN.STEP_MS.key: case.step_ms, **step_record(results)})
     elif case.on_device:  # the decode on the device and the wait for it, inside the pass
         record.add(step_record(results))
     if case.id in rotation.shutdown_errors:  # workers that died on their way out, after their passes completed

@@ -1,9 +1,7 @@
 """The group runner: every selected case of a group and its ceilings, measured as one interleaved rotation.
 
-Used by the pytest plugin and, through :func:`case_member`, the A/B pass server. Beside the cases the rotation
-holds ``ceiling-<transform>`` (each preset's single-core rate), ``ceiling-memmap`` and each pipeline's own decoder
-alone (decode pipelines), ``capacity`` (more than one worker), ``ceiling-endpoint`` (remote cases) and each peer's
-decoder alone (:mod:`lfw.suite.peers`). Datasets come from :class:`Datasets`: LFW's presets, or a user's factory."""
+Used by the pytest plugin and, through :func:`case_member`, the A/B pass server; :meth:`GroupRunner.members` says
+which ceilings join the cases. Datasets come from :class:`Datasets`: LFW's presets, or a user's factory."""
 
 from __future__ import annotations
 
@@ -51,16 +49,13 @@ DEVICE_DECODE_CEILING = "ceiling-decode-device"
 
 def own_decoder_member(pipeline: Pipeline) -> str:
     """The member holding a pipeline's own decoder's single-core rate: ``ceiling-memmap`` for the memmap,
-    ``ceiling-decode-device`` for a decode on the device (the device's own rate), else
-    ``ceiling-decode-<decoder>[-r<size>][-float]`` (loose files, one image at a time, no DataLoader)."""
+    ``ceiling-decode-device`` for a decode on the device, else ``ceiling-decode-<decoder>[-r<size>][-float]``."""
     if pipeline.storage == "memmap":
         return MEMMAP_CEILING
     if pipeline.batching == "device":
         return DEVICE_DECODE_CEILING
-    name = P.DECODE_CEILING + pipeline.decoder
-    if pipeline.size:
-        name += f"-r{pipeline.size}"
-    return name + ("-float" if pipeline.output == "float" else "")
+    size = f"-r{pipeline.size}" if pipeline.size else ""
+    return P.DECODE_CEILING + pipeline.decoder + size + ("-float" if pipeline.output == "float" else "")
 
 
 OWN_DECODER_SWEEP = 3  # x the profile's ceiling images: a share's denominator, so a longer, steadier sweep
@@ -133,10 +128,9 @@ def dataset_files(dataset: Any) -> list[str]:
 
 def case_pass(case: LoaderCase, dataset: Dataset, profile: Profile) -> LoaderPass:
     """The :class:`LoaderPass` that measures ``case`` over ``dataset`` (:meth:`Datasets.for_case`)."""
-    images = case.pass_images(profile)
     data: Dataset = dataset
     if case.epoch_images and case.pipeline is None:
-        data = Subset(dataset, range(min(images, len(dataset))))  # type: ignore[arg-type]
+        data = Subset(dataset, range(min(case.pass_images(profile), len(dataset))))  # type: ignore[arg-type]
     clock = stage_clock_of(data)
     collate: Callable[[list[Any]], Any] | None = None
     skipping = getattr(data, "on_error", "raise") == "skip"

@@ -1,10 +1,8 @@
 """pytest-benchmark's two writers, saving through :func:`lfw.cli.saving.write_atomic`.
 
-pytest-benchmark writes ``--benchmark-json`` and its stored runs with a plain ``open(..., "wb")``, so a full disk
-leaves a truncated newest run. :func:`save_atomically` swaps in :class:`AtomicFileStorage` (whole or nothing,
-never over an existing run) and an atomic ``save_json``. A failed writer prints its one line, the other still
-saves, and :attr:`Saving.failed` makes the plugin exit 4 (:data:`lfw.errors.EXIT_MEASUREMENT`). An incomplete run
-is saved marked (:func:`mark_incomplete`)."""
+:func:`save_atomically` swaps in :class:`AtomicFileStorage` (whole or nothing, never over an existing run) and an
+atomic ``save_json``. A failed writer prints its one line, the other still saves, and :attr:`Saving.failed` makes
+the plugin exit 4 (:data:`lfw.errors.EXIT_MEASUREMENT`). An incomplete run is saved marked (:func:`mark_incomplete`)."""
 
 from __future__ import annotations
 
@@ -98,8 +96,7 @@ def mark_incomplete(session: Any, incomplete: str | None) -> None:
     round left out and the stored run named ``..._incomplete``, each said on stderr."""
     if not incomplete or session is None or session.disabled:
         return
-    dropped = drop_unmeasured(session.benchmarks)
-    if dropped:
+    if dropped := drop_unmeasured(session.benchmarks):
         print(f"\nleft out of the saved run, interrupted before a timed round: {', '.join(dropped)}", file=sys.stderr)
     if session.benchmarks:
         for option in ("save", "autosave"):

@@ -1,8 +1,7 @@
 """What a session runs and why it leaves a case out: one rule, :func:`skip_reason`, for every benchmark.
 
-A case states what it needs (:class:`Needs`: workers, a layer, the full matrix, CUDA, a start method, LFW's own
-files); a session states what it has and chose (:class:`Session`: the profile, the layers on, the usable cores,
-CUDA, the dataset). A reason is a sentence a reader of the skip list understands; ``None`` means the case runs.
+A case states what it needs (:class:`Needs`), a session what it has and chose (:class:`Session`). A reason is a
+sentence a reader of the skip list understands; ``None`` means the case runs.
 """
 
 from __future__ import annotations
@@ -33,14 +32,9 @@ def layers_on(profile: Profile, *, cost: bool = False, remote: bool = False, pee
               keyword: str = "") -> frozenset[str]:
     """The layers a session runs: the profile's own, those asked for by flag, and one a ``-k`` names (the device
     layer only so, or in the device profile)."""
-    asked = {COST} if cost else set()
-    if remote or REMOTE in keyword:
-        asked.add(REMOTE)
-    if peers or PEERS in keyword:
-        asked.add(PEERS)
-    if DEVICE in keyword:
-        asked.add(DEVICE)
-    return profile.layers | asked
+    asked = {COST: cost, REMOTE: remote or REMOTE in keyword, PEERS: peers or PEERS in keyword,
+             DEVICE: DEVICE in keyword}
+    return profile.layers | {layer for layer, on in asked.items() if on}
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,8 @@
 """The suite on a user's own dataset: ``pytest benchmarks --bench-dataset MODULE:FACTORY``.
 
 ``FACTORY`` takes no argument and returns a map-style ``Dataset`` the default collate can batch (``MODULE``
-importable from the working directory); the knob groups run on its items, each ceiling over the same items, and
-cases needing LFW skip with the reason. Every way it can be wrong is one :class:`~lfw.errors.LFWError`; with
-``skip_unreadable`` the items that raise are left out (:class:`ReadableItems`)."""
+importable from the working directory); cases needing LFW skip with the reason. Every way it can be wrong is one
+:class:`~lfw.errors.LFWError`; with ``skip_unreadable`` the items that raise are left out (:class:`ReadableItems`)."""
 
 from __future__ import annotations
 
@@ -86,8 +85,7 @@ def user_dataset(spec: str, skip_unreadable: bool = False) -> Dataset:
     if isinstance(dataset, IterableDataset) or not isinstance(dataset, Dataset) or not hasattr(dataset, "__len__"):
         raise LFWError(f"--bench-dataset {spec!r}: the factory returned a {type(dataset).__name__}, not a map-style "
                        "torch.utils.data.Dataset with __len__ and __getitem__")
-    size = len(dataset)
-    if size == 0:
+    if (size := len(dataset)) == 0:
         raise LFWError(f"--bench-dataset {spec!r}: the dataset is empty")
     if skip_unreadable:
         dataset = readable_items(dataset, spec)
