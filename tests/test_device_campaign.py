@@ -1,6 +1,7 @@
-"""The device campaign (tools/device_campaign.py) on a CPU-only machine: the plan that fits one device command, the
-steps as one pytest run of the device profile and their statuses, the output folder's 8-file limit, a child stopped
-at its budget or with the command, the machine's limits, the offline wheels, and (slow) the whole dry run."""
+"""The device campaign (lfw/gate/device_campaign.py, run as tools/device_campaign.py) on a CPU-only machine: the
+plan that fits one device command, the steps as one pytest run of the device profile and their statuses, the output
+folder's 8-file limit, a child stopped at its budget or with the command, the machine's limits, the offline wheels,
+and (slow) the whole dry run."""
 
 from __future__ import annotations
 
@@ -22,11 +23,11 @@ import pytest
 import torch
 
 from lfw.errors import LFWError
+from lfw.gate import device_campaign as C
 from lfw.results import load_run
 from lfw.suite.matrix import GROUPS as MATRIX
 from lfw.suite.profiles import DEVICE_STEPS
 from tests.processes import gone_or_zombie
-from tools import device_campaign as C
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE_RUN = ROOT / "tests" / "fixtures" / "quick_run.json"
@@ -202,7 +203,7 @@ def test_a_command_cut_from_outside_leaves_no_step_running(tmp_path: Path) -> No
         import os, sys
         sys.path.insert(0, {str(ROOT)!r})
         from pathlib import Path
-        from tools.device_campaign import Log
+        from lfw.gate.device_campaign import Log
         step = "import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)"
         Log(Path({str(tmp_path)!r})).run("step", [sys.executable, "-c", step], 600, dict(os.environ))""")
     command = subprocess.Popen([sys.executable, "-c", driver], start_new_session=True)  # the tool's command
@@ -221,7 +222,7 @@ def test_the_campaign_raises_its_open_files_limit_and_records_the_limits() -> No
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY or hard <= 256:
         pytest.skip(f"needs a finite hard limit of open files above 256, this machine has {hard}")
-    code = ("import resource, json; from tools.device_campaign import raise_limits; "
+    code = ("import resource, json; from lfw.gate.device_campaign import raise_limits; "
             "resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1])); "
             "print(json.dumps(raise_limits()))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,

@@ -168,7 +168,7 @@ def test_every_make_variable_module_and_campaign_step_a_workflow_names_exists(wo
     """A misspelt ``PROFIL=full`` is silently ignored by make and a missing ``python -m lfw.X`` fails only on
     GitHub: each variable a workflow passes must be one the Makefile reads, each project module it runs must
     exist, and each device-campaign step it asks for must be one the campaign has."""
-    from tools.device_campaign import STEP_NAMES
+    from lfw.gate.device_campaign import STEP_NAMES
 
     scripts = "\n".join(run_scripts(load(workflow)))
     unread = sorted(set(make_variables_given(scripts)) - makefile_variables_read())

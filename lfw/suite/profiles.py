@@ -56,7 +56,7 @@ def device_worker_counts(cores: int) -> tuple[int, ...]:
     return tuple(sorted({0, 2, *device_workers(cores)}))
 
 
-# What the device campaign's steps run, as pytest -k expressions (tools/device_campaign.py).
+# What the device campaign's steps run, as pytest -k expressions (lfw/gate/device_campaign.py).
 DEVICE_STEPS = {"pin": "test_pin_memory", "bandwidth": "test_device_copy", "feed": "test_device_feed",
                 "decode": "test_device_decode", "workers": "(test_workers_transform and (none or uint8))"}
 
