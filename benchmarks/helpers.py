@@ -32,8 +32,8 @@ from lfw.results import keys as K
 from lfw.results.knobs import saved_form
 from lfw.results.record import SCHEMA_VERSION, CaseRecord
 from lfw.suite import matrix
+from lfw.suite.case_record import knob_params, rotated_record, single_record
 from lfw.suite.profiles import PROFILES
-from lfw.suite.record import knob_params, rotated_record, single_record
 from lfw.suite.runner import Datasets, GroupRotation, GroupRunner, dataset_files
 from lfw.suite.saving import Saving
 from lfw.suite.skips import STAND_IN, Needs, Session, layers_on, skip_reason, worker_cap

@@ -1,7 +1,7 @@
 """The benchmarks' pytest wiring: options, hooks and thin fixtures over the suite engine (:mod:`lfw.suite`).
 
 Loaded by the root ``conftest.py`` (``pytest_plugins``), as pytest-benchmark keeps its own ``plugin.py``: what a
-group runs and how is :mod:`lfw.suite.runner`, what a case records is :mod:`lfw.suite.record`, why a case is
+group runs and how is :mod:`lfw.suite.runner`, what a case records is :mod:`lfw.suite.case_record`, why a case is
 left out is :func:`lfw.suite.skips.skip_reason`, how a run is saved is :mod:`lfw.suite.saving`; the pytest side of
 each hook's work is :mod:`benchmarks.helpers`. Thread counts are pinned by the root ``conftest.py``.
 """

@@ -30,9 +30,9 @@ from lfw.measure.cost import InstructionCount, count_instructions
 from lfw.measure.resources import usable_cores
 from lfw.results import keys as K
 from lfw.results import knobs as KN
+from lfw.suite.case_record import pass_record
 from lfw.suite.matrix import LFW_FILES, TRANSFORMS
 from lfw.suite.profiles import COST, Profile
-from lfw.suite.record import pass_record
 from lfw.suite.skips import Needs, skip_reason
 
 GROUP = "cost"

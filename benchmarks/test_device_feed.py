@@ -21,8 +21,8 @@ from lfw.measure.device import matmul_step
 from lfw.measure.rotation import pass_clock
 from lfw.results import keys as K
 from lfw.results import knobs as KN
+from lfw.suite.case_record import pass_record, step_record
 from lfw.suite.profiles import DEVICE, device_workers
-from lfw.suite.record import pass_record, step_record
 from lfw.suite.skips import STAND_IN, Needs, Session
 
 GROUP = "device-feed"

@@ -33,8 +33,8 @@ from lfw.measure.leak import WARMUP_EPOCHS, leak_check
 from lfw.measure.resources import usable_cores
 from lfw.results import keys as K
 from lfw.results import knobs as KN
+from lfw.suite.case_record import pass_record
 from lfw.suite.profiles import Profile
-from lfw.suite.record import pass_record
 from lfw.suite.skips import Needs
 
 pytestmark = pytest.mark.benchmark(group="leak")

@@ -18,9 +18,9 @@ from lfw.measure.memory import TreeSnapshot
 from lfw.measure.rotation import Measured
 from lfw.measure.stages import StageTotals
 from lfw.results import keys as K
+from lfw.suite.case_record import rotated_record, single_record
 from lfw.suite.matrix import GROUPS
 from lfw.suite.profiles import PROFILES
-from lfw.suite.record import rotated_record, single_record
 from lfw.suite.runner import CAPACITY, MEMMAP_CEILING, GroupRotation, own_decoder_member
 
 ROUNDS = 3

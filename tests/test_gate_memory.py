@@ -32,7 +32,7 @@ from lfw.measure.leak import leak_check
 from lfw.measure.machine import usable_cores
 from lfw.results import keys as K
 from lfw.results import load_run, parse_run
-from lfw.suite.record import pass_record
+from lfw.suite.case_record import pass_record
 
 MIB = 2**20
 INTEL, AMD = "Intel(R) Xeon(R) Processor @ 2.80GHz", "AMD EPYC"

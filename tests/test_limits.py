@@ -1,4 +1,4 @@
-"""One limit for every ceiling (lfw.suite.record.work_limit), what limits a case (lfw.results.limits), and the
+"""One limit for every ceiling (lfw.suite.case_record.work_limit), what limits a case (lfw.results.limits), and the
 data-wait fraction judged in the machine's units (lfw.gate.metrics.data_wait_excess)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from lfw.measure.loader_pass import PassResult
 from lfw.results import Case, Run
 from lfw.results import keys as K
 from lfw.results.limits import machine_line, what_limits
-from lfw.suite.record import pass_record, work_limit
+from lfw.suite.case_record import pass_record, work_limit
 
 
 def case(group: str = "workers-transform", workers: int = 2, **extra: Any) -> Case:

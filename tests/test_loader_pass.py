@@ -19,7 +19,7 @@ from lfw.measure import LoaderConfig, LoaderPass, measure_pass, memory
 from lfw.measure.loader_pass import sleep_step
 from lfw.results import keys as K
 from lfw.stats.variation import coefficient_of_variation
-from lfw.suite.record import pass_record, step_record
+from lfw.suite.case_record import pass_record, step_record
 
 
 def test_pass_counts_exactly_k_batches(tiny_tree: Path) -> None:

@@ -228,7 +228,7 @@ def test_a_steady_rate_exists_only_with_enough_batches_and_never_above_the_endpo
     from lfw.measure.loader_pass import STEADY_MIN_BATCHES
     from lfw.remote.bench import RemoteCase, RemoteMember, remote_law
     from lfw.results import keys as K
-    from lfw.suite.record import pass_record
+    from lfw.suite.case_record import pass_record
 
     s3.shape(jitter=0, tail_p=0)
 

@@ -14,7 +14,7 @@ from lfw.measure import LoaderConfig, LoaderPass
 from lfw.measure.ceiling import CeilingSweep, ParallelCapacity, spread_indices
 from lfw.measure.loader_pass import PassResult
 from lfw.measure.rotation import LoaderMember, PassClock, Rotation, round_orders
-from lfw.suite.record import pass_record
+from lfw.suite.case_record import pass_record
 
 
 class Recorder:

@@ -28,7 +28,7 @@ from lfw.measure.stages import (
 )
 from lfw.pipelines import Pipeline, decoders
 from lfw.pipelines.decoders import DECODERS, decode, read_file
-from lfw.suite.record import stage_breakdown
+from lfw.suite.case_record import stage_breakdown
 from tests.trees import TINY_IMAGES, first_image
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from lfw.measure.loader_pass import STEADY_MIN_BATCHES, PassResult
 from lfw.remote.bench import RemoteCase, limiting, remote_law
 from lfw.results import keys as K
+from lfw.suite.case_record import pass_record
 from lfw.suite.matrix import remote_pass_batches
-from lfw.suite.record import pass_record
 
 
 def paced(batches: int, *, wave: int = 1, start_s: float = 1.0, every_s: float = 0.1, size: int = 32) -> PassResult:

@@ -163,7 +163,7 @@ class FeedRow:
     closed_form: tuple[int, ...]
     throughput: tuple[int, ...]  # the rate alone (throughput_bound)
     decodes: bool  # False for the decode-free memmap reference
-    limit: float | None = None  # its own decoder's limit, images/s (lfw.suite.record.work_limit); None: not measured
+    limit: float | None = None  # its own decoder's limit, images/s (suite.case_record.work_limit); None: not measured
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The machine's ceilings, each a member of every group's rotation (:mod:`lfw.measure.rotation`), so a ratio to
 them is paired by round: :class:`CeilingSweep`, how fast one core reads, decodes and transforms these files without
-a DataLoader (the rate every limit multiplies: :func:`lfw.suite.record.work_limit`); :class:`ParallelCapacity`, how
+a DataLoader (the rate every limit multiplies: :func:`lfw.suite.case_record.work_limit`); :class:`ParallelCapacity`, how
 many cores the machine gives right now (docs/methodology.md, "The machine")."""
 
 from __future__ import annotations

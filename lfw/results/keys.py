@@ -77,7 +77,7 @@ MIB = {"unit": "MiB", "digits": 4, "fmt": "{:,.1f}"}  # the memory figures of a 
 SHARE = {"digits": 4, "better": "higher"}  # a rate over a ceiling of the same round
 RATE = {"unit": "img/s", "digits": 2, "fmt": "{:,.0f}"}  # images/s, summarized over rounds
 
-# --- one pass, summarized over rounds (lfw.suite.record) --------------------------------------------------
+# --- one pass, summarized over rounds (lfw.suite.case_record) --------------------------------------------------
 ROUNDS = metric("rounds", "rounds")
 IMAGES = metric("images", "images per pass")
 BATCHES = metric("batches", "batches per pass")
@@ -128,7 +128,7 @@ MAIN_CPU_SHARE = metric("main_cpu_share", "main process's share of the CPU", dig
 H2D_MS_PER_BATCH = metric("h2d_ms_per_batch", "a batch's host-to-device copy (CUDA events), mean", unit="ms")
 
 # --- what the live loader did with its knobs (lfw.measure.loader_pass.PassResult), read back from its iterator --
-# The last round's (lfw.suite.record.loader_facts); a fact with nothing to read (no workers) is absent.
+# The last round's (lfw.suite.case_record.loader_facts); a fact with nothing to read (no workers) is absent.
 WORKERS_SEEN = metric("workers_seen", "worker processes serving the pass")  # 0: the main process loads
 WORKER_START_METHOD = metric("worker_start_method", "how the workers started")  # fork, spawn or forkserver
 PREFETCHED_BATCHES = metric("prefetched_batches", "batches iter() asked for")  # prefetch x workers, or the epoch's

@@ -76,8 +76,9 @@ class LoaderCase:
 
     @property
     def parallelism(self) -> int:
-        """The processes or threads the case's work runs in (the most cores :func:`lfw.suite.record.work_limit` counts):
-        a peer's knob; a decode on the device, one; else loading processes (or the main process) x decode threads."""
+        """The processes or threads the case's work runs in (the most cores
+        :func:`lfw.suite.case_record.work_limit` counts): a peer's knob; a decode on the device, one; else loading
+        processes (or the main process) x decode threads."""
         if self.peer is not None:
             return self.peer.parallelism
         if self.on_device:  # one device decodes, whatever reads the bytes
