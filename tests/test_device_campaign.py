@@ -24,9 +24,10 @@ import torch
 
 from lfw.errors import LFWError
 from lfw.gate import device_campaign as C
+from lfw.measure.resources import usable_cores
 from lfw.results import load_run
 from lfw.suite.matrix import GROUPS as MATRIX
-from lfw.suite.profiles import DEVICE_STEPS
+from lfw.suite.profiles import DEVICE_STEPS, device_peers
 from tests.processes import gone_or_zombie
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,13 +46,54 @@ def campaign(out: Path, tree: Path, *args: str) -> tuple[subprocess.CompletedPro
 
 
 def test_one_command_measures_the_gpu_steps_first_and_fits_nine_minutes() -> None:
-    assert C.STEP_NAMES == ("bandwidth", "decode", "feed", "pin", "workers", "baseline")
-    tests = [DEVICE_STEPS[s].strip("()").split()[0] for s in C.STEP_NAMES if s != "baseline"]
+    assert C.STEP_NAMES == ("bandwidth", "decode", "feed", "pin", "workers", "baseline", "peers")
+    measuring = [s for s in C.STEP_NAMES if s != "baseline" and s not in C.AFTER_BASELINE]
+    tests = [DEVICE_STEPS[s].strip("()").split()[0] for s in measuring]
     assert tests == sorted(tests), "the steps run in the order pytest collects their test files"
     assert all(0 < b <= C.STEP_LIMIT_S for b in C.STEPS.values()) and C.TOTAL_BUDGET_S <= 540
-    assert sum(C.STEPS.values()) < C.TOTAL_BUDGET_S  # room for the wheels and the versions
+    first = [s for s in C.STEP_NAMES if s not in C.AFTER_BASELINE]
+    assert C.STEP_NAMES[len(first):] == C.AFTER_BASELINE  # the peers take what is left, last
+    assert sum(C.STEPS[s] for s in first) < C.TOTAL_BUDGET_S  # room for the wheels and the versions
     assert set(C.GROUPS.values()) <= set(MATRIX) | {"device-copy", "device-feed"}
     assert set(C.BASELINE_STEPS) <= set(C.GROUPS) and set(C.PROBE_STEPS) < set(C.STEP_NAMES)
+
+
+def test_the_peers_step_runs_every_peer_at_the_device_counts_beside_slot_batches_there() -> None:
+    from lfw.suite.matrix import _peers
+
+    assert DEVICE_STEPS["peers"] == device_peers(usable_cores())
+    assert device_peers(16) == "(test_peers and not processes and (t8] or w8] or t16] or w16]))"
+    assert device_peers(2) == "(test_peers and not processes and (t1] or w1] or t2] or w2]))"
+    sixteen = _peers((8, 16)).ids
+    assert {"dataloader-simplejpeg-slots-w8", "dataloader-simplejpeg-slots-w16", "grain-threads-t16"} <= set(sixteen)
+    assert [c for c in _peers((1, 2)).ids if "slots" in c] == ["dataloader-simplejpeg-slots-w2"]
+    assert [c for c in _peers((6, 12)).ids if c.startswith("spdl")] == [f"spdl-t{n}" for n in (1, 2, 4, 6, 8, 12, 16)]
+
+
+def test_the_peers_step_gives_each_peer_its_paired_ratio_to_dataloaders_best() -> None:
+    from lfw.results import Case
+    from lfw.results import keys as K
+    from lfw.results.record import SCHEMA_VERSION
+
+    rotation = {"group": "peers", "seed": 0, "rounds": 3, "members": ["a", "b", "c", "d"]}
+
+    def case(name: str, peer: str, rounds: list[float], rotated: bool = True) -> Case:
+        extra = {K.SCHEMA_VERSION: SCHEMA_VERSION, K.IMAGES_PER_S: rounds[1], f"{K.IMAGES_PER_S}_rounds": rounds,
+                 **({K.ROTATION: rotation} if rotated else {})}
+        return Case(f"test_peers[{name}]", f"b::test_peers[{name}]", "peers", {"peer": peer, "pipeline": name},
+                    (1.0,) * len(rounds), extra)
+
+    cases = [case("dataloader-w8", "dataloader", [1000, 1100, 1200]),
+             case("dataloader-w16", "dataloader", [1500, 1600, 1700]), case("grain-t16", "grain", [750, 800, 850]),
+             case("litdata-w16", "litdata", [1500, 1600, 1700], rotated=False)]
+    rows: dict[str, dict[str, Any]] = {c.name: {} for c in cases}
+    assert C.paired_to_dataloader(cases, rows) == {"dataloader_best": "test_peers[dataloader-w16]"}
+    assert rows["test_peers[grain-t16]"]["ratio_to_dataloader_best"] == [0.5, 0.5, 0.5]
+    assert rows["test_peers[litdata-w16]"] == {} == rows["test_peers[dataloader-w8]"]  # unpaired; a reference
+    assert C.paired_to_dataloader(cases[2:], {c.name: {} for c in cases[2:]}) == {}  # no reference ran
+    step = {"measured_on": "cuda", "dataloader_best": "test_peers[dataloader-w16]",
+            "cases": {"test_peers[grain-t16]": {"images_per_s": 800.0, **rows["test_peers[grain-t16]"]}}}
+    assert C.headlines(step)[0].endswith("; 0.50 [0.50, 0.50] of test_peers[dataloader-w16]'s images/s, paired")
 
 
 RUN_CALL = re.compile(r'^run\(command="([^"]+)", carry=\[([^\]]*)\], timeout_s=(\d+)\)$', re.MULTILINE)
@@ -123,6 +165,13 @@ def test_step_statuses_come_from_the_saved_run_and_its_junit_times(tmp_path: Pat
     assert rows["bandwidth"]["cpus"].startswith(f"{load_run(FIXTURE_RUN).machine['usable_cores']} usable")
     stopped = {"status": "incomplete", "exit_code": -15, "reason": "stopped at its budget of 3 s"}
     assert C.step_results(tmp_path / "none.json", ["pin"], stopped, {})["pin"]["status"] == "incomplete"
+    junit.write_text('<testsuites><testsuite><testcase name="test_peers[grain-t1]" time="0.5"><skipped '
+                     'message="grain not measured: not importable"/></testcase></testsuite></testsuites>')
+    every_case_skipped = C.step_results(tmp_path / "none.json", ["peers"], ran, C.step_times(junit),
+                                        C.step_skips(junit))  # pytest-benchmark saved no run
+    assert every_case_skipped["peers"] == {**ran, "status": "skipped", "elapsed_s": 0.5,
+                                           "reason": "grain not measured: not importable"}
+    assert C.step_results(tmp_path / "none.json", ["pin"], ran, {}, C.step_skips(junit))["pin"]["status"] == "failed"
 
 
 def test_headlines_say_each_figure_beside_its_limit_and_mark_the_stand_in() -> None:
@@ -254,13 +303,17 @@ def test_the_dry_run_measures_every_step_through_the_suite(tmp_path: Path, tiny_
     assert sorted(p.name for p in out.iterdir()) == ["campaign.json", "campaign.log", "device.json", "gate.md"]
     assert sorted((ROOT / "benchmarks" / "baselines").iterdir()) == baselines  # nothing saved there
     assert doc["run"]["mode"] == "dry run" and list(doc["steps"]) == list(C.STEP_NAMES)
-    assert {n: s["status"] for n, s in doc["steps"].items()} == dict.fromkeys(C.STEP_NAMES, "done")
+    assert {n: s["status"] for n, s in doc["steps"].items()} == {**dict.fromkeys(C.STEP_NAMES, "done"),
+                                                                 "peers": "skipped"}
     assert doc["limits"]["open_files_soft"] == doc["limits"]["open_files_hard"]
     assert doc["environment"]["torch"] == torch.__version__ and doc["environment"]["pytest-benchmark"]
     gpu = "cuda" if torch.cuda.is_available() else C.STAND_IN
     assert [doc["steps"][s]["measured_on"] for s in ("bandwidth", "decode", "feed")] == [gpu] * 3
     assert len(doc["steps"]["bandwidth"]["cases"]) == 4 and doc["steps"]["baseline"]["aa_passed"]
     assert any("gpu-decode-w0" in name for name in doc["steps"]["decode"]["cases"])
+    peers = doc["steps"]["peers"]  # in a run of its own, after the baseline; the 40-image tree holds no pass of it
+    assert "file" not in peers and "holds 40: use a larger one" in peers["reason"]  # every case skipped: no run
+    assert set(doc["environment"]["peers_ready"]) == {"spdl", "dali", "grain", "webdataset", "litdata"}
     assert not Path(doc["steps"]["baseline"]["baseline"]).exists()  # in the command's scratch folder, removed
     log = (out / "campaign.log").read_text()
     gb_lines = [line for line in log.splitlines() if line.startswith("   ") and "GB/s" in line]
@@ -281,7 +334,8 @@ exit 0
 
 
 def test_device_wheels_runs_on_a_fresh_checkout_without_a_virtualenv(tmp_path: Path) -> None:
-    """It called .venv/bin/python, which a fresh checkout lacks; any python3 with pip will do."""
+    """It called .venv/bin/python, which a fresh checkout lacks; any python3 with pip will do. The peers that
+    travel go at constraints-peers.txt's versions; a pin missing is one line and exit 2."""
     checkout, bin_dir = tmp_path / "checkout", tmp_path / "bin"
     (checkout / "tools").mkdir(parents=True)
     bin_dir.mkdir()
@@ -290,12 +344,23 @@ def test_device_wheels_runs_on_a_fresh_checkout_without_a_virtualenv(tmp_path: P
     (bin_dir / "python3").write_text(FAKE_PIP)
     (bin_dir / "python3").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k != "PY"} | {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(["bash", str(checkout / "tools" / "device_wheels.sh")], env=env, capture_output=True,
-                          text=True, timeout=HANG_GUARD_S)
+
+    def wheels_sh() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", str(checkout / "tools" / "device_wheels.sh")], env=env, capture_output=True,
+                              text=True, timeout=HANG_GUARD_S)
+
+    missing = wheels_sh()
+    assert (missing.returncode, missing.stderr.strip()) == (2, "error: constraints-peers.txt pins no version of grain "
+                                                               "(the wheels travel at the project's pinned versions)")
+    shutil.copy(ROOT / "constraints-peers.txt", checkout)
+    done = wheels_sh()
     assert done.returncode == 0, done.stderr
-    wheels = sorted(p.name.split("-")[0] for p in (checkout / ".whl").iterdir())
-    assert wheels == ["memory_profiler", "py_cpuinfo2", "pytest_benchmark", "ruptures", "simplejpeg", "torchdata"]
-    assert "installable on CPython 3.12" in done.stdout
+    wheels = {p.name.split("-")[0]: p.name.split("-")[1] for p in (checkout / ".whl").iterdir()}
+    assert {"memory_profiler", "py_cpuinfo2", "pytest_benchmark", "ruptures", "simplejpeg", "torchdata"} < set(wheels)
+    pins = dict(line.split("==") for line in (ROOT / "constraints-peers.txt").read_text().split() if "==" in line)
+    assert {peer: wheels[peer] for peer in ("grain", "webdataset", "litdata")} == {
+        peer: pins[peer] for peer in ("grain", "webdataset", "litdata")}
+    assert "moto" not in wheels and "installable on CPython 3.12" in done.stdout
 
 
 @pytest.mark.slow

@@ -468,3 +468,13 @@ def test_a_peer_is_faster_or_slower_by_the_recommendations_rule(interval: tuple[
     from lfw.results.ratios import Ratio
 
     assert standing(Ratio(*interval, confidence=0.875, rounds=5)) == expected
+
+
+def test_a_tree_that_cannot_give_whole_batches_skips_the_group_in_one_line(tiny_tree: Path) -> None:
+    from lfw.suite.peers import tree_too_small
+
+    assert tree_too_small(tiny_tree, 128, {8}) is None  # the first 40 images: 5 batches of 8
+    why = tree_too_small(tiny_tree, 128, {8, 64})
+    assert why is not None and why.startswith("the peers group reads 40 images a pass in whole batches of 64")
+    assert "holds 40: use a larger one" in why and "\n" not in why
+    assert "reads 36 images" in (tree_too_small(tiny_tree, 36, {8}) or "")

@@ -276,6 +276,9 @@ print({k: r.machine[k] for k in ("dataset_path", "dataset_files", "skipped_image
 
 device_dryrun() {  # the device campaign's dry run: every step's code on the CPU; PY312=<python 3.12> runs it again
   exec 2>&1
+  stamp "bash tools/device_wheels.sh (the wheels the campaign installs, .whl/)"
+  bash tools/device_wheels.sh | grep -e ' wheels, ' -e '^travelling' -e '^installable'
+  echo
   for py in "$PY" ${PY312:-}; do
     stamp "$py tools/device_campaign.py --dry-run --out <fresh folder> (.whl/ from tools/device_wheels.sh)"
     echo "# machine: $(lscpu | sed -n 's/^Model name: *//p'), $(env -u OMP_NUM_THREADS nproc) usable cores, no GPU:" \
@@ -286,7 +289,7 @@ device_dryrun() {  # the device campaign's dry run: every step's code on the CPU
     start=$(date +%s.%N) status=0
     "$py" tools/device_campaign.py --dry-run --out "$dry" > /tmp/lfw-dryrun.log 2>&1 || status=$?
     tr '\r' '\n' < /tmp/lfw-dryrun.log | grep -a -e '^limits' -e '^python' -e '^torch' -e '^numpy' -e '^pytest' \
-      -e '^usable_cores' -e '^wheels' -e '^== ' -e '^   ' -e '^dry run' | grep -v '^ *$'
+      -e '^usable_cores' -e '^peers_ready' -e '^wheels' -e '^== ' -e '^   ' -e '^dry run' | grep -v '^ *$'
     echo "# exit status: $status; wall time: $(echo "$(date +%s.%N) - $start" | bc | cut -d. -f1) s"
     echo "# files written: $(ls "$dry" | tr '\n' ' ')"
     rm -rf "$dry"

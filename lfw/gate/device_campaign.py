@@ -5,11 +5,12 @@
 
 It installs the wheels of ``.whl/`` (``bash tools/device_wheels.sh``) beside the preinstalled torch and records the
 versions and limits; the measuring steps (:data:`STEPS`) are then one pytest run within the sum of their budgets, and
-``baseline`` saves it as ``benchmarks/baselines/gpu.json`` and gates an A/A run against it (docs/device.md), all
-within ``--total-budget``. ``--dry-run``: the smoke tree, the GPU members on the CPU stand-in (marked ``cpu
-stand-in``), the baseline in a scratch folder; ``--probe``: the dry run of the steps with a GPU path, failing without
-CUDA. DIR receives at most 8 files: ``campaign.json`` (version 2, merged with an earlier one), ``campaign.log``, the
-run (``device.json``, ``device-2.json``...), the baseline (``gpu*.json``) and ``gate.md``.
+``baseline`` saves it as ``benchmarks/baselines/gpu.json`` and gates an A/A run against it (docs/device.md); ``peers``
+then runs on its own with what is left (its budget at most), all within ``--total-budget``. ``--dry-run``: the smoke
+tree, the GPU members on the CPU stand-in (marked ``cpu stand-in``), the baseline in a scratch folder; ``--probe``:
+the dry run of the steps with a GPU path, failing without CUDA. DIR receives at most 8 files: ``campaign.json``
+(version 2, merged with an earlier one), ``campaign.log``, the run (``device.json``, ``device-2.json``...), the
+baseline (``gpu*.json``), ``gate.md`` and the peers' run (``peers.json``...).
 
 Exit codes: 0 every step done or skipped; 2 bad input; 3 a step outran its budget (incomplete); 4 a step failed;
 130 interrupted.
@@ -39,10 +40,12 @@ from lfw.gate.worktree import sigterm_as_interrupt
 from lfw.suite.profiles import DEVICE_STEPS, PROFILES, device_worker_counts
 
 REPO = Path(__file__).resolve().parents[2]  # the checkout: its benchmarks/ run, its baselines/ receive
-# In the order one pytest run measures them (its test files' order), GPU first; then the baseline, which needs them.
-STEPS = {"bandwidth": 20, "decode": 110, "feed": 30, "pin": 60, "workers": 110, "baseline": 190}  # budgets, s
+# In the order one pytest run measures them (its test files' order), GPU first; then the baseline, which needs them;
+# then the peers, a run of their own with what is left (reference rows: never in the baseline).
+STEPS = {"bandwidth": 20, "decode": 110, "feed": 30, "pin": 60, "workers": 110, "baseline": 190, "peers": 90}  # s
 GROUPS = {"bandwidth": "device-copy", "decode": "device-decode", "feed": "device-feed", "pin": "pin-memory",
-          "workers": "workers-transform"}
+          "workers": "workers-transform", "peers": "peers"}
+AFTER_BASELINE = ("peers",)  # measured after the baseline, in a run of their own
 STEP_NAMES = tuple(STEPS)
 BASELINE_STEPS = ("decode", "pin", "workers")  # the cases the gpu baseline holds and its A/A run measures again
 PROBE_STEPS = ("bandwidth", "decode", "feed", "pin", "baseline")  # those with a GPU path
@@ -51,14 +54,16 @@ CHECK_TIMEOUT_S = 120.0  # the wheels' install, the versions, nvidia-smi: a hang
 MAX_OUT_FILES, VERSION, STAND_IN = 8, 2, "cpu stand-in"
 EXIT_INCOMPLETE, EXIT_FAILED, GATE_REGRESSION = 3, 4, 1
 CAMPAIGN_JSON, CAMPAIGN_LOG, GATE_MD = "campaign.json", "campaign.log", "gate.md"
-OWN_FILES = (CAMPAIGN_JSON, CAMPAIGN_LOG, GATE_MD, "device*.json", "gpu*.json")
+OWN_FILES = (CAMPAIGN_JSON, CAMPAIGN_LOG, GATE_MD, "device*.json", "gpu*.json", "peers*.json")
 VERSIONS_CODE = """import json, torch
 from lfw.measure.machine import machine_info, package_version
 info = {**machine_info(), "torch_cuda_build": torch.version.cuda, "cuda": torch.cuda.is_available()}
 info.update({n: package_version(n) for n in ("pytest", "pytest-benchmark", "simplejpeg", "torchdata", "ruptures")})
+import lfw.peers as P
+info["peers_ready"] = {p: P.missing(p) or "ready" for p in P.PEERS}
 print(json.dumps(info, default=str))"""
 SHOWN = ("python", "torch", "torchvision", "numpy", "pytest", "pytest-benchmark", "torch_cuda_build", "cuda_device",
-         "cuda_driver", "nvidia_smi", "cpu_model", "usable_cores", "total_memory_gib", "runner_class")
+         "cuda_driver", "nvidia_smi", "cpu_model", "usable_cores", "total_memory_gib", "runner_class", "peers_ready")
 NVIDIA_SMI_QUERY = "name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current"
 HEADLINE_KEYS = ("images_per_s", "own_decoder_share", "cpu_ms_per_image", "main_cpu_share", "cpu_utilization",
                  "efficiency", "h2d_ms_per_batch", "h2d_gb_s", "h2d_share_of_peak", "au_measured", "au_predicted",
@@ -266,25 +271,40 @@ def pytest_argv(plan: dict[str, Any], args: argparse.Namespace, steps: list[str]
 def step_times(junit: Path) -> dict[str, float]:
     """Seconds per step from pytest's JUnit report: its test files' cases, set-up and tear-down included (a group's
     rotation runs in its first case)."""
+    return {step: round(sum(t for t, _ in cases), 1) for step, cases in junit_cases(junit).items()}
+
+
+def step_skips(junit: Path) -> dict[str, str]:
+    """Each step's first skip message in pytest's JUnit report, for a step none of whose cases ran."""
+    return {step: found[0] for step, cases in junit_cases(junit).items() if (found := [w for _, w in cases if w])}
+
+
+def junit_cases(junit: Path) -> dict[str, list[tuple[float, str]]]:
+    """Per step, each of its cases' seconds and skip message (empty when it was not skipped) in the JUnit report."""
     import xml.etree.ElementTree as ET
 
     step_of = {DEVICE_STEPS[step].strip("()").split()[0]: step for step in GROUPS}  # a case's test: its step
-    times = dict.fromkeys(GROUPS, 0.0)
+    found: dict[str, list[tuple[float, str]]] = {step: [] for step in GROUPS}
     with contextlib.suppress(OSError, ET.ParseError):
         for case in ET.parse(junit).iter("testcase"):
             if (step := step_of.get(case.get("name", "").partition("[")[0])) is not None:
-                times[step] += float(case.get("time") or 0.0)
-    return {step: round(t, 1) for step, t in times.items()}
+                skip = case.find("skipped")
+                why = (skip.get("message") or "skipped") if skip is not None else ""
+                found[step].append((float(case.get("time") or 0.0), why))
+    return found
 
 
-def step_results(run_path: Path, steps: list[str], ran: dict[str, Any], times: dict[str, float]) -> dict[str, Any]:
+def step_results(run_path: Path, steps: list[str], ran: dict[str, Any], times: dict[str, float],
+                 skips: dict[str, str] | None = None) -> dict[str, Any]:
     """Each measuring step's status from the saved run (:class:`lfw.results.Selection`): ``failed`` when a case
     failed, ``incomplete`` when the run was stopped before all its cases ran, ``skipped`` when none ran (why),
     else ``done``; its seconds, where its figures were measured and its cases' headline figures."""
     from lfw.results import load_run
     from lfw.results.limits import machine_line, what_limits
 
-    if not run_path.exists():
+    if not run_path.exists():  # pytest-benchmark saves nothing when every case skipped
+        if ran["status"] == "done" and skips and all(s in skips for s in steps):
+            return {s: {**ran, "status": "skipped", "reason": skips[s], "elapsed_s": times.get(s, 0.0)} for s in steps}
         return {s: {**ran, "status": "incomplete" if ran["status"] == "incomplete" else "failed",
                     "reason": ran.get("reason", "the run saved nothing")} for s in steps}
     run = load_run(run_path)
@@ -306,10 +326,26 @@ def step_results(run_path: Path, steps: list[str], ran: dict[str, Any], times: d
         row["measured_on"] = STAND_IN if STAND_IN in places else "cuda" if "cuda" in places else "cpu"
         row["cases"] = {c.name: {**{k: c.extra[k] for k in HEADLINE_KEYS if k in c.extra},
                                  "limited_by": what_limits(c).text} for c in cases}
-        out[step] = row
+        out[step] = {**row, **paired_to_dataloader(cases, row["cases"])} if step == "peers" else row
     if (cpus := machine_line(run)) is not None:
         out[steps[0]]["cpus"] = cpus  # the machine, once: usable cores, threads per core, capacity measured
     return out
+
+
+def paired_to_dataloader(cases: list[Any], rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The peers step's DataLoader best (its fastest uint8 reference case) and, in each peer's uint8 case rows, the
+    paired ratio of its images/s to it (estimate, low, high; left out where the two are not paired by round)."""
+    from lfw.results.peers import DATALOADER, fastest, peer_cases
+    from lfw.results.ratios import ratio
+
+    by_peer = peer_cases(cases)
+    if DATALOADER not in by_peer:
+        return {}
+    best = fastest(by_peer.pop(DATALOADER))
+    for case in (c for found in by_peer.values() for c in found):
+        if (r := ratio(case, best)) is not None:
+            rows[case.name]["ratio_to_dataloader_best"] = [round(r.estimate, 3), round(r.low, 3), round(r.high, 3)]
+    return {"dataloader_best": best.name}
 
 
 def headlines(step: dict[str, Any]) -> list[str]:
@@ -327,6 +363,8 @@ def headlines(step: dict[str, Any]) -> list[str]:
                      f"efficiency {f['efficiency']:.2f}" if "efficiency" in f else "no limit measured")
             text = (f"{f.get('images_per_s', 0):,.0f} img/s, {limit}, {f.get('cpu_ms_per_image', 0):.3f} CPU ms/img; "
                     f"limited by {f.get('limited_by', 'not measured')}")
+            if (r := f.get("ratio_to_dataloader_best")) is not None:
+                text += f"; {r[0]:.2f} [{r[1]:.2f}, {r[2]:.2f}] of {step['dataloader_best']}'s images/s, paired"
         lines.append(f"   {mark}{case}: {text}")
     return lines
 
@@ -387,27 +425,40 @@ def step_baseline(plan: dict[str, Any], args: argparse.Namespace, log: Log, env:
     return row if ok else {**row, "reason": f"the A/A gate exited {code}: see {GATE_MD}"}
 
 
+def next_free(out: Path, stem: str) -> Path:
+    """``DIR/<stem>.json``, else ``<stem>-2.json``... beside an earlier command's: a run is never written over."""
+    return next(p for n in range(1, 100) if not (p := out / f"{stem}{f'-{n}' if n > 1 else ''}.json").exists())
+
+
+def measure(plan: dict[str, Any], args: argparse.Namespace, log: Log, env: dict[str, str], doc: dict[str, Any],
+            work: Path, names: list[str], run_path: Path, label: str, allowed: float) -> None:
+    """One pytest run of the measuring steps ``names`` within ``allowed`` seconds, saved as ``run_path``; each
+    step's row into ``doc`` and the log, ``doc`` saved."""
+    budget = {s: min(args.step_budget or STEPS[s], STEP_LIMIT_S) for s in names}
+    junit = work / f"{run_path.stem}.xml"
+    ran = log.run(label, pytest_argv(plan, args, names, run_path, junit), allowed, env) if allowed >= 1 else {
+        "status": "incomplete", "exit_code": None, "reason": "not run: the total budget is spent"}
+    for name, row in step_results(run_path, names, ran, step_times(junit), step_skips(junit)).items():
+        doc["steps"][name] = {**row, "budget_s": budget[name], **({"file": run_path.name} if run_path.exists() else {})}
+        why = f" ({row['reason']})" if row.get("reason") else ""
+        log.line(f"== {name}: {row['status']}{why} in {row.get('elapsed_s', 0):.1f} s of {budget[name]:.0f} s")
+        for line in headlines(row) if row["status"] == "done" else []:
+            log.line(line)
+    write_atomic(args.out / CAMPAIGN_JSON, json.dumps(doc, indent=2, default=str) + "\n")
+
+
 def run_steps(plan: dict[str, Any], args: argparse.Namespace, log: Log, env: dict[str, str], doc: dict[str, Any],
               work: Path, deadline: float) -> None:
-    """The measuring steps as one pytest run within the sum of their budgets, then the baseline; ``doc`` saved
-    after the measuring run."""
+    """The measuring steps as one pytest run within the sum of their budgets, then the baseline, then the peers in
+    a run of their own within what is left (at most their budget); ``doc`` saved after each run."""
     steps = plan["steps"]
-    measuring = [s for s in steps if s != "baseline"]
+    measuring = [s for s in steps if s != "baseline" and s not in AFTER_BASELINE]
     budget = {s: min(args.step_budget or STEPS[s], STEP_LIMIT_S) for s in steps}
-    run_path = next(p for n in range(1, 100) if not (p := args.out / f"device{f'-{n}' if n > 1 else ''}.json").exists())
     doc["steps"].update({name: {"status": "interrupted", "reason": "the campaign was stopped"} for name in steps})
+    run_path = next_free(args.out, "device")  # the measuring run, which the baseline step reuses when it is whole
     if measuring:
         allowed = min(sum(budget[s] for s in measuring), deadline - time.monotonic())
-        argv = pytest_argv(plan, args, measuring, run_path, work / "steps.xml")
-        ran = log.run("measuring run", argv, allowed, env) if allowed >= 1 else {
-            "status": "incomplete", "exit_code": None, "reason": "not run: the total budget is spent"}
-        for name, row in step_results(run_path, measuring, ran, step_times(work / "steps.xml")).items():
-            doc["steps"][name] = {**row, "budget_s": budget[name], "file": run_path.name}
-            why = f" ({row['reason']})" if row.get("reason") else ""
-            log.line(f"== {name}: {row['status']}{why} in {row.get('elapsed_s', 0):.1f} s of {budget[name]:.0f} s")
-            for line in headlines(row) if row["status"] == "done" else []:
-                log.line(line)
-        write_atomic(args.out / CAMPAIGN_JSON, json.dumps(doc, indent=2, default=str) + "\n")
+        measure(plan, args, log, env, doc, work, measuring, run_path, "measuring run", allowed)
     if "baseline" in steps:
         left = min(budget["baseline"], deadline - time.monotonic())
         runner = doc.get("environment", {}).get("runner_class", "?")
@@ -416,6 +467,9 @@ def run_steps(plan: dict[str, Any], args: argparse.Namespace, log: Log, env: dic
         doc["steps"]["baseline"] = row
         log.line(f"== baseline: {row['status']} ({row.get('reason') or row.get('headline')}) in "
                  f"{row.get('elapsed_s', 0):.1f} s of {budget['baseline']:.0f} s")
+    if after := [s for s in steps if s in AFTER_BASELINE]:
+        allowed = min(sum(budget[s] for s in after), deadline - time.monotonic())
+        measure(plan, args, log, env, doc, work, after, next_free(args.out, "peers"), "peers run", allowed)
 
 
 @cli_entry

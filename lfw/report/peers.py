@@ -10,13 +10,11 @@ from typing import Literal
 from lfw.cli.sections import Table
 from lfw.results import Case, Run
 from lfw.results import keys as K
-from lfw.results import knobs as KN
 from lfw.results.limits import capacity_trusted, what_limits
+from lfw.results.peers import DATALOADER, GROUP, fastest, peer_cases
 from lfw.results.ratios import Ratio, ratio
 from lfw.stats.variation import KNEE_TOLERANCE
 
-GROUP = "peers"
-DATALOADER = "dataloader"
 Standing = Literal["faster", "slower", "within 5%", "unresolved", "unpaired"]
 
 
@@ -44,25 +42,12 @@ def standing(r: Ratio | None, tolerance: float = KNEE_TOLERANCE) -> Standing:
     return "unresolved"
 
 
-def peer_cases(run: Run) -> dict[str, list[Case]]:
-    """The peers group's measured uint8 cases by peer (``dataloader`` for the references)."""
-    found: dict[str, list[Case]] = {}
-    for case in run.group(GROUP):
-        if case.number(K.IMAGES_PER_S) is not None and case.value(K.OUTPUT, "uint8") == "uint8":
-            found.setdefault(case.knob(KN.PEER) or DATALOADER, []).append(case)
-    return found
-
-
-def fastest(cases: list[Case]) -> Case:
-    return max(cases, key=lambda c: c.number(K.IMAGES_PER_S) or 0.0)
-
-
 PeerRows = tuple[Case | None, list[PeerRow]]  # DataLoader's best case of the peers group, a row per peer at its best
 
 
 def peer_rows(run: Run) -> PeerRows:
     """DataLoader's best case of the peers group, and a row per peer at its best (fastest first)."""
-    by_peer = peer_cases(run)
+    by_peer = peer_cases(run.group(GROUP))
     if DATALOADER not in by_peer:
         return None, []
     best = fastest(by_peer.pop(DATALOADER))

@@ -272,23 +272,27 @@ PEER_PARALLELISM = (1, 2, 4, 8, 16)  # each peer's knob, swept up to the usable 
 PEER_KINDS = (("spdl", "threads", ""), ("dali", "threads", ""), ("grain", "threads", "threads"),
               ("grain", "workers", "processes"), ("webdataset", "workers", ""), ("litdata", "workers", ""))
 PEER_FLOATS = (PeerSpec("dali", 2), PeerSpec("grain", 2, mode="threads"))  # the two fastest peers (docs/peers.md)
-PEER_REFERENCES = (("dataloader-simplejpeg-slots-w2", Pipeline("simplejpeg", batching="slots")),
-                   ("dataloader-pil-w2", Pipeline("pil")),
-                   ("dataloader-simplejpeg-w2-float", Pipeline("simplejpeg", output="float")))
+SLOTS = Pipeline("simplejpeg", batching="slots")
+PEER_REFERENCES = (("dataloader-simplejpeg-slots-w2", SLOTS, 2), ("dataloader-pil-w2", Pipeline("pil"), 2),
+                   ("dataloader-simplejpeg-w2-float", Pipeline("simplejpeg", output="float"), 2))
 GRAIN_PROCESSES_QUICK = 2  # the one Grain multiprocessing case the quick profile runs: its passes cost seconds each
 GRAIN_PROCESSES_NOT_QUICK = ("Grain's multiprocessing prefetch spawns its workers for each epoch's iterator (its "
                              f"w{GRAIN_PROCESSES_QUICK} case's seconds per pass: docs/runs/peers.txt): quick measures "
                              f"w{GRAIN_PROCESSES_QUICK}, smoke and full the rest")
 
 
-def _peers() -> Group:
+def _peers(counts: tuple[int, ...]) -> Group:
     """The peers (:mod:`lfw.peers`) beside DataLoader's best pipelines in one rotation with the decoder ceilings
-    (docs/peers.md); memory measured alone afterwards (:mod:`lfw.suite.peers`)."""
+    (docs/peers.md); memory measured alone afterwards (:mod:`lfw.suite.peers`). The device layer's ``counts``
+    (:func:`~lfw.suite.profiles.device_workers`) join each peer's sweep, and those above 2 add slot batches at that
+    many workers (8 and 16 on 16 cores, none on 2): DataLoader's best where the peers run at scale (docs/device.md)."""
+    references = [*PEER_REFERENCES, *((f"dataloader-simplejpeg-slots-w{w}", SLOTS, w) for w in counts if w > 2)]
     cases = [LoaderCase("peers", case_id, {KN.PIPELINE.key: case_id, KN.PEER.key: "dataloader"},
-                        LoaderConfig(batch_size=64, num_workers=2, persistent_workers=True), "uint8", epoch_images=True,
+                        LoaderConfig(batch_size=64, num_workers=w, persistent_workers=True), "uint8", epoch_images=True,
                         pipeline=pipeline, memory_interval_s=None, lfw_only=LFW_FILES, layer=PEERS)
-             for case_id, pipeline in PEER_REFERENCES]
-    specs = [PeerSpec(peer, n, knob, mode=mode) for peer, knob, mode in PEER_KINDS for n in PEER_PARALLELISM]
+             for case_id, pipeline, w in references]
+    parallelism = sorted({*PEER_PARALLELISM, *counts})
+    specs = [PeerSpec(peer, n, knob, mode=mode) for peer, knob, mode in PEER_KINDS for n in parallelism]
     for spec in [*specs, *(PeerSpec(s.peer, s.parallelism, s.knob, "float", mode=s.mode) for s in PEER_FLOATS)]:
         processes = spec.parallelism if spec.knob == "workers" else 0
         slow = spec.mode == "processes" and spec.parallelism != GRAIN_PROCESSES_QUICK
@@ -331,7 +335,7 @@ GROUPS: dict[str, Group] = {g.name: g for g in (
     _decoders(),
     _device_decode(device_workers(usable_cores())),
     _remote(),
-    _peers(),
+    _peers(device_workers(usable_cores())),
 )}
 
 

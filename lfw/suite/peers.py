@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from lfw import peers
+from lfw.data import SYNTHETIC_SIZES
 from lfw.errors import LFWError, one_line
 from lfw.measure.loader_pass import LoaderPass, PassResult
 from lfw.measure.rotation import LoaderMember
@@ -28,6 +29,21 @@ def not_measured(spec: PeerSpec) -> str | None:
     """Why the peer cannot run here, in one line saying what is missing and how to get it; None when it can."""
     why = peers.missing(spec.peer)
     return None if why is None else f"{spec.peer} not measured: {why}"
+
+
+def tree_too_small(root: Path, images: int, batch_sizes: set[int]) -> str | None:
+    """Why the tree at ``root`` cannot give the peers group's pass (the first ``images`` images, all where it holds
+    fewer) in whole batches of each of ``batch_sizes``: one line naming the need and what the tree holds; None when
+    it can."""
+    from lfw.data.dataset import scan_images
+
+    held = len(scan_images(root).paths)
+    reads = min(images, held)
+    if reads > 0 and not any(reads % size for size in batch_sizes):
+        return None
+    return (f"the peers group reads {reads} images a pass in whole batches of {max(batch_sizes)} (the same for every "
+            f"case) and the tree at {root} holds {held}: use a larger one (the smoke profile's synthetic tree: "
+            f"{SYNTHETIC_SIZES['smoke']})")
 
 
 def build_peer(spec: PeerSpec, root: Path, images: int) -> PeerLoader:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lfw.data import SYNTHETIC_SIZES as TREE  # images per profile name
+from lfw.measure.resources import usable_cores
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,18 @@ def device_worker_counts(cores: int) -> tuple[int, ...]:
     return tuple(sorted({0, 2, *device_workers(cores)}))
 
 
+def device_peers(cores: int) -> str:
+    """The device profile's peers cases as a pytest ``-k``: every peer and DataLoader's slot batches at
+    :func:`device_workers` counts (8 and 16 on 16 cores), Grain's multiprocessing left out (it spawns its workers for
+    each epoch's iterator: seconds a pass, docs/peers.md)."""
+    ends = " or ".join(f"{knob}{n}]" for n in device_workers(cores) for knob in ("t", "w"))
+    return f"(test_peers and not processes and ({ends}))"
+
+
 # What the device campaign's steps run, as pytest -k expressions (lfw/gate/device_campaign.py).
 DEVICE_STEPS = {"pin": "test_pin_memory", "bandwidth": "test_device_copy", "feed": "test_device_feed",
-                "decode": "test_device_decode", "workers": "(test_workers_transform and (none or uint8))"}
+                "decode": "test_device_decode", "workers": "(test_workers_transform and (none or uint8))",
+                "peers": device_peers(usable_cores())}
 
 PROFILES = {
     "smoke": Profile("smoke", TREE["smoke"], 1, 64, 16, False, 20_000, 3, 4, frozenset(LAYERS), remote_limits=(20, 2)),

@@ -175,7 +175,7 @@ class GroupRotation:
     shutdown_errors: dict[str, list[str]] = field(default_factory=dict)
     left_out: dict[str, str] = field(default_factory=dict)
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # per case, what was found beside its rounds
-    unavailable: dict[str, str] = field(default_factory=dict)  # peer cases whose library cannot run here, and why
+    unavailable: dict[str, str] = field(default_factory=dict)  # cases that cannot run here (a peer's library), why
 
     def ceiling(self, member: str) -> list[float]:
         """A ceiling member's rate in each round."""
@@ -263,6 +263,11 @@ class GroupRunner:
     def run(self, group: Group, cases: Iterable[LoaderCase], *, timed: bool = True) -> GroupRotation:
         """Measure ``cases`` of ``group`` interleaved (``timed=False``: the fewest rounds, no warm-up: a smoke run)."""
         cases = list(cases)
+        images = max((c.pass_images(self.profile) for c in cases), default=0)
+        sizes = {c.peer.batch_size for c in cases if c.peer is not None}
+        if sizes and (small := P.tree_too_small(self.datasets.root, images, sizes)) is not None:
+            return GroupRotation({}, {"group": group.name, "members": []}, unavailable=dict.fromkeys(
+                (c.id for c in cases), small))  # every case skips with the one line; nothing converted
         converted, not_converted = P.conversions([c.peer for c in cases if c.peer is not None], self.datasets.root,
                                                  max((c.pass_images(self.profile) for c in cases), default=0))
         # Peer cases that cannot run here (a library missing, a conversion failed), each with its one line.
