@@ -277,7 +277,7 @@ print({k: r.machine[k] for k in ("dataset_path", "dataset_files", "skipped_image
 device_dryrun() {  # the device campaign's dry run: every step's code on the CPU; PY312=<python 3.12> runs it again
   exec 2>&1
   stamp "bash tools/device_wheels.sh (the wheels the campaign installs, .whl/)"
-  bash tools/device_wheels.sh | grep -e ' wheels, ' -e '^travelling' -e '^installable'
+  bash tools/device_wheels.sh 2>&1 | grep -e ' wheels, ' -e '^travelling' -e '^installable'
   echo
   for py in "$PY" ${PY312:-}; do
     stamp "$py tools/device_campaign.py --dry-run --out <fresh folder> (.whl/ from tools/device_wheels.sh)"
