@@ -430,11 +430,16 @@ def next_free(out: Path, stem: str) -> Path:
     return next(p for n in range(1, 100) if not (p := out / f"{stem}{f'-{n}' if n > 1 else ''}.json").exists())
 
 
+def step_budget(args: argparse.Namespace, step: str) -> float:
+    """A step's budget: ``--step-budget`` where given, else its planned seconds (:data:`STEPS`), at most the cap."""
+    return min(args.step_budget or STEPS[step], STEP_LIMIT_S)
+
+
 def measure(plan: dict[str, Any], args: argparse.Namespace, log: Log, env: dict[str, str], doc: dict[str, Any],
             work: Path, names: list[str], run_path: Path, label: str, allowed: float) -> None:
     """One pytest run of the measuring steps ``names`` within ``allowed`` seconds, saved as ``run_path``; each
     step's row into ``doc`` and the log, ``doc`` saved."""
-    budget = {s: min(args.step_budget or STEPS[s], STEP_LIMIT_S) for s in names}
+    budget = {s: step_budget(args, s) for s in names}
     junit = work / f"{run_path.stem}.xml"
     ran = log.run(label, pytest_argv(plan, args, names, run_path, junit), allowed, env) if allowed >= 1 else {
         "status": "incomplete", "exit_code": None, "reason": "not run: the total budget is spent"}
@@ -453,7 +458,7 @@ def run_steps(plan: dict[str, Any], args: argparse.Namespace, log: Log, env: dic
     a run of their own within what is left (at most their budget); ``doc`` saved after each run."""
     steps = plan["steps"]
     measuring = [s for s in steps if s != "baseline" and s not in AFTER_BASELINE]
-    budget = {s: min(args.step_budget or STEPS[s], STEP_LIMIT_S) for s in steps}
+    budget = {s: step_budget(args, s) for s in steps}
     doc["steps"].update({name: {"status": "interrupted", "reason": "the campaign was stopped"} for name in steps})
     run_path = next_free(args.out, "device")  # the measuring run, which the baseline step reuses when it is whole
     if measuring:
